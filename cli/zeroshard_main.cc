@@ -1,0 +1,14 @@
+// zeroshard: the user's command line (launch, status, checkpoint).
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"zeroshard: ZeRO-style sharded training", "zeroshard"};
+  zeroshard::AddVersionFlag(app);
+  app.require_subcommand(1);
+  zeroshard::cli::RegisterCommands(app);
+  if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+  return zeroshard::cli::RunSelected(app);
+}

@@ -1,0 +1,20 @@
+# Every third-party dependency is found here, once. See shared/TOOLCHAIN.md.
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Gloo CONFIG REQUIRED)
+find_package(civetweb CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(GTest CONFIG REQUIRED)
+find_package(benchmark CONFIG REQUIRED)
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(ZEROSHARD_CBLAS_INCLUDE cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+  REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+find_program(PROMTOOL_PROGRAM promtool)
+find_package(Python3 COMPONENTS Interpreter)

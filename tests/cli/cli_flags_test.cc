@@ -1,0 +1,47 @@
+// Every binary answers --help and --version with exit 0, and an unknown flag
+// or a bad value with exit 2 and one line naming the flag.
+#include <algorithm>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/support/subprocess.h"
+
+namespace {
+
+using zeroshard::testing::BinPath;
+using zeroshard::testing::CommandResult;
+
+CommandResult RunBin(const std::string& args) {
+  return zeroshard::testing::RunCommand(BinPath("") + args);
+}
+
+class BinaryFlagsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BinaryFlagsTest, HelpAndVersionExitZero) {
+  CommandResult help = RunBin(std::string(GetParam()) + " --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_NE(help.output.find("--version"), std::string::npos);
+  CommandResult version = RunBin(std::string(GetParam()) + " --version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.output.find("0."), std::string::npos) << version.output;
+}
+
+TEST_P(BinaryFlagsTest, UnknownFlagExitsTwoNamingIt) {
+  CommandResult r = RunBin(std::string(GetParam()) + " --no-such-flag");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no-such-flag"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBinaries, BinaryFlagsTest,
+                         ::testing::Values("zeroshard", "zeroshard-coordinator",
+                                           "zeroshard-worker"));
+
+TEST(CliTest, SubcommandsHaveHelp) {
+  for (const char* sub : {"launch", "status", "checkpoint"}) {
+    CommandResult r = RunBin(std::string("zeroshard ") + sub + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
+  }
+}
+
+}  // namespace
