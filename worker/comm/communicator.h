@@ -1,0 +1,94 @@
+// The one collective interface the engine sees (STYLE.md points 1, 8, 9, 11).
+// Backends: Gloo (CPU, TCP; worker/comm/gloo_*) and NCCL (CUDA;
+// worker/comm/nccl_*, built only where nvcc exists). Engine code never
+// includes a backend header.
+//
+// Signatures follow NCCL (nccl.h): send buffer, receive buffer, per-rank
+// element count, dtype. Buffers are host memory for Gloo and device memory for
+// NCCL.
+//   AllGather:     recv[r*count .. (r+1)*count) = rank r's send[0..count).
+//                  In place when send == recv + rank*count.
+//   ReduceScatter: recv[0..count) = sum over ranks of send[rank*count ..).
+//                  In place when recv == send + rank*count.
+//   AllReduce:     recv[0..count) = op over ranks of send; in place when equal.
+//   Broadcast:     recv = root's send; in place when equal.
+// Every operation is asynchronous where the backend allows: it returns a Work
+// handle; the buffers must stay alive and untouched until Wait returns OK.
+// Operations on one communicator complete in issue order.
+//
+// Errors: a peer that vanished or a timeout gives UNAVAILABLE or
+// DEADLINE_EXCEEDED from Wait; after Abort every pending and later operation
+// fails with ABORTED. A communicator belongs to exactly one generation.
+//
+// Thread safety: issue operations from one thread; Abort and stats() may be
+// called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/dtype.h"
+
+namespace zeroshard {
+
+enum class ReduceOp { kSum, kMax };
+
+enum class CommOp { kAllGather = 0, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kCount };
+// Metric label of an op: "all_gather", "reduce_scatter", ...
+const char* CommOpName(CommOp op);
+
+// Cumulative figures for one op since the communicator was created.
+struct CommOpStats {
+  int64_t calls = 0;
+  int64_t bytes = 0;      // Bytes of the op's full output per rank (NCCL's algbw size).
+  double seconds = 0.0;   // Issue-to-completion wall time, summed.
+};
+
+struct CommStats {
+  CommOpStats ops[static_cast<int>(CommOp::kCount)];
+  const CommOpStats& of(CommOp op) const { return ops[static_cast<int>(op)]; }
+};
+
+// Bus bandwidth factor for an op at world size n, as nccl-tests
+// doc/PERFORMANCE.md: (n-1)/n for all-gather and reduce-scatter, 2(n-1)/n for
+// all-reduce, 1 for broadcast.
+double BusBandwidthFactor(CommOp op, int world_size);
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Waits for completion; DEADLINE_EXCEEDED if not done within timeout.
+  virtual absl::Status Wait(absl::Duration timeout) = 0;
+};
+
+struct CollectiveOptions {
+  absl::Duration timeout = absl::Seconds(60);
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  virtual std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count,
+                                          DType dtype, const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count,
+                                              DType dtype, ReduceOp op,
+                                              const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count,
+                                          DType dtype, ReduceOp op,
+                                          const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count,
+                                          DType dtype, int root,
+                                          const CollectiveOptions& opts = {}) = 0;
+  virtual absl::Status Barrier(const CollectiveOptions& opts = {}) = 0;
+  // Ends the communicator (its generation ended): pending work fails fast.
+  virtual void Abort() = 0;
+  virtual CommStats stats() const = 0;
+};
+
+}  // namespace zeroshard
