@@ -1,13 +1,26 @@
-// Subcommands of the `zeroshard` CLI. Each registers its flags on the app and
-// runs when selected. Not thread-safe (called once from main).
+// Subcommands of the `zeroshard` CLI. Each lives in its own file
+// (cli/<name>_command.cc), registers its flags on the app and runs when
+// selected. Not thread-safe (called once from main).
 #pragma once
+
+#include <functional>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 
 namespace zeroshard::cli {
 
+struct Command {
+  CLI::App* app;              // The subcommand, owned by the parent app.
+  std::function<int()> run;   // Returns the process exit code.
+};
+
 void RegisterCommands(CLI::App& app);
 // Runs the parsed subcommand; returns the process exit code.
 int RunSelected(CLI::App& app);
+
+void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands);
 
 }  // namespace zeroshard::cli
