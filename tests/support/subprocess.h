@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/child_process.h"
 
 namespace zeroshard::testing {
 
@@ -22,27 +23,8 @@ struct CommandResult {
 // Runs `shell_command` through /bin/sh with stdin from /dev/null.
 CommandResult RunCommand(const std::string& shell_command);
 
-// A child process; killed (SIGKILL) and reaped on destruction if still alive.
-class ChildProcess {
- public:
-  // argv[0] is the program path. Output goes to `log_path` (appended).
-  ChildProcess(std::vector<std::string> argv, const std::string& log_path);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void Signal(int sig);
-  // Waits up to `timeout` for exit; returns the exit code, 128+signal if
-  // killed by a signal, or -1 on timeout.
-  int Wait(absl::Duration timeout);
-  bool Running();
-
- private:
-  pid_t pid_ = -1;
-  int status_ = -1;
-  bool reaped_ = false;
-};
+// Child processes a test starts and stops by PID (common/child_process.h).
+using ::zeroshard::ChildProcess;
 
 // Reads a whole file; "" if missing.
 std::string ReadFile(const std::string& path);

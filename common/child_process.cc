@@ -1,0 +1,78 @@
+#include "common/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/time/clock.h"
+
+namespace zeroshard {
+
+ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& log_path,
+                           const std::vector<std::string>& extra_env) {
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_copy = extra_env;
+  pid_ = fork();
+  if (pid_ != 0) return;
+  // Child: only async-signal-safe calls from here on.
+  setpgid(0, 0);
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+  }
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+  for (std::string& e : env_copy) putenv(e.data());
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    Wait(absl::Seconds(10));
+  }
+}
+
+void ChildProcess::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
+bool ChildProcess::Running() {
+  if (reaped_ || pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    reaped_ = true;
+    status_ = status;
+    return false;
+  }
+  return true;
+}
+
+int ChildProcess::Wait(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (Running()) {
+    if (absl::Now() >= deadline) return -1;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (pid_ <= 0) return -1;
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
+  return -1;
+}
+
+int ChildProcess::Stop(absl::Duration grace) {
+  Signal(SIGTERM);
+  int code = Wait(grace);
+  if (code == -1 && Running()) {
+    Signal(SIGKILL);
+    code = Wait(absl::Seconds(10));
+  }
+  return code;
+}
+
+}  // namespace zeroshard

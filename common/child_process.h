@@ -1,0 +1,43 @@
+// A child process started by fork+exec that its owner signals and reaps by
+// PID within a deadline (used by `zeroshard launch` for local workers and by
+// tests for servers). The child gets its own process group, stdin from
+// /dev/null, and stdout+stderr appended to a log file.
+// Thread-compatible: one owner thread per object.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace zeroshard {
+
+class ChildProcess {
+ public:
+  // argv[0] is the program path. pid() < 0 if fork failed; an exec failure
+  // shows as exit code 127.
+  ChildProcess(std::vector<std::string> argv, const std::string& log_path,
+               const std::vector<std::string>& extra_env = {});
+  // SIGKILLs and reaps the child if it is still running.
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig);
+  // Waits up to `timeout`; returns the exit code, 128+signal if killed by a
+  // signal, or -1 if still running at the deadline.
+  int Wait(absl::Duration timeout);
+  bool Running();
+  // SIGTERM, wait up to `grace`, then SIGKILL; returns the exit status as Wait.
+  int Stop(absl::Duration grace);
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+};
+
+}  // namespace zeroshard
