@@ -1,0 +1,105 @@
+#include "worker/trainer/job_config.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace zeroshard {
+namespace {
+
+absl::Status OutOfRange(const char* field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("job config: ", field, " ", why));
+}
+
+}  // namespace
+
+absl::Status JobConfig::Validate() const {
+  if (stage < 0 || stage > 3) return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
+  if (steps < 1 || steps > 100'000'000) return OutOfRange("steps", "must be in [1, 1e8]");
+  if (global_batch < 1 || global_batch > 1'000'000) return OutOfRange("global_batch", "must be in [1, 1e6]");
+  if (micro_batch < 1 || micro_batch > 65536) return OutOfRange("micro_batch", "must be in [1, 65536]");
+  if (compute_dtype == DType::kFp16 || reduce_dtype == DType::kFp16) {
+    return OutOfRange("compute_dtype/reduce_dtype", "must be fp32 or bf16");
+  }
+  if (!(lr > 0 && lr < 10)) return OutOfRange("lr", "must be in (0, 10)");
+  if (warmup_steps < 0) return OutOfRange("warmup_steps", "must be >= 0");
+  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1)) return OutOfRange("beta1/beta2", "must be in [0, 1)");
+  if (!(eps > 0)) return OutOfRange("eps", "must be > 0");
+  if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
+  if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
+  if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
+  if (backend != "gloo" && backend != "nccl") return OutOfRange("backend", "must be gloo or nccl");
+  if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
+  if (checkpoint_every > 0 && checkpoint_dir.empty()) {
+    return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
+  }
+  return absl::OkStatus();
+}
+
+std::string JobConfig::ToJson() const {
+  nlohmann::json j = {
+      {"model", model}, {"stage", stage}, {"steps", steps}, {"global_batch", global_batch},
+      {"micro_batch", micro_batch}, {"data", data}, {"seed", seed},
+      {"compute_dtype", std::string(DTypeName(compute_dtype))},
+      {"reduce_dtype", std::string(DTypeName(reduce_dtype))}, {"lr", lr},
+      {"warmup_steps", warmup_steps}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps},
+      {"weight_decay", weight_decay}, {"max_grad_norm", max_grad_norm},
+      {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
+      {"threads", threads}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
+      {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step}};
+  return j.dump();
+}
+
+absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("job config: not a JSON object");
+  }
+  JobConfig c;
+  try {
+    for (auto& [key, value] : j.items()) {
+      if (key == "model") c.model = value.get<std::string>();
+      else if (key == "stage") c.stage = value.get<int>();
+      else if (key == "steps") c.steps = value.get<int64_t>();
+      else if (key == "global_batch") c.global_batch = value.get<int>();
+      else if (key == "micro_batch") c.micro_batch = value.get<int>();
+      else if (key == "data") c.data = value.get<std::vector<std::string>>();
+      else if (key == "seed") c.seed = value.get<uint64_t>();
+      else if (key == "compute_dtype") { ZS_ASSIGN_OR_RETURN(c.compute_dtype, ParseDType(value.get<std::string>())); }
+      else if (key == "reduce_dtype") { ZS_ASSIGN_OR_RETURN(c.reduce_dtype, ParseDType(value.get<std::string>())); }
+      else if (key == "lr") c.lr = value.get<double>();
+      else if (key == "warmup_steps") c.warmup_steps = value.get<int64_t>();
+      else if (key == "beta1") c.beta1 = value.get<double>();
+      else if (key == "beta2") c.beta2 = value.get<double>();
+      else if (key == "eps") c.eps = value.get<double>();
+      else if (key == "weight_decay") c.weight_decay = value.get<double>();
+      else if (key == "max_grad_norm") c.max_grad_norm = value.get<double>();
+      else if (key == "eval_every") c.eval_every = value.get<int64_t>();
+      else if (key == "eval_batches") c.eval_batches = value.get<int>();
+      else if (key == "log_path") c.log_path = value.get<std::string>();
+      else if (key == "threads") c.threads = value.get<int>();
+      else if (key == "backend") c.backend = value.get<std::string>();
+      else if (key == "checkpoint_dir") c.checkpoint_dir = value.get<std::string>();
+      else if (key == "checkpoint_every") c.checkpoint_every = value.get<int64_t>();
+      else if (key == "resume") c.resume = value.get<bool>();
+      else if (key == "resume_step") c.resume_step = value.get<int64_t>();
+      else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("job config: wrong type: ", e.what()));
+  }
+  ZS_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+double LearningRateAt(const JobConfig& c, int64_t step) {
+  if (step < c.warmup_steps) return c.lr * static_cast<double>(step + 1) / c.warmup_steps;
+  const double span = std::max<int64_t>(1, c.steps - c.warmup_steps);
+  const double progress = std::min(1.0, (step - c.warmup_steps) / span);
+  const double min_lr = c.lr / 10;
+  return min_lr + 0.5 * (c.lr - min_lr) * (1 + std::cos(M_PI * progress));
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,50 @@
+// The job's configuration: what `zeroshard launch` decides and every worker
+// reads back from the coordinator (GenerationInfo.job_config_json), so all
+// ranks train the same model on the same data with the same optimizer.
+// Thread-compatible value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/dtype.h"
+
+namespace zeroshard {
+
+struct JobConfig {
+  std::string model = "small";       // Preset name (worker/model ModelPreset).
+  int stage = 3;                     // ZeRO stage 0..3.
+  int64_t steps = 300;               // Optimizer steps to run in total.
+  int global_batch = 16;             // Sequences per optimizer step, all ranks together.
+  int micro_batch = 4;               // Sequences per forward/backward on one rank.
+  std::vector<std::string> data;     // Text files or directories; empty = defaults.
+  uint64_t seed = 1234;              // Initialisation and data order.
+  DType compute_dtype = DType::kFp32;
+  DType reduce_dtype = DType::kFp32;
+  double lr = 3e-3;                  // Peak learning rate.
+  int64_t warmup_steps = 20;         // Linear warm-up, then cosine decay to lr/10.
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+  double max_grad_norm = 1.0;        // <= 0 disables clipping.
+  int64_t eval_every = 50;           // Validation loss every this many steps (0 = only at end).
+  int eval_batches = 4;              // Global batches per validation estimate.
+  std::string log_path;              // JSONL step log written by rank 0 ("" = none).
+  int threads = 1;                   // Compute threads per worker.
+  std::string backend = "gloo";      // "gloo" or "nccl".
+  std::string checkpoint_dir;        // Where the coordinator stores checkpoints ("" = none).
+  int64_t checkpoint_every = 0;      // Save every this many steps (0 = never).
+  bool resume = false;               // Start from the latest committed checkpoint.
+  int64_t resume_step = -1;          // Start from this step's checkpoint (-1 = latest).
+
+  // INVALID_ARGUMENT naming the field for any out-of-range value.
+  absl::Status Validate() const;
+  std::string ToJson() const;
+  // Missing fields keep their defaults; unknown fields are an error.
+  static absl::StatusOr<JobConfig> FromJson(const std::string& json);
+};
+
+// Learning rate at `step` (0-based): linear warm-up then cosine to lr/10.
+double LearningRateAt(const JobConfig& config, int64_t step);
+
+}  // namespace zeroshard

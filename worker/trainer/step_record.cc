@@ -1,0 +1,108 @@
+#include "worker/trainer/step_record.h"
+
+#include "nlohmann/json.hpp"
+
+namespace zeroshard {
+namespace {
+
+nlohmann::json MemoryJson(const MemoryByKind& m) {
+  return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
+          {"buffers", m.buffers}};
+}
+
+void PackMemory(const MemoryByKind& m, double* out) {
+  out[0] = static_cast<double>(m.params);
+  out[1] = static_cast<double>(m.grads);
+  out[2] = static_cast<double>(m.optimizer);
+  out[3] = static_cast<double>(m.buffers);
+}
+
+MemoryByKind UnpackMemory(const double* in) {
+  return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]),
+          static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3])};
+}
+
+}  // namespace
+
+std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
+  std::array<double, kDoubles> out{};
+  PackMemory(memory, &out[0]);
+  PackMemory(peak_memory, &out[4]);
+  for (int i = 0; i < 3; ++i) {
+    out[8 + i] = static_cast<double>(comm_bytes[i]);
+    out[11 + i] = comm_seconds[i];
+  }
+  return out;
+}
+
+RankStepStats RankStepStats::Unpack(const double* v) {
+  RankStepStats s;
+  s.memory = UnpackMemory(&v[0]);
+  s.peak_memory = UnpackMemory(&v[4]);
+  for (int i = 0; i < 3; ++i) {
+    s.comm_bytes[i] = static_cast<int64_t>(v[8 + i]);
+    s.comm_seconds[i] = v[11 + i];
+  }
+  return s;
+}
+
+std::string StepRecord::ToJsonLine() const {
+  nlohmann::json ranks_json = nlohmann::json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    nlohmann::json bytes, seconds;
+    for (int i = 0; i < 3; ++i) {
+      bytes[kCommOpSlots[i]] = ranks[r].comm_bytes[i];
+      seconds[kCommOpSlots[i]] = ranks[r].comm_seconds[i];
+    }
+    ranks_json.push_back({{"rank", r},
+                          {"memory_bytes", MemoryJson(ranks[r].memory)},
+                          {"peak_memory_bytes", MemoryJson(ranks[r].peak_memory)},
+                          {"comm_bytes", bytes},
+                          {"comm_seconds", seconds}});
+  }
+  nlohmann::json j = {{"step", step}, {"loss", loss}, {"world_size", world_size},
+                      {"generation", generation}, {"stage", stage},
+                      {"step_seconds", step_seconds}, {"tokens_per_second", tokens_per_second},
+                      {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
+  if (val_loss >= 0) j["val_loss"] = val_loss;
+  return j.dump();
+}
+
+absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("step record: not a JSON object");
+  }
+  StepRecord r;
+  try {
+    r.step = j.at("step").get<int64_t>();
+    r.loss = j.at("loss").get<double>();
+    r.val_loss = j.value("val_loss", -1.0);
+    r.lr = j.value("lr", 0.0);
+    r.grad_norm = j.value("grad_norm", 0.0);
+    r.world_size = j.at("world_size").get<int>();
+    r.generation = j.at("generation").get<uint64_t>();
+    r.stage = j.at("stage").get<int>();
+    r.step_seconds = j.at("step_seconds").get<double>();
+    r.tokens_per_second = j.at("tokens_per_second").get<double>();
+    for (const auto& rj : j.at("ranks")) {
+      RankStepStats s;
+      for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},
+                                std::pair{"peak_memory_bytes", &s.peak_memory}}) {
+        const auto& m = rj.at(field);
+        *mem = {m.at("params").get<int64_t>(), m.at("grads").get<int64_t>(),
+                m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>()};
+      }
+      for (int i = 0; i < 3; ++i) {
+        s.comm_bytes[i] = rj.at("comm_bytes").at(kCommOpSlots[i]).get<int64_t>();
+        s.comm_seconds[i] = rj.at("comm_seconds").at(kCommOpSlots[i]).get<double>();
+      }
+      r.ranks.push_back(s);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(std::string("step record: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace zeroshard
