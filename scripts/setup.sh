@@ -11,7 +11,8 @@ DEB_PACKAGES=(
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev prometheus python3
 )
-PY_PACKAGES=(numpy safetensors)
+# PyPI test tools as pip-name[:import-name] (the import name when it differs).
+PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
@@ -27,8 +28,9 @@ if ((${#missing[@]})); then
 fi
 
 py_missing=()
-for p in "${PY_PACKAGES[@]}"; do
-  python3 -c "import $p" 2>/dev/null || py_missing+=("$p")
+for entry in "${PY_PACKAGES[@]}"; do
+  pip_name="${entry%%:*}"; import_name="${entry#*:}"
+  python3 -c "import $import_name" 2>/dev/null || py_missing+=("$pip_name")
 done
 if ((${#py_missing[@]})); then
   echo "setup: pip installing ${py_missing[*]}"
