@@ -1,0 +1,28 @@
+// Durable file replacement: write a temporary file in the same directory,
+// fsync it, rename it over the target, then fsync the directory, so a reader
+// (or a process restarted after kill -9 or power loss) sees either the old
+// contents or the new, never a torn mix. POSIX rename(2) is atomic within one
+// file system. Thread-safe for distinct paths; concurrent writers of one path
+// must serialise themselves (the last rename wins).
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace zeroshard {
+
+// Replaces `path` with `contents` atomically and durably. Errors: INTERNAL
+// (or the errno's mapping) naming the path and the failing system call.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// Reads a whole file. NOT_FOUND if it does not exist; other I/O errors name
+// the path and the system call.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+// Creates `dir` and its parents (mode 0755) if missing. INVALID_ARGUMENT for
+// an empty path; the errno's mapping otherwise.
+absl::Status MakeDirectories(const std::string& dir);
+
+}  // namespace zeroshard

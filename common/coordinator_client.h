@@ -1,0 +1,75 @@
+// A client for the coordinator's gRPC API (proto/zeroshard/v1/coordinator.proto)
+// used by workers, the CLI and tests. Every call carries a deadline
+// (Options::timeout; KvWait adds its own wait time to it) and returns
+// absl::Status: gRPC errors keep their code (UNAVAILABLE when the
+// coordinator is unreachable: retry; FAILED_PRECONDITION for a stale
+// generation: rejoin or move to the new generation; NOT_FOUND for an
+// unknown member: Join again) and the message names the RPC.
+//
+// Thread safety: all methods may be called concurrently (gRPC stubs are
+// thread-safe).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "zeroshard/v1/coordinator.grpc.pb.h"
+
+namespace zeroshard {
+
+struct CoordinatorClientOptions {
+  absl::Duration timeout = absl::Seconds(10);  // Per-call deadline.
+  int max_receive_message_bytes = 64 << 20;    // Generation infos of big plans.
+};
+
+class CoordinatorClient {
+ public:
+  using Options = CoordinatorClientOptions;
+
+  // `target`: "HOST:PORT". Creates the channel; connects lazily, so an
+  // unreachable coordinator shows up as UNAVAILABLE on the first call.
+  // INVALID_ARGUMENT for an empty target.
+  static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& target,
+                                                                   Options options = {});
+  CoordinatorClient(std::shared_ptr<grpc::Channel> channel, Options options);
+
+  absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
+  absl::Status Leave(const v1::LeaveRequest& request);
+  absl::StatusOr<v1::ReportFailureResponse> ReportFailure(
+      const v1::ReportFailureRequest& request);
+  absl::StatusOr<v1::GenerationInfo> GetGeneration(const v1::GetGenerationRequest& request);
+
+  // Reads the WatchGeneration stream for up to `duration`, calling
+  // `on_update` for each GenerationInfo (the first is the current one).
+  // Returns OK as soon as `on_update` returns false; DEADLINE_EXCEEDED when
+  // `duration` passes first; the stream's error otherwise.
+  absl::Status WatchGeneration(const v1::GetGenerationRequest& request, absl::Duration duration,
+                               const std::function<bool(const v1::GenerationInfo&)>& on_update);
+
+  // Rendezvous store of one generation. KvGet: NOT_FOUND if absent.
+  absl::Status KvSet(const v1::KvSetRequest& request);
+  absl::StatusOr<std::string> KvGet(const v1::KvGetRequest& request);
+  // The call's deadline is request.timeout_ms + Options::timeout, so the
+  // server's DEADLINE_EXCEEDED (naming the missing keys) arrives first.
+  absl::Status KvWait(const v1::KvWaitRequest& request);
+  absl::StatusOr<int64_t> KvAdd(const v1::KvAddRequest& request);
+
+  absl::Status ReportStep(const v1::StepReport& request);
+  absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
+
+  const Options& options() const { return options_; }
+
+ private:
+  void SetDeadline(grpc::ClientContext* ctx, absl::Duration extra = absl::ZeroDuration()) const;
+
+  Options options_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+}  // namespace zeroshard
