@@ -1,0 +1,148 @@
+// GptModel and its configuration: presets and validation, initialisation
+// statistics and determinism, the hook call order, input validation,
+// gradient accumulation over micro-batches, and activation accounting.
+// (Loss and gradients against an independent NumPy model: gpt_reference_test.)
+#include "worker/model/gpt_model.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/model/local_params.h"
+#include "worker/model/model_config.h"
+
+namespace zeroshard {
+namespace {
+
+ModelConfig Tiny() { return *ModelPreset("tiny"); }
+
+std::vector<int32_t> Tokens(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = static_cast<int32_t>(rng() % 256);
+  return t;
+}
+
+TEST(ModelConfigTest, PresetsAndErrors) {
+  const ModelConfig tiny = Tiny();
+  EXPECT_EQ(tiny.n_layer, 2);
+  EXPECT_EQ(tiny.n_embd, 32);
+  EXPECT_EQ(tiny.vocab, 256);
+  ASSERT_TRUE(ModelPreset("small").ok());
+  absl::StatusOr<ModelConfig> bad = ModelPreset("huge");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(bad.status().message().find("huge"), std::string::npos);
+  ModelConfig c = tiny;
+  c.n_head = 3;  // 32 is not a multiple of 3.
+  EXPECT_NE(ValidateModelConfig(c).message().find("n_head"), std::string::npos);
+  c = tiny;
+  c.n_ctx = 0;
+  EXPECT_NE(ValidateModelConfig(c).message().find("n_ctx"), std::string::npos);
+}
+
+TEST(ModelConfigTest, UnitsAndParameterCount) {
+  const ModelConfig c = Tiny();
+  const std::vector<UnitSpec> units = ModelUnits(c);
+  ASSERT_EQ(units.size(), 3u);
+  EXPECT_EQ(units[0].name, "embed");
+  EXPECT_EQ(units[2].name, "block.1");
+  // GPT-2 count by hand: wte V*C (tied head: once), wpe n_ctx*C, ln_f 2C;
+  // per block 2C + (3C*C + 3C) + (C*C + C) + 2C + (4C*C + 4C) + (4C*C + C).
+  const int64_t C = 32, V = 256, L = 2, ctx = 16;
+  const int64_t expect = V * C + ctx * C + 2 * C + L * (12 * C * C + 13 * C);
+  EXPECT_EQ(ModelParamCount(c), expect);
+  EXPECT_EQ(ModelParamBytes(c), 4 * expect);
+}
+
+TEST(ModelConfigTest, InitIsDeterministicWithGpt2Statistics) {
+  ModelConfig c = *ModelPreset("small");
+  const auto a = InitUnits(c, 7), b = InitUnits(c, 7), other = InitUnits(c, 8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, other);
+  const ShardPlan plan = *MakeShardPlan(ModelUnits(c), 1, 1);
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    for (const ParamPlacement& p : plan.units[u].params) {
+      const float* v = a[u].data() + p.offset;
+      double sum = 0.0, sq = 0.0;
+      for (int64_t i = 0; i < p.numel; ++i) {
+        sum += v[i];
+        sq += double{v[i]} * v[i];
+      }
+      const double mean = sum / p.numel, sd = std::sqrt(sq / p.numel - mean * mean);
+      const bool is_bias = p.name.size() > 4 && p.name.substr(p.name.size() - 4) == "bias";
+      if (is_bias) {
+        EXPECT_EQ(sq, 0.0) << p.name;
+      } else if (p.shape.size() == 1) {
+        EXPECT_EQ(sum, static_cast<double>(p.numel)) << p.name << " (gamma = 1)";
+      } else {
+        const bool residual = p.name.find("proj.weight") != std::string::npos;
+        const double want = residual ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02;
+        // Sample sd of n normals is within ~5/sqrt(2n) relative w.h.p.
+        EXPECT_NEAR(sd, want, want * 5.0 / std::sqrt(2.0 * p.numel)) << p.name;
+        EXPECT_NEAR(mean, 0.0, 5.0 * want / std::sqrt(double(p.numel))) << p.name;
+      }
+    }
+  }
+}
+
+TEST(GptModelTest, HookBracketsAndInitialLoss) {
+  const ModelConfig c = Tiny();
+  LocalParams hooks(InitUnits(c, 1));
+  GptModel model(c);
+  const int B = 2, T = 16;
+  const auto x = Tokens(B * T, 1), y = Tokens(B * T, 2);
+  absl::StatusOr<double> loss = model.Forward(x.data(), y.data(), B, T, hooks);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(hooks.forward_brackets(0), 2);  // Lookup and head.
+  EXPECT_EQ(hooks.forward_brackets(1), 1);
+  EXPECT_EQ(hooks.backward_brackets(0), 0);
+  // Small initial weights: near-uniform predictions, loss ~ ln(256) per token.
+  EXPECT_NEAR(*loss / (B * T), std::log(256.0), 0.05);
+  loss = model.ForwardBackward(x.data(), y.data(), B, T, 1.0f, hooks);
+  ASSERT_TRUE(loss.ok());
+  EXPECT_EQ(hooks.forward_brackets(0), 4);
+  EXPECT_EQ(hooks.backward_brackets(0), 2);
+  EXPECT_EQ(hooks.backward_brackets(2), 1);
+  EXPECT_EQ(model.ActivationBytes(), ModelActivationBytes(c, B, T));
+}
+
+TEST(GptModelTest, BadInputIsRefusedBeforeAnyHook) {
+  const ModelConfig c = Tiny();
+  LocalParams hooks(InitUnits(c, 1));
+  GptModel model(c);
+  auto x = Tokens(2 * 17, 1), y = Tokens(2 * 17, 2);
+  EXPECT_NE(model.ForwardBackward(x.data(), y.data(), 2, 17, 1.0f, hooks).status().message().find("T"),
+            std::string::npos);  // T > n_ctx = 16.
+  EXPECT_FALSE(model.Forward(x.data(), y.data(), 0, 4, hooks).ok());
+  x[3] = 256;
+  absl::Status s = model.Forward(x.data(), y.data(), 1, 4, hooks).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("inputs[3]"), std::string::npos);
+  EXPECT_FALSE(model.Forward(nullptr, y.data(), 1, 4, hooks).ok());
+  EXPECT_EQ(hooks.forward_brackets(0), 0);
+}
+
+TEST(GptModelTest, TwoMicroBatchesAccumulateToOneBatch) {
+  const ModelConfig c = Tiny();
+  const auto init = InitUnits(c, 3);
+  const int T = 12;
+  const auto x = Tokens(4 * T, 5), y = Tokens(4 * T, 6);
+  GptModel model(c);
+  LocalParams whole(init), parts(init);
+  const double l_whole = *model.ForwardBackward(x.data(), y.data(), 4, T, 0.25f, whole);
+  double l_parts = *model.ForwardBackward(x.data(), y.data(), 2, T, 0.25f, parts);
+  l_parts += *model.ForwardBackward(x.data() + 2 * T, y.data() + 2 * T, 2, T, 0.25f, parts);
+  EXPECT_NEAR(l_whole, l_parts, 1e-5 * l_whole);
+  for (int u = 0; u < whole.num_units(); ++u) {
+    float max_abs = 0.0f;
+    for (float g : whole.grads(u)) max_abs = std::max(max_abs, std::abs(g));
+    ASSERT_GT(max_abs, 0.0f);
+    for (size_t i = 0; i < whole.grads(u).size(); ++i) {
+      ASSERT_NEAR(whole.grads(u)[i], parts.grads(u)[i], 1e-5f * max_abs) << "unit " << u << " i " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zeroshard

@@ -1,0 +1,231 @@
+// CPU backend of worker/model/kernels.h (formulas documented there). The
+// attention kernels live in cpu_attention.cc; this file holds the rest.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "common/status_macros.h"
+#include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/kernels.h"
+#include "worker/model/parallel_for.h"
+
+namespace zeroshard {
+namespace {
+
+constexpr float kLayerNormEps = 1e-5f;
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+
+int InitialThreads() {
+  const char* env = std::getenv("ZEROSHARD_THREADS");
+  const int n = env != nullptr ? std::atoi(env) : 1;
+  return std::max(1, n);
+}
+
+int& ThreadsSetting() {
+  static int threads = [] {
+    const int n = InitialThreads();
+    openblas_set_num_threads(n);
+    return n;
+  }();
+  return threads;
+}
+
+class CpuKernelsImpl final : public Kernels {
+ public:
+  void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+              const float* B, float beta, float* C) override {
+    ThreadsSetting();  // Applies the default thread count to OpenBLAS once.
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, trans_a ? M : K, B,
+                trans_b ? K : N, beta, C, N);
+  }
+
+  void BiasAdd(float* out, const float* bias, int N, int C) override {
+    for (int n = 0; n < N; ++n) {
+      float* row = out + int64_t{n} * C;
+      for (int c = 0; c < C; ++c) row[c] += bias[c];
+    }
+  }
+
+  void BiasBackward(const float* dout, int N, int C, float* dbias) override {
+    for (int n = 0; n < N; ++n) {
+      const float* row = dout + int64_t{n} * C;
+      for (int c = 0; c < C; ++c) dbias[c] += row[c];
+    }
+  }
+
+  void LayerNormForward(const float* x, const float* gamma, const float* beta, int N, int C,
+                        float* out, float* mean, float* rstd) override {
+    for (int n = 0; n < N; ++n) {
+      const float* xr = x + int64_t{n} * C;
+      float* yr = out + int64_t{n} * C;
+      float m = 0.0f;
+      for (int c = 0; c < C; ++c) m += xr[c];
+      m /= static_cast<float>(C);
+      float v = 0.0f;
+      for (int c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
+      v /= static_cast<float>(C);
+      const float s = 1.0f / std::sqrt(v + kLayerNormEps);
+      for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+      mean[n] = m;
+      rstd[n] = s;
+    }
+  }
+
+  void LayerNormBackward(const float* dout, const float* x, const float* gamma,
+                         const float* mean, const float* rstd, int N, int C, float* dx,
+                         float* dgamma, float* dbeta) override {
+    for (int n = 0; n < N; ++n) {
+      const float* dy = dout + int64_t{n} * C;
+      const float* xr = x + int64_t{n} * C;
+      float* dxr = dx + int64_t{n} * C;
+      const float m = mean[n], s = rstd[n];
+      // dx = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),
+      // dnorm = dy * gamma, xhat = (x - mean) * rstd.
+      float mean_dnorm = 0.0f, mean_dnorm_xhat = 0.0f;
+      for (int c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * s;
+        const float dnorm = dy[c] * gamma[c];
+        mean_dnorm += dnorm;
+        mean_dnorm_xhat += dnorm * xhat;
+        dgamma[c] += dy[c] * xhat;
+        dbeta[c] += dy[c];
+      }
+      mean_dnorm /= static_cast<float>(C);
+      mean_dnorm_xhat /= static_cast<float>(C);
+      for (int c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * s;
+        dxr[c] += s * (dy[c] * gamma[c] - mean_dnorm - xhat * mean_dnorm_xhat);
+      }
+    }
+  }
+
+  void GeluForward(const float* x, int64_t n, float* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
+    }
+  }
+
+  void GeluBackward(const float* x, const float* dout, int64_t n, float* dx) override {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float th = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
+      const float dinner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+      dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dinner) * dout[i];
+    }
+  }
+
+  void AttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
+                        float* att) override {
+    CpuAttentionForward(qkv, B, T, C, NH, out, att);
+  }
+
+  void AttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
+                         int C, int NH, float* dqkv) override {
+    CpuAttentionBackward(dout, qkv, att, B, T, C, NH, dqkv);
+  }
+
+  void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N, int V,
+                                  float* probs, float* losses) override {
+    for (int n = 0; n < N; ++n) {
+      const float* l = logits + int64_t{n} * V;
+      float* p = probs + int64_t{n} * V;
+      ZS_CHECK(targets[n] >= 0 && targets[n] < V);
+      const float target_logit = l[targets[n]];  // Read before probs may overwrite it.
+      float mx = l[0];
+      for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
+      float sum = 0.0f;
+      for (int v = 0; v < V; ++v) {
+        p[v] = std::exp(l[v] - mx);
+        sum += p[v];
+      }
+      const float inv = 1.0f / sum;
+      for (int v = 0; v < V; ++v) p[v] *= inv;
+      // log-sum-exp form: exact even when probs[target] underflows.
+      losses[n] = std::log(sum) + mx - target_logit;
+    }
+  }
+
+  void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N, int V,
+                                   float scale, float* dlogits) override {
+    for (int n = 0; n < N; ++n) {
+      const float* p = probs + int64_t{n} * V;
+      float* d = dlogits + int64_t{n} * V;
+      for (int v = 0; v < V; ++v) d[v] = scale * p[v];
+      d[targets[n]] -= scale;
+    }
+  }
+
+  void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
+                        int T, int C, float* out) override {
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        const float* e = wte + int64_t{tokens[b * T + t]} * C;
+        const float* p = wpe + int64_t{t} * C;
+        float* o = out + (int64_t{b} * T + t) * C;
+        for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+      }
+    }
+  }
+
+  void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C,
+                         float* dwte, float* dwpe) override {
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        const float* d = dout + (int64_t{b} * T + t) * C;
+        float* e = dwte + int64_t{tokens[b * T + t]} * C;
+        float* p = dwpe + int64_t{t} * C;
+        for (int c = 0; c < C; ++c) {
+          e[c] += d[c];
+          p[c] += d[c];
+        }
+      }
+    }
+  }
+
+  void Add(const float* a, const float* b, int64_t n, float* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  }
+
+  void Accumulate(const float* x, int64_t n, float* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  }
+};
+
+}  // namespace
+
+Kernels& CpuKernels() {
+  static CpuKernelsImpl* kernels = new CpuKernelsImpl();
+  return *kernels;
+}
+
+void SetComputeThreads(int threads) {
+  threads = std::max(1, threads);
+  ThreadsSetting() = threads;
+  openblas_set_num_threads(threads);
+}
+
+int ComputeThreads() { return ThreadsSetting(); }
+
+void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t threads = std::min<int64_t>(ComputeThreads(), n);
+  if (threads <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  for (int64_t i = 1; i < threads; ++i) {
+    workers.emplace_back([&fn, i, n, threads] { fn(n * i / threads, n * (i + 1) / threads); });
+  }
+  fn(0, n / threads);
+  for (std::thread& w : workers) w.join();
+}
+
+}  // namespace zeroshard

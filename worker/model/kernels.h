@@ -1,0 +1,94 @@
+// The model's compute kernels behind one narrow interface, so that a CUDA
+// implementation (cuBLAS + kernels) slots in beside the CPU one (OpenBLAS +
+// threads) without touching GptModel. All tensors are fp32, row-major,
+// contiguous, in the backend's memory (host memory for the CPU backend).
+//
+// Shapes use N = rows (batch * tokens), C = channels, B = batch, T = tokens,
+// NH = heads, V = vocabulary. Every backward ADDS into its gradient outputs
+// (d* += ...), so callers zero them once and several uses accumulate; the
+// exceptions (plain writes) are marked "writes".
+//
+// Formulas follow GPT-2 (Radford et al., 2019): LayerNorm eps 1e-5, GELU with
+// the tanh approximation (Hendrycks & Gimpel, 2016), attention softmax scaled
+// by 1/sqrt(head size) with a causal mask (Vaswani et al., 2017).
+//
+// Thread safety: a Kernels object may be used from one thread at a time; it
+// may use internal worker threads (see SetComputeThreads).
+#pragma once
+
+#include <cstdint>
+
+namespace zeroshard {
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+
+  // C[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
+  // A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b).
+  virtual void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                      const float* A, const float* B, float beta, float* C) = 0;
+
+  // out[n,c] += bias[c].
+  virtual void BiasAdd(float* out, const float* bias, int N, int C) = 0;
+  // dbias[c] += sum_n dout[n,c].
+  virtual void BiasBackward(const float* dout, int N, int C, float* dbias) = 0;
+
+  // out = (x - mean) * rstd * gamma + beta per row; writes out [N,C] and the
+  // row statistics mean [N], rstd [N] kept for backward.
+  virtual void LayerNormForward(const float* x, const float* gamma, const float* beta,
+                                int N, int C, float* out, float* mean, float* rstd) = 0;
+  // dx += ..., dgamma += ..., dbeta += ... from dout [N,C].
+  virtual void LayerNormBackward(const float* dout, const float* x, const float* gamma,
+                                 const float* mean, const float* rstd, int N, int C,
+                                 float* dx, float* dgamma, float* dbeta) = 0;
+
+  // out[i] = gelu_tanh(x[i]) (writes), n elements.
+  virtual void GeluForward(const float* x, int64_t n, float* out) = 0;
+  // dx[i] += gelu_tanh'(x[i]) * dout[i].
+  virtual void GeluBackward(const float* x, const float* dout, int64_t n, float* dx) = 0;
+
+  // Causal multi-head self-attention over a fused qkv [B,T,3C] (q, k, v
+  // consecutive, head h at channels [h*C/NH, (h+1)*C/NH) of each). Writes
+  // out [B,T,C] and the softmax probabilities att [B,NH,T,T] (upper
+  // triangle zero) kept for backward.
+  virtual void AttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
+                                float* att) = 0;
+  // dqkv [B,T,3C] += ... from dout [B,T,C].
+  virtual void AttentionBackward(const float* dout, const float* qkv, const float* att,
+                                 int B, int T, int C, int NH, float* dqkv) = 0;
+
+  // Per row: probs = softmax(logits) (writes probs [N,V]) and losses[n] =
+  // -log probs[n, targets[n]] (writes). targets in [0, V) (checked). probs
+  // may alias logits (in place).
+  virtual void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets,
+                                          int N, int V, float* probs, float* losses) = 0;
+  // dlogits [N,V] (writes) = scale * (probs - onehot(targets)): the gradient
+  // of scale * sum_n losses[n]. dlogits may alias probs.
+  virtual void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets,
+                                           int N, int V, float scale, float* dlogits) = 0;
+
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] (writes out [B,T,C]).
+  virtual void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe,
+                                int B, int T, int C, float* out) = 0;
+  // dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:].
+  virtual void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T,
+                                 int C, float* dwte, float* dwpe) = 0;
+
+  // y[i] = a[i] + b[i] (writes; y may alias a or b).
+  virtual void Add(const float* a, const float* b, int64_t n, float* y) = 0;
+  // y[i] += x[i].
+  virtual void Accumulate(const float* x, int64_t n, float* y) = 0;
+};
+
+// The CPU backend: OpenBLAS sgemm, attention split over (batch, head) pairs
+// across the compute threads. One process-wide instance; stateless.
+Kernels& CpuKernels();
+
+// Threads the CPU kernels use (OpenBLAS and attention). Several worker
+// processes may share a few cores, so the default is $ZEROSHARD_THREADS or
+// 1. Values < 1 are treated as 1. Call from the training thread only.
+void SetComputeThreads(int threads);
+int ComputeThreads();
+
+}  // namespace zeroshard

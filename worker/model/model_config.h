@@ -1,0 +1,65 @@
+// The reference model's shape: a decoder-only transformer in GPT-2 layout
+// (Radford et al., 2019, "Language Models are Unsupervised Multitask
+// Learners"; pre-LayerNorm blocks, tied embedding/head) over a byte-level
+// vocabulary of 256.
+//
+// Units (the engine's flat buffers, in plan order):
+//   unit 0 "embed":  wte [vocab, n_embd] (also the LM head: one parameter),
+//                    wpe [n_ctx, n_embd], ln_f.weight [n_embd], ln_f.bias [n_embd]
+//   unit 1+i "block.<i>": block.<i>.ln_1.{weight,bias} [C],
+//                    block.<i>.attn.qkv.weight [3C, C], .qkv.bias [3C],
+//                    block.<i>.attn.proj.weight [C, C], .proj.bias [C],
+//                    block.<i>.ln_2.{weight,bias} [C],
+//                    block.<i>.mlp.fc.weight [4C, C], .fc.bias [4C],
+//                    block.<i>.mlp.proj.weight [C, 4C], .proj.bias [C]
+// Linear weights are [out, in] (y = x W^T + b), as torch.nn.Linear.
+// Offsets inside a unit come from MakeShardPlan (common/shard_plan.h).
+//
+// Thread-safe: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/shard_plan.h"
+
+namespace zeroshard {
+
+struct ModelConfig {
+  int vocab = 256;  // Byte-level tokens.
+  int n_layer = 0;
+  int n_embd = 0;   // C; a multiple of n_head.
+  int n_head = 0;
+  int n_ctx = 0;    // Longest sequence (tokens); size of wpe.
+};
+
+// INVALID_ARGUMENT naming the field: a non-positive size, n_embd not a
+// multiple of n_head, vocab != 256 is allowed only if >= 1.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+// Named presets: "tiny" (tests: 2 layers, 32 wide, 2 heads, ctx 16),
+// "small" (the default for `zeroshard launch`), "medium". NOT_FOUND naming
+// the preset and listing the known ones otherwise.
+absl::StatusOr<ModelConfig> ModelPreset(const std::string& name);
+std::vector<std::string> ModelPresetNames();
+
+// The model's units in plan order (see the header comment).
+std::vector<UnitSpec> ModelUnits(const ModelConfig& config);
+
+// Parameters (elements) of the whole model; the tied weight counted once.
+int64_t ModelParamCount(const ModelConfig& config);
+// fp32 bytes of one full copy of the parameters.
+int64_t ModelParamBytes(const ModelConfig& config);
+// (Activation memory: ModelActivationBytes in gpt_model.h.)
+
+// Deterministic GPT-2 style initialisation: linear and embedding weights
+// normal(0, 0.02), the two residual projections per block (attn.proj,
+// mlp.proj) normal(0, 0.02 / sqrt(2 * n_layer)), LayerNorm gamma 1 and beta
+// 0, biases 0. Returns one full fp32 buffer per unit (numel elements, plan
+// layout at world size 1). Same (config, seed) -> same bits on any machine.
+std::vector<std::vector<float>> InitUnits(const ModelConfig& config, uint64_t seed);
+
+}  // namespace zeroshard
