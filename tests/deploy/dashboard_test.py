@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""deploy/grafana/zeroshard-dashboard.json: parses, is a Grafana dashboard
+bound to the ${DS_PROMETHEUS} datasource variable, has the panels users
+need, every query is valid PromQL (promtool), and every metric a query or an
+alert uses is one the coordinator's code registers (server/, common/).
+
+The metric check fails loudly when a name is missing from the code: a
+dashboard panel over a metric nobody exports is always empty."""
+import json
+import shutil
+import subprocess
+import tempfile
+import pathlib
+
+import deploy_common as dc
+
+DASHBOARD = dc.DEPLOY / "grafana" / "zeroshard-dashboard.json"
+
+# Queries users asked for: (what, a fragment the panel's queries must contain).
+REQUIRED = [
+    ("memory by kind per rank", "zeroshard_memory_bytes"),
+    ("comm bytes/s by op", "rate(zeroshard_comm_bytes_total"),
+    ("achieved bandwidth by op", "rate(zeroshard_comm_seconds_total"),
+    ("step time quantiles", "histogram_quantile("),
+    ("step time histogram", "zeroshard_step_seconds_bucket"),
+    ("tokens/s", "zeroshard_tokens_per_second"),
+    ("loss", "zeroshard_loss"),
+    ("generation", "zeroshard_generation{"),
+    ("generation changes by reason", "increase(zeroshard_generation_changes_total"),
+    ("workers", "zeroshard_workers"),
+]
+
+c = dc.Checker("dashboard_test")
+yaml = dc.require_module("yaml", "pyyaml")
+
+try:
+    dash = json.loads(DASHBOARD.read_text())
+except json.JSONDecodeError as e:
+    c.check(False, f"{DASHBOARD.name} does not parse: {e}")
+    c.finish()
+
+# --- Dashboard shape. ---
+c.check(dash.get("schemaVersion", 0) >= 36, f"schemaVersion >= 36 (got {dash.get('schemaVersion')})")
+c.check(dash.get("title") and dash.get("uid"), "dashboard has a title and uid")
+variables = {v["name"]: v for v in dash.get("templating", {}).get("list", [])}
+ds_var = variables.get("DS_PROMETHEUS", {})
+c.check(ds_var.get("type") == "datasource" and ds_var.get("query") == "prometheus",
+        "templating variable DS_PROMETHEUS is a Prometheus datasource variable")
+
+panels = []
+for p in dash.get("panels", []):
+    panels.append(p)
+    panels.extend(p.get("panels", []))  # panels inside collapsed rows
+ids = [p.get("id") for p in panels]
+c.check(len(ids) == len(set(ids)), f"panel ids are unique ({ids})")
+
+# Panels tile the 24-column grid without overlapping.
+cells = {}
+for p in panels:
+    g = p.get("gridPos", {})
+    c.check(g.get("x", 0) + g.get("w", 0) <= 24, f"panel '{p.get('title')}' fits 24 columns")
+    for x in range(g.get("x", 0), g.get("x", 0) + g.get("w", 0)):
+        for y in range(g.get("y", 0), g.get("y", 0) + g.get("h", 0)):
+            other = cells.setdefault((x, y), p.get("title"))
+            if other != p.get("title"):
+                c.check(False, f"panels '{other}' and '{p.get('title')}' overlap at {(x, y)}")
+                break
+
+queries = []  # (panel title, expr)
+for p in panels:
+    if p.get("type") == "row":
+        continue
+    c.check(p.get("datasource", {}).get("uid") == "${DS_PROMETHEUS}",
+            f"panel '{p.get('title')}' uses ${{DS_PROMETHEUS}}")
+    c.check(p.get("targets"), f"panel '{p.get('title')}' has queries")
+    for t in p.get("targets", []):
+        c.check(t.get("datasource", {}).get("uid") == "${DS_PROMETHEUS}",
+                f"query {t.get('refId')} of '{p.get('title')}' uses ${{DS_PROMETHEUS}}")
+        queries.append((p.get("title"), t.get("expr", "")))
+all_exprs = "\n".join(e for _, e in queries)
+for what, fragment in REQUIRED:
+    c.check(fragment in all_exprs, f"a panel shows {what} (a query containing '{fragment}')")
+memory = [p for p in panels if any("zeroshard_memory_bytes" in t.get("expr", "")
+                                   for t in p.get("targets", []))]
+c.check(any(p["fieldConfig"]["defaults"].get("custom", {}).get("stacking", {}).get("mode")
+            == "normal" and p["fieldConfig"]["defaults"].get("unit") == "bytes" for p in memory),
+        "memory panel is stacked, in bytes")
+
+# --- Every query is valid PromQL: promtool parses them as recording rules. ---
+promtool = shutil.which("promtool")
+if promtool:
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:query_{i}", "expr": e.replace("$instance", ".*")}
+        for i, (_, e) in enumerate(queries)]}]}
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "dashboard_rules.yml"
+        path.write_text(yaml.safe_dump(rules))
+        out = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True,
+                             text=True, timeout=60)
+        c.check(out.returncode == 0, f"dashboard queries are valid PromQL:\n{out.stdout}{out.stderr}")
+else:
+    print("note: promtool absent; PromQL syntax of the dashboard queries not checked")
+
+# --- Every metric used is registered in the code. ---
+registered, files = dc.registered_metric_names()
+print(f"metric names registered in {', '.join(dc.METRIC_CODE_DIRS)}: {sorted(registered)} "
+      f"(from {files})")
+c.check(registered, "the coordinator's code registers zeroshard_* metrics (none found in "
+        f"{'/, '.join(dc.METRIC_CODE_DIRS)}/: is the coordinator's metrics code there yet?)")
+alerts = yaml.safe_load((dc.DEPLOY / "prometheus" / "alerts.yml").read_text())
+for r in (r for g in alerts["groups"] for r in g["rules"]):
+    queries.append((f"alert {r.get('alert')}", r["expr"]))
+used = {}
+for title, expr in queries:
+    for name in dc.promql_metric_names(expr):
+        used.setdefault(name, set()).add(title)
+c.check(used, "queries select metrics")
+for name, where in sorted(used.items()):
+    if name == "up":  # Prometheus's own per-target series
+        continue
+    c.check(dc.series_is_registered(name, registered),
+            f"metric {name} (used by {sorted(where)}) is not registered anywhere in "
+            f"{'/, '.join(dc.METRIC_CODE_DIRS)}/")
+
+c.finish()

@@ -1,0 +1,176 @@
+"""Shared helpers for the deploy/ tests: paths, loading manifests, reading
+container flags, and the metric names the project's C++ code registers.
+
+Every test script exits 0 (pass), 1 (fail) or 77 (skipped, with a printed
+reason); CTest maps 77 to "skipped" through SKIP_RETURN_CODE.
+"""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+
+SOURCE_DIR = pathlib.Path(
+    os.environ.get("ZEROSHARD_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+BIN_DIR = pathlib.Path(os.environ.get("ZEROSHARD_BIN_DIR", SOURCE_DIR / "build" / "bin"))
+DEPLOY = SOURCE_DIR / "deploy"
+K8S_DIR = DEPLOY / "k8s"
+
+
+class Checker:
+    """Collects failures so one run reports all of them, not just the first."""
+
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+        self.passed = 0
+
+    def check(self, cond, message):
+        if cond:
+            self.passed += 1
+        else:
+            self.failures.append(message)
+            print(f"FAIL: {message}", flush=True)
+        return cond
+
+    def finish(self):
+        failed = len(self.failures)
+        print(f"{self.name}: {self.passed} passed, {failed} failed", flush=True)
+        sys.exit(1 if failed else 0)
+
+
+def skip(reason):
+    print(f"SKIP: {reason}", flush=True)
+    sys.exit(SKIP)
+
+
+def require_module(name, pip_name):
+    try:
+        return __import__(name)
+    except ImportError:
+        skip(f"python module {name} is missing (scripts/setup.sh installs {pip_name})")
+
+
+def kustomization():
+    yaml = require_module("yaml", "pyyaml")
+    with open(K8S_DIR / "kustomization.yaml") as f:
+        return yaml.safe_load(f)
+
+
+def load_resources():
+    """The objects deploy/k8s applies: `kubectl kustomize` output when kubectl
+    is here (what `kubectl apply -k` sends), else the kustomization's
+    resource files read directly. Returns (objects, how)."""
+    yaml = require_module("yaml", "pyyaml")
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        out = subprocess.run([kubectl, "kustomize", str(K8S_DIR)], capture_output=True,
+                             text=True, timeout=60)
+        if out.returncode != 0:
+            raise SystemExit(f"FAIL: kubectl kustomize {K8S_DIR}: {out.stderr.strip()}")
+        return [d for d in yaml.safe_load_all(out.stdout) if d], "kubectl kustomize"
+    docs = []
+    for res in kustomization()["resources"]:
+        with open(K8S_DIR / res) as f:
+            docs.extend(d for d in yaml.safe_load_all(f) if d)
+    return docs, "resource files (kubectl absent)"
+
+
+def find(objs, kind, name):
+    for o in objs:
+        if o.get("kind") == kind and o["metadata"]["name"] == name:
+            return o
+    return None
+
+
+def pod_spec(obj):
+    return obj["spec"]["template"]["spec"]
+
+
+def container_argv(container):
+    return list(container.get("command", [])) + list(container.get("args", []))
+
+
+def flags_of(argv):
+    """{flag: value-or-None} from argv written as `--f=v` or `--f v`."""
+    flags = {}
+    i = 0
+    while i < len(argv):
+        tok = str(argv[i])
+        if tok.startswith("--"):
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                flags[k] = v
+            elif i + 1 < len(argv) and not str(argv[i + 1]).startswith("-"):
+                flags[tok] = str(argv[i + 1])
+                i += 1
+            else:
+                flags[tok] = None
+        i += 1
+    return flags
+
+
+# Quoted string literals that are whole metric names, e.g. "zeroshard_loss".
+_METRIC_LITERAL = re.compile(r'"(zeroshard_[a-z0-9_]+)"')
+METRIC_CODE_DIRS = ("server", "common")
+
+
+def registered_metric_names():
+    """Metric names the C++ code registers: every quoted "zeroshard_..."
+    string literal in server/ and common/ sources. Returns (names, files)."""
+    names, files = set(), set()
+    for d in METRIC_CODE_DIRS:
+        for path in sorted((SOURCE_DIR / d).rglob("*")):
+            if path.suffix not in (".cc", ".h", ".cpp", ".hpp"):
+                continue
+            found = _METRIC_LITERAL.findall(path.read_text(errors="replace"))
+            if found:
+                names.update(found)
+                files.add(str(path.relative_to(SOURCE_DIR)))
+    return names, sorted(files)
+
+
+_PROMQL_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_PROMQL_GROUPING = re.compile(
+    r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_PROMQL_MATCHERS = re.compile(r"\{[^}]*\}")
+_PROMQL_RANGE = re.compile(r"\[[^\]]*\]")
+# Numbers and durations ("5m", "0.99", "1e3") first, so "5m" is not read as "m".
+_PROMQL_TOKEN = re.compile(r"(?P<num>\d[A-Za-z0-9_.]*)|(?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)")
+_PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+                 "group_left", "group_right", "inf", "nan", "Inf", "NaN", "atan2"}
+
+
+def promql_metric_names(expr):
+    """Metric names a PromQL expression selects (not functions, aggregation
+    operators, label names or keywords)."""
+    s = _PROMQL_STRING.sub('""', expr)
+    s = _PROMQL_MATCHERS.sub(" ", s)
+    s = _PROMQL_GROUPING.sub(" ", s)
+    s = _PROMQL_RANGE.sub(" ", s)
+    names = set()
+    for m in _PROMQL_TOKEN.finditer(s):
+        word = m.group("ident")
+        if word is None:
+            continue
+        rest = s[m.end():].lstrip()
+        if rest.startswith("(") or word in _PROMQL_WORDS:
+            continue  # a function or aggregation call, or a keyword
+        if s[:m.start()].rstrip().endswith(("$", "{{", ".")):
+            continue
+        names.add(word)
+    return names
+
+
+def series_is_registered(name, registered):
+    """True when `name` is a registered metric or a series a registered
+    histogram/summary exposes (_bucket, _sum, _count)."""
+    if name in registered:
+        return True
+    for suffix in ("_bucket", "_sum", "_count"):
+        if name.endswith(suffix) and name[: -len(suffix)] in registered:
+            return True
+    return False

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""deploy/docker: Docker cannot run here, so the Dockerfiles are checked by
+reading them against the repository: every path they COPY exists, every
+folder the CMake project adds is copied (or the in-image build would fail),
+the binaries they stage are targets the project builds, the runtime stage
+runs as non-root, and collect-runtime-libs.sh stages a real binary so that
+it runs from the staged libraries alone."""
+import os
+import re
+import subprocess
+import tempfile
+import pathlib
+
+import deploy_common as dc
+
+DOCKER = dc.DEPLOY / "docker"
+COLLECT = DOCKER / "collect-runtime-libs.sh"
+
+c = dc.Checker("docker_test")
+
+root_cmake = (dc.SOURCE_DIR / "CMakeLists.txt").read_text()
+project_dirs = set(re.findall(r"^\s*add_subdirectory\((\w+)\)", root_cmake, re.M))
+project_dirs |= {p.split("/")[0] for p in re.findall(r"^\s*include\(([\w/]+\.cmake)\)",
+                                                     root_cmake, re.M)}
+executables = set()
+for cm in dc.SOURCE_DIR.glob("*/CMakeLists.txt"):
+    executables |= set(re.findall(r"add_executable\(([\w-]+)", cm.read_text()))
+
+
+def instructions(text):
+    """(KEYWORD, argument) per instruction, continuation lines joined,
+    comment lines dropped."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    joined = "\n".join(lines).replace("\\\n", " ")
+    return [(m.group(1).upper(), m.group(2).strip())
+            for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.M)]
+
+
+for name, binary in (("Dockerfile.coordinator", "zeroshard-coordinator"),
+                     ("Dockerfile.worker", "zeroshard-worker")):
+    text = (DOCKER / name).read_text()
+    ins = instructions(text)
+    froms = [a for k, a in ins if k == "FROM"]
+    c.check(len(froms) >= 2, f"{name} is multi-stage (FROM x{len(froms)})")
+    copies = [a.split() for k, a in ins if k == "COPY"]
+    copied = set()
+    for args in copies:
+        if any(a.startswith("--from") for a in args):
+            continue
+        for src in args[:-1]:
+            c.check((dc.SOURCE_DIR / src).exists(), f"{name}: COPY source {src} exists")
+            copied.add(src.rstrip("/").split("/")[0])
+    for d in sorted(project_dirs):
+        c.check(d in copied, f"{name}: copies {d}/, which the root CMakeLists.txt adds")
+    for f in ("CMakeLists.txt", "CMakePresets.json", "scripts"):
+        c.check(f in copied, f"{name}: copies {f}")
+    c.check(not any(s.startswith("build") for s in copied), f"{name}: copies no build directory")
+    run = " ".join(a for k, a in ins if k == "RUN")
+    c.check("scripts/setup.sh" in run and "scripts/build.sh" in run,
+            f"{name}: builds with scripts/setup.sh and scripts/build.sh")
+    staged = re.findall(r"collect-runtime-libs\.sh\s+\S+\s+((?:build/bin/[\w-]+\s*)+)", run)
+    staged_bins = {p.rsplit("/", 1)[-1] for s in staged for p in s.split()}
+    c.check(binary in staged_bins, f"{name}: stages {binary} (staged {sorted(staged_bins)})")
+    for b in staged_bins:
+        c.check(b in executables, f"{name}: {b} is an add_executable target")
+    final = text[text.rfind("\nFROM "):]
+    user = re.findall(r"^USER\s+(\S+)", final, re.M)
+    c.check(user and not user[-1].startswith(("0", "root")), f"{name}: runtime runs as non-root")
+    entry = re.search(r'^ENTRYPOINT\s+\["([^"]+)"', final, re.M)
+    c.check(entry and entry.group(1) == binary, f"{name}: ENTRYPOINT is {binary}")
+    c.check("--from=build" in final, f"{name}: runtime copies only from the build stage")
+coord_text = (DOCKER / "Dockerfile.coordinator").read_text()
+c.check("-DZEROSHARD_CUDA=OFF" in coord_text, "coordinator image configures -DZEROSHARD_CUDA=OFF")
+c.check("BUILD_IMAGE" in (DOCKER / "Dockerfile.worker").read_text(),
+        "worker image takes a CUDA build image as a build argument")
+
+# --- collect-runtime-libs.sh on a real binary. ---
+c.check(os.access(COLLECT, os.X_OK), "collect-runtime-libs.sh is executable")
+binary = dc.BIN_DIR / "zeroshard-coordinator"
+if binary.is_file():
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([str(COLLECT), d, str(binary)], capture_output=True, text=True,
+                             timeout=60)
+        c.check(out.returncode == 0, f"collect-runtime-libs.sh: {out.stderr.strip()}")
+        staged = pathlib.Path(d) / "bin" / binary.name
+        c.check(staged.is_file(), "binary staged under bin/")
+        # Every library the binary needs resolves from the staged lib/ or
+        # glibc/libstdc++ (present in the runtime base), never elsewhere.
+        env = dict(os.environ, LD_LIBRARY_PATH=str(pathlib.Path(d) / "lib"))
+        ldd = subprocess.run(["ldd", str(staged)], capture_output=True, text=True, env=env,
+                             timeout=30).stdout
+        base = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
+                "librt.so", "libstdc++.so", "libgcc_s.so")
+        for line in ldd.splitlines():
+            parts = line.split()
+            if not parts or parts[0].startswith(base) or "=>" not in parts:
+                continue
+            path = parts[parts.index("=>") + 1]
+            c.check(path.startswith(d), f"{parts[0]} resolves from the staged libs (got {path})")
+        ver = subprocess.run([str(staged), "--version"], capture_output=True, text=True, env=env,
+                             timeout=30)
+        c.check(ver.returncode == 0, f"staged binary runs: {ver.stderr.strip()}")
+else:
+    print(f"note: {binary} not built; collect-runtime-libs.sh not exercised")
+
+c.finish()
