@@ -1,0 +1,59 @@
+#include "worker/data/batch_sampler.h"
+
+#include "absl/strings/str_cat.h"
+#include "worker/data/splitmix64.h"
+
+namespace zeroshard {
+
+absl::StatusOr<SampleSpan> SampleRange(int64_t global_batch, int world_size, int rank) {
+  if (global_batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global_batch must be >= 1, got ", global_batch));
+  }
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size must be >= 1, got ", world_size));
+  }
+  if (rank < 0 || rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank must be in [0, ", world_size, "), got ", rank));
+  }
+  return SampleSpan{global_batch * rank / world_size, global_batch * (rank + 1) / world_size};
+}
+
+BatchSampler::BatchSampler(const TextCorpus& corpus, Split split, uint64_t seed)
+    : text_(corpus.split(split)), split_(split), seed_(seed) {}
+
+int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
+  const uint64_t span = text_.size() - static_cast<uint64_t>(T);
+  const uint64_t h = HashWords({seed_, static_cast<uint64_t>(split_),
+                                static_cast<uint64_t>(step), static_cast<uint64_t>(sample)});
+  return static_cast<int64_t>(h % span);
+}
+
+absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end,
+                                     int T, int32_t* inputs, int32_t* targets) const {
+  if (T < 1) return absl::InvalidArgumentError(absl::StrCat("sequence length T must be >= 1, got ", T));
+  if (static_cast<int64_t>(text_.size()) < int64_t{T} + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data split ", split_ == Split::kTrain ? "train" : "validation", " has ", text_.size(),
+        " bytes, fewer than sequence length T + 1 = ", T + 1));
+  }
+  if (step < 0) return absl::InvalidArgumentError(absl::StrCat("step must be >= 0, got ", step));
+  if (sample_begin < 0 || sample_end < sample_begin) {
+    return absl::InvalidArgumentError(absl::StrCat("bad sample range [", sample_begin, ", ",
+                                                   sample_end, ")"));
+  }
+  for (int64_t i = sample_begin; i < sample_end; ++i) {
+    const unsigned char* w =
+        reinterpret_cast<const unsigned char*>(text_.data()) + SampleOffset(step, i, T);
+    int32_t* in = inputs + (i - sample_begin) * T;
+    int32_t* out = targets + (i - sample_begin) * T;
+    for (int t = 0; t < T; ++t) {
+      in[t] = w[t];
+      out[t] = w[t + 1];
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard
