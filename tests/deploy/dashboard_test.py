@@ -7,6 +7,7 @@ alert uses is one the coordinator's code registers (server/, common/).
 The metric check fails loudly when a name is missing from the code: a
 dashboard panel over a metric nobody exports is always empty."""
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -67,6 +68,7 @@ for p in panels:
                 break
 
 queries = []  # (panel title, expr)
+legends = []  # (panel title, expr, legendFormat)
 for p in panels:
     if p.get("type") == "row":
         continue
@@ -77,6 +79,7 @@ for p in panels:
         c.check(t.get("datasource", {}).get("uid") == "${DS_PROMETHEUS}",
                 f"query {t.get('refId')} of '{p.get('title')}' uses ${{DS_PROMETHEUS}}")
         queries.append((p.get("title"), t.get("expr", "")))
+        legends.append((p.get("title"), t.get("expr", ""), t.get("legendFormat", "")))
 all_exprs = "\n".join(e for _, e in queries)
 for what, fragment in REQUIRED:
     c.check(fragment in all_exprs, f"a panel shows {what} (a query containing '{fragment}')")
@@ -101,8 +104,11 @@ if promtool:
 else:
     print("note: promtool absent; PromQL syntax of the dashboard queries not checked")
 
-# --- Every metric used is registered in the code. ---
-registered, files = dc.registered_metric_names()
+# --- Every metric used is registered in the code, with the labels used. ---
+# Labels Prometheus attaches to every scraped series (target labels).
+TARGET_LABELS = {"instance", "job", "namespace", "pod", "deployment"}
+metrics, files = dc.registered_metrics()
+registered = set(metrics)
 print(f"metric names registered in {', '.join(dc.METRIC_CODE_DIRS)}: {sorted(registered)} "
       f"(from {files})")
 c.check(registered, "the coordinator's code registers zeroshard_* metrics (none found in "
@@ -121,5 +127,27 @@ for name, where in sorted(used.items()):
     c.check(dc.series_is_registered(name, registered),
             f"metric {name} (used by {sorted(where)}) is not registered anywhere in "
             f"{'/, '.join(dc.METRIC_CODE_DIRS)}/")
+
+
+
+def labels_of(name):
+    """Labels a series of a registered metric can carry (None: unknown)."""
+    if name in metrics:
+        return metrics[name]
+    for suffix, extra in (("_bucket", {"le"}), ("_sum", set()), ("_count", set())):
+        if name.endswith(suffix) and name[: -len(suffix)] in metrics:
+            return metrics[name[: -len(suffix)]] | extra
+    return None
+
+
+alert_queries = [(t, e, "") for t, e in queries[len(legends):]]  # appended after the panels'
+for title, expr, legend in legends + alert_queries:
+    available = set(TARGET_LABELS)
+    for name in dc.promql_metric_names(expr):
+        available |= labels_of(name) or set()
+    wanted = dc.promql_label_names(expr) | set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
+    c.check(wanted <= available,
+            f"'{title}': labels {sorted(wanted - available)} of `{expr}` are not labels the "
+            f"code registers for its metrics ({sorted(available - TARGET_LABELS)})")
 
 c.finish()

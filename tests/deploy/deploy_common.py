@@ -121,16 +121,50 @@ METRIC_CODE_DIRS = ("server", "common")
 def registered_metric_names():
     """Metric names the C++ code registers: every quoted "zeroshard_..."
     string literal in server/ and common/ sources. Returns (names, files)."""
-    names, files = set(), set()
+    metrics, files = registered_metrics()
+    return set(metrics), files
+
+
+def _call_arguments(text, start):
+    """The text from `start` to the parenthesis that closes the call `start`
+    is inside of."""
+    depth, i = 1, start
+    while i < len(text) and depth:
+        ch = text[i]
+        if ch == '"':
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        i += 1
+    return text[start:i - 1]
+
+
+_STRING_LIST = re.compile(r'\{\s*((?:"[^"]*"\s*,?\s*)*)\}')
+
+
+def registered_metrics():
+    """{metric name: set of label names} for every "zeroshard_..." literal in
+    server/ and common/ sources; the labels are the string-list argument
+    ({"rank", "kind"}) of the registering call, empty when it has none.
+    Returns (metrics, files)."""
+    metrics, files = {}, set()
     for d in METRIC_CODE_DIRS:
         for path in sorted((SOURCE_DIR / d).rglob("*")):
             if path.suffix not in (".cc", ".h", ".cpp", ".hpp"):
                 continue
-            found = _METRIC_LITERAL.findall(path.read_text(errors="replace"))
-            if found:
-                names.update(found)
+            text = path.read_text(errors="replace")
+            for m in _METRIC_LITERAL.finditer(text):
+                args = _call_arguments(text, m.end())
+                labels = set()
+                for group in _STRING_LIST.finditer(args):
+                    labels.update(re.findall(r'"([^"]*)"', group.group(1)))
+                metrics.setdefault(m.group(1), set()).update(labels)
                 files.add(str(path.relative_to(SOURCE_DIR)))
-    return names, sorted(files)
+    return metrics, sorted(files)
 
 
 _PROMQL_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -142,6 +176,21 @@ _PROMQL_RANGE = re.compile(r"\[[^\]]*\]")
 _PROMQL_TOKEN = re.compile(r"(?P<num>\d[A-Za-z0-9_.]*)|(?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)")
 _PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
                  "group_left", "group_right", "inf", "nan", "Inf", "NaN", "atan2"}
+
+
+_PROMQL_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
+_PROMQL_MATCHER_NAMES = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
+
+
+def promql_label_names(expr):
+    """Label names an expression groups by or matches on."""
+    s = _PROMQL_STRING.sub('""', expr)
+    names = set()
+    for group in _PROMQL_LABEL_LISTS.finditer(s):
+        names.update(n.strip() for n in group.group(1).split(",") if n.strip())
+    for block in _PROMQL_MATCHERS.finditer(s):
+        names.update(_PROMQL_MATCHER_NAMES.findall(block.group(0)))
+    return names
 
 
 def promql_metric_names(expr):
