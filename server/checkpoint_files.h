@@ -1,0 +1,41 @@
+// POSIX file helpers for the checkpoint store: full reads/writes that retry
+// short transfers, fsync of files and directories, atomic small-file
+// replacement, and XXH64 of a file. Every error is an absl::Status naming the
+// path and errno; ENOSPC/EDQUOT map to RESOURCE_EXHAUSTED ("disk full") so a
+// full disk reads clearly. Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace zeroshard::server {
+
+// Status for a failed syscall `what` on `path` with errno `err`.
+absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path);
+
+// Writes all `size` bytes at `offset` (pwrite, retrying short writes and EINTR).
+absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
+                        absl::string_view path);
+// Reads exactly `size` bytes at `offset`; DATA_LOSS if the file is shorter.
+absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
+                       absl::string_view path);
+
+absl::Status FsyncPath(const std::string& path);  // A file or a directory.
+
+// Replaces `path` with `contents` atomically: writes `path`.tmp, fsyncs it,
+// renames it over `path`, fsyncs the parent directory.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes);
+
+// XXH64 (seed 0) of a whole file, read in 4 MiB blocks.
+absl::StatusOr<uint64_t> HashFile(const std::string& path);
+
+// Size of a regular file in bytes; NOT_FOUND if absent.
+absl::StatusOr<int64_t> FileSize(const std::string& path);
+
+}  // namespace zeroshard::server

@@ -1,0 +1,323 @@
+// CheckpointStore without sockets: atomic commit, cut-off uploads, corrupt
+// chunks, manifest/file mismatch, retention, disk full, field validation.
+#include "server/checkpoint_store.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/support/subprocess.h"
+
+namespace zeroshard::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using server::CheckpointStore;
+using server::CheckpointStoreOptions;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("ckpt_store");
+    auto plan = MakeShardPlan(OddUnits(), 4, 4);
+    ASSERT_TRUE(plan.ok());
+    plan_ = *plan;
+  }
+  std::unique_ptr<CheckpointStore> OpenStore(int keep_last = 0,
+                                             std::function<int(int64_t)> fault = nullptr) {
+    CheckpointStoreOptions o;
+    o.dir = dir_;
+    o.keep_last = keep_last;
+    o.write_fault = std::move(fault);
+    auto s = CheckpointStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+  // Saves a full checkpoint at `step` from every rank; returns the last commit.
+  v1::CommitCheckpointResponse SaveAll(CheckpointStore& s, int64_t step, const ModelState& st) {
+    std::string id;
+    for (int r = 0; r < plan_.world_size; ++r) {
+      auto got = s.Begin(MakeBegin(plan_, step, r));
+      EXPECT_TRUE(got.ok()) << got.status();
+      id = *got;
+    }
+    v1::CommitCheckpointResponse last;
+    for (int r = 0; r < plan_.world_size; ++r) {
+      for (const auto& c : RankChunks(id, plan_, st, r, 7)) EXPECT_TRUE(s.WriteChunk(c).ok());
+      auto resp = s.Commit(id, r);
+      EXPECT_TRUE(resp.ok()) << resp.status();
+      last = *resp;
+    }
+    return last;
+  }
+  std::vector<float> Read(CheckpointStore& s, std::optional<int64_t> step, const std::string& unit,
+                          v1::TensorKind k, int64_t off, int64_t len, int64_t chunk_bytes = 20) {
+    v1::DownloadRangeRequest req;
+    req.set_has_step(step.has_value());
+    req.set_step(step.value_or(0));
+    req.set_unit(unit);
+    req.set_kind(k);
+    req.set_offset(off);
+    req.set_length(len);
+    req.set_chunk_bytes(chunk_bytes);
+    std::vector<float> out;
+    int64_t next = off;
+    absl::Status st = s.ReadRange(req, [&](const v1::RangeChunk& c) {
+      EXPECT_EQ(c.offset(), next);
+      EXPECT_EQ(c.xxhash64(), XXH64(c.data().data(), c.data().size(), 0));
+      next += c.length();
+      const float* f = reinterpret_cast<const float*>(c.data().data());
+      out.insert(out.end(), f, f + c.length());
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(st.ok()) << st;
+    return out;
+  }
+  std::vector<int64_t> ListedSteps(const CheckpointStore& s) {
+    std::vector<int64_t> steps;
+    const v1::ListCheckpointsResponse list = s.List("");
+    for (const auto& c : list.checkpoints()) steps.push_back(c.step());
+    return steps;
+  }
+
+  std::string dir_;
+  ShardPlan plan_;
+};
+
+TEST_F(StoreTest, CommitsOnlyWhenEveryRankArrivedAndReadsBack) {
+  auto s = OpenStore();
+  ModelState st = RandomState(OddUnits(), 1);
+  std::string id;
+  for (int r = 0; r < 4; ++r) id = *s->Begin(MakeBegin(plan_, 6, r));
+  EXPECT_EQ(id, "step-00000006");
+  for (int r = 0; r < 3; ++r) {
+    for (const auto& c : RankChunks(id, plan_, st, r, 5)) ASSERT_TRUE(s->WriteChunk(c).ok());
+    auto resp = s->Commit(id, r);
+    ASSERT_TRUE(resp.ok());
+    EXPECT_FALSE(resp->committed());
+    ASSERT_EQ(resp->missing_ranks_size(), 3 - r);
+    EXPECT_EQ(resp->missing_ranks(0), r + 1);
+    EXPECT_TRUE(ListedSteps(*s).empty());
+  }
+  for (const auto& c : RankChunks(id, plan_, st, 3, 5)) ASSERT_TRUE(s->WriteChunk(c).ok());
+  auto resp = s->Commit(id, 3);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_TRUE(resp->committed());
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{6});
+  EXPECT_TRUE(s->Commit(id, 0)->committed());  // Idempotent.
+
+  auto info = s->Get("job", std::nullopt);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->trainer().optimizer_step(), 6);
+  EXPECT_EQ(info->trainer().data_cursor(), 96);
+  ASSERT_EQ(info->trainer().rng_state_size(), 4);
+  EXPECT_EQ(info->trainer().rng_state(2), "rng-2");
+  EXPECT_EQ(info->model_config_json(), R"({"d_model":8})");
+  EXPECT_EQ(info->summary().world_size(), 4);
+
+  // Any range, crossing shard boundaries, equals the reference.
+  for (const UnitPlan& u : plan_.units) {
+    for (int k = 0; k < 3; ++k) {
+      auto got = Read(*s, 6, u.name, kKinds[k], 1, u.padded_numel - 1);
+      ASSERT_EQ(static_cast<int64_t>(got.size()), u.padded_numel - 1);
+      for (int64_t e = 1; e < u.padded_numel; ++e) {
+        ASSERT_EQ(got[static_cast<size_t>(e - 1)], At(st.at(u.name), k, e)) << u.name << " " << e;
+      }
+    }
+  }
+  // A fresh store (coordinator restart) lists and serves it too.
+  s.reset();
+  auto s2 = OpenStore();
+  EXPECT_EQ(ListedSteps(*s2), std::vector<int64_t>{6});
+  auto got = Read(*s2, std::nullopt, "embed", v1::TENSOR_KIND_EXP_AVG_SQ, 0, 10, 1 << 20);
+  for (int64_t e = 0; e < 10; ++e) EXPECT_EQ(got[e], At(st.at("embed"), 2, e));
+}
+
+TEST_F(StoreTest, UploadCutOffMidwayLeavesPreviousAsLatest) {
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 3, RandomState(OddUnits(), 1)).committed());
+  ModelState st2 = RandomState(OddUnits(), 2);
+  std::string id = *s->Begin(MakeBegin(plan_, 4, 0));
+  auto chunks = RankChunks(id, plan_, st2, 0, 7);
+  for (size_t i = 0; i < chunks.size() / 2; ++i) ASSERT_TRUE(s->WriteChunk(chunks[i]).ok());
+  // The client is gone. Nothing new is visible; commit refuses.
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{3});
+  EXPECT_FALSE(s->Commit(id, 0)->committed());
+  EXPECT_EQ(s->Get("", std::nullopt)->summary().step(), 3);
+  // Coordinator restart: the partial directory is removed.
+  s.reset();
+  EXPECT_TRUE(fs::exists(dir_ + "/step-00000004"));
+  auto s2 = OpenStore();
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000004"));
+  EXPECT_EQ(ListedSteps(*s2), std::vector<int64_t>{3});
+  EXPECT_EQ(s2->PendingCount(), 0);
+}
+
+TEST_F(StoreTest, AbortAndSupersedeRemovePending) {
+  auto s = OpenStore();
+  std::string id = *s->Begin(MakeBegin(plan_, 4, 0));
+  ASSERT_TRUE(s->Abort(id).ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/" + id));
+  EXPECT_EQ(s->Abort(id).code(), absl::StatusCode::kNotFound);
+  id = *s->Begin(MakeBegin(plan_, 5, 0));
+  std::string id2 = *s->Begin(MakeBegin(plan_, 7, 0));  // A later step supersedes.
+  EXPECT_FALSE(fs::exists(dir_ + "/" + id));
+  EXPECT_EQ(s->PendingCount(), 1);
+  EXPECT_EQ(s->Begin(MakeBegin(plan_, 5, 1)).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->WriteChunk(RankChunks(id, plan_, RandomState(OddUnits(), 1), 0, 7)[0]).code(),
+            absl::StatusCode::kNotFound);
+  (void)id2;
+}
+
+TEST_F(StoreTest, CorruptChunkIsRefusedAndCheckpointNeverCommits) {
+  auto s = OpenStore();
+  ModelState st = RandomState(OddUnits(), 3);
+  std::string id;
+  for (int r = 0; r < 4; ++r) id = *s->Begin(MakeBegin(plan_, 2, r));
+  auto bad = RankChunks(id, plan_, st, 1, 7)[2];
+  bad.mutable_data()->at(3) ^= 0x10;  // One flipped bit; hash left as sent.
+  absl::Status refused = s->WriteChunk(bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(refused.message().find("xxhash64"), std::string::npos) << refused;
+  // Even after every correct chunk arrives, it never commits.
+  for (int r = 0; r < 4; ++r) {
+    for (const auto& c : RankChunks(id, plan_, st, r, 7)) s->WriteChunk(c).IgnoreError();
+  }
+  auto resp = s->Commit(id, 0);
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kDataLoss) << resp.status();
+  EXPECT_TRUE(ListedSteps(*s).empty());
+  EXPECT_FALSE(fs::exists(dir_ + "/" + id + "/manifest.json"));
+}
+
+TEST_F(StoreTest, ManifestThatDoesNotMatchItsFilesIsReportedNotLoaded) {
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, RandomState(OddUnits(), 1)).committed());
+  ASSERT_TRUE(SaveAll(*s, 2, RandomState(OddUnits(), 2)).committed());
+  ASSERT_TRUE(SaveAll(*s, 3, RandomState(OddUnits(), 3)).committed());
+  s.reset();
+  // Step 3: a file shorter than the manifest says (found at Open).
+  fs::resize_file(dir_ + "/step-00000003/u0001.exp_avg.bin", 8);
+  // Step 2: one byte changed, same size (found when first read).
+  {
+    std::fstream f(dir_ + "/step-00000002/u0000.master.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f.put('\x7f');
+  }
+  auto s2 = OpenStore();
+  auto list = s2->List("");
+  EXPECT_EQ(ListedSteps(*s2), (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(list.rejected_size(), 1);
+  EXPECT_NE(list.rejected(0).find("step-00000003"), std::string::npos) << list.rejected(0);
+  EXPECT_NE(list.rejected(0).find("u0001.exp_avg.bin is 8 bytes"), std::string::npos) << list.rejected(0);
+  auto got = s2->Get("", std::nullopt);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(got.status().message().find("u0000.master.bin has xxhash64"), std::string::npos) << got.status();
+  EXPECT_EQ(ListedSteps(*s2), std::vector<int64_t>{1});
+  EXPECT_EQ(s2->List("").rejected_size(), 2);
+  EXPECT_EQ(s2->Get("", std::nullopt)->summary().step(), 1);
+  // A manifest that does not parse.
+  s2.reset();
+  std::ofstream(dir_ + "/step-00000001/manifest.json") << "{ not json";
+  auto s3 = OpenStore();
+  // Step 2's flipped byte is found again only when read (sizes match).
+  EXPECT_EQ(ListedSteps(*s3), std::vector<int64_t>{2});
+  EXPECT_EQ(s3->Get("", std::nullopt).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(ListedSteps(*s3).empty());
+  EXPECT_EQ(s3->Get("", std::nullopt).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s3->List("").rejected_size(), 3);
+}
+
+TEST_F(StoreTest, RetentionKeepsLastK) {
+  auto s = OpenStore(/*keep_last=*/2);
+  for (int step = 1; step <= 4; ++step) ASSERT_TRUE(SaveAll(*s, step, RandomState(OddUnits(), step)).committed());
+  EXPECT_EQ(ListedSteps(*s), (std::vector<int64_t>{3, 4}));
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000001"));
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));
+  EXPECT_TRUE(fs::exists(dir_ + "/step-00000003/manifest.json"));
+}
+
+TEST_F(StoreTest, DiskFullGivesClearErrorAndKeepsPrevious) {
+  int64_t budget = 1 << 30;
+  auto s = OpenStore(0, [&](int64_t bytes) {
+    budget -= bytes;
+    return budget < 0 ? ENOSPC : 0;
+  });
+  ModelState st1 = RandomState(OddUnits(), 1);
+  ASSERT_TRUE(SaveAll(*s, 1, st1).committed());
+  budget = 500;  // The disk fills during the next upload.
+  std::string id = *s->Begin(MakeBegin(plan_, 2, 0));
+  absl::Status last;
+  for (const auto& c : RankChunks(id, plan_, RandomState(OddUnits(), 2), 0, 7)) {
+    last = s->WriteChunk(c);
+    if (!last.ok()) break;
+  }
+  EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(last.message().find("disk full"), std::string::npos) << last;
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{1});
+  auto got = Read(*s, std::nullopt, "block.1", v1::TENSOR_KIND_MASTER, 0, 50);
+  for (int64_t e = 0; e < 50; ++e) EXPECT_EQ(got[e], At(st1.at("block.1"), 0, e));
+}
+
+TEST_F(StoreTest, BadFieldsAreRefusedByName) {
+  auto s = OpenStore();
+  auto b = MakeBegin(plan_, 1, 0);
+  b.set_rank(4);
+  EXPECT_NE(s->Begin(b).status().message().find("rank"), std::string::npos);
+  b = MakeBegin(plan_, 1, 0);
+  b.set_world_size(3);
+  EXPECT_NE(s->Begin(b).status().message().find("world_size"), std::string::npos);
+  b = MakeBegin(plan_, 1, 0);
+  b.set_job_id("");
+  EXPECT_NE(s->Begin(b).status().message().find("job_id"), std::string::npos);
+  b = MakeBegin(plan_, 1, 0);
+  b.mutable_plan()->mutable_units(0)->set_padded_numel(3);
+  EXPECT_EQ(s->Begin(b).status().code(), absl::StatusCode::kInvalidArgument);
+  b = MakeBegin(plan_, -1, 0);
+  EXPECT_NE(s->Begin(b).status().message().find("step"), std::string::npos);
+
+  std::string id = *s->Begin(MakeBegin(plan_, 1, 0));
+  b = MakeBegin(plan_, 1, 1);
+  b.set_stage(2);
+  EXPECT_EQ(s->Begin(b).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto good = RankChunks(id, plan_, RandomState(OddUnits(), 1), 1, 7)[0];
+  struct Case {
+    std::function<void(v1::ShardChunk&)> mutate;
+    std::string field;
+  };
+  std::vector<Case> cases = {
+      {[](v1::ShardChunk& c) { c.set_rank(9); }, "rank"},
+      {[](v1::ShardChunk& c) { c.set_unit("nope"); }, "unit"},
+      {[](v1::ShardChunk& c) { c.set_kind(v1::TENSOR_KIND_UNSPECIFIED); }, "kind"},
+      {[](v1::ShardChunk& c) { c.set_dtype(v1::DTYPE_BF16); }, "dtype"},
+      {[](v1::ShardChunk& c) { c.set_length(3); }, "data"},
+      {[](v1::ShardChunk& c) { c.set_length(0); }, "length"},
+      {[](v1::ShardChunk& c) { c.set_offset(0); }, "offset"},  // Rank 1's shard starts later.
+      {[](v1::ShardChunk& c) { c.set_checkpoint_id("step-00000009"); }, "checkpoint_id"},
+  };
+  for (auto& tc : cases) {
+    v1::ShardChunk c = good;
+    tc.mutate(c);
+    absl::Status st = s->WriteChunk(c);
+    EXPECT_FALSE(st.ok()) << tc.field;
+    EXPECT_NE(st.message().find(tc.field), std::string::npos) << st;
+  }
+  EXPECT_TRUE(s->WriteChunk(good).ok());
+  ASSERT_TRUE(SaveAll(*s, 1, RandomState(OddUnits(), 1)).committed());
+  EXPECT_EQ(s->Begin(MakeBegin(plan_, 1, 0)).status().code(), absl::StatusCode::kAlreadyExists);
+  v1::DownloadRangeRequest req;
+  req.set_unit("embed");
+  req.set_kind(v1::TENSOR_KIND_MASTER);
+  req.set_length(plan_.units[0].padded_numel + 1);
+  auto sink = [](const v1::RangeChunk&) { return absl::OkStatus(); };
+  EXPECT_EQ(s->ReadRange(req, sink).code(), absl::StatusCode::kInvalidArgument);
+  req.set_length(1);
+  req.set_unit("nope");
+  EXPECT_EQ(s->ReadRange(req, sink).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace zeroshard::testing
