@@ -43,7 +43,10 @@ const char* CommOpName(CommOp op);
 // Cumulative figures for one op since the communicator was created.
 struct CommOpStats {
   int64_t calls = 0;
-  int64_t bytes = 0;      // Bytes of the op's full output per rank (NCCL's algbw size).
+  // Bytes per rank in nccl-tests' algbw size: the full (world_size * count)
+  // buffer for all-gather and reduce-scatter, count elements for all-reduce
+  // and broadcast, 0 for barrier.
+  int64_t bytes = 0;
   double seconds = 0.0;   // Issue-to-completion wall time, summed.
 };
 

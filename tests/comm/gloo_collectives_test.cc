@@ -1,0 +1,188 @@
+// Gloo collectives against references computed directly in the test, ranks
+// as threads over an InMemoryStore, over world sizes x element counts x
+// dtypes (STYLE.md point 15).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/comm/rank_threads.h"
+
+namespace zeroshard::testing {
+namespace {
+
+using Param = std::tuple<int, int64_t, DType>;  // world size, count, dtype
+
+class GlooCollectivesTest : public ::testing::TestWithParam<Param> {
+ protected:
+  // Connecting 8 ranks takes ~0.4 s, so each world size connects once and
+  // every test of that size reuses its communicators (they stay usable).
+  static void TearDownTestSuite() { Pool().clear(); }
+  static std::map<int, std::vector<std::unique_ptr<Communicator>>>& Pool() {
+    static auto* pool = new std::map<int, std::vector<std::unique_ptr<Communicator>>>();
+    return *pool;
+  }
+  static InMemoryStore& Store() {
+    static auto* store = new InMemoryStore();
+    return *store;
+  }
+
+  void SetUp() override {
+    std::tie(n_, count_, dtype_) = GetParam();
+    auto& comms = Pool()[n_];
+    if (comms.empty()) {
+      for (auto& c : ConnectGloo(Store(), absl::StrCat("world", n_, "/"), n_)) {
+        ASSERT_TRUE(c.ok()) << c.status();
+        comms.push_back(std::move(*c));
+      }
+    }
+    for (auto& c : comms) comms_.push_back(c.get());
+  }
+  // rank r's input of `elements` values, starting at value index `first`.
+  std::vector<float> Input(int r, int64_t elements, int64_t first = 0) const {
+    std::vector<float> v(elements);
+    for (int64_t i = 0; i < elements; ++i) v[i] = InputValue(r, first + i);
+    return v;
+  }
+  float Reduce(ReduceOp op, int64_t i) const {
+    float acc = InputValue(0, i);
+    for (int r = 1; r < n_; ++r) {
+      acc = op == ReduceOp::kSum ? acc + InputValue(r, i) : std::max(acc, InputValue(r, i));
+    }
+    return acc;
+  }
+  size_t Bytes(int64_t elements) const { return elements * DTypeSize(dtype_); }
+
+  int n_ = 0;
+  int64_t count_ = 0;
+  DType dtype_ = DType::kFp32;
+  std::vector<Communicator*> comms_;
+};
+
+TEST_P(GlooCollectivesTest, AllGather) {
+  for (bool in_place : {false, true}) {
+    std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_ * n_), 0xAB));
+    ParallelFor(n_, [&](int r) {
+      std::vector<uint8_t> send = Encode(Input(r, count_), dtype_);
+      const void* src = send.data();
+      if (in_place) {
+        std::memcpy(recv[r].data() + Bytes(count_ * r), send.data(), send.size());
+        src = recv[r].data() + Bytes(count_ * r);
+      }
+      auto work = comms_[r]->AllGather(src, recv[r].data(), count_, dtype_);
+      EXPECT_TRUE(work->Wait(absl::Seconds(30)).ok()) << "rank " << r;
+    });
+    for (int r = 0; r < n_; ++r) {
+      std::vector<float> got = Decode(recv[r], dtype_);
+      for (int src = 0; src < n_; ++src) {
+        for (int64_t i = 0; i < count_; ++i) {
+          ASSERT_EQ(got[src * count_ + i], InputValue(src, i))
+              << "rank " << r << " block " << src << " i " << i << " in_place " << in_place;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GlooCollectivesTest, ReduceScatter) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::vector<uint8_t>> send(n_);
+      std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
+      ParallelFor(n_, [&](int r) {
+        send[r] = Encode(Input(r, count_ * n_), dtype_);
+        void* dst = in_place ? send[r].data() + Bytes(count_ * r) : recv[r].data();
+        auto work = comms_[r]->ReduceScatter(send[r].data(), dst, count_, dtype_, op);
+        EXPECT_TRUE(work->Wait(absl::Seconds(30)).ok()) << "rank " << r;
+      });
+      for (int r = 0; r < n_; ++r) {
+        std::vector<float> got =
+            in_place ? Decode(std::vector<uint8_t>(send[r].begin() + Bytes(count_ * r),
+                                                   send[r].begin() + Bytes(count_ * (r + 1))),
+                              dtype_)
+                     : Decode(recv[r], dtype_);
+        for (int64_t i = 0; i < count_; ++i) {
+          ASSERT_EQ(got[i], Reduce(op, r * count_ + i))
+              << "rank " << r << " i " << i << " op " << static_cast<int>(op) << " in_place "
+              << in_place;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GlooCollectivesTest, AllReduce) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::vector<uint8_t>> send(n_);
+      std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
+      ParallelFor(n_, [&](int r) {
+        send[r] = Encode(Input(r, count_), dtype_);
+        void* dst = in_place ? send[r].data() : recv[r].data();
+        auto work = comms_[r]->AllReduce(send[r].data(), dst, count_, dtype_, op);
+        EXPECT_TRUE(work->Wait(absl::Seconds(30)).ok()) << "rank " << r;
+      });
+      for (int r = 0; r < n_; ++r) {
+        std::vector<float> got = Decode(in_place ? send[r] : recv[r], dtype_);
+        for (int64_t i = 0; i < count_; ++i) {
+          ASSERT_EQ(got[i], Reduce(op, i)) << "rank " << r << " i " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GlooCollectivesTest, BroadcastFromEveryRoot) {
+  for (int root = 0; root < n_; ++root) {
+    std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
+    ParallelFor(n_, [&](int r) {
+      std::vector<uint8_t> send = Encode(Input(r, count_), dtype_);
+      // The root broadcasts in place on odd roots, out of place on even ones.
+      if (r == root && root % 2 == 1) recv[r] = send;
+      const void* src = (r == root && root % 2 == 1) ? recv[r].data() : send.data();
+      auto work = comms_[r]->Broadcast(src, recv[r].data(), count_, dtype_, root);
+      EXPECT_TRUE(work->Wait(absl::Seconds(30)).ok()) << "rank " << r;
+    });
+    for (int r = 0; r < n_; ++r) {
+      ASSERT_EQ(Decode(recv[r], dtype_), Input(root, count_)) << "rank " << r << " root " << root;
+    }
+  }
+}
+
+TEST_P(GlooCollectivesTest, BarrierAndOrderedQueue) {
+  // Several ops issued back to back without waiting complete in order.
+  std::vector<std::vector<uint8_t>> a(n_), b(n_);
+  std::vector<int64_t> barriers_before(n_);
+  for (int r = 0; r < n_; ++r) barriers_before[r] = comms_[r]->stats().of(CommOp::kBarrier).calls;
+  ParallelFor(n_, [&](int r) {
+    std::vector<uint8_t> in = Encode(Input(r, count_), dtype_);
+    a[r].resize(Bytes(count_ * n_));
+    b[r].resize(Bytes(count_));
+    auto w1 = comms_[r]->AllGather(in.data(), a[r].data(), count_, dtype_);
+    auto w2 = comms_[r]->AllReduce(in.data(), b[r].data(), count_, dtype_, ReduceOp::kSum);
+    EXPECT_TRUE(comms_[r]->Barrier().ok());
+    EXPECT_TRUE(w2->Wait(absl::Seconds(30)).ok());
+    EXPECT_TRUE(w1->Wait(absl::Seconds(30)).ok());
+  });
+  for (int r = 0; r < n_; ++r) {
+    std::vector<float> sum = Decode(b[r], dtype_);
+    for (int64_t i = 0; i < count_; ++i) ASSERT_EQ(sum[i], Reduce(ReduceOp::kSum, i));
+    EXPECT_EQ(comms_[r]->stats().of(CommOp::kBarrier).calls, barriers_before[r] + 1);
+  }
+}
+
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return absl::StrCat("n", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
+                      std::get<2>(info.param) == DType::kFp32 ? "fp32" : "bf16");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizesCountsDtypes, GlooCollectivesTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 5, 8),
+                                            ::testing::Values<int64_t>(1, 7, 1000, 10007),
+                                            ::testing::Values(DType::kFp32, DType::kBf16)),
+                         ParamName);
+
+}  // namespace
+}  // namespace zeroshard::testing

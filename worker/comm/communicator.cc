@@ -1,0 +1,43 @@
+#include "worker/comm/communicator.h"
+
+#include "common/status_macros.h"
+
+namespace zeroshard {
+
+const char* CommOpName(CommOp op) {
+  switch (op) {
+    case CommOp::kAllGather:
+      return "all_gather";
+    case CommOp::kReduceScatter:
+      return "reduce_scatter";
+    case CommOp::kAllReduce:
+      return "all_reduce";
+    case CommOp::kBroadcast:
+      return "broadcast";
+    case CommOp::kBarrier:
+      return "barrier";
+    case CommOp::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+double BusBandwidthFactor(CommOp op, int world_size) {
+  ZS_CHECK(world_size >= 1);
+  const double n = world_size;
+  switch (op) {
+    case CommOp::kAllGather:
+    case CommOp::kReduceScatter:
+      return (n - 1.0) / n;
+    case CommOp::kAllReduce:
+      return 2.0 * (n - 1.0) / n;
+    case CommOp::kBroadcast:
+      return 1.0;
+    case CommOp::kBarrier:
+    case CommOp::kCount:
+      break;
+  }
+  return 0.0;
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,239 @@
+#include "worker/comm/gloo_communicator.h"
+
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "gloo/allgather.h"
+#include "gloo/allreduce.h"
+#include "gloo/barrier.h"
+#include "gloo/broadcast.h"
+#include "gloo/common/error.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/transport/device.h"
+#include "worker/comm/gloo_ring_reduce_scatter.h"
+#include "worker/comm/gloo_store_adapter.h"
+#include "worker/comm/gloo_transport.h"
+#include "worker/comm/op_queue.h"
+#include "worker/comm/reduce_math.h"
+
+namespace zeroshard {
+namespace {
+
+// Slot space of the ring reduce-scatter; Gloo's own collectives use prefixes
+// 0x01-0x08 (gloo/types.h), so the ring never matches their messages.
+constexpr uint64_t kRingSlotPrefix = uint64_t{0x7a} << 56;
+
+std::chrono::milliseconds GlooTimeout(absl::Duration d) {
+  return std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(d)));
+}
+
+// Gloo reports a timeout only in the exception text ("Timed out waiting ...",
+// "Read timeout", "Connect timeout").
+absl::Status StatusFromGloo(const std::exception& e, bool is_io, bool aborted) {
+  const std::string what = e.what();
+  const std::string lower = absl::AsciiStrToLower(what);
+  if (aborted) return absl::AbortedError(absl::StrCat("communicator aborted: ", what));
+  if (absl::StrContains(lower, "timed out") || absl::StrContains(lower, "timeout")) {
+    return absl::DeadlineExceededError(absl::StrCat("gloo: ", what));
+  }
+  if (is_io) return absl::UnavailableError(absl::StrCat("gloo: ", what));
+  return absl::InternalError(absl::StrCat("gloo: ", what));
+}
+
+void ReduceFloats(ReduceOp op, void* c, const void* a, const void* b, size_t n) {
+  float* out = static_cast<float*>(c);
+  const float* x = static_cast<const float*>(a);
+  const float* y = static_cast<const float*>(b);
+  if (op == ReduceOp::kSum) {
+    for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = x[i] > y[i] ? x[i] : y[i];
+  }
+}
+
+absl::Status CheckBuffers(const void* send, const void* recv, int64_t count) {
+  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("count must be >= 0, got ", count));
+  if (count > 0 && (send == nullptr || recv == nullptr)) {
+    return absl::InvalidArgumentError("send and recv must be non-null when count > 0");
+  }
+  return absl::OkStatus();
+}
+
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device,
+                   std::shared_ptr<gloo::Context> context)
+      : device_(std::move(device)), context_(std::move(context)) {}
+  // Closes the pairs so a running op returns, then queue_'s destructor joins.
+  ~GlooCommunicator() override { Abort(); }
+
+  int rank() const override { return context_->rank; }
+  int world_size() const override { return context_->size; }
+
+  std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
+                                  const CollectiveOptions& opts) override {
+    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
+    const int n = world_size();
+    const int r = rank();
+    return Submit(CommOp::kAllGather, static_cast<int64_t>(bytes) * n, [=, this] {
+      if (bytes == 0) return;
+      char* out = static_cast<char*>(recv);
+      if (n == 1) {
+        std::memmove(out, send, bytes);
+        return;
+      }
+      gloo::AllgatherOptions o(context_);
+      // In place (send == recv + rank*count): Gloo takes our block from out.
+      if (send != out + r * bytes) o.setInput(static_cast<char*>(const_cast<void*>(send)), bytes);
+      o.setOutput(out, bytes * n);
+      o.setTimeout(GlooTimeout(opts.timeout));
+      gloo::allgather(o);
+    });
+  }
+
+  std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count, DType dtype,
+                                      ReduceOp op, const CollectiveOptions& opts) override {
+    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    if (auto s = CheckCommDType(dtype, "ReduceScatter dtype"); !s.ok()) return CompletedWork(s);
+    RingReduceScatterArgs args{send, recv, count, dtype, op, kRingSlotPrefix | next_ring_tag_++,
+                               GlooTimeout(opts.timeout)};
+    const int64_t bytes = count * DTypeSize(dtype) * world_size();
+    return Submit(CommOp::kReduceScatter, bytes, [this, args] {
+      if (args.count > 0) RingReduceScatter(context_, args);
+    });
+  }
+
+  std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count, DType dtype,
+                                  ReduceOp op, const CollectiveOptions& opts) override {
+    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    if (auto s = CheckCommDType(dtype, "AllReduce dtype"); !s.ok()) return CompletedWork(s);
+    return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
+      if (count == 0) return;
+      // fp32 reduces in recv itself; bf16 through an fp32 scratch (round once).
+      std::vector<float> scratch;
+      float* data = static_cast<float*>(recv);
+      if (dtype == DType::kBf16) {
+        scratch.resize(count);
+        data = scratch.data();
+      }
+      ToFloat(send, dtype, data, count);
+      if (world_size() > 1) {
+        gloo::AllreduceOptions o(context_);
+        o.setOutput(data, static_cast<size_t>(count));
+        o.setReduceFunction([op](void* c, const void* a, const void* b, size_t n) {
+          ReduceFloats(op, c, a, b, n);
+        });
+        o.setTimeout(GlooTimeout(opts.timeout));
+        gloo::allreduce(o);
+      }
+      FromFloat(data, dtype, recv, count);
+    });
+  }
+
+  std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count, DType dtype,
+                                  int root, const CollectiveOptions& opts) override {
+    if (root < 0 || root >= world_size()) {
+      return CompletedWork(absl::InvalidArgumentError(
+          absl::StrCat("broadcast root ", root, " outside [0, ", world_size(), ")")));
+    }
+    // Only the root reads send; others may pass null.
+    if (auto s = CheckBuffers(rank() == root ? send : recv, recv, count); !s.ok()) {
+      return CompletedWork(s);
+    }
+    const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
+    return Submit(CommOp::kBroadcast, static_cast<int64_t>(bytes), [=, this] {
+      if (bytes == 0) return;
+      if (rank() == root) std::memmove(recv, send, bytes);
+      if (world_size() == 1) return;
+      gloo::BroadcastOptions o(context_);
+      o.setOutput(static_cast<char*>(recv), bytes);
+      o.setRoot(root);
+      o.setTimeout(GlooTimeout(opts.timeout));
+      gloo::broadcast(o);
+    });
+  }
+
+  absl::Status Barrier(const CollectiveOptions& opts) override {
+    auto work = Submit(CommOp::kBarrier, 0, [=, this] {
+      if (world_size() == 1) return;
+      gloo::BarrierOptions o(context_);
+      o.setTimeout(GlooTimeout(opts.timeout));
+      gloo::barrier(o);
+    });
+    return work->Wait(opts.timeout);
+  }
+
+  void Abort() override {
+    aborted_.store(true);
+    queue_.FailAll(absl::AbortedError("communicator aborted"));
+    AbortGlooContext(*context_);
+  }
+
+  CommStats stats() const override { return queue_.stats(); }
+
+ private:
+  std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, std::function<void()> body) {
+    return queue_.Submit(op, bytes, [this, body = std::move(body)]() -> absl::Status {
+      if (aborted_.load()) return absl::AbortedError("communicator aborted");
+      try {
+        body();
+        return absl::OkStatus();
+      } catch (const gloo::IoException& e) {
+        return StatusFromGloo(e, /*is_io=*/true, aborted_.load());
+      } catch (const std::exception& e) {
+        return StatusFromGloo(e, /*is_io=*/false, aborted_.load());
+      }
+    });
+  }
+
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  std::atomic<bool> aborted_{false};
+  uint64_t next_ring_tag_ = 0;  // Issue thread only; equal on every rank.
+  OpQueue queue_;               // Last: destroyed (joined) before the context.
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
+    Store& store, const std::string& prefix, int rank, int world_size, const GlooOptions& opts) {
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size must be >= 1, got ", world_size));
+  }
+  if (rank < 0 || rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " outside [0, ", world_size, ")"));
+  }
+  if (opts.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("GlooOptions.timeout must be positive");
+  }
+  GlooStoreAdapter adapter(store, prefix, opts.timeout);
+  try {
+    std::shared_ptr<gloo::transport::Device> device = CreateTcpDevice(opts.hostname);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
+    context->setTimeout(GlooTimeout(opts.timeout));
+    context->connectFullMesh(adapter, device);
+    return std::unique_ptr<Communicator>(
+        std::make_unique<GlooCommunicator>(std::move(device), std::move(context)));
+  } catch (const std::exception& e) {
+    absl::Status store_error = adapter.last_error();
+    if (!store_error.ok()) {
+      return absl::Status(store_error.code(),
+                          absl::StrCat("gloo rendezvous (prefix ", prefix, ", rank ", rank, "/",
+                                       world_size, "): ", store_error.message()));
+    }
+    const bool is_io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
+    return StatusFromGloo(e, is_io, /*aborted=*/false);
+  }
+}
+
+}  // namespace zeroshard

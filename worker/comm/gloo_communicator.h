@@ -1,0 +1,63 @@
+// The Gloo backend: collectives on host memory over TCP (loopback or a pod
+// network). Rendezvous runs through a zeroshard::Store with a key prefix, so
+// one generation is one prefix (GlooStoreAdapter).
+//
+// Operations are asynchronous: each is queued to one background thread per
+// communicator and runs in issue order (OpQueue); the returned Work completes
+// when it ends. Buffers must stay alive until Wait returns OK, or, after an
+// Abort, until the communicator is destroyed ([Note: completion wins once] in
+// op_queue.h).
+//
+// Algorithms (buffers and the in-place rule as in communicator.h):
+//   AllGather:     gloo::allgather (ring), any dtype (moved as bytes).
+//   ReduceScatter: a ring built from Gloo primitives (unbound-buffer
+//                  send/recv; gloo_ring_reduce_scatter.h), because the packaged
+//                  Gloo has no usable one. fp32, bf16; sum, max.
+//   AllReduce:     gloo::allreduce (ring) on fp32; sum, max.
+//   Broadcast:     gloo::broadcast, any dtype (bytes).
+//   Barrier:       gloo::barrier, queued in order with the other ops.
+// bf16 reductions accumulate in fp32 and round once to bf16 at the end; they
+// move fp32 on the wire (twice the bytes of the bf16 data).
+//
+// Errors (Wait's status): a peer gone or a transport error: UNAVAILABLE; the
+// op's CollectiveOptions::timeout passed: DEADLINE_EXCEEDED; after Abort:
+// ABORTED; bad arguments: INVALID_ARGUMENT (without running). Gloo
+// exceptions never escape. After any failure the communicator is unusable
+// (Gloo closes its pairs): later ops fail with the first failure's status.
+//
+// Stats: per op, calls, bytes (nccl-tests sizes: all-gather and
+// reduce-scatter count world_size*count elements, all-reduce and broadcast
+// count elements, barrier 0) and issue-to-completion seconds, successes only.
+//
+// Process-wide effect: the first communicator sets SIGPIPE to ignored, so a
+// peer that closed its socket is an error, not a killed worker.
+//
+// Thread safety: as Communicator (issue from one thread; Abort and stats()
+// from any thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "worker/comm/communicator.h"
+#include "worker/comm/store.h"
+
+namespace zeroshard {
+
+struct GlooOptions {
+  std::string hostname = "127.0.0.1";       // Address to listen on and advertise.
+  absl::Duration timeout = absl::Seconds(60);  // Rendezvous and connection timeout.
+};
+
+// Connects `world_size` ranks through `store` (keys under `prefix`); every rank
+// calls this with the same prefix and world size. Blocks until all are
+// connected. Errors: INVALID_ARGUMENT for a bad rank/world size;
+// DEADLINE_EXCEEDED when a rank does not show up within opts.timeout;
+// UNAVAILABLE for network failures.
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
+    Store& store, const std::string& prefix, int rank, int world_size,
+    const GlooOptions& opts = {});
+
+}  // namespace zeroshard

@@ -1,0 +1,35 @@
+// Ring reduce-scatter built from Gloo primitives (unbound-buffer send/recv).
+// The packaged Gloo (2022 snapshot) has no usable reduce-scatter: its only one
+// is the in-place ReduceScatterHalvingDoubling<T> with an int count and no
+// bf16, so zeroshard builds the ring itself, as NCCL and Gloo's ring
+// all-reduce do for their reduce-scatter phase.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "common/dtype.h"
+#include "gloo/context.h"
+#include "worker/comm/communicator.h"
+
+namespace zeroshard {
+
+struct RingReduceScatterArgs {
+  const void* send = nullptr;  // world_size * count elements of dtype.
+  void* recv = nullptr;        // count elements of dtype; may be send + rank*count.
+  int64_t count = 0;           // Elements per rank.
+  DType dtype = DType::kFp32;  // fp32 or bf16 (reduced in fp32, rounded once).
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t slot = 0;           // Unique per op and equal on every rank.
+  std::chrono::milliseconds timeout{60000};  // Whole-op deadline.
+};
+
+// Runs the ring on `context`. Throws gloo::IoException on transport failure or
+// timeout (the caller maps exceptions to absl::Status); returns OK otherwise.
+// Memory: two fp32 blocks of `count` elements of scratch.
+void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
+                       const RingReduceScatterArgs& args);
+
+}  // namespace zeroshard

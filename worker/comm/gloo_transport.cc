@@ -1,0 +1,38 @@
+#include "worker/comm/gloo_transport.h"
+
+#include <chrono>
+#include <csignal>
+#include <exception>
+#include <mutex>
+
+#include "gloo/transport/tcp/device.h"
+#include "gloo/transport/unbound_buffer.h"
+
+namespace zeroshard {
+
+std::shared_ptr<gloo::transport::Device> CreateTcpDevice(const std::string& hostname) {
+  // Gloo writes with writev(2), which raises SIGPIPE when a peer has closed
+  // its end (an aborted or dead rank). The default action would kill this
+  // worker instead of letting Gloo report EPIPE as an error, so the signal is
+  // ignored process-wide (as gRPC and most network servers do).
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
+  gloo::transport::tcp::attr attr;
+  attr.hostname = hostname;
+  return gloo::transport::tcp::CreateDevice(attr);
+}
+
+void AbortGlooContext(gloo::Context& context) {
+  if (context.size <= 1) return;  // No pairs, nothing can block.
+  char dummy = 0;
+  try {
+    // See [Note: aborting a Gloo context]: the timed-out wait closes every
+    // pair of the context with an exception, waking all pending waits.
+    auto buffer = context.createUnboundBuffer(&dummy, 1);
+    buffer->waitRecv(nullptr, std::chrono::milliseconds(1));
+  } catch (const std::exception&) {
+    // Expected: the wait reports the timeout it was made to have.
+  }
+}
+
+}  // namespace zeroshard

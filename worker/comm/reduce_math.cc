@@ -1,0 +1,43 @@
+#include "worker/comm/reduce_math.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace zeroshard {
+
+absl::Status CheckCommDType(DType dtype, const char* field) {
+  if (dtype == DType::kFp32 || dtype == DType::kBf16) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": dtype ", static_cast<int>(dtype),
+                   " is not supported (fp32 = 1, bf16 = 2)"));
+}
+
+void ToFloat(const void* src, DType dtype, float* dst, int64_t n) {
+  if (dtype == DType::kFp32) {
+    if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  const bf16* in = static_cast<const bf16*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFloat(in[i]);
+}
+
+void FromFloat(const float* src, DType dtype, void* dst, int64_t n) {
+  if (dtype == DType::kFp32) {
+    if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  bf16* out = static_cast<bf16*>(dst);
+  for (int64_t i = 0; i < n; ++i) out[i] = FloatToBf16(src[i]);
+}
+
+void ReduceInto(float* acc, const float* in, int64_t n, ReduceOp op) {
+  if (op == ReduceOp::kSum) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += in[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], in[i]);
+  }
+}
+
+}  // namespace zeroshard

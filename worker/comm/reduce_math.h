@@ -1,0 +1,25 @@
+// Element conversions and reductions shared by the CPU collectives.
+// bf16 reductions convert to fp32, reduce in fp32 and round once at the end
+// (common/dtype.h rounding: nearest even), so a bf16 result does not depend on
+// the ring order beyond fp32 summation order.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "common/dtype.h"
+#include "worker/comm/communicator.h"
+
+namespace zeroshard {
+
+// OK for fp32 and bf16; INVALID_ARGUMENT naming `field` otherwise.
+absl::Status CheckCommDType(DType dtype, const char* field);
+
+// dst[i] = float(src[i]); src holds n elements of `dtype` (fp32 or bf16).
+void ToFloat(const void* src, DType dtype, float* dst, int64_t n);
+// dst[i] = dtype(src[i]), rounding to nearest even for bf16.
+void FromFloat(const float* src, DType dtype, void* dst, int64_t n);
+// acc[i] = op(acc[i], in[i]).
+void ReduceInto(float* acc, const float* in, int64_t n, ReduceOp op);
+
+}  // namespace zeroshard
