@@ -1,0 +1,137 @@
+// AVX2 and AVX-512 AdamW kernels. Built without -march: each function carries
+// its own target attribute and is called only after __builtin_cpu_supports.
+// The vector code performs the same single-precision operations in the same
+// order as adamw_element.h, with no fused multiply-add (this file is compiled
+// with -ffp-contract=off; GCC's intrinsics are plain vector arithmetic and
+// would otherwise be contracted), so results are bit-identical to the
+// reference. bf16 rounding uses the integer round-to-nearest-even of
+// common/dtype.h (not vcvtneps2bf16, which flushes denormals).
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+// _mm512_undefined_* placeholders once inlined; the warning is about the
+// header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "worker/optim/adamw_element.h"
+#include "worker/optim/adamw_simd.h"
+
+namespace zeroshard::optim_internal {
+
+bool CpuHasAvx512() { return __builtin_cpu_supports("avx512f"); }
+bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
+
+__attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
+                                                         const AdamWShard& sh, int64_t begin,
+                                                         int64_t end) {
+  const __m512 gs = _mm512_set1_ps(s.grad_scale), b1 = _mm512_set1_ps(s.beta1),
+               omb1 = _mm512_set1_ps(s.one_minus_beta1), b2 = _mm512_set1_ps(s.beta2),
+               omb2 = _mm512_set1_ps(s.one_minus_beta2), bc1 = _mm512_set1_ps(s.bc1),
+               bc2 = _mm512_set1_ps(s.bc2), eps = _mm512_set1_ps(s.eps),
+               wd = _mm512_set1_ps(s.weight_decay), lr = _mm512_set1_ps(s.lr);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000),
+                round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1),
+                quiet = _mm512_set1_epi32(0x40);
+  float* out32 = sh.compute_dtype == DType::kFp32 ? static_cast<float*>(sh.compute_out) : nullptr;
+  bf16* out16 = sh.compute_dtype == DType::kBf16 ? static_cast<bf16*>(sh.compute_out) : nullptr;
+  int64_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(sh.grad + i), gs);
+    const __m512 m = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(sh.m + i)),
+                                   _mm512_mul_ps(omb1, g));
+    const __m512 v = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(sh.v + i)),
+                                   _mm512_mul_ps(omb2, _mm512_mul_ps(g, g)));
+    const __m512 m_hat = _mm512_div_ps(m, bc1);
+    const __m512 v_hat = _mm512_div_ps(v, bc2);
+    __m512 p = _mm512_loadu_ps(sh.master + i);
+    const __m512 update = _mm512_add_ps(
+        _mm512_div_ps(m_hat, _mm512_add_ps(_mm512_sqrt_ps(v_hat), eps)), _mm512_mul_ps(wd, p));
+    p = _mm512_sub_ps(p, _mm512_mul_ps(lr, update));
+    _mm512_storeu_ps(sh.m + i, m);
+    _mm512_storeu_ps(sh.v + i, v);
+    _mm512_storeu_ps(sh.master + i, p);
+    if (out32 != nullptr) _mm512_storeu_ps(out32 + i, p);
+    if (out16 != nullptr) {
+      const __m512i u = _mm512_castps_si512(p);
+      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+      const __m512i rounded =
+          _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, round), lsb), 16);
+      const __m512i nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), quiet);
+      const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs_mask), inf);
+      const __m512i h = _mm512_mask_blend_epi32(is_nan, rounded, nan);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out16 + i), _mm512_cvtepi32_epi16(h));
+    }
+  }
+  AdamWReferenceRange(s, sh, i, end);
+}
+
+__attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const AdamWShard& sh,
+                                                    int64_t begin, int64_t end) {
+  const __m256 gs = _mm256_set1_ps(s.grad_scale), b1 = _mm256_set1_ps(s.beta1),
+               omb1 = _mm256_set1_ps(s.one_minus_beta1), b2 = _mm256_set1_ps(s.beta2),
+               omb2 = _mm256_set1_ps(s.one_minus_beta2), bc1 = _mm256_set1_ps(s.bc1),
+               bc2 = _mm256_set1_ps(s.bc2), eps = _mm256_set1_ps(s.eps),
+               wd = _mm256_set1_ps(s.weight_decay), lr = _mm256_set1_ps(s.lr);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000),
+                round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1),
+                quiet = _mm256_set1_epi32(0x40);
+  float* out32 = sh.compute_dtype == DType::kFp32 ? static_cast<float*>(sh.compute_out) : nullptr;
+  bf16* out16 = sh.compute_dtype == DType::kBf16 ? static_cast<bf16*>(sh.compute_out) : nullptr;
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(sh.grad + i), gs);
+    const __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(sh.m + i)),
+                                   _mm256_mul_ps(omb1, g));
+    const __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(sh.v + i)),
+                                   _mm256_mul_ps(omb2, _mm256_mul_ps(g, g)));
+    const __m256 m_hat = _mm256_div_ps(m, bc1);
+    const __m256 v_hat = _mm256_div_ps(v, bc2);
+    __m256 p = _mm256_loadu_ps(sh.master + i);
+    const __m256 update = _mm256_add_ps(
+        _mm256_div_ps(m_hat, _mm256_add_ps(_mm256_sqrt_ps(v_hat), eps)), _mm256_mul_ps(wd, p));
+    p = _mm256_sub_ps(p, _mm256_mul_ps(lr, update));
+    _mm256_storeu_ps(sh.m + i, m);
+    _mm256_storeu_ps(sh.v + i, v);
+    _mm256_storeu_ps(sh.master + i, p);
+    if (out32 != nullptr) _mm256_storeu_ps(out32 + i, p);
+    if (out16 != nullptr) {
+      const __m256i u = _mm256_castps_si256(p);
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+      const __m256i rounded =
+          _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, round), lsb), 16);
+      const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+      const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+      const __m256i h = _mm256_blendv_epi8(rounded, nan, is_nan);
+      // Values fit in 16 bits, so unsigned-saturating packs are exact.
+      const __m128i packed =
+          _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out16 + i), packed);
+    }
+  }
+  AdamWReferenceRange(s, sh, i, end);
+}
+
+__attribute__((target("avx512f"))) double SumSquaresAvx512(const float* x, int64_t n) {
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+    const __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+    acc0 = _mm512_add_pd(acc0, _mm512_mul_pd(a, a));
+    acc1 = _mm512_add_pd(acc1, _mm512_mul_pd(b, b));
+  }
+  double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+  return sum + SumSquaresScalar(x + i, n - i);
+}
+
+double SumSquaresScalar(const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+}  // namespace zeroshard::optim_internal
+
+#pragma GCC diagnostic pop
