@@ -1,15 +1,102 @@
-// zeroshard-coordinator: the control plane of one job.
+// zeroshard-coordinator: the control plane of one job. Serves the
+// Coordinator gRPC API and /metrics, /healthz, /readyz until SIGTERM or
+// SIGINT. Prints one line per bound address so callers that asked for port
+// 0 can read the ports back.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cmath>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "common/cli.h"
+#include "server/coordinator_server.h"
+
+namespace {
+
+absl::Duration Seconds(double s) { return absl::Microseconds(std::llround(s * 1e6)); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
                "zeroshard-coordinator"};
   zeroshard::AddVersionFlag(app);
-  std::string listen = "127.0.0.1:50051";
-  app.add_option("--listen", listen, "gRPC address to serve on (HOST:PORT; port 0 picks one)");
+  zeroshard::CoordinatorOptions o;
+  o.listen = "127.0.0.1:50051";
+  o.metrics_listen = "127.0.0.1:9464";
+  double settle = 1, heartbeat = 1, lease = 5;
+  std::string job_config_file, job_config_text;
+  app.add_option("--listen", o.listen, "gRPC address to serve on (HOST:PORT; port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "HTTP address for /metrics, /healthz, /readyz (HOST:PORT; \"\" = off)")
+      ->capture_default_str();
+  app.add_option("--state-dir", o.state_dir,
+                 "directory for durable state (job config, generation counter, last step); "
+                 "\"\" = nothing persisted");
+  app.add_option("--job-id", o.job_id, "job id workers must name")->capture_default_str();
+  app.add_option("--min-workers", o.min_workers, "members needed to form a generation")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--max-workers", o.max_workers, "largest world size")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--settle", settle, "seconds without membership change before forming")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat, "seconds between worker heartbeats")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  app.add_option("--lease-timeout", lease, "seconds of silence before a member is dropped")
+      ->check(CLI::Range(0.002, 3600.0))
+      ->capture_default_str();
+  app.add_option("--alignment", o.alignment, "shard plan alignment, elements")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  auto* file_opt = app.add_option("--job-config", job_config_file, "job config JSON file")
+                       ->check(CLI::ExistingFile);
+  app.add_option("--job-config-json", job_config_text, "job config as JSON text")
+      ->excludes(file_opt);
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are written");
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
-  std::cerr << "zeroshard-coordinator: serving is not available in this build yet\n";
-  return 1;
+
+  o.settle = Seconds(settle);
+  o.heartbeat_interval = Seconds(heartbeat);
+  o.lease_timeout = Seconds(lease);
+  o.job_config_json = job_config_text;
+  if (!job_config_file.empty()) {
+    absl::StatusOr<std::string> text = zeroshard::ReadWholeFile(job_config_file);
+    if (!text.ok()) {
+      std::cerr << "zeroshard-coordinator: --job-config: " << text.status().message() << "\n";
+      return 2;
+    }
+    o.job_config_json = *text;
+  }
+
+  // Block the stop signals in every thread; main waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = zeroshard::CoordinatorServer::Start(o);
+  if (!server.ok()) {
+    std::cerr << "zeroshard-coordinator: " << server.status().message() << "\n";
+    return absl::IsInvalidArgument(server.status()) ? 2 : 1;
+  }
+  std::cout << "zeroshard-coordinator: listening on " << (*server)->address() << " (grpc)";
+  if ((*server)->metrics_port() > 0) {
+    std::cout << ", " << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":"
+              << (*server)->metrics_port() << " (metrics)";
+  }
+  std::cout << "\nzeroshard-coordinator: job " << o.job_id << ", generation "
+            << (*server)->generation() << std::endl;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cout << "zeroshard-coordinator: signal " << sig << ", shutting down" << std::endl;
+  (*server)->Shutdown();
+  return 0;
 }

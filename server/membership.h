@@ -1,0 +1,126 @@
+// Membership and generations: the coordinator's deterministic state machine
+// for who is in the job (STYLE.md point 4). No sockets, no threads, no
+// sleeps: every call takes `now` from the caller's clock, so tests drive it
+// with a FakeClock.
+//
+// How it works:
+// - Join admits a worker as a new member (fresh member_id) that waits for
+//   the next generation (rank -1). A Join with the worker_id of a live
+//   member replaces that member (a restarted worker), never duplicating it.
+// - Heartbeat renews a member's lease. Tick(now) drops members silent for
+//   longer than lease_timeout.
+// - A running generation ends when one of its members is dropped (lease
+//   expiry), leaves, or is replaced, or when a member reports a failure.
+//   The state goes back to WAITING; the generation number stays until the
+//   next one forms, and requests naming it are refused (CheckRunning).
+// - A generation forms in Tick when the state is WAITING, at least
+//   min_workers members are live, and `settle` has passed since the last
+//   membership change (so a burst of joins or losses forms one generation).
+//   Ranks are dense 0..N-1, assigned in member_id (= join) order; at most
+//   max_workers members get a rank, the rest keep waiting.
+// - While a generation runs, a waiting joiner that could be admitted
+//   (world size < max_workers) ends it once `settle` has passed since the
+//   last change, and the next generation forms in the same Tick.
+//
+// Thread safety: not thread-safe; the owner (CoordinatorCore) serialises
+// calls under its mutex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace zeroshard::server {
+
+struct MembershipOptions {
+  int min_workers = 1;
+  int max_workers = 1024;
+  absl::Duration settle = absl::Seconds(1);
+  absl::Duration lease_timeout = absl::Seconds(5);
+};
+
+enum class GenerationState { kWaiting, kRunning };
+
+struct Member {
+  uint64_t member_id = 0;
+  std::string worker_id;
+  std::string host;
+  absl::Time joined;
+  absl::Time last_heartbeat;
+  int rank = -1;  // Rank in the running generation; -1 if waiting.
+};
+
+// Something that happened, for the owner to act on (drop KV keys, persist
+// the counter, count metrics, wake watchers).
+struct MembershipEvent {
+  enum class Kind { kGenerationEnded, kGenerationFormed, kMemberRemoved };
+  Kind kind;
+  uint64_t generation = 0;  // The generation that ended or formed.
+  std::string reason;       // "lease_expired", "leave", "failure", "join", "rejoin", ...
+  uint64_t member_id = 0;   // kMemberRemoved only.
+};
+
+class Membership {
+ public:
+  // `last_generation`: the highest generation number ever used (0 if none);
+  // the next one formed is last_generation + 1. `member_id_base`: member
+  // ids are member_id_base + 1, + 2, ... (the owner makes the base unique
+  // across coordinator restarts).
+  Membership(MembershipOptions options, uint64_t last_generation, uint64_t member_id_base,
+             std::string first_reason);
+
+  // Returns the new member_id. The caller validated worker_id and host.
+  uint64_t Join(const std::string& worker_id, const std::string& host, absl::Time now);
+  // NOT_FOUND if member_id is not a live member.
+  absl::Status Heartbeat(uint64_t member_id, absl::Time now);
+  absl::Status Leave(uint64_t member_id, absl::Time now);
+  // Ends the running generation `generation` (reason "failure"). NOT_FOUND
+  // for an unknown reporter; FAILED_PRECONDITION if `generation` is not the
+  // running one.
+  absl::Status ReportFailure(uint64_t member_id, uint64_t generation, absl::Time now);
+  // Expires leases and forms or ends generations as the rules above say.
+  void Tick(absl::Time now);
+
+  // OK iff `generation` is the running generation; else FAILED_PRECONDITION
+  // naming `field`, the generation asked for and the current one.
+  absl::Status CheckRunning(uint64_t generation, const char* field) const;
+
+  // Moves out the events since the last call, in order.
+  std::vector<MembershipEvent> TakeEvents();
+
+  uint64_t generation() const { return generation_; }
+  GenerationState state() const { return state_; }
+  int world_size() const { return static_cast<int>(ranked_.size()); }
+  const Member* Find(uint64_t member_id) const;
+  // Members of the running generation, by rank (empty while waiting).
+  std::vector<const Member*> Ranked() const;
+  // Live members without a rank, by member_id.
+  std::vector<const Member*> Waiting() const;
+  size_t live_members() const { return members_.size(); }
+  const MembershipOptions& options() const { return options_; }
+
+ private:
+  void Remove(uint64_t member_id, const std::string& reason, absl::Time now);
+  void EndGeneration(const std::string& reason, absl::Time now);
+  void Form(absl::Time now);
+
+  const MembershipOptions options_;
+  uint64_t generation_;  // Running, or the last one that ran (0 = none yet).
+  GenerationState state_ = GenerationState::kWaiting;
+  uint64_t next_member_id_;
+  std::map<uint64_t, Member> members_;              // By member_id (join order).
+  std::map<std::string, uint64_t> by_worker_id_;    // worker_id -> member_id.
+  std::vector<uint64_t> ranked_;                    // member_id by rank.
+  absl::Time last_change_ = absl::InfinitePast();  // Last join/leave/loss.
+  std::string pending_reason_;                      // Why the next generation forms.
+  std::vector<MembershipEvent> events_;
+};
+
+const char* GenerationStateName(GenerationState s);
+
+}  // namespace zeroshard::server

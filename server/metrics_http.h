@@ -1,0 +1,47 @@
+// The coordinator's HTTP endpoints (civetweb): GET /metrics (Prometheus
+// text exposition 0.0.4, from a MetricsRegistry), GET /healthz (200 while
+// the coordinator's state machine keeps ticking, 503 if it has stalled) and
+// GET /readyz (200 while serving, 503 once shutting down). Kubernetes
+// probes and Prometheus scrapes use these.
+//
+// Thread safety: civetweb serves requests on its own threads; the callbacks
+// it calls are thread-safe. Start/Stop from one owner thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/metrics.h"
+
+class CivetServer;
+
+namespace zeroshard::server {
+
+struct HttpProbes {
+  std::function<bool()> healthy;  // /healthz
+  std::function<bool()> ready;    // /readyz
+};
+
+class MetricsHttpServer {
+ public:
+  // `listen`: "HOST:PORT" (port 0 picks a free one). INVALID_ARGUMENT for a
+  // malformed address; UNAVAILABLE if civetweb cannot bind it.
+  static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& listen,
+                                                                  const MetricsRegistry* metrics,
+                                                                  HttpProbes probes);
+  ~MetricsHttpServer();
+  int port() const { return port_; }
+  // Stops serving (idempotent).
+  void Stop();
+
+ private:
+  class Handlers;
+  MetricsHttpServer() = default;
+  std::unique_ptr<Handlers> handlers_;
+  std::unique_ptr<CivetServer> server_;
+  int port_ = 0;
+};
+
+}  // namespace zeroshard::server
