@@ -1,0 +1,266 @@
+#include "worker/checkpoint/checkpoint_client.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/plan_proto.h"
+#include "common/status_macros.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "worker/checkpoint/reshard.h"
+
+namespace zeroshard::checkpoint {
+namespace {
+
+constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
+
+absl::Status ValidateOptions(const CheckpointClientOptions& o) {
+  if (o.chunk_bytes < 4 || o.chunk_bytes > kMaxChunkBytes || o.chunk_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", o.chunk_bytes,
+                                                   " must be a multiple of 4 in [4, ", kMaxChunkBytes, "]"));
+  }
+  return absl::OkStatus();
+}
+
+const UnitPlan* FindUnit(const ShardPlan& plan, const std::string& name) {
+  for (const UnitPlan& u : plan.units) {
+    if (u.name == name) return &u;
+  }
+  return nullptr;
+}
+
+absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShardView>& shards) {
+  for (const UnitShardView& v : shards) {
+    const UnitPlan* u = FindUnit(meta.plan, v.unit);
+    if (u == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", v.unit, "\" is not in the plan"));
+    const ElementRange shard = u->shard(meta.rank);
+    if (v.range.length < 0 || v.range.offset < shard.offset || v.range.end() > shard.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "range [", v.range.offset, ", ", v.range.end(), ") of unit ", v.unit,
+          " is outside rank ", meta.rank, "'s shard [", shard.offset, ", ", shard.end(), ")"));
+    }
+    if (v.range.length > 0 && (!v.master || !v.exp_avg || !v.exp_avg_sq)) {
+      return absl::InvalidArgumentError(absl::StrCat("unit ", v.unit, " has a null buffer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CheckpointClient::CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options)
+    : stub_(v1::CheckpointService::NewStub(std::move(channel))), options_(options) {}
+
+absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(const std::string& target,
+                                                                           Options options) {
+  if (target.empty()) return absl::InvalidArgumentError("coordinator address is empty");
+  ZS_RETURN_IF_ERROR(ValidateOptions(options));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(16 << 20);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return std::make_unique<CheckpointClient>(std::move(channel), options);
+}
+
+std::unique_ptr<grpc::ClientContext> CheckpointClient::NewContext(absl::Time deadline) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(deadline));
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) ctx->TryCancel();
+  live_.push_back(ctx.get());
+  return ctx;
+}
+
+void CheckpointClient::ForgetContext(grpc::ClientContext* ctx) {
+  absl::MutexLock lock(&mu_);
+  live_.erase(std::remove(live_.begin(), live_.end(), ctx), live_.end());
+}
+
+void CheckpointClient::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  for (grpc::ClientContext* ctx : live_) ctx->TryCancel();
+}
+
+// Runs a unary call with a registered (cancellable) context.
+#define ZS_UNARY_CALL(method, req, resp, deadline)                  \
+  [&]() -> absl::Status {                                           \
+    auto ctx_ = NewContext(deadline);                               \
+    grpc::Status st_ = stub_->method(ctx_.get(), req, &resp);       \
+    ForgetContext(ctx_.get());                                      \
+    return FromGrpcStatus(st_, #method);                            \
+  }()
+
+absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata& meta,
+                                      const std::vector<UnitShardView>& shards, absl::Time deadline,
+                                      int64_t* bytes) {
+  auto ctx = NewContext(deadline);
+  v1::UploadShardResponse resp;
+  std::unique_ptr<grpc::ClientWriter<v1::ShardChunk>> writer = stub_->UploadShard(ctx.get(), &resp);
+  const int64_t chunk_elems = options_.chunk_bytes / 4;
+  v1::ShardChunk chunk;
+  chunk.set_checkpoint_id(id);
+  chunk.set_rank(meta.rank);
+  chunk.set_dtype(v1::DTYPE_FP32);
+  bool ok = true;
+  for (const UnitShardView& v : shards) {
+    const std::pair<v1::TensorKind, const float*> kinds[] = {
+        {v1::TENSOR_KIND_MASTER, v.master},
+        {v1::TENSOR_KIND_EXP_AVG, v.exp_avg},
+        {v1::TENSOR_KIND_EXP_AVG_SQ, v.exp_avg_sq}};
+    chunk.set_unit(v.unit);
+    for (const auto& [kind, data] : kinds) {
+      chunk.set_kind(kind);
+      for (int64_t i = 0; ok && i < v.range.length; i += chunk_elems) {
+        const int64_t n = std::min(chunk_elems, v.range.length - i);
+        chunk.set_offset(v.range.offset + i);
+        chunk.set_length(n);
+        chunk.set_data(reinterpret_cast<const char*>(data + i), static_cast<size_t>(n * 4));
+        chunk.set_xxhash64(XXH64(chunk.data().data(), chunk.data().size(), 0));
+        ok = writer->Write(chunk);  // false: the stream broke; Finish says why.
+        *bytes += n * 4;
+      }
+    }
+  }
+  if (ok) writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  ForgetContext(ctx.get());
+  if (st.ok() && !ok) return absl::UnavailableError("UploadShard: stream closed early");
+  return FromGrpcStatus(st, "UploadShard");
+}
+
+absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
+                                                  const std::vector<UnitShardView>& shards,
+                                                  absl::Time deadline) {
+  ZS_RETURN_IF_ERROR(ValidateViews(meta, shards));
+  v1::BeginCheckpointRequest begin;
+  begin.set_job_id(meta.job_id);
+  begin.set_step(meta.step);
+  begin.set_rank(meta.rank);
+  begin.set_world_size(meta.plan.world_size);
+  begin.set_stage(meta.stage);
+  begin.set_model_config_json(meta.model_config_json);
+  ShardPlanToProto(meta.plan, begin.mutable_plan());
+  begin.set_optimizer_step(meta.optimizer_step);
+  begin.set_data_cursor(meta.data_cursor);
+  begin.set_rng_state(meta.rng_state);
+  v1::BeginCheckpointResponse began;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(BeginCheckpoint, begin, began, deadline));
+  SaveResult out;
+  out.checkpoint_id = began.checkpoint_id();
+  ZS_RETURN_IF_ERROR(Upload(out.checkpoint_id, meta, shards, deadline, &out.bytes));
+  v1::CommitCheckpointRequest commit;
+  commit.set_checkpoint_id(out.checkpoint_id);
+  commit.set_rank(meta.rank);
+  v1::CommitCheckpointResponse committed;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(CommitCheckpoint, commit, committed, deadline));
+  out.committed = committed.committed();
+  out.missing_ranks.assign(committed.missing_ranks().begin(), committed.missing_ranks().end());
+  return out;
+}
+
+absl::StatusOr<v1::ListCheckpointsResponse> CheckpointClient::List(const std::string& job_id,
+                                                                   absl::Time deadline) {
+  v1::ListCheckpointsRequest req;
+  req.set_job_id(job_id);
+  v1::ListCheckpointsResponse resp;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(ListCheckpoints, req, resp, deadline));
+  return resp;
+}
+
+absl::StatusOr<v1::CheckpointInfo> CheckpointClient::GetInfo(const std::string& job_id,
+                                                             std::optional<int64_t> step,
+                                                             absl::Time deadline) {
+  v1::GetCheckpointRequest req;
+  req.set_job_id(job_id);
+  req.set_has_step(step.has_value());
+  req.set_step(step.value_or(0));
+  v1::CheckpointInfo resp;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(GetCheckpoint, req, resp, deadline));
+  return resp;
+}
+
+absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
+                                        const std::string& unit, v1::TensorKind kind,
+                                        ElementRange range, float* dst, absl::Time deadline) {
+  if (range.length == 0) return absl::OkStatus();
+  v1::DownloadRangeRequest req;
+  req.set_job_id(job_id);
+  req.set_has_step(true);
+  req.set_step(step);
+  req.set_unit(unit);
+  req.set_kind(kind);
+  req.set_offset(range.offset);
+  req.set_length(range.length);
+  req.set_chunk_bytes(options_.chunk_bytes);
+  auto ctx = NewContext(deadline);
+  std::unique_ptr<grpc::ClientReader<v1::RangeChunk>> reader = stub_->DownloadRange(ctx.get(), req);
+  v1::RangeChunk chunk;
+  int64_t next = range.offset;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&chunk)) {
+    if (chunk.offset() != next || chunk.length() < 1 || chunk.offset() + chunk.length() > range.end() ||
+        static_cast<int64_t>(chunk.data().size()) != chunk.length() * 4) {
+      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
+                                             " does not continue the range at ", next));
+    } else if (XXH64(chunk.data().data(), chunk.data().size(), 0) != chunk.xxhash64()) {
+      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ", unit,
+                                             " failed its xxhash64"));
+    } else {
+      std::memcpy(dst + (next - range.offset), chunk.data().data(), chunk.data().size());
+      next += chunk.length();
+    }
+  }
+  if (!bad.ok()) ctx->TryCancel();
+  grpc::Status st = reader->Finish();
+  ForgetContext(ctx.get());
+  ZS_RETURN_IF_ERROR(bad);
+  ZS_RETURN_IF_ERROR(FromGrpcStatus(st, "DownloadRange"));
+  if (next != range.end()) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: got ", next - range.offset, " of ",
+                                            range.length, " elements of ", unit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info, const ShardPlan& current_plan,
+                                       const std::vector<RestoreTarget>& targets, absl::Time deadline) {
+  absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
+  if (!saved.ok()) return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
+  for (const RestoreTarget& t : targets) {
+    if (t.dst == nullptr && t.range.length > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
+    }
+    ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs, PlanRestore(*saved, current_plan, t.unit, t.range));
+    for (const RestoreSegment& s : segs) {
+      float* dst = t.dst + s.dst.offset;
+      if (s.zero) {
+        std::fill(dst, dst + s.dst.length, 0.f);
+      } else {
+        ZS_RETURN_IF_ERROR(Download(info.summary().job_id(), info.summary().step(), t.unit, t.kind,
+                                    {s.src_offset, s.dst.length}, dst, deadline));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> CheckpointClient::RequestCheckpoint(absl::Time deadline) {
+  v1::RequestCheckpointRequest req;
+  v1::RequestCheckpointResponse resp;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(RequestCheckpoint, req, resp, deadline));
+  return resp.request_seq();
+}
+
+absl::StatusOr<int64_t> CheckpointClient::GetCheckpointTrigger(absl::Time deadline) {
+  v1::GetCheckpointTriggerRequest req;
+  v1::GetCheckpointTriggerResponse resp;
+  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(GetCheckpointTrigger, req, resp, deadline));
+  return resp.request_seq();
+}
+
+}  // namespace zeroshard::checkpoint

@@ -1,0 +1,166 @@
+// Worker-side checkpoint client: uploads this rank's shard of fp32 master
+// weights and AdamW moments to the coordinator's CheckpointService and
+// downloads whatever ranges the engine asks for on restore.
+//
+// Save (per rank, at the same step on every rank):
+//   BeginCheckpoint -> UploadShard (chunks of Options::chunk_bytes, each with
+//   its XXH64) -> CommitCheckpoint. The checkpoint commits when the last
+//   rank's data lands; SaveResult::committed says whether this call saw it.
+//   Pass the rank's SaveRanges(plan, rank) (reshard.h) of each unit: at
+//   stage 0, where the engine holds everything, still only the shard.
+// SaveAsync copies the shard into a host snapshot before returning, so
+// training may overwrite its buffers at once; the upload runs on a
+// background thread; SaveHandle::Wait(timeout) joins it.
+// Restore: GetInfo (latest or a step) gives the checkpoint's plan and trainer
+// state; Restore fills each target (unit, kind, range under the CURRENT plan,
+// destination) with downloaded data and zero padding (PlanRestore).
+//
+// Every call has a deadline; gRPC errors keep their codes (UNAVAILABLE:
+// coordinator unreachable, retry; DATA_LOSS: a chunk or file failed its
+// checksum) and name the RPC. Thread-safe: distinct calls may run
+// concurrently; a SaveHandle is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/shard_plan.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "zeroshard/v1/checkpoint.grpc.pb.h"
+
+namespace zeroshard::checkpoint {
+
+struct CheckpointClientOptions {
+  // Data bytes per uploaded chunk; a multiple of 4 in [4, 4 MiB - 64 KiB]
+  // (gRPC's default message limit is 4 MiB). Also the download chunk size.
+  int64_t chunk_bytes = 1 << 20;
+};
+
+// One unit's slice of this rank's state, as the engine holds it: three
+// buffers of `range.length` fp32 elements, element i being global element
+// range.offset + i of the unit's padded flat buffer.
+struct UnitShardView {
+  std::string unit;
+  ElementRange range;
+  const float* master = nullptr;
+  const float* exp_avg = nullptr;
+  const float* exp_avg_sq = nullptr;
+};
+
+struct SaveMetadata {
+  std::string job_id;
+  int64_t step = 0;        // The checkpoint's step (its id is step-NNNNNNNN).
+  int rank = 0;
+  int stage = 0;           // ZeRO stage the job runs at.
+  ShardPlan plan;          // The current plan; world_size = ranks saving.
+  std::string model_config_json;
+  int64_t optimizer_step = 0;  // AdamW steps taken.
+  int64_t data_cursor = 0;     // Global samples consumed.
+  std::string rng_state;       // This rank's RNG state, <= 64 KiB.
+};
+
+struct SaveResult {
+  std::string checkpoint_id;
+  bool committed = false;          // Whether the checkpoint is committed yet.
+  std::vector<int> missing_ranks;  // Ranks still uploading when !committed.
+  int64_t bytes = 0;               // Data bytes this rank uploaded.
+};
+
+// A destination for Restore: `range` of `unit`'s `kind` under the current
+// plan, written to `dst` (range.length fp32 elements).
+struct RestoreTarget {
+  std::string unit;
+  v1::TensorKind kind = v1::TENSOR_KIND_MASTER;
+  ElementRange range;
+  float* dst = nullptr;
+};
+
+class SaveHandle;
+
+class CheckpointClient {
+ public:
+  using Options = CheckpointClientOptions;
+  CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options = {});
+  // "HOST:PORT", insecure channel; INVALID_ARGUMENT if empty or if
+  // options.chunk_bytes is out of range.
+  static absl::StatusOr<std::unique_ptr<CheckpointClient>> Connect(const std::string& target,
+                                                                   Options options = {});
+
+  // Uploads `shards` (this rank's) and commits. INVALID_ARGUMENT for a view
+  // whose unit is not in meta.plan, whose range leaves the rank's shard, or
+  // with a null buffer.
+  absl::StatusOr<SaveResult> Save(const SaveMetadata& meta, const std::vector<UnitShardView>& shards,
+                                  absl::Time deadline);
+  // Snapshots `shards` into host memory, then Save()s on a background thread.
+  // Validation errors are reported by the handle's Wait.
+  std::unique_ptr<SaveHandle> SaveAsync(const SaveMetadata& meta,
+                                        const std::vector<UnitShardView>& shards,
+                                        absl::Time deadline);
+
+  absl::StatusOr<v1::ListCheckpointsResponse> List(const std::string& job_id, absl::Time deadline);
+  // The latest committed checkpoint, or the one at `step`. NOT_FOUND if none.
+  absl::StatusOr<v1::CheckpointInfo> GetInfo(const std::string& job_id, std::optional<int64_t> step,
+                                             absl::Time deadline);
+  // Downloads [range) of unit/kind of the checkpoint at `step` into `dst`,
+  // verifying each chunk's XXH64 (DATA_LOSS on mismatch).
+  absl::Status Download(const std::string& job_id, int64_t step, const std::string& unit,
+                        v1::TensorKind kind, ElementRange range, float* dst, absl::Time deadline);
+  // Fills every target from checkpoint `info` under `current_plan`.
+  absl::Status Restore(const v1::CheckpointInfo& info, const ShardPlan& current_plan,
+                       const std::vector<RestoreTarget>& targets, absl::Time deadline);
+
+  // "zeroshard checkpoint now": bumps the coordinator's request counter.
+  absl::StatusOr<int64_t> RequestCheckpoint(absl::Time deadline);
+  // The counter; a trainer saves at its next step when it grows.
+  absl::StatusOr<int64_t> GetCheckpointTrigger(absl::Time deadline);
+
+  // Cancels in-flight calls (from another thread; e.g. at shutdown); they
+  // and every later call return CANCELLED.
+  void CancelAll();
+
+ private:
+  std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline);
+  void ForgetContext(grpc::ClientContext* ctx);
+  absl::Status Upload(const std::string& id, const SaveMetadata& meta,
+                      const std::vector<UnitShardView>& shards, absl::Time deadline, int64_t* bytes);
+
+  std::unique_ptr<v1::CheckpointService::Stub> stub_;
+  const Options options_;
+  absl::Mutex mu_;
+  std::vector<grpc::ClientContext*> live_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A background save. Destroying it joins the thread, which ends by the
+// save's deadline at the latest.
+class SaveHandle {
+ public:
+  ~SaveHandle();
+  // Waits up to `timeout` for the save; DEADLINE_EXCEEDED if still running
+  // (it goes on; call Wait again), else the save's result.
+  absl::StatusOr<SaveResult> Wait(absl::Duration timeout);
+  bool Done() const { return done_.HasBeenNotified(); }
+
+ private:
+  friend class CheckpointClient;
+  SaveHandle() = default;
+  CheckpointClient* client_ = nullptr;
+  // Owned copy of the shard data the views point into.
+  std::vector<std::vector<float>> snapshot_;
+  std::vector<UnitShardView> views_;
+  SaveMetadata meta_;
+  absl::StatusOr<SaveResult> result_;
+  absl::Notification done_;
+  std::thread thread_;
+};
+
+}  // namespace zeroshard::checkpoint
