@@ -7,12 +7,14 @@
 // smooth function, so truncation error ~h^2), hence the tolerance of
 // 2e-3 absolute + 1e-2 relative (float32 rounding of L over ~100 terms,
 // divided by 2h).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "worker/model/fast_math.h"
 #include "worker/model/kernels.h"
 
 namespace zeroshard {
@@ -73,6 +75,20 @@ TEST(KernelsTest, MatmulMatchesNaiveForEveryTranspose) {
       }
     }
   }
+}
+
+TEST(KernelsTest, FastExpAndTanhMatchLibm) {
+  double worst_exp = 0.0, worst_tanh = 0.0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.01f) {
+    const double e = std::exp(double{x});
+    worst_exp = std::max(worst_exp, std::abs(FastExp(x) - e) / e);
+    worst_tanh = std::max(worst_tanh, std::abs(double{FastTanh(x / 8)} - std::tanh(double{x} / 8)));
+  }
+  EXPECT_LT(worst_exp, 5e-7);  // ~4 ulp.
+  EXPECT_LT(worst_tanh, 5e-7);
+  EXPECT_EQ(FastExp(0.0f), 1.0f);
+  EXPECT_GT(FastExp(-1000.0f), 0.0f);  // Clamped, never 0 or NaN.
+  EXPECT_TRUE(std::isfinite(FastExp(1000.0f)));
 }
 
 TEST(KernelsTest, BiasBackward) {

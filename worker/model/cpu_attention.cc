@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/fast_math.h"
 #include "worker/model/parallel_for.h"
 
 namespace zeroshard {
@@ -43,7 +44,7 @@ void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* o
         }
         float sum = 0.0f;
         for (int u = 0; u <= t; ++u) {
-          a[u] = std::exp(a[u] - mx);
+          a[u] = FastExp(a[u] - mx);
           sum += a[u];
         }
         const float inv = 1.0f / sum;

@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/fast_math.h"
 #include "worker/model/kernels.h"
 #include "worker/model/parallel_for.h"
 
@@ -108,14 +109,14 @@ class CpuKernelsImpl final : public Kernels {
   void GeluForward(const float* x, int64_t n, float* out) override {
     for (int64_t i = 0; i < n; ++i) {
       const float v = x[i];
-      out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
+      out[i] = 0.5f * v * (1.0f + FastTanh(kGeluScale * (v + kGeluCubic * v * v * v)));
     }
   }
 
   void GeluBackward(const float* x, const float* dout, int64_t n, float* dx) override {
     for (int64_t i = 0; i < n; ++i) {
       const float v = x[i];
-      const float th = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
+      const float th = FastTanh(kGeluScale * (v + kGeluCubic * v * v * v));
       const float dinner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
       dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dinner) * dout[i];
     }
@@ -142,7 +143,7 @@ class CpuKernelsImpl final : public Kernels {
       for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
       float sum = 0.0f;
       for (int v = 0; v < V; ++v) {
-        p[v] = std::exp(l[v] - mx);
+        p[v] = FastExp(l[v] - mx);
         sum += p[v];
       }
       const float inv = 1.0f / sum;
