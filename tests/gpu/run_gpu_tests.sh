@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs zeroshard's GPU tests on a machine with an NVIDIA GPU, CUDA (nvcc) and
+# NCCL: configures a CUDA build for sm_90 only (to save compile time), builds
+# only the test targets labelled "gpu" (tests register with
+# zeroshard_add_test(... LABELS gpu), so the CTest name is the target name)
+# and runs `ctest -L gpu`. Meant to finish in under 5 minutes.
+#
+# Usage: tests/gpu/run_gpu_tests.sh [build-dir]   (default: build-gpu)
+# Env:   CUDA_ARCH (default 90), JOBS (default: all cores).
+# Exit:  ctest's status; 2 when no gpu-labelled test exists; 77 when no GPU.
+set -euo pipefail
+
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-${src}/build-gpu}"
+jobs="${JOBS:-$(nproc)}"
+arch="${CUDA_ARCH:-90}"
+start=$(date +%s)
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "run_gpu_tests: no NVIDIA GPU visible (nvidia-smi -L failed); nothing to run" >&2
+  exit 77
+fi
+nvidia-smi -L
+
+cmake -S "${src}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DZEROSHARD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch}" >"${build}.configure.log" 2>&1 ||
+  { cat "${build}.configure.log"; exit 1; }
+grep -E "communication backends|CUDA kernels" "${build}.configure.log" || true
+
+mapfile -t targets < <(ctest --test-dir "${build}" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p')
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "run_gpu_tests: no test labelled gpu (was CUDA/NCCL found? see ${build}.configure.log)" >&2
+  exit 2
+fi
+echo "gpu tests: ${targets[*]}"
+ninja -C "${build}" -j "${jobs}" "${targets[@]}"
+echo "built in $(( $(date +%s) - start )) s"
+
+status=0
+ctest --test-dir "${build}" -L gpu --output-on-failure --timeout 240 || status=$?
+echo "run_gpu_tests: total $(( $(date +%s) - start )) s, ctest status ${status}"
+exit "${status}"
