@@ -1,0 +1,37 @@
+// One rank's training run for engine tests: builds a ShardedEngine over the
+// test MLP, trains `steps` steps of the global batch (this rank's contiguous
+// slice, in `micro_batches` micro-batches, grad_scale = 1 / micro_batches),
+// and returns every unit's full fp32 master values (GatherFullParams) and
+// each step's reported global gradient norm.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tests/engine/test_mlp.h"
+#include "worker/comm/communicator.h"
+#include "worker/engine/sharded_engine.h"
+
+namespace zeroshard::testing {
+
+struct RunConfig {
+  int stage = 0;
+  DType compute = DType::kFp32;
+  DType reduce = DType::kFp32;
+  int steps = 10;
+  int global_batch = 24;
+  int micro_batches = 2;
+  int64_t alignment = 2;
+};
+
+EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);
+
+struct RankResult {
+  std::vector<std::vector<float>> params;  // Per unit, numel elements.
+  std::vector<double> grad_norms;          // Per step.
+};
+
+absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
+                                     const RunConfig& config, Communicator* comm);
+
+}  // namespace zeroshard::testing

@@ -1,0 +1,181 @@
+// The hooks: parameter views (gathers and prefetch at stage 3), gradient views
+// and their reduction (stages 2-3). See sharded_engine.h.
+#include <cstring>
+#include <utility>
+
+#include "common/status_macros.h"
+#include "worker/engine/convert.h"
+#include "worker/engine/sharded_engine.h"
+
+namespace zeroshard {
+
+void ShardedEngine::Fail(const absl::Status& status) {
+  if (status_.ok() && !status.ok()) status_ = status;
+}
+
+// [Note: failed collective buffers] A collective that failed (a timeout
+// above all) may still be running in the backend, which writes its buffers
+// until the communicator is destroyed. So the engine aborts the communicator
+// (the generation is broken anyway) and moves those buffers to retired_,
+// never freeing them (see ~ShardedEngine).
+absl::Status ShardedEngine::Await(std::unique_ptr<Work>& work) {
+  ZS_CHECK(work != nullptr);
+  absl::Status s = work->Wait(options_.collective_timeout);
+  work.reset();
+  if (!s.ok()) {
+    Fail(s);
+    comm_->Abort();
+  }
+  return s;
+}
+
+void ShardedEngine::Retire(AccountedBuffer& buffer) {
+  const MemoryKind kind = buffer.kind();
+  retired_.push_back(std::move(buffer));
+  buffer = AccountedBuffer(&accountant_, kind);
+}
+
+void ShardedEngine::IssueGather(int u) {
+  Unit& unit = units_[u];
+  unit.gathered.Allocate(unit.plan->padded_numel * cbytes());
+  if (Failed()) return;  // Zeros: the model unwinds, Step reports the error.
+  unit.gather_work = comm_->AllGather(unit.params.data(), unit.gathered.data(),
+                                      unit.plan->shard_numel, options_.compute_dtype,
+                                      {options_.collective_timeout});
+}
+
+void ShardedEngine::Prefetch(int u) {
+  if (!options_.prefetch || u < 0 || u >= static_cast<int>(units_.size())) return;
+  Unit& unit = units_[u];
+  if (unit.gathered.allocated() || unit.param_refs > 0) return;
+  IssueGather(u);
+}
+
+const float* ShardedEngine::AcquireParams(int u) {
+  Unit& unit = units_[u];
+  if (unit.param_refs++ > 0) return unit.param_ptr;
+  if (compute_copy_stale_) {
+    Fail(absl::FailedPreconditionError(
+        "a hook ran after LoadShardState without RebuildComputeCopy"));
+  }
+  const int64_t P = unit.plan->padded_numel;
+  const bool bf16_compute = options_.compute_dtype == DType::kBf16;
+  const void* full = unit.params.data();
+  if (options_.stage == 3) {
+    if (!unit.gathered.allocated()) IssueGather(u);
+    if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) {
+      Retire(unit.gathered);  // [Note: failed collective buffers]
+      unit.gathered.Allocate(P * cbytes());
+    }
+    full = unit.gathered.data();
+  }
+  if (bf16_compute) {
+    unit.view.Allocate(P * 4);
+    Bf16ToFp32(static_cast<const bf16*>(full), unit.view.as<float>(), P);
+    unit.gathered.Free();  // Stage 3: the fp32 view replaces the bf16 gather.
+    unit.param_ptr = unit.view.as<float>();
+  } else {
+    unit.param_ptr = static_cast<const float*>(full);
+  }
+  return unit.param_ptr;
+}
+
+void ShardedEngine::ReleaseParams(int u) {
+  Unit& unit = units_[u];
+  ZS_CHECK(unit.param_refs > 0);  // A Post* without its Pre*.
+  if (--unit.param_refs > 0) return;
+  unit.view.Free();
+  if (unit.gather_work == nullptr) unit.gathered.Free();
+  unit.param_ptr = nullptr;
+}
+
+const float* ShardedEngine::PreForward(int u) {
+  At(u);
+  const float* params = AcquireParams(u);
+  if (options_.stage == 3) Prefetch(u + 1);
+  return params;
+}
+
+void ShardedEngine::PostForward(int u) {
+  At(u);
+  ReleaseParams(u);
+}
+
+UnitBackwardView ShardedEngine::PreBackward(int u) {
+  Unit& unit = At(u);
+  const float* params = AcquireParams(u);
+  if (options_.stage == 3) Prefetch(u - 1);
+  if (unit.grad_refs++ == 0) {
+    if (options_.stage <= 1 && options_.reduce_dtype == DType::kFp32) {
+      unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
+    } else {
+      unit.grad_view.Allocate(unit.plan->padded_numel * 4);
+      unit.grad_ptr = unit.grad_view.as<float>();
+    }
+  }
+  return {params, unit.grad_ptr};
+}
+
+void ShardedEngine::PostBackward(int u) {
+  Unit& unit = At(u);
+  ReleaseParams(u);
+  ZS_CHECK(unit.grad_refs > 0);  // PostBackward without PreBackward.
+  if (--unit.grad_refs > 0) return;
+  unit.grad_ptr = nullptr;
+  FlushGrads(u);
+}
+
+// Moves the bracket's fp32 gradient into the resident gradient: at stages 0-1
+// by adding (when it is not already the resident buffer); at stages 2-3 by a
+// reduce-scatter in place over a staging buffer whose slice is added into the
+// shard gradient once the collective completes (DrainOneReduce).
+void ShardedEngine::FlushGrads(int u) {
+  Unit& unit = units_[u];
+  const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
+  if (options_.stage <= 1) {
+    if (unit.grad_view.allocated()) {
+      AddFp32Into(unit.grads.data(), options_.reduce_dtype, unit.grad_view.as<float>(), P);
+      unit.grad_view.Free();
+    }
+    return;
+  }
+  PendingReduce pending{u, nullptr, AccountedBuffer(&accountant_, MemoryKind::kBuffers)};
+  if (options_.reduce_dtype == DType::kFp32) {
+    pending.staging = std::move(unit.grad_view);
+    unit.grad_view = AccountedBuffer(&accountant_, MemoryKind::kBuffers);
+  } else {
+    pending.staging.Allocate(P * 2);
+    Fp32ToBf16(unit.grad_view.as<float>(), pending.staging.as<bf16>(), P);
+    unit.grad_view.Free();
+  }
+  if (Failed()) return;  // Nothing is reduced after a failure.
+  pending.work = comm_->ReduceScatter(pending.staging.data(), Slice(pending.staging, S, gbytes()),
+                                      S, options_.reduce_dtype, ReduceOp::kSum,
+                                      {options_.collective_timeout});
+  pending_.push_back(std::move(pending));
+  // Keep one reduce-scatter in flight to overlap the next unit's backward.
+  while (pending_.size() > 1) DrainOneReduce();
+}
+
+void ShardedEngine::DrainOneReduce() {
+  PendingReduce& p = pending_.front();
+  Unit& unit = units_[p.unit];
+  const int64_t S = unit.plan->shard_numel;
+  if (Await(p.work).ok()) {
+    AddInto(unit.grads.data(), Slice(p.staging, S, gbytes()), options_.reduce_dtype, S);
+  } else {
+    Retire(p.staging);  // [Note: failed collective buffers]
+  }
+  pending_.pop_front();
+}
+
+absl::Status ShardedEngine::DrainAll() {
+  while (!pending_.empty()) DrainOneReduce();
+  for (Unit& unit : units_) {
+    if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) Retire(unit.gathered);
+    if (unit.param_refs == 0) unit.gathered.Free();
+  }
+  return status_;
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,220 @@
+// ShardedEngine: owns every unit's parameters, gradients and AdamW state for
+// one rank, applies a ZeRO stage (Rajbhandari et al., SC'20; PyTorch FSDP,
+// Zhao et al., VLDB'23), and exposes the UnitHooks the model calls
+// (shared/DESIGN.md "Step at each stage").
+//
+// How it works, per unit u with padded size P and shard size S = P / N
+// (common/shard_plan.h), compute dtype c, reduce dtype g:
+//   stage 0: full compute copy (P, c) and full gradient (P, g) resident;
+//            step(): all-reduce the gradient, every rank updates all P
+//            elements (master, m, v over P).
+//   stage 1: as 0, but master/m/v cover only the rank's shard; step():
+//            reduce-scatter the gradient in place, update the shard, writing
+//            the compute copy straight into the rank's slice of the full
+//            buffer, then all-gather that buffer in place.
+//   stage 2: full compute copy resident; the model's gradient lives in a
+//            transient fp32 buffer per backward bracket; PostBackward
+//            reduce-scatters it (asynchronously, one in flight while the next
+//            unit's backward runs) and adds the rank's slice into a resident
+//            shard gradient (S, g). step(): update, all-gather as stage 1.
+//   stage 3: only the shard compute copy (S, c) is resident, and it is the
+//            all-gather input the optimizer writes. PreForward/PreBackward
+//            all-gather the unit into a transient buffer freed at the
+//            matching Post* call; PreForward(u) prefetches u+1 and
+//            PreBackward(u) prefetches u-1 (async Work), so the gather
+//            overlaps compute. Gradients as stage 2.
+// Gradients add over brackets and micro-batches until step(), which also
+// averages over ranks (sum / N), clips by the global norm (clip coefficient
+// min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_; norm
+// from every rank's shard, one scalar all-reduce) and runs the fused AdamW
+// (worker/optim/adamw.h) on the shard.
+//
+// Mixed precision: master weights, m and v are fp32 and exist only for the
+// optimizer range (the shard; all of P at stage 0). With bf16 compute the
+// model still sees fp32: the engine up-converts into a transient fp32 view
+// per bracket (counted as buffers). Gradients are stored and reduced in the
+// reduce dtype; the model always adds into fp32.
+//
+// [Note: gather buffer lifetime] Pointers returned by PreForward and
+// PreBackward stay valid until the matching Post* call for that unit (the
+// last one, if brackets of one unit nest); step() frees every transient.
+//
+// Collectives: every hook and Step may issue collectives, so every rank must
+// make the same sequence of hook calls (the same model code does). Errors
+// from communication cannot be returned by a hook: the engine keeps the
+// first one (status()), aborts the communicator (the generation is broken),
+// stops issuing collectives, hands out zero-filled buffers so the model can
+// unwind, and Step returns it.
+//
+// Thread safety: not thread-safe; one training thread calls everything.
+// memory()/peak_memory() may be read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/dtype.h"
+#include "common/shard_plan.h"
+#include "worker/comm/communicator.h"
+#include "worker/engine/memory_accounting.h"
+#include "worker/engine/unit_hooks.h"
+#include "worker/optim/adamw.h"
+
+namespace zeroshard {
+
+struct EngineOptions {
+  int stage = 0;                          // ZeRO stage, 0..3.
+  DType compute_dtype = DType::kFp32;     // Compute copy: kFp32 or kBf16.
+  DType reduce_dtype = DType::kFp32;      // Gradient storage and reduction: kFp32 or kBf16.
+  AdamWHyperparams adamw;                 // lr, betas, eps, weight decay.
+  float max_grad_norm = 0.0f;             // Global-norm clipping; <= 0 = off.
+  absl::Duration collective_timeout = absl::Seconds(60);  // Per collective wait.
+  int optimizer_threads = 0;              // AdamWCpu threads; 0 = hardware.
+  bool prefetch = true;                   // Stage 3: prefetch the next unit.
+};
+
+struct StepResult {
+  double grad_norm = 0.0;  // Global L2 norm of the rank-averaged, grad_scale'd gradient.
+  double clip_coef = 1.0;  // Multiplier clipping applied (1 = none).
+  bool skipped = false;    // Non-finite norm: no update; gradients were zeroed.
+  int64_t step = 0;        // Optimizer steps taken so far (after this one).
+};
+
+// The optimizer state one rank holds for a unit: `range` of the unit's
+// padded flat buffer (the rank's shard; all of it at stage 0).
+struct OptimizerShardView {
+  ElementRange range;
+  const float* master = nullptr;  // range.length fp32 elements each.
+  const float* m = nullptr;
+  const float* v = nullptr;
+};
+
+class ShardedEngine final : public UnitHooks {
+ public:
+  // `initial_units[u]` holds unit u's plan.units[u].numel fp32 values (flat
+  // layout of the plan), identical on every rank; the engine copies what its
+  // stage needs. `comm` must outlive the engine and have
+  // world_size == plan.world_size. Errors: INVALID_ARGUMENT naming the field
+  // (stage, dtypes, hyperparameters, timeout, unit count or sizes, world size).
+  static absl::StatusOr<std::unique_ptr<ShardedEngine>> Create(
+      const ShardPlan& plan, Communicator* comm, const EngineOptions& options,
+      const std::vector<std::vector<float>>& initial_units);
+  // Waits (bounded by the collective timeout) for collectives still using
+  // engine buffers; if one cannot finish, or one failed earlier, aborts the
+  // communicator and leaks those buffers rather than free memory a backend
+  // may still write ([Note: failed collective buffers]).
+  ~ShardedEngine() override;
+  ShardedEngine(const ShardedEngine&) = delete;
+  ShardedEngine& operator=(const ShardedEngine&) = delete;
+
+  // UnitHooks (unit_hooks.h). Unit indices out of range are a ZS_CHECK.
+  const float* PreForward(int unit) override;
+  void PostForward(int unit) override;
+  UnitBackwardView PreBackward(int unit) override;
+  void PostBackward(int unit) override;
+
+  // Reduces the accumulated gradients, clips, and applies one AdamW update.
+  // grad_scale multiplies the gradient first (1 / micro-batches, loss-scale
+  // unscaling); the engine then divides by N. Collective. Errors:
+  // FAILED_PRECONDITION if a bracket is open or compute copies await
+  // RebuildComputeCopy; the first communication error otherwise.
+  absl::StatusOr<StepResult> Step(float grad_scale = 1.0f);
+
+  // The first communication error, or OK.
+  absl::Status status() const { return status_; }
+
+  // Unit u's fp32 master values, numel elements, unpadded (tests, export,
+  // checkpoints). Collective at stages 1-3 (an all-gather): every rank calls
+  // it for the same units in the same order. Errors: as Step.
+  absl::StatusOr<std::vector<float>> GatherFullParams(int unit);
+
+  // The optimizer state held for `unit` (for checkpoint save).
+  OptimizerShardView OptimizerShard(int unit) const;
+  // Replaces that state (checkpoint restore); spans must have
+  // OptimizerShard(unit).range.length elements (INVALID_ARGUMENT otherwise).
+  // Then call RebuildComputeCopy on every rank before the next hook.
+  absl::Status LoadShardState(int unit, absl::Span<const float> master,
+                              absl::Span<const float> m, absl::Span<const float> v);
+  // Rewrites every compute copy from the master weights. Collective at
+  // stages 1 and 2 (all-gathers); local otherwise.
+  absl::Status RebuildComputeCopy();
+
+  // AdamW steps taken (bias correction uses step + 1 next).
+  int64_t optimizer_step() const { return step_; }
+  void set_optimizer_step(int64_t step) { step_ = step; }
+
+  MemoryBytes memory() const { return accountant_.current(); }
+  MemoryBytes peak_memory() const { return accountant_.peak(); }
+  void ResetPeakMemory() { accountant_.ResetPeak(); }
+  // Upper bound on buffers bytes while the model brackets one unit at a time
+  // (plus the prefetch and one in-flight reduce-scatter), Step and
+  // GatherFullParams included: the "gather buffers" of the stage-3 formula.
+  int64_t BufferBytesBound() const;
+  CommStats comm_stats() const { return comm_->stats(); }
+  const ShardPlan& plan() const { return plan_; }
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Unit {
+    const UnitPlan* plan = nullptr;
+    ElementRange opt_range;        // Optimizer state's range of the padded buffer.
+    AccountedBuffer master, m, v;  // kOptimizer, fp32, opt_range.length.
+    AccountedBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3).
+    AccountedBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
+    AccountedBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
+    std::unique_ptr<Work> gather_work;  // In flight into `gathered`.
+    AccountedBuffer view;          // kBuffers: fp32 params view (bf16 compute).
+    AccountedBuffer grad_view;     // kBuffers: fp32 gradient the model adds into.
+    const float* param_ptr = nullptr;  // What PreForward/PreBackward hand out.
+    float* grad_ptr = nullptr;
+    int param_refs = 0;
+    int grad_refs = 0;
+  };
+  struct PendingReduce {
+    int unit = 0;
+    std::unique_ptr<Work> work;
+    AccountedBuffer staging;  // P elements of the reduce dtype, reduced in place.
+  };
+
+  ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
+  void InitUnit(int u, const std::vector<float>& initial);
+
+  // Hook machinery (engine_hooks.cc).
+  Unit& At(int unit);
+  const float* AcquireParams(int u);
+  void ReleaseParams(int u);
+  void IssueGather(int u);
+  void Prefetch(int u);
+  void FlushGrads(int u);
+  void DrainOneReduce();
+  absl::Status DrainAll();
+  void Fail(const absl::Status& status);
+  void Retire(AccountedBuffer& buffer);
+  absl::Status Await(std::unique_ptr<Work>& work);
+  bool Failed() const { return !status_.ok(); }
+  int64_t cbytes() const { return DTypeSize(options_.compute_dtype); }
+  int64_t gbytes() const { return DTypeSize(options_.reduce_dtype); }
+  // The rank's slice of a full buffer of `elem_bytes`-sized elements.
+  uint8_t* Slice(const AccountedBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
+
+  ShardPlan plan_;
+  Communicator* comm_;
+  EngineOptions options_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  MemoryAccountant accountant_;
+  std::vector<Unit> units_;
+  std::deque<PendingReduce> pending_;
+  std::vector<AccountedBuffer> retired_;  // [Note: failed collective buffers]
+  absl::Status status_;
+  int64_t step_ = 0;
+  bool compute_copy_stale_ = false;
+};
+
+}  // namespace zeroshard
