@@ -1,15 +1,89 @@
+// `zeroshard status --coordinator HOST:PORT [--json]`: one GetJobStatus
+// call, printed as a table (or as the JobStatus message in JSON). Exit 0 on
+// success, 1 with a one-line error if the coordinator cannot be reached or
+// refuses.
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
+#include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "common/coordinator_client.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace zeroshard::cli {
+namespace {
+
+struct StatusFlags {
+  std::string coordinator = "127.0.0.1:50051";
+  std::string job_id;
+  bool json = false;
+  double timeout_seconds = 5;
+};
+
+const char* StateName(v1::GenerationInfo::State s) {
+  return s == v1::GenerationInfo::STATE_RUNNING ? "running" : "waiting";
+}
+
+void PrintTable(const v1::JobStatus& st) {
+  std::cout << absl::StrFormat("job %s  generation %d  state %s  world size %d\n", st.job_id(),
+                               st.generation(), StateName(st.state()), st.world_size());
+  std::cout << absl::StrFormat("step %d  loss %s  tokens/s %.1f  step time %.3f s\n", st.step(),
+                               std::isnan(st.loss()) ? "n/a" : absl::StrFormat("%.4f", st.loss()),
+                               st.tokens_per_second(), st.step_seconds());
+  std::cout << absl::StrFormat("%-6s %-12s %-32s %-24s %s\n", "RANK", "MEMBER", "WORKER", "HOST",
+                               "LAST HEARTBEAT");
+  for (const v1::MemberInfo& m : st.members()) {
+    std::cout << absl::StrFormat("%-6s %-12d %-32s %-24s %.1f s ago\n",
+                                 m.rank() >= 0 ? absl::StrCat(m.rank()) : std::string("wait"),
+                                 m.member_id(), m.worker_id(), m.host().empty() ? "-" : m.host(),
+                                 m.last_heartbeat_age_seconds());
+  }
+}
+
+int Run(const StatusFlags& f) {
+  CoordinatorClient::Options options;
+  options.timeout = absl::Seconds(f.timeout_seconds);
+  auto client = CoordinatorClient::Connect(f.coordinator, options);
+  if (!client.ok()) {
+    std::cerr << "zeroshard status: " << client.status().message() << "\n";
+    return 1;
+  }
+  v1::GetJobStatusRequest request;
+  request.set_job_id(f.job_id);
+  absl::StatusOr<v1::JobStatus> status = (*client)->GetJobStatus(request);
+  if (!status.ok()) {
+    std::cerr << "zeroshard status: coordinator " << f.coordinator << ": "
+              << status.status().message() << "\n";
+    return 1;
+  }
+  if (f.json) {
+    std::string text;
+    google::protobuf::util::JsonPrintOptions json_options;
+    json_options.add_whitespace = true;
+    json_options.always_print_primitive_fields = true;
+    json_options.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(*status, &text, json_options);
+    std::cout << text;
+    return 0;
+  }
+  PrintTable(*status);
+  return 0;
+}
+
+}  // namespace
 
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* sub = app.add_subcommand("status", "show a job's generation, members, step and loss");
-  commands.push_back({sub, [] {
-    std::cerr << "zeroshard status: not available in this build yet\n";
-    return 1;
-  }});
+  auto flags = std::make_shared<StatusFlags>();
+  sub->add_option("--coordinator", flags->coordinator, "coordinator address HOST:PORT")
+      ->capture_default_str();
+  sub->add_option("--job-id", flags->job_id, "job id (default: the coordinator's)");
+  sub->add_flag("--json", flags->json, "print the status as JSON");
+  sub->add_option("--timeout", flags->timeout_seconds, "seconds to wait for the coordinator")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+  commands.push_back({sub, [flags] { return Run(*flags); }});
 }
 
 }  // namespace zeroshard::cli

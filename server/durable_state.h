@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +46,7 @@ struct DurableSnapshot {
   std::string units_json;       // The job's units (protobuf JSON of v1 UnitSpecs), "" if unknown.
   uint64_t generation = 0;      // Highest generation number ever formed.
   int64_t last_step = 0;
-  double last_loss = 0;
+  double last_loss = std::numeric_limits<double>::quiet_NaN();
   uint64_t restarts = 0;        // Coordinator starts on this state dir, minus one.
   std::vector<CheckpointRecord> checkpoints;  // In commit order.
 };
