@@ -1,0 +1,96 @@
+// One rank of the multi-process Gloo test (multiprocess_test.cc): connects
+// through a FileStore, runs the collectives on fp32 and bf16, checks them
+// against references computed here, and exits 0 only if all match.
+//   comm_multiprocess_rank <store_dir> <rank> <world_size> <mode>
+// mode "check": run and verify; "vanish": connect, then exit at once without
+// closing anything (a crashed rank); "survive": connect, then expect the
+// next all-reduce to fail (a peer vanished) within the bound, exit 0 if so.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "tests/comm/file_store.h"
+#include "tests/comm/rank_threads.h"
+
+namespace zeroshard::testing {
+namespace {
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+  return 1;
+}
+
+int Check(Communicator& comm, DType dtype, int64_t count) {
+  const int r = comm.rank();
+  const int n = comm.world_size();
+  const size_t es = DTypeSize(dtype);
+  std::vector<float> mine(count * n);
+  for (int64_t i = 0; i < count * n; ++i) mine[i] = InputValue(r, i);
+  std::vector<uint8_t> in = Encode(mine, dtype);
+  std::vector<uint8_t> gathered(count * n * es), scattered(count * es), reduced(count * es);
+  if (!comm.AllGather(in.data(), gathered.data(), count, dtype)->Wait(absl::Seconds(20)).ok() ||
+      !comm.ReduceScatter(in.data(), scattered.data(), count, dtype, ReduceOp::kSum)
+           ->Wait(absl::Seconds(20)).ok() ||
+      !comm.AllReduce(in.data(), reduced.data(), count, dtype, ReduceOp::kMax)
+           ->Wait(absl::Seconds(20)).ok() ||
+      !comm.Broadcast(in.data(), in.data(), count, dtype, n - 1)->Wait(absl::Seconds(20)).ok() ||
+      !comm.Barrier().ok()) {
+    return Fail("a collective failed");
+  }
+  std::vector<float> g = Decode(gathered, dtype), s = Decode(scattered, dtype),
+                     m = Decode(reduced, dtype), b = Decode(in, dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    float sum = 0.0f, max = InputValue(0, i);
+    for (int q = 0; q < n; ++q) {
+      sum += InputValue(q, r * count + i);
+      max = std::max(max, InputValue(q, i));
+      if (g[q * count + i] != InputValue(q, i)) return Fail("all-gather mismatch");
+    }
+    if (s[i] != sum) return Fail("reduce-scatter mismatch");
+    if (m[i] != max) return Fail("all-reduce max mismatch");
+    if (b[i] != InputValue(n - 1, i)) return Fail("broadcast mismatch");
+  }
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  int rank = 0, world = 0;
+  if (argc != 5 || !absl::SimpleAtoi(argv[2], &rank) || !absl::SimpleAtoi(argv[3], &world)) {
+    return Fail("usage: comm_multiprocess_rank <store_dir> <rank> <world_size> <mode>");
+  }
+  const std::string mode = argv[4];
+  FileStore store(argv[1]);
+  GlooOptions opts;
+  opts.timeout = absl::Seconds(20);
+  auto comm = CreateGlooCommunicator(store, "mp/", rank, world, opts);
+  if (!comm.ok()) return Fail(comm.status().ToString());
+  if (mode == "vanish") {
+    std::fprintf(stderr, "rank %d vanishing\n", rank);
+    _exit(0);
+  }
+  if (mode == "survive") {
+    absl::SleepFor(absl::Milliseconds(200));  // Let the vanishing rank go.
+    float x = 1.0f;
+    CollectiveOptions op_opts;
+    op_opts.timeout = absl::Seconds(10);
+    absl::Status s = (*comm)->AllReduce(&x, &x, 1, DType::kFp32, ReduceOp::kSum, op_opts)
+                         ->Wait(absl::Seconds(15));
+    std::fprintf(stderr, "rank %d after peer vanished: %s\n", rank, s.ToString().c_str());
+    if (s.ok()) return Fail("all-reduce succeeded without a peer");
+    return 0;
+  }
+  for (DType dtype : {DType::kFp32, DType::kBf16}) {
+    for (int64_t count : {int64_t{1}, int64_t{1003}}) {
+      if (int rc = Check(**comm, dtype, count); rc != 0) return rc;
+    }
+  }
+  std::fprintf(stderr, "rank %d ok\n", rank);
+  return 0;
+}
+
+}  // namespace
+}  // namespace zeroshard::testing
+
+int main(int argc, char** argv) { return zeroshard::testing::Run(argc, argv); }
