@@ -1,0 +1,74 @@
+// Helpers for driving CoordinatorCore with a FakeClock: no sockets, no
+// sleeps. Each helper fails the calling test on an unexpected error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "gtest/gtest.h"
+#include "server/coordinator_core.h"
+
+namespace zeroshard::server::testing {
+
+struct CoreHarness {
+  explicit CoreHarness(const CoreOptions& options, const std::string& state_dir = "") {
+    auto durable = DurableState::Open(state_dir);
+    EXPECT_TRUE(durable.ok()) << durable.status();
+    auto created = CoordinatorCore::Create(options, std::move(*durable), &clock, &metrics);
+    EXPECT_TRUE(created.ok()) << created.status();
+    core = std::move(*created);
+  }
+
+  uint64_t Join(const std::string& worker_id) {
+    v1::JoinRequest r;
+    r.set_job_id(core->job_id());
+    r.set_worker_id(worker_id);
+    r.set_host("127.0.0.1");
+    auto out = core->Join(r);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? out->member_id() : 0;
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(uint64_t member_id) {
+    v1::HeartbeatRequest r;
+    r.set_job_id(core->job_id());
+    r.set_member_id(member_id);
+    return core->Heartbeat(r);
+  }
+
+  v1::GenerationInfo Info(uint64_t member_id) {
+    v1::GetGenerationRequest r;
+    r.set_job_id(core->job_id());
+    r.set_member_id(member_id);
+    auto out = core->GetGeneration(r);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : v1::GenerationInfo();
+  }
+
+  // Advances the clock by `d` and ticks.
+  void Advance(absl::Duration d) {
+    clock.Advance(d);
+    core->Tick();
+  }
+
+  FakeClock clock;
+  MetricsRegistry metrics;
+  std::unique_ptr<CoordinatorCore> core;
+};
+
+inline CoreOptions TestOptions() {
+  CoreOptions o;
+  o.job_id = "job";
+  o.min_workers = 2;
+  o.max_workers = 1024;
+  o.settle = absl::Milliseconds(500);
+  o.heartbeat_interval = absl::Seconds(1);
+  o.lease_timeout = absl::Seconds(3);
+  o.alignment = 4;
+  return o;
+}
+
+}  // namespace zeroshard::server::testing
