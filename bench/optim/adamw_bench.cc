@@ -1,0 +1,123 @@
+// Fused CPU AdamW throughput against this machine's streaming memory
+// bandwidth, both measured in the same run (medians of --reps runs).
+//
+// AdamW must move, per element: read master, m, v, grad (16 B) and write
+// master, m, v (12 B) and the compute copy (4 B fp32 / 2 B bf16): 32 or 30 B.
+// The limit is a STREAM-style triad a[i] = b[i] + s * c[i] over arrays of the
+// same element count, counted as STREAM does (3 arrays x 4 B = 12 B per
+// element), run with the same thread count; a plain memcpy of the same
+// element count (read + write, 8 B per element); and an in-place add
+// a[i] += b[i] (12 B per element), which, like AdamW's in-place master/m/v,
+// has no hidden write-allocate traffic (triad and memcpy destinations are
+// read into cache before being written, which STREAM does not count). The
+// limit is the fastest of the three. Reported: parameters/second, effective AdamW bandwidth, and its
+// fraction of the limit; for 1 thread and for all hardware threads. The
+// machine's load average is printed: on a shared machine, read the figures
+// with it.
+//
+// Usage: adamw_bench [--n ELEMENTS (default 16Mi)] [--reps R (default 7)]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "worker/optim/adamw.h"
+#include "worker/optim/parallel_for.h"
+
+namespace zeroshard {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename Fn>
+double TimeMedian(int reps, Fn&& fn) {
+  fn();  // Warm-up: page faults and caches out of the measurement.
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return Median(seconds);
+}
+
+void Run(int64_t n, int reps, int threads) {
+  std::vector<float> master(n, 0.5f), m(n, 0.0f), v(n, 0.0f), grad(n, 0.01f), out32(n);
+  std::vector<bf16> out16(n);
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const double triad_s = TimeMedian(reps, [&] {
+    ParallelFor(n, threads, 1 << 16, 64, [&](int, int64_t begin, int64_t end) {
+      float* __restrict pa = a.data();
+      const float* __restrict pb = b.data();
+      const float* __restrict pc = c.data();
+      for (int64_t i = begin; i < end; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+    });
+  });
+  const double triad_bw = 12.0 * n / triad_s;
+  const double copy_s = TimeMedian(reps, [&] {
+    ParallelFor(n, threads, 1 << 16, 64, [&](int, int64_t begin, int64_t end) {
+      std::memcpy(a.data() + begin, b.data() + begin, (end - begin) * 4);
+    });
+  });
+  const double copy_bw = 8.0 * n / copy_s;
+  const double add_s = TimeMedian(reps, [&] {
+    ParallelFor(n, threads, 1 << 16, 64, [&](int, int64_t begin, int64_t end) {
+      float* __restrict pa = a.data();
+      const float* __restrict pb = b.data();
+      for (int64_t i = begin; i < end; ++i) pa[i] += pb[i];
+    });
+  });
+  const double add_bw = 12.0 * n / add_s;
+  const double limit = std::max({triad_bw, copy_bw, add_bw});
+  std::printf("threads=%d limits: triad %.2f GB/s, memcpy %.2f GB/s, in-place add %.2f GB/s\n",
+              threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9);
+  const AdamWHyperparams hp{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  int64_t step = 0;
+  for (DType dtype : {DType::kFp32, DType::kBf16}) {
+    void* out = dtype == DType::kFp32 ? static_cast<void*>(out32.data())
+                                      : static_cast<void*>(out16.data());
+    const double s = TimeMedian(reps, [&] {
+      AdamWCpu(hp, ++step, 1.0f,
+               {master.data(), m.data(), v.data(), grad.data(), n, out, dtype}, threads);
+    });
+    const double bytes = (28.0 + DTypeSize(dtype)) * n;
+    std::printf("threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.2f GB/s moved, "
+                "%.2f of the limit\n",
+                threads, AdamWCpuIsa(), std::string(DTypeName(dtype)).c_str(), s * 1e3,
+                n / s / 1e6, bytes / s / 1e9, bytes / s / limit);
+  }
+}
+
+}  // namespace
+}  // namespace zeroshard
+
+int main(int argc, char** argv) {
+  int64_t n = int64_t{16} << 20;
+  int reps = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--n") == 0) n = std::atoll(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--reps R]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (n < 1 || reps < 1) {
+    std::fprintf(stderr, "--n and --reps must be positive\n");
+    return 2;
+  }
+  const int all = zeroshard::ResolveThreads(0);
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) < 1) load[0] = -1;
+  std::printf("n=%ld elements, %d reps (medians), hardware threads %d, load average %.2f\n",
+              static_cast<long>(n), reps, all, load[0]);
+  zeroshard::Run(n, reps, 1);
+  if (all > 1) zeroshard::Run(n, reps, all);
+  return 0;
+}
