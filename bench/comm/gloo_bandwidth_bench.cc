@@ -1,0 +1,138 @@
+// Gloo all-gather and reduce-scatter bus bandwidth over loopback, ranks as
+// threads in this process, next to a plain memcpy of the same bytes measured
+// in the same run (the limit the ratio is against).
+//
+// Size S is nccl-tests' size: the full (world_size * count) fp32 buffer.
+// algbw = S / t, busbw = algbw * (N-1)/N (nccl-tests doc/PERFORMANCE.md),
+// t = the slowest rank's issue-to-completion time of one op, each iteration
+// started after a barrier. Figures are medians over `runs` iterations after
+// one warm-up.
+//
+// Usage: comm_gloo_bandwidth_bench [runs=5] [max_mib=256] [worlds=2,4]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "worker/comm/communicator.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/in_memory_store.h"
+
+namespace zeroshard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median seconds of memcpy of `bytes` (buffers touched first).
+double MemcpySeconds(size_t bytes, int runs) {
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  std::vector<double> t;
+  for (int i = 0; i <= runs; ++i) {
+    const auto start = Clock::now();
+    std::memcpy(dst.data(), src.data(), bytes);
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (i > 0) t.push_back(s);  // First is warm-up.
+  }
+  if (dst[bytes / 2] != 1) std::abort();  // Keep the copy observable.
+  return Median(t);
+}
+
+// Median over iterations of the slowest rank's seconds for one op.
+double CollectiveSeconds(std::vector<std::unique_ptr<Communicator>>& comms, CommOp op,
+                         int64_t count, int runs) {
+  const int n = static_cast<int>(comms.size());
+  std::vector<std::vector<float>> big(n, std::vector<float>(count * n, 1.0f));
+  std::vector<std::vector<float>> small(n, std::vector<float>(count, 1.0f));
+  std::vector<std::vector<double>> per_rank(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      for (int i = 0; i <= runs; ++i) {
+        if (!comms[r]->Barrier().ok()) std::abort();
+        const auto start = Clock::now();
+        std::unique_ptr<Work> w =
+            op == CommOp::kAllGather
+                ? comms[r]->AllGather(small[r].data(), big[r].data(), count, DType::kFp32)
+                : comms[r]->ReduceScatter(big[r].data(), small[r].data(), count, DType::kFp32,
+                                          ReduceOp::kSum);
+        absl::Status s = w->Wait(absl::Minutes(5));
+        if (!s.ok()) {
+          std::fprintf(stderr, "%s failed: %s\n", CommOpName(op), s.ToString().c_str());
+          std::abort();
+        }
+        if (i > 0) per_rank[r].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<double> slowest(runs, 0.0);
+  for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < runs; ++i) slowest[i] = std::max(slowest[i], per_rank[r][i]);
+  }
+  return Median(slowest);
+}
+
+int Main(int argc, char** argv) {
+  int runs = 5, max_mib = 256;
+  std::vector<int> worlds = {2, 4};
+  if (argc > 1 && !absl::SimpleAtoi(argv[1], &runs)) return 2;
+  if (argc > 2 && !absl::SimpleAtoi(argv[2], &max_mib)) return 2;
+  if (argc > 3) {
+    worlds.clear();
+    for (absl::string_view w : absl::StrSplit(argv[3], ',')) {
+      int v = 0;
+      if (!absl::SimpleAtoi(w, &v) || v < 2) return 2;
+      worlds.push_back(v);
+    }
+  }
+  std::printf("%-15s %3s %8s %10s %10s %12s %10s\n", "op", "N", "size_MiB", "time_ms",
+              "busbw_GB/s", "memcpy_GB/s", "ratio");
+  for (int n : worlds) {
+    InMemoryStore store;
+    std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> made(n);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] { made[r] = CreateGlooCommunicator(store, "bench/", r, n); });
+    }
+    for (auto& t : threads) t.join();
+    std::vector<std::unique_ptr<Communicator>> comms;
+    for (auto& c : made) {
+      if (!c.ok()) {
+        std::fprintf(stderr, "connect: %s\n", c.status().ToString().c_str());
+        return 1;
+      }
+      comms.push_back(std::move(*c));
+    }
+    for (int mib = 1; mib <= max_mib; mib *= 4) {
+      const size_t bytes = static_cast<size_t>(mib) << 20;
+      const int64_t count = static_cast<int64_t>(bytes / sizeof(float) / n);
+      const size_t exact = static_cast<size_t>(count) * n * sizeof(float);
+      const int r = mib >= 64 ? std::max(3, runs / 2) : runs;
+      const double copy_gbs = exact / MemcpySeconds(exact, r) / 1e9;
+      for (CommOp op : {CommOp::kAllGather, CommOp::kReduceScatter}) {
+        const double t = CollectiveSeconds(comms, op, count, r);
+        const double busbw = exact / t / 1e9 * BusBandwidthFactor(op, n);
+        std::printf("%-15s %3d %8d %10.2f %10.3f %12.3f %10.3f\n", CommOpName(op), n, mib,
+                    t * 1e3, busbw, copy_gbs, busbw / copy_gbs);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace zeroshard
+
+int main(int argc, char** argv) { return zeroshard::Main(argc, argv); }
