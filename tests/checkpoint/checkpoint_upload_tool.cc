@@ -1,0 +1,57 @@
+// Test helper: uploads one rank's shard of the test model (checkpoint_test_util.h,
+// seeded state) to a CheckpointService slowly, printing "sent N" after each
+// chunk, so a test can kill it (-9) midway through its upload.
+// Usage: checkpoint_upload_tool HOST:PORT STEP RANK WORLD SEED DELAY_MS
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "grpcpp/create_channel.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+#include "zeroshard/v1/checkpoint.grpc.pb.h"
+
+int main(int argc, char** argv) {
+  using namespace zeroshard;
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s HOST:PORT STEP RANK WORLD SEED DELAY_MS\n", argv[0]);
+    return 2;
+  }
+  const int64_t step = std::atoll(argv[2]);
+  const int rank = std::atoi(argv[3]);
+  const int world = std::atoi(argv[4]);
+  const uint32_t seed = static_cast<uint32_t>(std::atoi(argv[5]));
+  const int delay_ms = std::atoi(argv[6]);
+  auto plan = MakeShardPlan(testing::OddUnits(), world, 4);
+  if (!plan.ok()) return 2;
+  auto stub = v1::CheckpointService::NewStub(grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials()));
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(60);
+  v1::BeginCheckpointResponse began;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline);
+    grpc::Status st = stub->BeginCheckpoint(&ctx, testing::MakeBegin(*plan, step, rank), &began);
+    if (!st.ok()) {
+      std::fprintf(stderr, "BeginCheckpoint: %s\n", st.error_message().c_str());
+      return 1;
+    }
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline);
+  v1::UploadShardResponse resp;
+  auto writer = stub->UploadShard(&ctx, &resp);
+  const auto chunks = testing::RankChunks(began.checkpoint_id(), *plan,
+                                          testing::RandomState(testing::OddUnits(), seed), rank, 8);
+  int sent = 0;
+  for (const auto& c : chunks) {
+    // Flushed to the server before "sent" is printed, so the test knows data landed.
+    if (!writer->Write(c, grpc::WriteOptions().clear_buffer_hint())) break;
+    std::printf("sent %d\n", ++sent);
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  }
+  writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  std::printf("finished: %s\n", st.ok() ? "ok" : st.error_message().c_str());
+  return st.ok() ? 0 : 1;
+}
