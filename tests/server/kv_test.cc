@@ -1,0 +1,158 @@
+// The rendezvous store through CoordinatorCore: set/get/add, KvWait with a
+// deadline that must fire, wake-up on set and on generation end, keys of a
+// dead generation dropped, atomic adds from many threads, and size limits.
+#include <thread>
+
+#include "server/core_test_util.h"
+
+namespace zeroshard::server {
+namespace {
+
+using testing::CoreHarness;
+using testing::TestOptions;
+
+class KvTest : public ::testing::Test {
+ protected:
+  KvTest() : h_(TestOptions()) {
+    a_ = h_.Join("a");
+    b_ = h_.Join("b");
+    h_.Advance(absl::Seconds(1));
+    EXPECT_EQ(h_.core->generation(), 1u);
+  }
+  absl::Status Set(const std::string& key, const std::string& value, uint64_t gen = 1) {
+    v1::KvSetRequest r;
+    r.set_job_id("job");
+    r.set_generation(gen);
+    r.set_key(key);
+    r.set_value(value);
+    return h_.core->KvSet(r);
+  }
+  absl::StatusOr<std::string> Get(const std::string& key, uint64_t gen = 1) {
+    v1::KvGetRequest r;
+    r.set_job_id("job");
+    r.set_generation(gen);
+    r.set_key(key);
+    return h_.core->KvGet(r);
+  }
+  absl::Status Wait(std::vector<std::string> keys, int64_t timeout_ms, uint64_t gen = 1) {
+    v1::KvWaitRequest r;
+    r.set_job_id("job");
+    r.set_generation(gen);
+    for (auto& k : keys) r.add_keys(k);
+    r.set_timeout_ms(timeout_ms);
+    return h_.core->KvWait(r);
+  }
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) {
+    v1::KvAddRequest r;
+    r.set_job_id("job");
+    r.set_generation(1);
+    r.set_key(key);
+    r.set_delta(delta);
+    return h_.core->KvAdd(r);
+  }
+  CoreHarness h_;
+  uint64_t a_ = 0, b_ = 0;
+};
+
+TEST_F(KvTest, SetGetAddRoundTrip) {
+  EXPECT_TRUE(absl::IsNotFound(Get("addr/0").status()));
+  ASSERT_TRUE(Set("addr/0", std::string("\0\1binary", 8)).ok());
+  EXPECT_EQ(*Get("addr/0"), std::string("\0\1binary", 8));
+  ASSERT_TRUE(Set("addr/0", "v2").ok());
+  EXPECT_EQ(*Get("addr/0"), "v2");
+  EXPECT_EQ(*Add("count", 5), 5);
+  EXPECT_EQ(*Add("count", -7), -2);
+  EXPECT_EQ(*Get("count"), "-2");
+  EXPECT_TRUE(absl::IsFailedPrecondition(Add("addr/0", 1).status()));
+  ASSERT_TRUE(Set("big", "9223372036854775807").ok());
+  EXPECT_TRUE(absl::IsOutOfRange(Add("big", 1).status()));
+}
+
+TEST_F(KvTest, WaitTimesOutAtItsDeadline) {
+  const absl::Time start = absl::Now();
+  absl::Status s = Wait({"never"}, 150);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_NE(s.message().find("never"), std::string::npos);
+  EXPECT_GE(took, absl::Milliseconds(140));
+  EXPECT_LT(took, absl::Seconds(3));
+}
+
+TEST_F(KvTest, WaitWakesWhenEveryKeyIsSet) {
+  std::thread setter([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_TRUE(Set("x", "1").ok());
+    absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_TRUE(Set("y", "2").ok());
+  });
+  EXPECT_TRUE(Wait({"x", "y"}, 10000).ok());
+  setter.join();
+  EXPECT_TRUE(Wait({"x"}, 1).ok());  // Already there.
+}
+
+TEST_F(KvTest, WaitEndsWhenTheGenerationEnds) {
+  std::thread leaver([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    v1::LeaveRequest r;
+    r.set_job_id("job");
+    r.set_member_id(b_);
+    EXPECT_TRUE(h_.core->Leave(r).ok());
+  });
+  const absl::Time start = absl::Now();
+  absl::Status s = Wait({"never"}, 10000);
+  leaver.join();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_F(KvTest, KeysOfADeadGenerationAreDropped) {
+  ASSERT_TRUE(Set("nccl_id", "secret").ok());
+  h_.Join("c");
+  h_.Heartbeat(a_).IgnoreError();
+  h_.Heartbeat(b_).IgnoreError();
+  h_.Advance(absl::Seconds(1));
+  ASSERT_EQ(h_.core->generation(), 2u);
+  EXPECT_TRUE(absl::IsNotFound(Get("nccl_id", 2).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(Get("nccl_id", 1).status()));
+}
+
+TEST_F(KvTest, AddIsAtomicAcrossThreads) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) ASSERT_TRUE(Add("ctr", 1).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(*Get("ctr"), "4000");
+}
+
+TEST_F(KvTest, LimitsNameTheField) {
+  absl::Status s = Set(std::string(257, 'k'), "v");
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("key"), std::string::npos) << s;
+  s = Set("", "v");
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  s = Set("k", std::string((1 << 20) + 1, 'v'));
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("value"), std::string::npos) << s;
+  s = Wait({"k"}, 0);
+  EXPECT_NE(s.message().find("timeout_ms"), std::string::npos) << s;
+  s = Wait({}, 10);
+  EXPECT_NE(s.message().find("keys"), std::string::npos) << s;
+  s = Wait({"k"}, 600001);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+}
+
+TEST_F(KvTest, ShutdownWakesWaiters) {
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    h_.core->Shutdown();
+  });
+  absl::Status s = Wait({"never"}, 10000);
+  stopper.join();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+}
+
+}  // namespace
+}  // namespace zeroshard::server
