@@ -1,6 +1,10 @@
 #include "tests/engine/engine_runner.h"
 
+#include <thread>
+
 #include "common/status_macros.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/in_memory_store.h"
 
 namespace zeroshard::testing {
 
@@ -16,6 +20,23 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.collective_timeout = absl::Seconds(20);
   o.optimizer_threads = 1;
   return o;
+}
+
+absl::Status RunRanksAsThreads(int n, const std::string& prefix,
+                               const std::function<absl::Status(int, Communicator*)>& fn) {
+  InMemoryStore store;
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<Communicator>> comm =
+          CreateGlooCommunicator(store, prefix, r, n, {"127.0.0.1", absl::Seconds(20)});
+      statuses[r] = comm.ok() ? fn(r, comm->get()) : comm.status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : statuses) ZS_RETURN_IF_ERROR(s);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,

@@ -5,6 +5,8 @@
 // each step's reported global gradient norm.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +32,12 @@ struct RankResult {
   std::vector<std::vector<float>> params;  // Per unit, numel elements.
   std::vector<double> grad_norms;          // Per step.
 };
+
+// Runs fn(rank, comm) for ranks 0..n-1 as threads, each with a Gloo
+// communicator over one InMemoryStore on 127.0.0.1 (`prefix` must be unique
+// per call). Returns the first non-OK status (or a communicator error).
+absl::Status RunRanksAsThreads(int n, const std::string& prefix,
+                               const std::function<absl::Status(int, Communicator*)>& fn);
 
 absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
                                      const RunConfig& config, Communicator* comm);

@@ -1,0 +1,166 @@
+// ShardedEngine's contract beyond parity: argument errors name the field;
+// checkpoint state round-trips through OptimizerShard / LoadShardState
+// (training continues bit-identically); a non-finite gradient skips the step;
+// Step inside a bracket is refused; and a rank that never shows up makes the
+// others' collectives time out (fault injection), with Step returning the
+// error instead of hanging or crashing.
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "gtest/gtest.h"
+#include "tests/engine/engine_runner.h"
+
+namespace zeroshard::testing {
+namespace {
+
+const MlpDims kDims{3, 7};
+
+absl::StatusOr<std::unique_ptr<ShardedEngine>> MakeEngine(const ShardPlan& plan,
+                                                         Communicator* comm, int stage) {
+  RunConfig config;
+  config.stage = stage;
+  return ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
+                               MlpInit(plan, 42));
+}
+
+void TrainSteps(ShardedEngine& engine, const ShardPlan& plan, int rank, int first, int count) {
+  for (int step = first; step < first + count; ++step) {
+    std::vector<Sample> batch;
+    for (int k = 0; k < 3; ++k) batch.push_back(MakeSample(kDims, step, rank * 3 + k));
+    MlpForwardBackward(kDims, plan, engine, batch);
+    ASSERT_TRUE(engine.Step().ok());
+  }
+}
+
+TEST(EngineApiTest, CreateRejectsBadArgumentsNamingTheField) {
+  ASSERT_TRUE(RunRanksAsThreads(1, "api_args", [](int, Communicator* comm) {
+    absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), 1, 1);
+    auto expect_bad = [&](EngineOptions o, std::vector<std::vector<float>> init,
+                          const std::string& field) {
+      absl::StatusOr<std::unique_ptr<ShardedEngine>> e = ShardedEngine::Create(*plan, comm, o, init);
+      EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << field;
+      EXPECT_NE(e.status().message().find(field), std::string::npos) << e.status();
+    };
+    const std::vector<std::vector<float>> good = MlpInit(*plan, 1);
+    EngineOptions o;
+    o.stage = 4;
+    expect_bad(o, good, "stage");
+    o = {};
+    o.compute_dtype = DType::kFp16;
+    expect_bad(o, good, "compute_dtype");
+    o = {};
+    o.reduce_dtype = DType::kFp16;
+    expect_bad(o, good, "reduce_dtype");
+    o = {};
+    o.adamw.beta2 = 1.0f;
+    expect_bad(o, good, "adamw.beta2");
+    o = {};
+    o.collective_timeout = absl::ZeroDuration();
+    expect_bad(o, good, "collective_timeout");
+    std::vector<std::vector<float>> short_unit = good;
+    short_unit[1].pop_back();
+    expect_bad({}, short_unit, "initial_units[1]");
+    absl::StatusOr<ShardPlan> plan2 = MakeShardPlan(MlpUnits(kDims), 2, 1);
+    EXPECT_EQ(ShardedEngine::Create(*plan2, comm, {}, good).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    return absl::OkStatus();
+  }).ok());
+}
+
+// Engine A trains 3 steps; engine B is created fresh, loads A's shard state
+// and step count; both train 2 more identical steps: masters are bit-equal.
+TEST(EngineApiTest, ShardStateRoundTripContinuesBitIdentically) {
+  for (int stage : {1, 3}) {
+    absl::Status s = RunRanksAsThreads(2, "api_roundtrip" + std::to_string(stage),
+                                       [&](int rank, Communicator* comm) -> absl::Status {
+      ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 2));
+      ZS_ASSIGN_OR_RETURN(auto a, MakeEngine(plan, comm, stage));
+      ZS_ASSIGN_OR_RETURN(auto b, MakeEngine(plan, comm, stage));
+      TrainSteps(*a, plan, rank, 1, 3);
+      for (int u = 0; u < 3; ++u) {
+        const OptimizerShardView view = a->OptimizerShard(u);
+        const size_t n = static_cast<size_t>(view.range.length);
+        EXPECT_EQ(view.range, plan.units[u].shard(rank));
+        ZS_RETURN_IF_ERROR(b->LoadShardState(u, {view.master, n}, {view.m, n}, {view.v, n}));
+        EXPECT_EQ(b->LoadShardState(u, {view.master, n - 1}, {view.m, n}, {view.v, n}).code(),
+                  absl::StatusCode::kInvalidArgument);
+      }
+      EXPECT_EQ(b->Step().status().code(), absl::StatusCode::kFailedPrecondition);
+      b->set_optimizer_step(a->optimizer_step());
+      ZS_RETURN_IF_ERROR(b->RebuildComputeCopy());
+      TrainSteps(*a, plan, rank, 4, 2);
+      TrainSteps(*b, plan, rank, 4, 2);
+      for (int u = 0; u < 3; ++u) {
+        ZS_ASSIGN_OR_RETURN(std::vector<float> pa, a->GatherFullParams(u));
+        ZS_ASSIGN_OR_RETURN(std::vector<float> pb, b->GatherFullParams(u));
+        EXPECT_EQ(std::memcmp(pa.data(), pb.data(), pa.size() * 4), 0) << "unit " << u;
+      }
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << "stage " << stage << ": " << s;
+  }
+}
+
+TEST(EngineApiTest, NonFiniteGradientSkipsStepAndBracketedStepIsRefused) {
+  ASSERT_TRUE(RunRanksAsThreads(2, "api_nonfinite", [](int rank, Communicator* comm) -> absl::Status {
+    ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 1));
+    ZS_ASSIGN_OR_RETURN(auto engine, MakeEngine(plan, comm, 2));
+    ZS_ASSIGN_OR_RETURN(std::vector<float> before, engine->GatherFullParams(1));
+    UnitBackwardView v = engine->PreBackward(1);
+    if (rank == 1) v.grads[3] = NAN;  // Only one rank: the norm all-reduce spreads it.
+    engine->PostBackward(1);
+    engine->PreForward(0);
+    EXPECT_EQ(engine->Step().status().code(), absl::StatusCode::kFailedPrecondition);
+    engine->PostForward(0);
+    ZS_ASSIGN_OR_RETURN(StepResult r, engine->Step());
+    EXPECT_TRUE(r.skipped);
+    EXPECT_EQ(r.step, 0);
+    ZS_ASSIGN_OR_RETURN(std::vector<float> after, engine->GatherFullParams(1));
+    EXPECT_EQ(before, after);
+    TrainSteps(*engine, plan, rank, 1, 1);  // Gradients were zeroed: trains normally.
+    EXPECT_EQ(engine->optimizer_step(), 1);
+    return absl::OkStatus();
+  }).ok());
+}
+
+// Rank 1 never takes part: rank 0's stage-3 gather must time out within the
+// collective timeout; the hooks keep handing out buffers, Step returns the
+// error, and nothing hangs.
+TEST(EngineApiTest, AbsentPeerTimesOutAndStepReportsIt) {
+  absl::Notification rank0_done;
+  std::atomic<int64_t> elapsed_ms{0};
+  absl::Status s = RunRanksAsThreads(2, "api_timeout", [&](int rank, Communicator* comm) -> absl::Status {
+    ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 1));
+    if (rank == 1) {
+      rank0_done.WaitForNotificationWithTimeout(absl::Seconds(30));
+      return absl::OkStatus();
+    }
+    RunConfig config;
+    config.stage = 3;
+    EngineOptions o = MakeEngineOptions(config, RefAdamW{});
+    o.collective_timeout = absl::Milliseconds(300);
+    ZS_ASSIGN_OR_RETURN(auto engine, ShardedEngine::Create(plan, comm, o, MlpInit(plan, 42)));
+    const absl::Time start = absl::Now();
+    MlpForwardBackward(kDims, plan, *engine, {MakeSample(kDims, 1, 0)});
+    absl::StatusOr<StepResult> r = engine->Step();
+    elapsed_ms = absl::ToInt64Milliseconds(absl::Now() - start);
+    EXPECT_FALSE(r.ok());
+    EXPECT_FALSE(engine->status().ok());
+    EXPECT_TRUE(r.status().code() == absl::StatusCode::kDeadlineExceeded ||
+                r.status().code() == absl::StatusCode::kUnavailable ||
+                r.status().code() == absl::StatusCode::kAborted)
+        << r.status();
+    engine.reset();
+    rank0_done.Notify();
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_LT(elapsed_ms.load(), 5000) << "the first timeout must stop further waits";
+}
+
+}  // namespace
+}  // namespace zeroshard::testing
