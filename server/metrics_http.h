@@ -42,6 +42,7 @@ class MetricsHttpServer {
   std::unique_ptr<Handlers> handlers_;
   std::unique_ptr<CivetServer> server_;
   int port_ = 0;
+  std::string host_;
 };
 
 }  // namespace zeroshard::server

@@ -1,0 +1,148 @@
+// The metrics registry's text format against hand-written expected output,
+// and `promtool check metrics` on the /metrics a real in-process
+// coordinator serves after step reports.
+#include <cstdlib>
+#include <fstream>
+
+#include "common/coordinator_client.h"
+#include "common/metrics.h"
+#include "gtest/gtest.h"
+#include "server/coordinator_server.h"
+#include "server/http_get.h"
+#include "support/subprocess.h"
+
+namespace zeroshard {
+namespace {
+
+using server::testing::HttpGet;
+
+TEST(MetricsRegistryTest, RendersTextExposition) {
+  MetricsRegistry r;
+  MetricFamily* c = r.Counter("demo_bytes_total", "Bytes moved.", {"rank", "op"});
+  MetricFamily* g = r.Gauge("demo_loss", "A loss\nwith newline.");
+  MetricFamily* h = r.Histogram("demo_seconds", "Step time.", {0.5, 1});
+  c->Add({"0", "all_gather"}, 3);
+  c->Add({"0", "all_gather"}, 4);
+  c->Add({"1", "we\"ird\\"}, 1);
+  c->Add({"1", "we\"ird\\"}, -5);  // Counters never go down.
+  g->Set({}, std::nan(""));
+  h->Observe({}, 0.25);
+  h->Observe({}, 0.75);
+  h->Observe({}, 3);
+  const std::string expected =
+      "# HELP demo_bytes_total Bytes moved.\n"
+      "# TYPE demo_bytes_total counter\n"
+      "demo_bytes_total{rank=\"0\",op=\"all_gather\"} 7\n"
+      "demo_bytes_total{rank=\"1\",op=\"we\\\"ird\\\\\"} 1\n"
+      "# HELP demo_loss A loss\\nwith newline.\n"
+      "# TYPE demo_loss gauge\n"
+      "demo_loss NaN\n"
+      "# HELP demo_seconds Step time.\n"
+      "# TYPE demo_seconds histogram\n"
+      "demo_seconds_bucket{le=\"0.5\"} 1\n"
+      "demo_seconds_bucket{le=\"1\"} 2\n"
+      "demo_seconds_bucket{le=\"+Inf\"} 3\n"
+      "demo_seconds_sum 4\n"
+      "demo_seconds_count 3\n";
+  EXPECT_EQ(r.Render(), expected);
+  c->Remove({"0", "all_gather"});
+  EXPECT_EQ(c->Value({"0", "all_gather"}), 0);
+  EXPECT_EQ(c->Value({"1", "we\"ird\\"}), 1);
+}
+
+TEST(MetricsRegistryTest, FormatsValues) {
+  EXPECT_EQ(FormatMetricValue(0.1), "0.1");
+  EXPECT_EQ(FormatMetricValue(1e21), "1e+21");
+  EXPECT_EQ(FormatMetricValue(-std::numeric_limits<double>::infinity()), "-Inf");
+  EXPECT_EQ(FormatMetricValue(12345678), "12345678");
+}
+
+class MetricsEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CoordinatorOptions o;
+    o.job_id = "metrics";
+    o.min_workers = 2;
+    o.settle = absl::Milliseconds(20);
+    auto s = CoordinatorServer::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    client_ = *CoordinatorClient::Connect(server_->address());
+  }
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<CoordinatorClient> client_;
+};
+
+TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
+  std::vector<uint64_t> ids;
+  for (const char* w : {"w0", "w1"}) {
+    v1::JoinRequest j;
+    j.set_job_id("metrics");
+    j.set_worker_id(w);
+    ids.push_back(client_->Join(j)->member_id());
+  }
+  v1::GetGenerationRequest g;
+  g.set_job_id("metrics");
+  g.set_member_id(ids[1]);
+  uint64_t generation = 0;
+  ASSERT_TRUE(client_
+                  ->WatchGeneration(g, absl::Seconds(10),
+                                    [&](const v1::GenerationInfo& info) {
+                                      generation = info.generation();
+                                      return info.state() != v1::GenerationInfo::STATE_RUNNING;
+                                    })
+                  .ok());
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::StepReport r;
+    r.set_job_id("metrics");
+    r.set_member_id(ids[rank]);
+    r.set_generation(generation);
+    r.set_rank(rank);
+    r.set_step(3);
+    r.set_loss(2.5);
+    r.set_tokens_per_second(1000);
+    r.set_step_seconds(0.3);
+    r.mutable_memory()->set_params(1024 * (rank + 1));
+    r.mutable_memory()->set_optimizer(4096);
+    v1::CommStat* c = r.add_comm();
+    c->set_op("all_gather");
+    c->set_bytes(1 << 20);
+    c->set_seconds(0.01);
+    c->set_calls(4);
+    ASSERT_TRUE(client_->ReportStep(r).ok());
+  }
+  const auto response = HttpGet(server_->metrics_port(), "/metrics");
+  ASSERT_EQ(response.code, 200);
+  const std::string& text = response.body;
+  for (const char* line :
+       {"zeroshard_generation 1\n", "zeroshard_workers 2\n", "zeroshard_step 3\n",
+        "zeroshard_loss 2.5\n", "zeroshard_tokens_per_second 1000\n",
+        "zeroshard_memory_bytes{rank=\"1\",kind=\"params\"} 2048\n",
+        "zeroshard_comm_bytes_total{rank=\"0\",op=\"all_gather\"} 1048576\n",
+        "zeroshard_comm_seconds_total{rank=\"0\",op=\"all_gather\"} 0.01\n",
+        "zeroshard_step_seconds_bucket{le=\"0.5\"} 1\n", "zeroshard_step_seconds_count 1\n",
+        "zeroshard_generation_changes_total{reason=\"start\"} 1\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "\n" << text;
+  }
+  EXPECT_EQ(HttpGet(server_->metrics_port(), "/healthz").code, 200);
+  EXPECT_EQ(HttpGet(server_->metrics_port(), "/readyz").code, 200);
+
+  const std::string promtool = "promtool";
+  if (zeroshard::testing::RunCommand("command -v promtool").exit_code != 0) {
+    GTEST_SKIP() << "promtool is not installed (scripts/setup.sh installs it)";
+  }
+  const std::string path = zeroshard::testing::MakeTempDir("metrics") + "/metrics.txt";
+  std::ofstream(path) << text;
+  const auto check = zeroshard::testing::RunCommand(promtool + " check metrics < " + path);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
+TEST_F(MetricsEndpointTest, ReadyzTurnsUnavailableAfterShutdownStarts) {
+  const int port = server_->metrics_port();
+  EXPECT_EQ(HttpGet(port, "/readyz").code, 200);
+  server_->Shutdown();
+  EXPECT_NE(HttpGet(port, "/readyz").code, 200);  // Closed or 503.
+}
+
+}  // namespace
+}  // namespace zeroshard
