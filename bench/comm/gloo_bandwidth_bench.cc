@@ -71,7 +71,8 @@ double CollectiveSeconds(std::vector<std::unique_ptr<Communicator>>& comms, Comm
           std::fprintf(stderr, "%s failed: %s\n", CommOpName(op), s.ToString().c_str());
           std::abort();
         }
-        if (i > 0) per_rank[r].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        if (i > 0)
+          per_rank[r].push_back(std::chrono::duration<double>(Clock::now() - start).count());
       }
     });
   }
@@ -96,8 +97,8 @@ int Main(int argc, char** argv) {
       worlds.push_back(v);
     }
   }
-  std::printf("%-15s %3s %8s %10s %10s %12s %10s\n", "op", "N", "size_MiB", "time_ms",
-              "busbw_GB/s", "memcpy_GB/s", "ratio");
+  std::printf("%-15s %3s %8s %10s %10s %12s %10s\n", "op", "N", "size_MiB", "time_ms", "busbw_GB/s",
+              "memcpy_GB/s", "ratio");
   for (int n : worlds) {
     InMemoryStore store;
     std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> made(n);
@@ -123,8 +124,8 @@ int Main(int argc, char** argv) {
       for (CommOp op : {CommOp::kAllGather, CommOp::kReduceScatter}) {
         const double t = CollectiveSeconds(comms, op, count, r);
         const double busbw = exact / t / 1e9 * BusBandwidthFactor(op, n);
-        std::printf("%-15s %3d %8d %10.2f %10.3f %12.3f %10.3f\n", CommOpName(op), n, mib,
-                    t * 1e3, busbw, copy_gbs, busbw / copy_gbs);
+        std::printf("%-15s %3d %8d %10.2f %10.3f %12.3f %10.3f\n", CommOpName(op), n, mib, t * 1e3,
+                    busbw, copy_gbs, busbw / copy_gbs);
         std::fflush(stdout);
       }
     }

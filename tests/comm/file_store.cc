@@ -26,7 +26,8 @@ absl::Status FileStore::Set(const std::string& key, const std::vector<uint8_t>& 
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid(), ".", counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(value.data()), static_cast<std::streamsize>(value.size()));
+    out.write(reinterpret_cast<const char*>(value.data()),
+              static_cast<std::streamsize>(value.size()));
     if (!out.good()) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

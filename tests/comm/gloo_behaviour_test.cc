@@ -99,15 +99,23 @@ TEST(GlooBehaviourTest, StatsCountBytesCallsAndSeconds) {
   ParallelFor(n, [&](int r) {
     std::vector<float> in(count * n, 1.0f), out(count * n);
     for (int k = 0; k < 2; ++k) {
-      EXPECT_TRUE(comms[r]->AllGather(in.data(), out.data(), count, DType::kFp32)
-                      ->Wait(absl::Seconds(10)).ok());
+      EXPECT_TRUE(comms[r]
+                      ->AllGather(in.data(), out.data(), count, DType::kFp32)
+                      ->Wait(absl::Seconds(10))
+                      .ok());
     }
-    EXPECT_TRUE(comms[r]->ReduceScatter(in.data(), out.data(), count, DType::kBf16,
-                                        ReduceOp::kSum)->Wait(absl::Seconds(10)).ok());
-    EXPECT_TRUE(comms[r]->AllReduce(in.data(), out.data(), count, DType::kFp32, ReduceOp::kMax)
-                    ->Wait(absl::Seconds(10)).ok());
-    EXPECT_TRUE(comms[r]->Broadcast(in.data(), out.data(), count, DType::kBf16, 0)
-                    ->Wait(absl::Seconds(10)).ok());
+    EXPECT_TRUE(comms[r]
+                    ->ReduceScatter(in.data(), out.data(), count, DType::kBf16, ReduceOp::kSum)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
+    EXPECT_TRUE(comms[r]
+                    ->AllReduce(in.data(), out.data(), count, DType::kFp32, ReduceOp::kMax)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
+    EXPECT_TRUE(comms[r]
+                    ->Broadcast(in.data(), out.data(), count, DType::kBf16, 0)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
   });
   for (int r = 0; r < n; ++r) {
     CommStats s = comms[r]->stats();
@@ -133,10 +141,14 @@ TEST(GlooBehaviourTest, Bf16ReductionsRoundOnce) {
   ParallelFor(3, [&](int r) {
     const bf16 v = FloatToBf16(r == 0 ? 1.0f : small);
     std::vector<bf16> in3(3, v);
-    EXPECT_TRUE(comms[r]->AllReduce(&v, &ar[r], 1, DType::kBf16, ReduceOp::kSum)
-                    ->Wait(absl::Seconds(10)).ok());
-    EXPECT_TRUE(comms[r]->ReduceScatter(in3.data(), &rs[r], 1, DType::kBf16, ReduceOp::kSum)
-                    ->Wait(absl::Seconds(10)).ok());
+    EXPECT_TRUE(comms[r]
+                    ->AllReduce(&v, &ar[r], 1, DType::kBf16, ReduceOp::kSum)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
+    EXPECT_TRUE(comms[r]
+                    ->ReduceScatter(in3.data(), &rs[r], 1, DType::kBf16, ReduceOp::kSum)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
   });
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(Bf16ToFloat(ar[r]), 1.0f + 2 * small) << "rank " << r;
@@ -153,9 +165,9 @@ TEST(GlooBehaviourTest, BadArgumentsAreInvalidArgument) {
   auto comm = CreateGlooCommunicator(store, "solo/", 0, 1);
   ASSERT_TRUE(comm.ok()) << comm.status();
   float x = 1.0f;
-  EXPECT_EQ((*comm)->AllReduce(&x, &x, 1, DType::kFp16, ReduceOp::kSum)
-                ->Wait(absl::Seconds(1)).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      (*comm)->AllReduce(&x, &x, 1, DType::kFp16, ReduceOp::kSum)->Wait(absl::Seconds(1)).code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*comm)->AllGather(&x, &x, -1, DType::kFp32)->Wait(absl::Seconds(1)).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*comm)->Broadcast(&x, &x, 1, DType::kFp32, 1)->Wait(absl::Seconds(1)).code(),
@@ -187,8 +199,10 @@ TEST(GlooBehaviourTest, NewPrefixIsANewGeneration) {
   std::vector<float> v(2);
   ParallelFor(2, [&](int r) {
     float x = static_cast<float>(r + 1);
-    EXPECT_TRUE((*gen2[r])->AllReduce(&x, &v[r], 1, DType::kFp32, ReduceOp::kSum)
-                    ->Wait(absl::Seconds(10)).ok());
+    EXPECT_TRUE((*gen2[r])
+                    ->AllReduce(&x, &v[r], 1, DType::kFp32, ReduceOp::kSum)
+                    ->Wait(absl::Seconds(10))
+                    .ok());
   });
   EXPECT_EQ(v, std::vector<float>({3.0f, 3.0f}));
 }

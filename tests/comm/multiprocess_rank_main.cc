@@ -32,9 +32,11 @@ int Check(Communicator& comm, DType dtype, int64_t count) {
   std::vector<uint8_t> gathered(count * n * es), scattered(count * es), reduced(count * es);
   if (!comm.AllGather(in.data(), gathered.data(), count, dtype)->Wait(absl::Seconds(20)).ok() ||
       !comm.ReduceScatter(in.data(), scattered.data(), count, dtype, ReduceOp::kSum)
-           ->Wait(absl::Seconds(20)).ok() ||
+           ->Wait(absl::Seconds(20))
+           .ok() ||
       !comm.AllReduce(in.data(), reduced.data(), count, dtype, ReduceOp::kMax)
-           ->Wait(absl::Seconds(20)).ok() ||
+           ->Wait(absl::Seconds(20))
+           .ok() ||
       !comm.Broadcast(in.data(), in.data(), count, dtype, n - 1)->Wait(absl::Seconds(20)).ok() ||
       !comm.Barrier().ok()) {
     return Fail("a collective failed");
@@ -75,7 +77,8 @@ int Run(int argc, char** argv) {
     float x = 1.0f;
     CollectiveOptions op_opts;
     op_opts.timeout = absl::Seconds(10);
-    absl::Status s = (*comm)->AllReduce(&x, &x, 1, DType::kFp32, ReduceOp::kSum, op_opts)
+    absl::Status s = (*comm)
+                         ->AllReduce(&x, &x, 1, DType::kFp32, ReduceOp::kSum, op_opts)
                          ->Wait(absl::Seconds(15));
     std::fprintf(stderr, "rank %d after peer vanished: %s\n", rank, s.ToString().c_str());
     if (s.ok()) return Fail("all-reduce succeeded without a peer");

@@ -107,7 +107,8 @@ TEST_P(NcclCollectivesTest, AllGatherOutOfPlaceAndInPlace) {
         ASSERT_TRUE(CopyToDevice(r, recv.at(Bytes(count_ * r)), in.data(), in.size()).ok());
         src = recv.at(Bytes(count_ * r));
       }
-      EXPECT_TRUE(comms_[r]->AllGather(src, recv.at(0), count_, dtype_)->Wait(absl::Seconds(30)).ok());
+      EXPECT_TRUE(
+          comms_[r]->AllGather(src, recv.at(0), count_, dtype_)->Wait(absl::Seconds(30)).ok());
       got[r] = recv.Download(0, Bytes(count_ * n_));
     });
     for (int r = 0; r < n_; ++r) {
@@ -127,14 +128,18 @@ TEST_P(NcclCollectivesTest, ReduceScatterAndAllReduce) {
         DeviceBytes send(r, Bytes(count_ * n_)), recv(r, Bytes(count_));
         send.Upload(Encode(Input(r, count_ * n_), dtype_));
         void* dst = in_place ? send.at(Bytes(count_ * r)) : recv.at(0);
-        EXPECT_TRUE(comms_[r]->ReduceScatter(send.at(0), dst, count_, dtype_, op)
-                        ->Wait(absl::Seconds(30)).ok());
+        EXPECT_TRUE(comms_[r]
+                        ->ReduceScatter(send.at(0), dst, count_, dtype_, op)
+                        ->Wait(absl::Seconds(30))
+                        .ok());
         rs[r] = in_place ? send.Download(Bytes(count_ * r), Bytes(count_))
                          : recv.Download(0, Bytes(count_));
         send.Upload(Encode(Input(r, count_), dtype_));
         void* ar_dst = in_place ? send.at(0) : recv.at(0);
-        EXPECT_TRUE(comms_[r]->AllReduce(send.at(0), ar_dst, count_, dtype_, op)
-                        ->Wait(absl::Seconds(30)).ok());
+        EXPECT_TRUE(comms_[r]
+                        ->AllReduce(send.at(0), ar_dst, count_, dtype_, op)
+                        ->Wait(absl::Seconds(30))
+                        .ok());
         ar[r] = in_place ? send.Download(0, Bytes(count_)) : recv.Download(0, Bytes(count_));
       });
       for (int r = 0; r < n_; ++r) {
@@ -155,8 +160,10 @@ TEST_P(NcclCollectivesTest, BroadcastBarrierAndStats) {
     DeviceBytes buf(r, Bytes(count_));
     buf.Upload(Encode(Input(r, count_), dtype_));
     const CommStats before = comms_[r]->stats();
-    EXPECT_TRUE(comms_[r]->Broadcast(buf.at(0), buf.at(0), count_, dtype_, root)
-                    ->Wait(absl::Seconds(30)).ok());
+    EXPECT_TRUE(comms_[r]
+                    ->Broadcast(buf.at(0), buf.at(0), count_, dtype_, root)
+                    ->Wait(absl::Seconds(30))
+                    .ok());
     EXPECT_TRUE(comms_[r]->Barrier().ok());
     const CommStats after = comms_[r]->stats();
     EXPECT_EQ(after.of(CommOp::kBroadcast).bytes - before.of(CommOp::kBroadcast).bytes,
@@ -172,8 +179,10 @@ TEST(NcclBehaviourTest, HostPointerIsInvalidArgument) {
   auto comm = CreateNcclCommunicator(store, "host/", 0, 1);
   ASSERT_TRUE(comm.ok()) << comm.status();
   std::vector<float> host(4);
-  EXPECT_EQ((*comm)->AllReduce(host.data(), host.data(), 4, DType::kFp32, ReduceOp::kSum)
-                ->Wait(absl::Seconds(5)).code(),
+  EXPECT_EQ((*comm)
+                ->AllReduce(host.data(), host.data(), 4, DType::kFp32, ReduceOp::kSum)
+                ->Wait(absl::Seconds(5))
+                .code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -190,8 +199,10 @@ TEST(NcclBehaviourTest, MissingRankTimesOutAndAbortFailsLaterOps) {
   ASSERT_TRUE(comm.ok()) << comm.status();
   DeviceBytes buf(0, 64);
   (*comm)->Abort();
-  EXPECT_EQ((*comm)->AllReduce(buf.at(0), buf.at(0), 16, DType::kFp32, ReduceOp::kSum)
-                ->Wait(absl::Seconds(5)).code(),
+  EXPECT_EQ((*comm)
+                ->AllReduce(buf.at(0), buf.at(0), 16, DType::kFp32, ReduceOp::kSum)
+                ->Wait(absl::Seconds(5))
+                .code(),
             absl::StatusCode::kAborted);
 }
 

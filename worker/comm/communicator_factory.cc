@@ -9,8 +9,8 @@
 namespace zeroshard {
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
-    const std::string& backend, Store& store, const std::string& prefix, int rank,
-    int world_size, const CommunicatorOptions& options) {
+    const std::string& backend, Store& store, const std::string& prefix, int rank, int world_size,
+    const CommunicatorOptions& options) {
   if (backend == "gloo") {
     GlooOptions gloo;
     gloo.hostname = options.hostname;

@@ -22,7 +22,7 @@ struct CommunicatorOptions {
 // FAILED_PRECONDITION for "nccl" when this build has no NCCL or the machine
 // has no usable GPU; otherwise as the backend's factory.
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
-    const std::string& backend, Store& store, const std::string& prefix, int rank,
-    int world_size, const CommunicatorOptions& options = {});
+    const std::string& backend, Store& store, const std::string& prefix, int rank, int world_size,
+    const CommunicatorOptions& options = {});
 
 }  // namespace zeroshard

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gloo/allgather.h"
@@ -104,7 +104,12 @@ class GlooCommunicator final : public Communicator {
                                       ReduceOp op, const CollectiveOptions& opts) override {
     if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
     if (auto s = CheckCommDType(dtype, "ReduceScatter dtype"); !s.ok()) return CompletedWork(s);
-    RingReduceScatterArgs args{send, recv, count, dtype, op, kRingSlotPrefix | next_ring_tag_++,
+    RingReduceScatterArgs args{send,
+                               recv,
+                               count,
+                               dtype,
+                               op,
+                               kRingSlotPrefix | next_ring_tag_++,
                                GlooTimeout(opts.timeout)};
     const int64_t bytes = count * DTypeSize(dtype) * world_size();
     return Submit(CommOp::kReduceScatter, bytes, [this, args] {
@@ -204,8 +209,10 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
-    Store& store, const std::string& prefix, int rank, int world_size, const GlooOptions& opts) {
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store& store,
+                                                                     const std::string& prefix,
+                                                                     int rank, int world_size,
+                                                                     const GlooOptions& opts) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat("world_size must be >= 1, got ", world_size));
   }

@@ -47,7 +47,7 @@
 namespace zeroshard {
 
 struct GlooOptions {
-  std::string hostname = "127.0.0.1";       // Address to listen on and advertise.
+  std::string hostname = "127.0.0.1";          // Address to listen on and advertise.
   absl::Duration timeout = absl::Seconds(60);  // Rendezvous and connection timeout.
 };
 

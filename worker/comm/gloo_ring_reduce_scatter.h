@@ -22,7 +22,7 @@ struct RingReduceScatterArgs {
   int64_t count = 0;           // Elements per rank.
   DType dtype = DType::kFp32;  // fp32 or bf16 (reduced in fp32, rounded once).
   ReduceOp op = ReduceOp::kSum;
-  uint64_t slot = 0;           // Unique per op and equal on every rank.
+  uint64_t slot = 0;                         // Unique per op and equal on every rank.
   std::chrono::milliseconds timeout{60000};  // Whole-op deadline.
 };
 

@@ -29,9 +29,8 @@ absl::Status InMemoryStore::Wait(const std::vector<std::string>& keys, absl::Dur
   if (mu_.AwaitWithTimeout(absl::Condition(&all_present), timeout)) return absl::OkStatus();
   for (const auto& k : keys) {
     if (values_.find(k) == values_.end()) {
-      return absl::DeadlineExceededError(absl::StrCat("store wait timed out after ",
-                                                      absl::FormatDuration(timeout),
-                                                      "; missing key: ", k));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "store wait timed out after ", absl::FormatDuration(timeout), "; missing key: ", k));
     }
   }
   return absl::OkStatus();

@@ -6,8 +6,8 @@ namespace zeroshard {
 
 absl::Status GpuStatus(cudaError_t e, const char* expr, const char* file, int line) {
   if (e == cudaSuccess) return absl::OkStatus();
-  const std::string msg = absl::StrCat(file, ":", line, ": ", expr, ": ", cudaGetErrorName(e),
-                                       " (", cudaGetErrorString(e), ")");
+  const std::string msg = absl::StrCat(file, ":", line, ": ", expr, ": ", cudaGetErrorName(e), " (",
+                                       cudaGetErrorString(e), ")");
   switch (e) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
@@ -24,8 +24,8 @@ absl::Status GpuStatus(cudaError_t e, const char* expr, const char* file, int li
 
 absl::Status GpuStatus(ncclResult_t r, const char* expr, const char* file, int line) {
   if (r == ncclSuccess || r == ncclInProgress) return absl::OkStatus();
-  const std::string msg =
-      absl::StrCat(file, ":", line, ": ", expr, ": ", ncclGetErrorString(r), " (", static_cast<int>(r), ")");
+  const std::string msg = absl::StrCat(file, ":", line, ": ", expr, ": ", ncclGetErrorString(r),
+                                       " (", static_cast<int>(r), ")");
   switch (r) {
     case ncclSystemError:
     case ncclRemoteError:

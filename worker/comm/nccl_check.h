@@ -20,8 +20,8 @@ absl::Status GpuStatus(ncclResult_t r, const char* expr, const char* file, int l
 
 }  // namespace zeroshard
 
-#define ZS_GPU_RETURN_IF_ERROR(expr)                                                     \
-  do {                                                                                   \
+#define ZS_GPU_RETURN_IF_ERROR(expr)                                                           \
+  do {                                                                                         \
     ::absl::Status zs_gpu_status_ = ::zeroshard::GpuStatus((expr), #expr, __FILE__, __LINE__); \
-    if (!zs_gpu_status_.ok()) return zs_gpu_status_;                                     \
+    if (!zs_gpu_status_.ok()) return zs_gpu_status_;                                           \
   } while (0)

@@ -81,8 +81,8 @@ class NcclWork final : public Work {
       absl::Status s = Poll();
       if (!absl::IsUnavailable(s) || s.message() != kNotReady) return s;
       if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            CommOpName(op_), " not complete after ", absl::FormatDuration(timeout)));
+        return absl::DeadlineExceededError(
+            absl::StrCat(CommOpName(op_), " not complete after ", absl::FormatDuration(timeout)));
       }
       absl::SleepFor(pause);
       pause = std::min(pause * 2, absl::Milliseconds(1));
@@ -168,11 +168,12 @@ class NcclCommunicator final : public Communicator {
       absl::MutexLock lock(&shared_->mu);
       if (shared_->comm != nullptr) {
         // Finished work flushes cleanly; anything stuck is aborted.
-        bool clean = shared_->failed.ok() && !shared_->aborted.load() &&
-                     GpuStatus(ncclCommFinalize(shared_->comm), "ncclCommFinalize", __FILE__,
-                               __LINE__).ok() &&
-                     WaitNotInProgress(shared_->comm, absl::Now() + absl::Seconds(10),
-                                       "ncclCommFinalize").ok();
+        bool clean =
+            shared_->failed.ok() && !shared_->aborted.load() &&
+            GpuStatus(ncclCommFinalize(shared_->comm), "ncclCommFinalize", __FILE__, __LINE__)
+                .ok() &&
+            WaitNotInProgress(shared_->comm, absl::Now() + absl::Seconds(10), "ncclCommFinalize")
+                .ok();
         if (clean) {
           ncclCommDestroy(shared_->comm);
         } else {
@@ -227,20 +228,18 @@ class NcclCommunicator final : public Communicator {
     }
     // Only the root reads send; NCCL ignores it elsewhere.
     const void* checked_send = rank() == root ? send : recv;
-    return Issue(CommOp::kBroadcast, reduce_stream_, count * DTypeSize(dtype), opts,
-                 checked_send, recv, count, dtype,
-                 [=](ncclComm_t c, cudaStream_t s, ncclDataType_t t) {
+    return Issue(CommOp::kBroadcast, reduce_stream_, count * DTypeSize(dtype), opts, checked_send,
+                 recv, count, dtype, [=](ncclComm_t c, cudaStream_t s, ncclDataType_t t) {
                    return ncclBroadcast(send, recv, count, t, root, c, s);
                  });
   }
 
   absl::Status Barrier(const CollectiveOptions& opts) override {
-    auto work = Issue(CommOp::kBarrier, reduce_stream_, 0, opts, barrier_scratch_,
-                      barrier_scratch_, 1, DType::kFp32,
-                      [this](ncclComm_t c, cudaStream_t s, ncclDataType_t t) {
-                        return ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, t, ncclSum,
-                                             c, s);
-                      });
+    auto work =
+        Issue(CommOp::kBarrier, reduce_stream_, 0, opts, barrier_scratch_, barrier_scratch_, 1,
+              DType::kFp32, [this](ncclComm_t c, cudaStream_t s, ncclDataType_t t) {
+                return ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, t, ncclSum, c, s);
+              });
     return work->Wait(opts.timeout);
   }
 
@@ -268,7 +267,8 @@ class NcclCommunicator final : public Communicator {
                               const CollectiveOptions& opts, const void* send, void* recv,
                               int64_t count, DType dtype, const Launch& launch) {
     if (count < 0) {
-      return CompletedWork(absl::InvalidArgumentError(absl::StrCat("count must be >= 0, got ", count)));
+      return CompletedWork(
+          absl::InvalidArgumentError(absl::StrCat("count must be >= 0, got ", count)));
     }
     auto type = NcclType(dtype);
     if (!type.ok()) return CompletedWork(type.status());
@@ -277,8 +277,10 @@ class NcclCommunicator final : public Communicator {
       return CompletedWork(absl::InternalError("cudaSetDevice failed"));
     }
     if (count > 0) {
-      if (auto s = CheckDevicePointer(send, shared_->device, "send"); !s.ok()) return CompletedWork(s);
-      if (auto s = CheckDevicePointer(recv, shared_->device, "recv"); !s.ok()) return CompletedWork(s);
+      if (auto s = CheckDevicePointer(send, shared_->device, "send"); !s.ok())
+        return CompletedWork(s);
+      if (auto s = CheckDevicePointer(recv, shared_->device, "recv"); !s.ok())
+        return CompletedWork(s);
     }
     absl::MutexLock lock(&shared_->mu);
     if (shared_->comm == nullptr) return CompletedWork(absl::AbortedError("communicator aborted"));
@@ -292,8 +294,8 @@ class NcclCommunicator final : public Communicator {
       ZS_GPU_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, ready_, 0));
       ZS_GPU_RETURN_IF_ERROR(cudaEventRecord(start, stream));
       ZS_GPU_RETURN_IF_ERROR(launch(shared_->comm, stream, *type));
-      ZS_RETURN_IF_ERROR(WaitNotInProgress(shared_->comm, absl::Now() + opts.timeout,
-                                           CommOpName(op)));
+      ZS_RETURN_IF_ERROR(
+          WaitNotInProgress(shared_->comm, absl::Now() + opts.timeout, CommOpName(op)));
       ZS_GPU_RETURN_IF_ERROR(cudaEventRecord(done, stream));
       return absl::OkStatus();
     }();
@@ -345,8 +347,10 @@ absl::StatusOr<int> CudaDeviceCount() {
   return n;
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    Store& store, const std::string& prefix, int rank, int world_size, const NcclOptions& opts) {
+absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(Store& store,
+                                                                     const std::string& prefix,
+                                                                     int rank, int world_size,
+                                                                     const NcclOptions& opts) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " / world_size ", world_size, " invalid"));

@@ -55,8 +55,9 @@ struct NcclOptions {
 // is no usable device or driver.
 absl::StatusOr<int> CudaDeviceCount();
 
-absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    Store& store, const std::string& prefix, int rank, int world_size,
-    const NcclOptions& opts = {});
+absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(Store& store,
+                                                                     const std::string& prefix,
+                                                                     int rank, int world_size,
+                                                                     const NcclOptions& opts = {});
 
 }  // namespace zeroshard

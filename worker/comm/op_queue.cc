@@ -17,8 +17,8 @@ bool OpState::Complete(absl::Status status) {
 absl::Status OpState::Wait(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithTimeout(absl::Condition(&done_), timeout)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "collective not complete after ", absl::FormatDuration(timeout)));
+    return absl::DeadlineExceededError(
+        absl::StrCat("collective not complete after ", absl::FormatDuration(timeout)));
   }
   return status_;
 }
@@ -74,9 +74,7 @@ void OpQueue::Loop() {
     Item item;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || !queue_.empty();
-      };
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stop_ and nothing left.
       item = std::move(queue_.front());

@@ -9,9 +9,8 @@ namespace zeroshard {
 
 absl::Status CheckCommDType(DType dtype, const char* field) {
   if (dtype == DType::kFp32 || dtype == DType::kBf16) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": dtype ", static_cast<int>(dtype),
-                   " is not supported (fp32 = 1, bf16 = 2)"));
+  return absl::InvalidArgumentError(absl::StrCat(field, ": dtype ", static_cast<int>(dtype),
+                                                 " is not supported (fp32 = 1, bf16 = 2)"));
 }
 
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n) {
