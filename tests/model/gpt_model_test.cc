@@ -5,6 +5,7 @@
 #include "worker/model/gpt_model.h"
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -142,6 +143,33 @@ TEST(GptModelTest, TwoMicroBatchesAccumulateToOneBatch) {
       ASSERT_NEAR(whole.grads(u)[i], parts.grads(u)[i], 1e-5f * max_abs) << "unit " << u << " i " << i;
     }
   }
+}
+
+TEST(GptModelTest, PlainSgdFitsOneBatch) {
+  // End to end: the gradients point downhill. 100 SGD steps on one repeated
+  // batch of text-like tokens must cut the mean loss well below ln(256).
+  const ModelConfig c = Tiny();
+  LocalParams p(InitUnits(c, 4));
+  GptModel model(c);
+  const int B = 2, T = 16;
+  std::vector<int32_t> x(B * T), y(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    x[i] = 'a' + (i % 5);
+    y[i] = 'a' + ((i + 1) % 5);
+  }
+  double first = 0.0, last = 0.0;
+  for (int step = 0; step < 100; ++step) {
+    p.ZeroGrads();
+    const double loss = *model.ForwardBackward(x.data(), y.data(), B, T, 1.0f / (B * T), p);
+    if (step == 0) first = loss / (B * T);
+    last = loss / (B * T);
+    for (int u = 0; u < p.num_units(); ++u) {
+      for (size_t i = 0; i < p.params(u).size(); ++i) p.params(u)[i] -= 0.5f * p.grads(u)[i];
+    }
+  }
+  std::printf("mean loss: step 0 %.4f, step 99 %.4f\n", first, last);
+  EXPECT_NEAR(first, std::log(256.0), 0.05);
+  EXPECT_LT(last, 1.0) << "first " << first;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "worker/model/gpt_model.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/shard_plan.h"
@@ -70,6 +71,12 @@ absl::Status GptModel::Validate(const int32_t* inputs, const int32_t* targets, i
                                                    config_.n_ctx, "], got ", T));
   }
   const int64_t n = int64_t{B} * T;
+  // Kernel sizes are int (BLAS): the widest activation must fit.
+  const int64_t widest = n * std::max(4 * int64_t{config_.n_embd}, int64_t{config_.vocab});
+  if (widest > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("model: micro-batch B * T = ", n,
+                                                   " tokens is too large for one call"));
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (inputs[i] < 0 || inputs[i] >= config_.vocab) {
       return absl::InvalidArgumentError(absl::StrCat("model: inputs[", i, "] = ", inputs[i],
