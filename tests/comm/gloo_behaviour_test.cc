@@ -209,3 +209,36 @@ TEST(GlooBehaviourTest, NewPrefixIsANewGeneration) {
 
 }  // namespace
 }  // namespace zeroshard::testing
+
+namespace zeroshard::testing {
+namespace {
+
+TEST(GlooBehaviourTest, ReduceScatterOverSeveralSegments) {
+  // The ring moves 1 MiB segments (2^18 floats): 2 full ones and a 5-element tail.
+  const int64_t count = (int64_t{1} << 19) + 5;
+  InMemoryStore store;
+  auto comms = MustConnect(store, 3);
+  ASSERT_EQ(comms.size(), 3u);
+  for (DType dtype : {DType::kFp32, DType::kBf16}) {
+    std::vector<std::vector<float>> got(3);
+    ParallelFor(3, [&](int r) {
+      std::vector<float> in(count * 3);
+      for (int64_t i = 0; i < count * 3; ++i) in[i] = InputValue(r, i);
+      std::vector<uint8_t> send = Encode(in, dtype), recv(count * DTypeSize(dtype));
+      EXPECT_TRUE(comms[r]->ReduceScatter(send.data(), recv.data(), count, dtype, ReduceOp::kSum)
+                      ->Wait(absl::Seconds(30))
+                      .ok());
+      got[r] = Decode(recv, dtype);
+    });
+    for (int r = 0; r < 3; ++r) {
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t j = r * count + i;
+        ASSERT_EQ(got[r][i], InputValue(0, j) + InputValue(1, j) + InputValue(2, j))
+            << "rank " << r << " i " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zeroshard::testing

@@ -29,7 +29,10 @@ namespace {
 
 // Slot space of the ring reduce-scatter; Gloo's own collectives use prefixes
 // 0x01-0x08 (gloo/types.h), so the ring never matches their messages.
+// Below the prefix: the op's tag, then kRingSegmentBits for its segments
+// (2^24 segments of 1 MiB: 16 TiB per op; 2^32 ops per communicator).
 constexpr uint64_t kRingSlotPrefix = uint64_t{0x7a} << 56;
+constexpr int kRingSegmentBits = 24;
 
 std::chrono::milliseconds GlooTimeout(absl::Duration d) {
   return std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(d)));
@@ -109,7 +112,7 @@ class GlooCommunicator final : public Communicator {
                                count,
                                dtype,
                                op,
-                               kRingSlotPrefix | next_ring_tag_++,
+                               kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
                                GlooTimeout(opts.timeout)};
     const int64_t bytes = count * DTypeSize(dtype) * world_size();
     return Submit(CommOp::kReduceScatter, bytes, [this, args] {

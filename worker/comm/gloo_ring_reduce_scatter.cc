@@ -1,5 +1,6 @@
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/status_macros.h"
@@ -23,7 +24,12 @@ namespace zeroshard {
 // `outgoing` holds what this rank sends in the current step, `incoming` what
 // arrives; after the exchange incoming becomes outgoing for the next step
 // (a swap, no copy). Partials are fp32 so bf16 rounds once, at the end.
+// Each block travels as segments with consecutive slots (args.slot + k).
 namespace {
+
+// Messages of at most 1 MiB (as Gloo's ring all-reduce), so reducing one
+// segment overlaps receiving the next.
+constexpr int64_t kSegmentElements = int64_t{1} << 18;
 
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
@@ -39,12 +45,13 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
   const int rank = context->rank;
   const int64_t count = args.count;
   const int64_t elem = DTypeSize(args.dtype);
+  const bool fp32 = args.dtype == DType::kFp32;
   const char* send = static_cast<const char*>(args.send);
   auto block_of = [&](int64_t b) { return send + b * count * elem; };
 
   std::vector<float> outgoing(count);
   std::vector<float> incoming(count);
-  std::vector<float> own(count);
+  std::vector<float> own(fp32 ? 0 : count);  // bf16 only: our block in fp32.
   if (world == 1) {
     ToFloat(block_of(0), args.dtype, outgoing.data(), count);
     FromFloat(outgoing.data(), args.dtype, args.recv, count);
@@ -52,7 +59,9 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
   }
   const int next = (rank + 1) % world;
   const int prev = (rank + world - 1) % world;
-  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  const int64_t segments = (count + kSegmentElements - 1) / kSegmentElements;
+  auto seg_begin = [&](int64_t k) { return k * kSegmentElements; };
+  auto seg_len = [&](int64_t k) { return std::min(kSegmentElements, count - seg_begin(k)); };
   const auto deadline = std::chrono::steady_clock::now() + args.timeout;
   auto remaining = [&] {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -63,16 +72,26 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
 
   ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing.data(), count);
   for (int step = 0; step < world - 1; ++step) {
-    auto out_buf = context->createUnboundBuffer(outgoing.data(), bytes);
-    auto in_buf = context->createUnboundBuffer(incoming.data(), bytes);
-    in_buf->recv(prev, args.slot);
-    out_buf->send(next, args.slot);
-    // Convert our own copy of the arriving block while the bytes travel.
+    auto out_buf = context->createUnboundBuffer(outgoing.data(), count * sizeof(float));
+    auto in_buf = context->createUnboundBuffer(incoming.data(), count * sizeof(float));
+    for (int64_t k = 0; k < segments; ++k) {
+      in_buf->recv(prev, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
+      out_buf->send(next, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
+    }
+    // Our own contribution to the arriving block; fp32 is read in place.
     const int64_t block = Mod(rank - step - 2, world);
-    ToFloat(block_of(block), args.dtype, own.data(), count);
-    ThrowIfAborted(in_buf->waitRecv(remaining()), "recv");
-    ThrowIfAborted(out_buf->waitSend(remaining()), "send");
-    ReduceInto(incoming.data(), own.data(), count, args.op);
+    const float* mine = reinterpret_cast<const float*>(block_of(block));
+    if (!fp32) {
+      ToFloat(block_of(block), args.dtype, own.data(), count);
+      mine = own.data();
+    }
+    // Segments complete in order (one TCP connection from prev): reduce each
+    // while the next one is still arriving.
+    for (int64_t k = 0; k < segments; ++k) {
+      ThrowIfAborted(in_buf->waitRecv(remaining()), "recv");
+      ReduceInto(incoming.data() + seg_begin(k), mine + seg_begin(k), seg_len(k), args.op);
+    }
+    for (int64_t k = 0; k < segments; ++k) ThrowIfAborted(out_buf->waitSend(remaining()), "send");
     outgoing.swap(incoming);
   }
   // The last block reduced is block `rank` (see above); it is in `outgoing`.

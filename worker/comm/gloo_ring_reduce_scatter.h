@@ -28,7 +28,7 @@ struct RingReduceScatterArgs {
 
 // Runs the ring on `context`. Throws gloo::IoException on transport failure or
 // timeout (the caller maps exceptions to absl::Status); returns OK otherwise.
-// Memory: two fp32 blocks of `count` elements of scratch.
+// Memory: two fp32 blocks of `count` elements of scratch (three for bf16).
 void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
                        const RingReduceScatterArgs& args);
 
