@@ -36,8 +36,8 @@ struct ModelConfig {
   int n_ctx = 0;    // Longest sequence (tokens); size of wpe.
 };
 
-// INVALID_ARGUMENT naming the field: a non-positive size, n_embd not a
-// multiple of n_head, vocab != 256 is allowed only if >= 1.
+// INVALID_ARGUMENT naming the field: any size < 1, or n_embd not a multiple
+// of n_head. (vocab may differ from 256 for tests; byte-level text needs 256.)
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
 // Named presets: "tiny" (tests: 2 layers, 32 wide, 2 heads, ctx 16),
