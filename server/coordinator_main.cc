@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "server/checkpoint_host.h"
 #include "server/coordinator_server.h"
 
 namespace {
@@ -59,6 +60,11 @@ int main(int argc, char** argv) {
   app.add_option("--job-config-json", job_config_text, "job config as JSON text")
       ->excludes(file_opt);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are written");
+  int keep_checkpoints = 0;
+  app.add_option("--keep-checkpoints", keep_checkpoints,
+                 "committed checkpoints kept, oldest deleted first (0 = all)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
 
   o.settle = Seconds(settle);
@@ -81,7 +87,19 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = zeroshard::CoordinatorServer::Start(o);
+  // The checkpoint service shares the coordinator's port (checkpoint.proto).
+  std::unique_ptr<zeroshard::server::CheckpointHost> checkpoints;
+  std::vector<grpc::Service*> extra_services;
+  if (!o.checkpoint_dir.empty()) {
+    auto host = zeroshard::server::CheckpointHost::Open(o.checkpoint_dir, keep_checkpoints);
+    if (!host.ok()) {
+      std::cerr << "zeroshard-coordinator: --checkpoint-dir: " << host.status().message() << "\n";
+      return 1;
+    }
+    checkpoints = *std::move(host);
+    extra_services.push_back(checkpoints->service());
+  }
+  auto server = zeroshard::CoordinatorServer::Start(o, extra_services);
   if (!server.ok()) {
     std::cerr << "zeroshard-coordinator: " << server.status().message() << "\n";
     return absl::IsInvalidArgument(server.status()) ? 2 : 1;

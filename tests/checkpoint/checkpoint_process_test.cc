@@ -118,5 +118,41 @@ TEST_F(ProcessTest, CliListsTriggersAndExports) {
   EXPECT_EQ(usage.exit_code, 2) << usage.output;
 }
 
+// The real coordinator binary with --checkpoint-dir serves the checkpoint
+// service on its port; committed checkpoints survive its restart.
+TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
+  const std::string dir = MakeTempDir("ckpt_coord_bin");
+  const std::string zs = BinPath("zeroshard");
+  for (int life = 0; life < 2; ++life) {
+    const std::string log = dir + "/coordinator" + std::to_string(life) + ".log";
+    ChildProcess coord({BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                        "--checkpoint-dir", dir + "/ckpt", "--keep-checkpoints", "3"},
+                       log);
+    std::string addr;
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (addr.empty() && absl::Now() < give_up) {
+      const std::string text = ReadFile(log);
+      const size_t at = text.find("listening on ");
+      const size_t end = text.find(" (grpc)");
+      if (at != std::string::npos && end != std::string::npos) addr = text.substr(at + 13, end - at - 13);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ASSERT_FALSE(addr.empty()) << ReadFile(log);
+    if (life == 0) {
+      for (int r = 0; r < 2; ++r) {
+        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0"},
+                        dir + "/up.log");
+        ASSERT_EQ(up.Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/up.log");
+      }
+      EXPECT_NE(ReadFile(dir + "/up.log").find("committed=1"), std::string::npos) << ReadFile(dir + "/up.log");
+    }
+    CommandResult list = RunCommand(zs + " checkpoint list --coordinator " + addr);
+    ASSERT_EQ(list.exit_code, 0) << list.output;
+    EXPECT_NE(list.output.find("step-00000002"), std::string::npos) << "life " << life << "\n" << list.output;
+    coord.Signal(SIGTERM);
+    EXPECT_EQ(coord.Wait(absl::Seconds(10)), 0);
+  }
+}
+
 }  // namespace
 }  // namespace zeroshard::testing

@@ -1,6 +1,6 @@
 // Test helper: uploads one rank's shard of the test model (checkpoint_test_util.h,
 // seeded state) to a CheckpointService slowly, printing "sent N" after each
-// chunk, so a test can kill it (-9) midway through its upload.
+// chunk, then commits, so a test can kill it (-9) midway through its upload.
 // Usage: checkpoint_upload_tool HOST:PORT STEP RANK WORLD SEED DELAY_MS
 #include <cstdio>
 #include <cstdlib>
@@ -53,5 +53,15 @@ int main(int argc, char** argv) {
   writer->WritesDone();
   grpc::Status st = writer->Finish();
   std::printf("finished: %s\n", st.ok() ? "ok" : st.error_message().c_str());
+  if (!st.ok()) return 1;
+  grpc::ClientContext commit_ctx;
+  commit_ctx.set_deadline(deadline);
+  v1::CommitCheckpointRequest commit;
+  commit.set_checkpoint_id(began.checkpoint_id());
+  commit.set_rank(rank);
+  v1::CommitCheckpointResponse committed;
+  st = stub->CommitCheckpoint(&commit_ctx, commit, &committed);
+  std::printf("commit: %s committed=%d\n", st.ok() ? "ok" : st.error_message().c_str(),
+              committed.committed());
   return st.ok() ? 0 : 1;
 }

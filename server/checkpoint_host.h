@@ -1,0 +1,43 @@
+// Owns a CheckpointStore and its gRPC service, ready to register on the
+// coordinator's server:
+//
+//   auto host = server::CheckpointHost::Open(dir, keep_last);   // once
+//   CoordinatorServer::Start(options, {(*host)->service()});
+//
+// The host must outlive the server (CoordinatorServer::Start's rule for
+// extra services). Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/checkpoint_service.h"
+#include "server/checkpoint_store.h"
+
+namespace zeroshard::server {
+
+class CheckpointHost {
+ public:
+  // Opens (creating, cleaning up partial checkpoints in) `dir`, keeping the
+  // last `keep_last` committed checkpoints (0 = all). Errors from
+  // CheckpointStore::Open.
+  static absl::StatusOr<std::unique_ptr<CheckpointHost>> Open(const std::string& dir, int keep_last) {
+    CheckpointStoreOptions o;
+    o.dir = dir;
+    o.keep_last = keep_last;
+    auto store = CheckpointStore::Open(std::move(o));
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<CheckpointHost>(new CheckpointHost(*std::move(store)));
+  }
+  CheckpointServiceImpl* service() { return &service_; }
+  CheckpointStore* store() { return store_.get(); }
+
+ private:
+  explicit CheckpointHost(std::unique_ptr<CheckpointStore> store)
+      : store_(std::move(store)), service_(store_.get()) {}
+  std::unique_ptr<CheckpointStore> store_;
+  CheckpointServiceImpl service_;
+};
+
+}  // namespace zeroshard::server
