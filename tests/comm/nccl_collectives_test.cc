@@ -22,7 +22,7 @@ class DeviceBytes {
  public:
   DeviceBytes(int device, size_t bytes) : device_(device), bytes_(bytes) {
     auto p = DeviceAlloc(device, std::max<size_t>(bytes, 1));
-    ZS_CHECK_OK(p);
+    CheckAllocated(p);
     ptr_ = *p;
   }
   ~DeviceBytes() { (void)DeviceFree(device_, ptr_); }
@@ -37,7 +37,7 @@ class DeviceBytes {
   char* at(size_t offset) { return static_cast<char*>(ptr_) + offset; }
 
  private:
-  static void ZS_CHECK_OK(const absl::StatusOr<void*>& p) {
+  static void CheckAllocated(const absl::StatusOr<void*>& p) {
     if (!p.ok()) {
       std::fprintf(stderr, "DeviceAlloc: %s\n", p.status().ToString().c_str());
       std::abort();
@@ -52,7 +52,11 @@ using Param = std::tuple<int, int64_t, DType>;  // world (0 = all devices), coun
 
 class NcclCollectivesTest : public ::testing::TestWithParam<Param> {
  protected:
-  static void TearDownTestSuite() { Pool().clear(); }
+  // Ranks are destroyed together: ncclCommFinalize may wait for its peers.
+  static void TearDownTestSuite() {
+    for (auto& [n, comms] : Pool()) ParallelFor(n, [&](int r) { comms[r].reset(); });
+    Pool().clear();
+  }
   static std::map<int, std::vector<std::unique_ptr<Communicator>>>& Pool() {
     static auto* pool = new std::map<int, std::vector<std::unique_ptr<Communicator>>>();
     return *pool;
