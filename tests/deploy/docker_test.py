@@ -69,6 +69,13 @@ for name, binary in (("Dockerfile.coordinator", "zeroshard-coordinator"),
     entry = re.search(r'^ENTRYPOINT\s+\["([^"]+)"', final, re.M)
     c.check(entry and entry.group(1) == binary, f"{name}: ENTRYPOINT is {binary}")
     c.check("--from=build" in final, f"{name}: runtime copies only from the build stage")
+    # A staged binary run by bare name in the runtime stage needs PATH first.
+    final_ins = instructions(final)
+    path_at = next((i for i, (k, a) in enumerate(final_ins)
+                    if k == "ENV" and "/opt/zeroshard/bin" in a), len(final_ins))
+    for i, (k, a) in enumerate(final_ins):
+        if k == "RUN" and any(re.search(rf"(?<![/\w-]){re.escape(b)}\b", a) for b in staged_bins):
+            c.check(path_at < i, f"{name}: PATH has /opt/zeroshard/bin before `RUN {a[:60]}...`")
 coord_text = (DOCKER / "Dockerfile.coordinator").read_text()
 c.check("-DZEROSHARD_CUDA=OFF" in coord_text, "coordinator image configures -DZEROSHARD_CUDA=OFF")
 c.check("BUILD_IMAGE" in (DOCKER / "Dockerfile.worker").read_text(),
