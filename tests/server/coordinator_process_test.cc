@@ -1,0 +1,175 @@
+// The real zeroshard-coordinator binary as a child process on loopback:
+// port 0 read back from its output, kill -9 and restart on the same state
+// dir (generation strictly above the old one, last step intact, workers
+// rejoin), SIGTERM exits cleanly, bad flags exit 2, and `zeroshard status`
+// prints the job or fails with one line when unreachable.
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+
+#include "common/coordinator_client.h"
+#include "gtest/gtest.h"
+#include "support/subprocess.h"
+
+namespace zeroshard {
+namespace {
+
+using zeroshard::testing::BinPath;
+using zeroshard::testing::ChildProcess;
+using zeroshard::testing::MakeTempDir;
+using zeroshard::testing::ReadFile;
+using zeroshard::testing::RunCommand;
+
+// A coordinator child process and its bound gRPC address.
+struct Coordinator {
+  std::unique_ptr<ChildProcess> process;
+  std::string address;
+  std::string log;
+};
+
+Coordinator StartCoordinator(const std::string& state_dir, const std::string& log) {
+  Coordinator c;
+  c.log = log;
+  std::ofstream(log, std::ios::trunc).flush();
+  c.process = std::make_unique<ChildProcess>(
+      std::vector<std::string>{BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
+                               "--metrics-listen", "127.0.0.1:0", "--state-dir", state_dir,
+                               "--job-id", "proc", "--min-workers", "2", "--settle", "0.1",
+                               "--heartbeat-interval", "0.2", "--lease-timeout", "2",
+                               "--job-config-json", R"({"model":"tiny","stage":3})"},
+      log);
+  const std::regex port_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  while (absl::Now() < deadline && c.process->Running()) {
+    std::smatch m;
+    const std::string text = ReadFile(log);
+    if (std::regex_search(text, m, port_line)) {
+      c.address = m[1];
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return c;
+}
+
+uint64_t JoinWorker(CoordinatorClient& client, const std::string& worker) {
+  v1::JoinRequest j;
+  j.set_job_id("proc");
+  j.set_worker_id(worker);
+  j.set_host("127.0.0.1");
+  auto r = client.Join(j);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? r->member_id() : 0;
+}
+
+// Heartbeats both members until a generation runs; returns it (0 on timeout).
+uint64_t WaitRunning(CoordinatorClient& client, const std::vector<uint64_t>& members) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    uint64_t generation = 0;
+    bool all_in = true;
+    for (uint64_t m : members) {
+      v1::HeartbeatRequest h;
+      h.set_job_id("proc");
+      h.set_member_id(m);
+      auto r = client.Heartbeat(h);
+      if (!r.ok() || !r->in_generation()) {
+        all_in = false;
+        continue;
+      }
+      generation = r->generation();
+    }
+    if (all_in) return generation;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return 0;
+}
+
+TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
+  const std::string dir = MakeTempDir("coord-proc");
+  Coordinator first = StartCoordinator(dir + "/state", dir + "/first.log");
+  ASSERT_FALSE(first.address.empty()) << ReadFile(first.log);
+  auto client = *CoordinatorClient::Connect(first.address);
+  std::vector<uint64_t> members = {JoinWorker(*client, "w0"), JoinWorker(*client, "w1")};
+  const uint64_t old_generation = WaitRunning(*client, members);
+  ASSERT_GT(old_generation, 0u);
+
+  v1::GetGenerationRequest g;
+  g.set_job_id("proc");
+  g.set_member_id(members[0]);
+  EXPECT_EQ(client->GetGeneration(g)->job_config_json(), R"({"model":"tiny","stage":3})");
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::StepReport r;
+    r.set_job_id("proc");
+    r.set_member_id(members[rank]);
+    r.set_generation(old_generation);
+    r.set_rank(rank);
+    r.set_step(42);
+    r.set_loss(1.75);
+    ASSERT_TRUE(client->ReportStep(r).ok());
+  }
+
+  // `zeroshard status` against the live coordinator.
+  auto status = RunCommand(BinPath("zeroshard") + " status --coordinator " + first.address);
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find("generation " + std::to_string(old_generation)), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("step 42  loss 1.7500"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("w1"), std::string::npos) << status.output;
+  auto json = RunCommand(BinPath("zeroshard") + " status --json --coordinator " + first.address);
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.output.find("\"step\": \"42\""), std::string::npos) << json.output;
+
+  first.process->Signal(SIGKILL);
+  EXPECT_EQ(first.process->Wait(absl::Seconds(5)), 128 + SIGKILL);
+
+  Coordinator second = StartCoordinator(dir + "/state", dir + "/second.log");
+  ASSERT_FALSE(second.address.empty()) << ReadFile(second.log);
+  client = *CoordinatorClient::Connect(second.address);
+  auto job = client->GetJobStatus({});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_GT(job->generation(), old_generation);
+  EXPECT_EQ(job->step(), 42);
+  EXPECT_EQ(job->loss(), 1.75);
+
+  // Old members are unknown: workers rejoin without operator action.
+  v1::HeartbeatRequest h;
+  h.set_job_id("proc");
+  h.set_member_id(members[0]);
+  EXPECT_TRUE(absl::IsNotFound(client->Heartbeat(h).status()));
+  std::vector<uint64_t> rejoined = {JoinWorker(*client, "w0"), JoinWorker(*client, "w1")};
+  EXPECT_NE(rejoined[0], members[0]);
+  EXPECT_NE(rejoined[1], members[1]);
+  const uint64_t new_generation = WaitRunning(*client, rejoined);
+  EXPECT_GT(new_generation, old_generation);
+  g.set_member_id(rejoined[0]);
+  EXPECT_EQ(client->GetGeneration(g)->job_config_json(), R"({"model":"tiny","stage":3})");
+
+  second.process->Signal(SIGTERM);
+  EXPECT_EQ(second.process->Wait(absl::Seconds(10)), 0) << ReadFile(second.log);
+
+  auto unreachable =
+      RunCommand(BinPath("zeroshard") + " status --timeout 2 --coordinator " + second.address);
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.output.find("zeroshard status: coordinator"), std::string::npos)
+      << unreachable.output;
+}
+
+TEST(CoordinatorProcessTest, BadFlagsExitTwo) {
+  const std::string bin = BinPath("zeroshard-coordinator");
+  EXPECT_EQ(RunCommand(bin + " --no-such-flag").exit_code, 2);
+  EXPECT_EQ(RunCommand(bin + " --min-workers -3").exit_code, 2);
+  EXPECT_EQ(RunCommand(bin + " --settle abc").exit_code, 2);
+  EXPECT_EQ(RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
+                             "'{broken' --state-dir ''")
+                .exit_code,
+            2);
+  EXPECT_EQ(RunCommand(bin + " --min-workers 4 --max-workers 2 --listen 127.0.0.1:0 "
+                             "--metrics-listen ''")
+                .exit_code,
+            2);
+}
+
+}  // namespace
+}  // namespace zeroshard
