@@ -33,12 +33,20 @@ Sample MakeSample(const MlpDims& dims, int step, int index) {
   return s;
 }
 
-double MlpForwardBackward(const MlpDims& dims, const ShardPlan& plan, UnitHooks& hooks,
-                          const std::vector<Sample>& batch) {
+namespace {
+
+using Matrix = std::vector<std::vector<double>>;  // [sample][feature]
+
+struct Activations {
+  Matrix h1, h2, dy;  // dy = d(mean loss)/dy.
+  double loss = 0.0;
+};
+
+Activations Forward(const MlpDims& dims, const ShardPlan& plan, UnitHooks& hooks,
+                    const std::vector<Sample>& batch) {
   const int D = dims.d, H = dims.h, B = static_cast<int>(batch.size());
   const int64_t b1_off = plan.units[0].params[1].offset, b2_off = plan.units[1].params[1].offset;
-  std::vector<std::vector<double>> h1(B, std::vector<double>(H)), h2 = h1, y(B, std::vector<double>(D));
-  // Forward.
+  Matrix h1(B, std::vector<double>(H)), h2 = h1, y(B, std::vector<double>(D));
   const float* p = hooks.PreForward(0);
   for (int s = 0; s < B; ++s)
     for (int i = 0; i < H; ++i) {
@@ -64,22 +72,29 @@ double MlpForwardBackward(const MlpDims& dims, const ShardPlan& plan, UnitHooks&
     }
   hooks.PostForward(0);
   p = hooks.PreForward(2);
-  double loss = 0.0;
-  std::vector<std::vector<double>> dy(B, std::vector<double>(D));
+  Activations act{h1, h2, Matrix(B, std::vector<double>(D)), 0.0};
   for (int s = 0; s < B; ++s)
     for (int j = 0; j < D; ++j) {
       y[s][j] += p[j];
       const double e = y[s][j] - batch[s].t[j];
-      loss += 0.5 * e * e / B;
-      dy[s][j] = e / B;
+      act.loss += 0.5 * e * e / B;
+      act.dy[s][j] = e / B;
     }
   hooks.PostForward(2);
-  // Backward, reverse order; the model adds into the gradient views.
+  return act;
+}
+
+// Backward, reverse order; the model adds into the gradient views.
+void Backward(const MlpDims& dims, const ShardPlan& plan, UnitHooks& hooks,
+              const std::vector<Sample>& batch, const Activations& act) {
+  const int D = dims.d, H = dims.h, B = static_cast<int>(batch.size());
+  const int64_t b1_off = plan.units[0].params[1].offset, b2_off = plan.units[1].params[1].offset;
+  const Matrix &h1 = act.h1, &h2 = act.h2, &dy = act.dy;
   UnitBackwardView v = hooks.PreBackward(2);
   for (int s = 0; s < B; ++s)
     for (int j = 0; j < D; ++j) v.grads[j] += static_cast<float>(dy[s][j]);
   hooks.PostBackward(2);
-  std::vector<std::vector<double>> dh2(B, std::vector<double>(H, 0.0)), dh1 = dh2;
+  Matrix dh2(B, std::vector<double>(H, 0.0)), dh1 = dh2;
   v = hooks.PreBackward(0);
   for (int i = 0; i < H; ++i)
     for (int j = 0; j < D; ++j) {
@@ -123,7 +138,15 @@ double MlpForwardBackward(const MlpDims& dims, const ShardPlan& plan, UnitHooks&
     }
   }
   hooks.PostBackward(0);
-  return loss;
+}
+
+}  // namespace
+
+double MlpForwardBackward(const MlpDims& dims, const ShardPlan& plan, UnitHooks& hooks,
+                          const std::vector<Sample>& batch) {
+  const Activations act = Forward(dims, plan, hooks, batch);
+  Backward(dims, plan, hooks, batch, act);
+  return act.loss;
 }
 
 namespace {

@@ -185,6 +185,13 @@ class ShardedEngine final : public UnitHooks {
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
   void InitUnit(int u, const std::vector<float>& initial);
 
+  // Step phases (engine_step.cc).
+  void* ShardGrad(Unit& unit) const;  // Reduced gradient over opt_range.
+  absl::Status ReduceGradients();
+  absl::StatusOr<double> GlobalSumSquares();
+  absl::Status UpdateShards(float multiplier);
+  void ZeroGradients();
+
   // Hook machinery (engine_hooks.cc).
   Unit& At(int unit);
   const float* AcquireParams(int u);
