@@ -116,7 +116,7 @@ class GlooCommunicator final : public Communicator {
                                GlooTimeout(opts.timeout)};
     const int64_t bytes = count * DTypeSize(dtype) * world_size();
     return Submit(CommOp::kReduceScatter, bytes, [this, args] {
-      if (args.count > 0) RingReduceScatter(context_, args);
+      if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
     });
   }
 
@@ -207,6 +207,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;  // Issue thread only; equal on every rank.
+  RingScratch ring_scratch_;    // Queue thread only.
   OpQueue queue_;               // Last: destroyed (joined) before the context.
 };
 

@@ -16,6 +16,8 @@
 //   AllReduce:     gloo::allreduce (ring) on fp32; sum, max.
 //   Broadcast:     gloo::broadcast, any dtype (bytes).
 //   Barrier:       gloo::barrier, queued in order with the other ops.
+// Memory: the reduce-scatter keeps fp32 scratch of 2 x count elements (3 for
+// bf16) of the largest op so far, for the communicator's lifetime.
 // bf16 reductions accumulate in fp32 and round once to bf16 at the end; they
 // move fp32 on the wire (twice the bytes of the bf16 data).
 //

@@ -40,7 +40,7 @@ void ThrowIfAborted(bool ok, const char* what) {
 }  // namespace
 
 void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
-                       const RingReduceScatterArgs& args) {
+                       const RingReduceScatterArgs& args, RingScratch& scratch) {
   const int world = context->size;
   const int rank = context->rank;
   const int64_t count = args.count;
@@ -49,12 +49,17 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
   const char* send = static_cast<const char*>(args.send);
   auto block_of = [&](int64_t b) { return send + b * count * elem; };
 
-  std::vector<float> outgoing(count);
-  std::vector<float> incoming(count);
-  std::vector<float> own(fp32 ? 0 : count);  // bf16 only: our block in fp32.
+  auto fit = [count](std::vector<float>& v) {
+    if (static_cast<int64_t>(v.size()) < count) v.resize(count);
+  };
+  fit(scratch.outgoing);
+  fit(scratch.incoming);
+  if (!fp32) fit(scratch.own);  // bf16 only: our block in fp32.
+  float* outgoing = scratch.outgoing.data();
+  float* incoming = scratch.incoming.data();
   if (world == 1) {
-    ToFloat(block_of(0), args.dtype, outgoing.data(), count);
-    FromFloat(outgoing.data(), args.dtype, args.recv, count);
+    ToFloat(block_of(0), args.dtype, outgoing, count);
+    FromFloat(outgoing, args.dtype, args.recv, count);
     return;
   }
   const int next = (rank + 1) % world;
@@ -70,10 +75,10 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
     return left.count() > 0 ? left : std::chrono::milliseconds(1);
   };
 
-  ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing.data(), count);
+  ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing, count);
   for (int step = 0; step < world - 1; ++step) {
-    auto out_buf = context->createUnboundBuffer(outgoing.data(), count * sizeof(float));
-    auto in_buf = context->createUnboundBuffer(incoming.data(), count * sizeof(float));
+    auto out_buf = context->createUnboundBuffer(outgoing, count * sizeof(float));
+    auto in_buf = context->createUnboundBuffer(incoming, count * sizeof(float));
     for (int64_t k = 0; k < segments; ++k) {
       in_buf->recv(prev, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
       out_buf->send(next, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
@@ -82,20 +87,20 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
     const int64_t block = Mod(rank - step - 2, world);
     const float* mine = reinterpret_cast<const float*>(block_of(block));
     if (!fp32) {
-      ToFloat(block_of(block), args.dtype, own.data(), count);
-      mine = own.data();
+      ToFloat(block_of(block), args.dtype, scratch.own.data(), count);
+      mine = scratch.own.data();
     }
     // Segments complete in order (one TCP connection from prev): reduce each
     // while the next one is still arriving.
     for (int64_t k = 0; k < segments; ++k) {
       ThrowIfAborted(in_buf->waitRecv(remaining()), "recv");
-      ReduceInto(incoming.data() + seg_begin(k), mine + seg_begin(k), seg_len(k), args.op);
+      ReduceInto(incoming + seg_begin(k), mine + seg_begin(k), seg_len(k), args.op);
     }
     for (int64_t k = 0; k < segments; ++k) ThrowIfAborted(out_buf->waitSend(remaining()), "send");
-    outgoing.swap(incoming);
+    std::swap(outgoing, incoming);
   }
   // The last block reduced is block `rank` (see above); it is in `outgoing`.
-  FromFloat(outgoing.data(), args.dtype, args.recv, count);
+  FromFloat(outgoing, args.dtype, args.recv, count);
 }
 
 }  // namespace zeroshard

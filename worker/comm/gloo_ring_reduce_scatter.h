@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/dtype.h"
@@ -15,6 +16,12 @@
 #include "worker/comm/communicator.h"
 
 namespace zeroshard {
+
+// Scratch reused across ops (only grows), so a steady stream of equal-sized
+// reduce-scatters does not fault in fresh pages every time.
+struct RingScratch {
+  std::vector<float> outgoing, incoming, own;
+};
 
 struct RingReduceScatterArgs {
   const void* send = nullptr;  // world_size * count elements of dtype.
@@ -28,8 +35,9 @@ struct RingReduceScatterArgs {
 
 // Runs the ring on `context`. Throws gloo::IoException on transport failure or
 // timeout (the caller maps exceptions to absl::Status); returns OK otherwise.
-// Memory: two fp32 blocks of `count` elements of scratch (three for bf16).
+// Memory: `scratch` grows to two fp32 blocks of `count` elements (three for
+// bf16) and keeps them.
 void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
-                       const RingReduceScatterArgs& args);
+                       const RingReduceScatterArgs& args, RingScratch& scratch);
 
 }  // namespace zeroshard
