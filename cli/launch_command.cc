@@ -1,15 +1,69 @@
+// `zeroshard launch`: an embedded coordinator (or --coordinator) and N local
+// worker processes training the reference model; a live progress line and a
+// summary at the end. Ctrl-C stops every process.
+#include <csignal>
 #include <iostream>
+#include <memory>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/launch_job.h"
+#include "common/dtype.h"
 
 namespace zeroshard::cli {
+namespace {
+
+void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
+  JobConfig& c = o.job;
+  sub->add_option("--workers,-n", o.workers, "local worker processes to start")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--stage", c.stage, "ZeRO stage: 0 (data parallel), 1, 2 or 3")
+      ->check(CLI::Range(0, 3))->capture_default_str();
+  sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  sub->add_option("--model", c.model, "model preset (tiny, small, medium)")->capture_default_str();
+  sub->add_option("--global-batch", c.global_batch, "sequences per step, all ranks together")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
+  sub->add_option("--micro-batch", c.micro_batch, "sequences per forward/backward on one rank")
+      ->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--data", c.data, "text files or directories (default: Python's stdlib sources)");
+  sub->add_option("--compute-dtype", o.compute_dtype, "compute copy dtype")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  sub->add_option("--reduce-dtype", o.reduce_dtype, "gradient reduction dtype")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  sub->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
+  sub->add_option("--warmup-steps", c.warmup_steps, "linear warm-up steps")->capture_default_str();
+  sub->add_option("--seed", c.seed, "seed for initialisation and data order")->capture_default_str();
+  sub->add_option("--eval-every", c.eval_every, "validation loss every K steps (0: at the end)")
+      ->capture_default_str();
+  sub->add_option("--log", c.log_path, "JSONL step log (default: RUN_DIR/steps.jsonl)");
+  sub->add_option("--threads", c.threads, "compute threads per worker (default: cores / workers)");
+  sub->add_option("--backend", c.backend, "collectives backend")
+      ->check(CLI::IsMember({"gloo", "nccl"}))->capture_default_str();
+}
+
+void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
+  sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
+  sub->add_option("--metrics-listen", o.metrics_listen, "embedded coordinator's /metrics address")
+      ->capture_default_str();
+  sub->add_option("--run-dir", o.run_dir, "directory for logs and state (default: runs/<time>)");
+  sub->add_option("--checkpoint-dir", o.job.checkpoint_dir, "where checkpoints are stored");
+  sub->add_option("--checkpoint-every", o.job.checkpoint_every, "save a checkpoint every K steps")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--resume", o.job.resume, "resume from the latest committed checkpoint");
+  sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
+}
+
+}  // namespace
 
 void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands) {
-  CLI::App* sub = app.add_subcommand("launch", "train with an embedded coordinator and local workers");
-  commands.push_back({sub, [] {
-    std::cerr << "zeroshard launch: not available in this build yet\n";
-    return 1;
-  }});
+  CLI::App* sub = app.add_subcommand(
+      "launch", "train the reference model with an embedded coordinator and local workers");
+  auto options = std::make_shared<LaunchOptions>();
+  AddJobFlags(sub, *options);
+  AddRunFlags(sub, *options);
+  commands.push_back({sub, [options] { return RunLaunch(*options); }});
 }
 
 }  // namespace zeroshard::cli

@@ -1,0 +1,69 @@
+#include "cli/launch_checks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "common/zero_memory.h"
+#include "worker/data/text_corpus.h"
+#include "worker/model/gpt_model.h"
+
+namespace zeroshard::cli {
+namespace {
+
+int64_t AvailableMemoryBytes() {
+  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
+  const int64_t psi = ModelParamCount(model);
+  const int c = static_cast<int>(DTypeSize(o.job.compute_dtype));
+  // Full grads are fp32 on the CPU; gather buffers and activations on top.
+  const MemoryByKind per_rank = ZeroFormulaBytes(o.job.stage, psi, o.workers, c, 4);
+  const int64_t buffers = 2 * 4 * psi;  // fp32 views of a gathered unit, bounded by the model.
+  const int64_t activations =
+      ModelActivationBytes(model, o.job.micro_batch, model.n_ctx);
+  const int64_t need = o.workers * (per_rank.model_state() + buffers + activations);
+  const int64_t have = AvailableMemoryBytes();
+  if (need > have) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "model '%s' (%d parameters) needs about %.2f GiB for %d workers at stage %d "
+        "(%.2f GiB model state + %.2f GiB activations per worker), but %.2f GiB is available",
+        o.job.model, psi, need / 1073741824.0, o.workers, o.job.stage,
+        per_rank.model_state() / 1073741824.0, activations / 1073741824.0, have / 1073741824.0));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PrepareLaunch(LaunchOptions& o) {
+  ZS_ASSIGN_OR_RETURN(o.job.compute_dtype, ParseDType(o.compute_dtype));
+  ZS_ASSIGN_OR_RETURN(o.job.reduce_dtype, ParseDType(o.reduce_dtype));
+  if (o.job.resume_step >= 0) o.job.resume = true;
+  if (o.job.resume && o.job.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
+  }
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  if (o.job.threads <= 1) o.job.threads = std::max(1, cores / o.workers);
+  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelPreset(o.job.model));
+  if (o.job.data.empty()) o.job.data = DefaultDataPaths();
+  for (std::string& path : o.job.data) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(path, ec);
+    if (!ec) path = abs.string();
+  }
+  if (!o.job.checkpoint_dir.empty()) {
+    o.job.checkpoint_dir = std::filesystem::absolute(o.job.checkpoint_dir).string();
+  }
+  ZS_RETURN_IF_ERROR(o.job.Validate());
+  // Loading is the check: a missing path or no text is named in the error.
+  ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
+  return CheckMemory(o, model);
+}
+
+}  // namespace zeroshard::cli

@@ -1,0 +1,152 @@
+#include "cli/launch_job.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/launch_checks.h"
+#include "cli/launch_monitor.h"
+#include "cli/launch_summary.h"
+#include "common/child_process.h"
+#include "server/coordinator_server.h"
+#include "worker/model/model_config.h"
+
+namespace zeroshard::cli {
+namespace {
+
+std::atomic<int> g_interrupted{0};
+void OnSignal(int) { g_interrupted.store(1); }
+
+std::string SiblingBinary(const std::string& name) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (ec ? std::filesystem::path(".") : self.parent_path()).append(name).string();
+}
+
+std::string DefaultRunDir() {
+  return absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::UTCTimeZone()));
+}
+
+std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
+                                                        const std::string& address) {
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  const std::string bin = SiblingBinary("zeroshard-worker");
+  for (int i = 0; i < o.workers; ++i) {
+    workers.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{bin, "--coordinator", address, "--worker-id",
+                                 absl::StrCat("local-", i), "--threads",
+                                 std::to_string(o.job.threads)},
+        absl::StrCat(o.run_dir, "/worker-", i, ".log"),
+        std::vector<std::string>{absl::StrCat("OPENBLAS_NUM_THREADS=", o.job.threads)}));
+  }
+  return workers;
+}
+
+void PrintProgress(const ProgressState& progress, bool tty, int64_t* last_printed) {
+  if (!progress.last) return;
+  if (tty) {
+    std::cout << "\r\033[K" << progress.Line() << std::flush;
+    return;
+  }
+  const int64_t every = std::max<int64_t>(1, progress.total_steps / 20);
+  if (progress.last->step - *last_printed >= every || progress.last->val_loss >= 0) {
+    std::cout << progress.Line() << "\n" << std::flush;
+    *last_printed = progress.last->step;
+  }
+}
+
+// Watches until every worker exits; returns the launch exit code.
+int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& workers,
+          ProgressState& progress) {
+  StepLogFollower follower(o.job.log_path);
+  const bool tty = isatty(STDOUT_FILENO);
+  int64_t last_printed = 0;
+  while (true) {
+    for (const StepRecord& r : follower.Poll()) progress.Add(r);
+    PrintProgress(progress, tty, &last_printed);
+    if (g_interrupted.load()) {
+      std::cout << "\nzeroshard launch: interrupted, stopping workers\n";
+      for (auto& w : workers) w->Stop(absl::Seconds(5));
+      return 130;
+    }
+    int running = 0;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (workers[i]->Running()) { ++running; continue; }
+      const int code = workers[i]->Wait(absl::ZeroDuration());
+      if (code != 0) {
+        std::cerr << "\nzeroshard launch: worker " << i << " exited with code " << code
+                  << "; see " << o.run_dir << "/worker-" << i << ".log\n";
+        for (auto& w : workers) w->Stop(absl::Seconds(5));
+        return 1;
+      }
+    }
+    if (running == 0) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  for (const StepRecord& r : follower.Poll()) progress.Add(r);
+  if (tty) std::cout << "\r\033[K" << progress.Line() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunLaunch(LaunchOptions o) {
+  if (absl::Status s = PrepareLaunch(o); !s.ok()) {
+    std::cerr << "zeroshard launch: " << s.message() << "\n";
+    return 2;
+  }
+  if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
+  std::filesystem::create_directories(o.run_dir);
+  o.run_dir = std::filesystem::absolute(o.run_dir).string();
+  if (o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
+  std::filesystem::remove(o.job.log_path);
+
+  CoordinatorOptions copts;
+  copts.listen = "127.0.0.1:0";
+  copts.metrics_listen = o.metrics_listen;
+  copts.state_dir = o.run_dir + "/state";
+  copts.job_id = "launch";
+  copts.min_workers = o.workers;
+  copts.max_workers = o.workers;
+  copts.settle = absl::Milliseconds(200);
+  copts.job_config_json = o.job.ToJson();
+  auto server = CoordinatorServer::Start(copts);
+  if (!server.ok()) {
+    std::cerr << "zeroshard launch: coordinator: " << server.status().message() << "\n";
+    return 1;
+  }
+  const std::string address = absl::StrCat("127.0.0.1:", (*server)->port());
+  std::cout << "zeroshard launch: coordinator on " << address << ", metrics on http://127.0.0.1:"
+            << (*server)->metrics_port() << "/metrics, logs in " << o.run_dir << "\n";
+  std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
+            << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
+            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute\n";
+
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  const absl::Time start = absl::Now();
+  auto workers = StartWorkers(o, address);
+  ProgressState progress;
+  progress.total_steps = o.job.steps;
+  const int code = Watch(o, workers, progress);
+  (*server)->Shutdown();
+  if (code != 0) return code;
+
+  SummaryInputs summary;
+  summary.progress = &progress;
+  summary.stage = o.job.stage;
+  summary.num_params = ModelParamCount(*ModelPreset(o.job.model));
+  summary.compute_bytes = static_cast<int>(DTypeSize(o.job.compute_dtype));
+  summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << FormatSummary(summary) << "  step log: " << o.job.log_path << "\n";
+  return 0;
+}
+
+}  // namespace zeroshard::cli

@@ -1,0 +1,26 @@
+// The body of `zeroshard launch`, apart from flag parsing: check the request
+// before starting anything, start the coordinator and the workers, watch
+// them, stop them all on failure or Ctrl-C, print the summary.
+#pragma once
+
+#include <string>
+
+#include "worker/trainer/job_config.h"
+
+namespace zeroshard::cli {
+
+struct LaunchOptions {
+  JobConfig job;
+  int workers = 4;
+  std::string compute_dtype = "fp32";
+  std::string reduce_dtype = "fp32";
+  std::string coordinator;                       // "" = embedded.
+  std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
+  std::string run_dir;                           // "" = runs/<time>.
+};
+
+// Returns the process exit code: 0 trained, 1 failed, 2 bad request,
+// 130 interrupted.
+int RunLaunch(LaunchOptions options);
+
+}  // namespace zeroshard::cli

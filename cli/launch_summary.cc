@@ -1,0 +1,57 @@
+#include "cli/launch_summary.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/zero_memory.h"
+
+namespace zeroshard::cli {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string MiB(int64_t bytes) { return absl::StrFormat("%.3f", bytes / 1048576.0); }
+
+std::string Row(const std::string& label, const MemoryByKind& m) {
+  return absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", label, MiB(m.params), MiB(m.grads),
+                         MiB(m.optimizer), MiB(m.buffers), MiB(m.model_state()));
+}
+
+}  // namespace
+
+std::string FormatSummary(const SummaryInputs& in) {
+  const ProgressState& p = *in.progress;
+  if (!p.last) return "no step completed\n";
+  const StepRecord& last = *p.last;
+  std::string out = absl::StrFormat(
+      "\nzeroshard launch: %d steps in %.1f s, %d ranks, ZeRO stage %d\n", last.step,
+      in.wall_seconds, last.world_size, in.stage);
+  absl::StrAppend(&out, absl::StrFormat("  train loss  %.4f -> %.4f   (ln 256 = 5.5452)\n",
+                                        p.first_loss, last.loss));
+  if (p.last_val_loss >= 0) {
+    absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f at step %d\n", p.last_val_loss,
+                                          p.last_val_step));
+  }
+  absl::StrAppend(&out, absl::StrFormat("  throughput  %.0f tokens/s (median over steps)\n",
+                                        Median(p.tokens_per_second)));
+  const MemoryByKind formula =
+      ZeroFormulaBytes(in.stage, in.num_params, last.world_size, in.compute_bytes, in.grad_bytes);
+  absl::StrAppend(&out, absl::StrFormat(
+      "\n  model-state memory per rank, MiB (peak; Ψ = %d parameters, formula without padding)\n",
+      in.num_params));
+  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", "", "params",
+                                        "grads", "optimizer", "buffers", "model state"));
+  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula));
+  for (size_t r = 0; r < last.ranks.size(); ++r) {
+    absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory));
+  }
+  return out;
+}
+
+}  // namespace zeroshard::cli

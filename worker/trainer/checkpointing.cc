@@ -1,0 +1,75 @@
+#include "worker/trainer/checkpointing.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "worker/checkpoint/reshard.h"
+
+namespace zeroshard {
+namespace {
+
+// Views of the slice of the engine's optimizer state this rank uploads (its
+// shard: at stage 0 the engine holds every element but a rank sends only its
+// slice, so the ranks share the upload).
+std::vector<checkpoint::UnitShardView> ShardViews(ShardedEngine& engine, int rank) {
+  const ShardPlan& plan = engine.plan();
+  const std::vector<ElementRange> ranges = checkpoint::SaveRanges(plan, rank);
+  std::vector<checkpoint::UnitShardView> views;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const OptimizerShardView held = engine.OptimizerShard(static_cast<int>(u));
+    const int64_t skip = ranges[u].offset - held.range.offset;
+    ZS_CHECK(skip >= 0 && skip + ranges[u].length <= held.range.length);
+    views.push_back({plan.units[u].name, ranges[u], held.master + skip, held.m + skip,
+                     held.v + skip});
+  }
+  return views;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
+    const GenerationContext& ctx, ShardedEngine& engine, int64_t step) {
+  checkpoint::SaveMetadata meta;
+  meta.job_id = ctx.session->job_id();
+  meta.step = step;
+  meta.rank = ctx.rank;
+  meta.stage = ctx.job->stage;
+  meta.plan = engine.plan();
+  meta.model_config_json = ctx.job->ToJson();
+  meta.optimizer_step = engine.optimizer_step();
+  meta.data_cursor = step * ctx.job->global_batch;
+  return ctx.checkpoints->SaveAsync(meta, ShardViews(engine, ctx.rank),
+                                    absl::Now() + absl::Minutes(10));
+}
+
+absl::StatusOr<int64_t> RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
+                                          bool exact_step) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(10);
+  std::optional<int64_t> step;
+  if (exact_step && ctx.job->resume_step >= 0) step = ctx.job->resume_step;
+  ZS_ASSIGN_OR_RETURN(const v1::CheckpointInfo info,
+                      ctx.checkpoints->GetInfo(ctx.session->job_id(), step, deadline));
+  const ShardPlan& plan = engine.plan();
+  std::vector<std::vector<float>> master(plan.units.size()), m(plan.units.size()),
+      v(plan.units.size());
+  std::vector<checkpoint::RestoreTarget> targets;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const ElementRange range = engine.OptimizerShard(static_cast<int>(u)).range;
+    master[u].resize(range.length);
+    m[u].resize(range.length);
+    v[u].resize(range.length);
+    const std::string& name = plan.units[u].name;
+    targets.push_back({name, v1::TENSOR_KIND_MASTER, range, master[u].data()});
+    targets.push_back({name, v1::TENSOR_KIND_EXP_AVG, range, m[u].data()});
+    targets.push_back({name, v1::TENSOR_KIND_EXP_AVG_SQ, range, v[u].data()});
+  }
+  ZS_RETURN_IF_ERROR(ctx.checkpoints->Restore(info, plan, targets, deadline));
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    ZS_RETURN_IF_ERROR(engine.LoadShardState(static_cast<int>(u), master[u], m[u], v[u]));
+  }
+  ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
+  engine.set_optimizer_step(info.trainer().optimizer_step());
+  return info.summary().step();
+}
+
+}  // namespace zeroshard

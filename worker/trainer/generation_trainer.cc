@@ -1,0 +1,132 @@
+#include "worker/trainer/generation_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace zeroshard {
+namespace {
+
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator* comm,
+                                     ShardedEngine* engine)
+    : ctx_(ctx),
+      comm_(comm),
+      engine_(engine),
+      model_(*ctx.model_config),
+      train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
+      validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
+      last_comm_(comm->stats()) {
+  if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
+    log_.open(ctx_.job->log_path, std::ios::app);
+  }
+}
+
+absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
+  float v = static_cast<float>(value);
+  ZS_RETURN_IF_ERROR(comm_->AllReduce(&v, &v, 1, DType::kFp32, ReduceOp::kSum)
+                         ->Wait(absl::Seconds(120)));
+  return static_cast<double>(v);
+}
+
+absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int64_t step) {
+  const JobConfig& job = *ctx_.job;
+  const int T = ctx_.model_config->n_ctx;
+  ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
+  ZS_ASSIGN_OR_RETURN(const SampleSpan widest, SampleRange(job.global_batch, ctx_.world_size, 0));
+  const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest.size()), job.micro_batch);
+  const float loss_scale = 1.0f / (static_cast<float>(job.global_batch) * T);
+  double loss_sum = 0;
+  for (int64_t mb = 0; mb < micro_batches; ++mb) {
+    const int64_t begin = mine.begin + mb * job.micro_batch;
+    const int64_t end = std::min(mine.end, begin + job.micro_batch);
+    const bool padding = begin >= end;  // Keeps the collective hooks in step.
+    const int64_t b = padding ? 0 : begin, e = padding ? 1 : end;
+    const int batch = static_cast<int>(e - b);
+    inputs_.resize(static_cast<size_t>(batch) * T);
+    targets_.resize(inputs_.size());
+    ZS_RETURN_IF_ERROR(train_.FillBatch(step, b, e, T, inputs_.data(), targets_.data()));
+    ZS_ASSIGN_OR_RETURN(const double sum,
+                        model_.ForwardBackward(inputs_.data(), targets_.data(), batch, T,
+                                               padding ? 0.0f : loss_scale, *engine_));
+    if (!padding) loss_sum += sum;
+  }
+  engine_->set_learning_rate(static_cast<float>(LearningRateAt(job, step)));
+  StepOutcome outcome;
+  ZS_ASSIGN_OR_RETURN(outcome.result, engine_->Step(static_cast<float>(ctx_.world_size)));
+  ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
+  outcome.loss = total / (static_cast<double>(job.global_batch) * T);
+  return outcome;
+}
+
+absl::StatusOr<double> GenerationTrainer::Evaluate() {
+  const JobConfig& job = *ctx_.job;
+  const int T = ctx_.model_config->n_ctx;
+  ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
+  ZS_ASSIGN_OR_RETURN(const SampleSpan widest, SampleRange(job.global_batch, ctx_.world_size, 0));
+  const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest.size()), job.micro_batch);
+  double loss_sum = 0;
+  for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
+    for (int64_t mb = 0; mb < micro_batches; ++mb) {
+      const int64_t begin = mine.begin + mb * job.micro_batch;
+      const int64_t end = std::min(mine.end, begin + job.micro_batch);
+      const bool padding = begin >= end;
+      const int64_t b = padding ? 0 : begin, e = padding ? 1 : end;
+      const int batch = static_cast<int>(e - b);
+      inputs_.resize(static_cast<size_t>(batch) * T);
+      targets_.resize(inputs_.size());
+      ZS_RETURN_IF_ERROR(validation_.FillBatch(batch_index, b, e, T, inputs_.data(), targets_.data()));
+      ZS_ASSIGN_OR_RETURN(const double sum,
+                          model_.Forward(inputs_.data(), targets_.data(), batch, T, *engine_));
+      if (!padding) loss_sum += sum;
+    }
+  }
+  ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
+  return total / (static_cast<double>(job.eval_batches) * job.global_batch * T);
+}
+
+RankStepStats GenerationTrainer::MyStats() {
+  RankStepStats s;
+  s.memory = engine_->memory();
+  s.peak_memory = engine_->peak_memory();
+  const CommStats now = comm_->stats();
+  const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
+  for (int i = 0; i < 3; ++i) {
+    s.comm_bytes[i] = now.of(ops[i]).bytes - last_comm_.of(ops[i]).bytes;
+    s.comm_seconds[i] = now.of(ops[i]).seconds - last_comm_.of(ops[i]).seconds;
+  }
+  last_comm_ = now;
+  return s;
+}
+
+absl::Status GenerationTrainer::Run(int64_t start_step) {
+  const JobConfig& job = *ctx_.job;
+  for (int64_t step = start_step; step < job.steps; ++step) {
+    if (ctx_.session->Ended(ctx_.generation)) {
+      return absl::AbortedError(absl::StrCat("generation ", ctx_.generation, " ended"));
+    }
+    const absl::Time start = absl::Now();
+    ZS_ASSIGN_OR_RETURN(const StepOutcome outcome, TrainStep(step));
+    const int64_t done = step + 1;
+    double val_loss = -1;
+    const bool last = done == job.steps;
+    if (last || (job.eval_every > 0 && done % job.eval_every == 0)) {
+      ZS_ASSIGN_OR_RETURN(val_loss, Evaluate());
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    bool requested = false;
+    ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
+    ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
+  }
+  ZS_RETURN_IF_ERROR(FinishCheckpoint());
+  return comm_->Barrier(CollectiveOptions{absl::Seconds(120)});
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,85 @@
+// Training within one generation: the loop a worker runs between the moment
+// its generation forms and the moment the job ends or the generation does.
+//
+// How a step works (rank r of N, global batch B sequences of T tokens):
+//   1. Rank r takes samples SampleRange(B, N, r) of the step (data order
+//      depends only on seed and step, never on N) and runs them through the
+//      model in micro-batches. Every rank runs the same number of
+//      micro-batches, ceil(max range / micro_batch), because the engine's
+//      hooks are collective; a rank short of samples runs a padding
+//      micro-batch with loss scale 0.
+//   2. The model's gradient is d(sum of token losses / (B*T)); the engine
+//      averages over ranks (sum / N), so Step gets grad_scale = N and the
+//      update sees the gradient of the mean loss over the global batch.
+//   3. One all-reduce sums the token losses; one all-gather collects every
+//      rank's memory and communication figures (and rank 0's checkpoint
+//      request), so rank 0 writes the whole step record.
+// Validation runs every eval_every steps over eval_batches fixed batches of
+// the held-out split.
+//
+// Not thread-safe: one training thread.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/checkpoint/checkpoint_client.h"
+#include "worker/data/batch_sampler.h"
+#include "worker/engine/sharded_engine.h"
+#include "worker/model/gpt_model.h"
+#include "worker/trainer/job_config.h"
+#include "worker/trainer/step_record.h"
+#include "worker/trainer/worker_session.h"
+
+namespace zeroshard {
+
+struct GenerationContext {
+  const JobConfig* job = nullptr;
+  const ModelConfig* model_config = nullptr;
+  const TextCorpus* corpus = nullptr;
+  WorkerSession* session = nullptr;
+  checkpoint::CheckpointClient* checkpoints = nullptr;  // Null: no checkpoints.
+  uint64_t generation = 0;
+  int rank = 0;
+  int world_size = 1;
+};
+
+class GenerationTrainer {
+ public:
+  GenerationTrainer(const GenerationContext& ctx, Communicator* comm, ShardedEngine* engine);
+  // Trains steps [start_step, job.steps). ABORTED when the generation ended
+  // under it; the first engine/communication/data error otherwise.
+  absl::Status Run(int64_t start_step);
+
+ private:
+  struct StepOutcome {
+    double loss = 0;
+    StepResult result;
+  };
+  absl::StatusOr<StepOutcome> TrainStep(int64_t step);
+  absl::StatusOr<double> Evaluate();
+  absl::StatusOr<double> SumOverRanks(double value);
+  absl::Status Publish(int64_t step, const StepOutcome& outcome, double val_loss,
+                       double seconds, bool* checkpoint_requested);
+  void ReportToCoordinator(const StepRecord& record);
+  absl::Status MaybeCheckpoint(int64_t step, bool requested);
+  absl::Status FinishCheckpoint();
+  RankStepStats MyStats();
+
+  GenerationContext ctx_;
+  Communicator* comm_;
+  ShardedEngine* engine_;
+  GptModel model_;
+  BatchSampler train_;
+  BatchSampler validation_;
+  std::vector<int32_t> inputs_, targets_;
+  CommStats last_comm_;
+  std::ofstream log_;
+  int64_t checkpoint_trigger_seen_ = -1;
+  std::unique_ptr<checkpoint::SaveHandle> pending_save_;
+};
+
+}  // namespace zeroshard

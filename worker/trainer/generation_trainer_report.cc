@@ -1,0 +1,109 @@
+// GenerationTrainer: the per-step record (all-gather of rank figures, JSONL
+// log on rank 0, step reports to the coordinator) and checkpoint saves.
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "worker/trainer/checkpointing.h"
+#include "worker/trainer/generation_trainer.h"
+
+namespace zeroshard {
+namespace {
+
+constexpr int kGatherDoubles = RankStepStats::kDoubles + 1;  // + checkpoint request.
+
+void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
+  out->set_params(m.params);
+  out->set_grads(m.grads);
+  out->set_optimizer(m.optimizer);
+  out->set_buffers(m.buffers);
+}
+
+}  // namespace
+
+absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome, double val_loss,
+                                        double seconds, bool* checkpoint_requested) {
+  std::vector<double> mine(kGatherDoubles, 0.0);
+  const auto packed = MyStats().Pack();
+  std::copy(packed.begin(), packed.end(), mine.begin());
+  if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) {
+    auto trigger = ctx_.checkpoints->GetCheckpointTrigger(absl::Now() + absl::Seconds(5));
+    if (trigger.ok()) {
+      if (checkpoint_trigger_seen_ >= 0 && *trigger > checkpoint_trigger_seen_) mine.back() = 1;
+      checkpoint_trigger_seen_ = *trigger;
+    }
+  }
+  std::vector<double> all(static_cast<size_t>(kGatherDoubles) * ctx_.world_size);
+  // Doubles travel as pairs of fp32 words: all-gather only moves bytes.
+  ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), 2 * kGatherDoubles, DType::kFp32)
+                         ->Wait(absl::Seconds(120)));
+  *checkpoint_requested = all[kGatherDoubles - 1] != 0;
+
+  StepRecord record;
+  record.step = step;
+  record.loss = outcome.loss;
+  record.val_loss = val_loss;
+  record.lr = engine_->options().adamw.lr;
+  record.grad_norm = outcome.result.grad_norm;
+  record.world_size = ctx_.world_size;
+  record.generation = ctx_.generation;
+  record.stage = ctx_.job->stage;
+  record.step_seconds = seconds;
+  record.tokens_per_second =
+      static_cast<double>(ctx_.job->global_batch) * ctx_.model_config->n_ctx / seconds;
+  for (int r = 0; r < ctx_.world_size; ++r) {
+    record.ranks.push_back(RankStepStats::Unpack(&all[static_cast<size_t>(r) * kGatherDoubles]));
+  }
+  if (log_.is_open()) log_ << record.ToJsonLine() << "\n" << std::flush;
+  ReportToCoordinator(record);
+  return absl::OkStatus();
+}
+
+void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
+  v1::StepReport report;
+  report.set_job_id(ctx_.session->job_id());
+  report.set_member_id(ctx_.session->member_id());
+  report.set_generation(ctx_.generation);
+  report.set_rank(ctx_.rank);
+  report.set_step(record.step);
+  report.set_loss(record.loss);
+  report.set_tokens_per_second(record.tokens_per_second);
+  report.set_step_seconds(record.step_seconds);
+  report.set_val_loss(record.val_loss >= 0 ? record.val_loss : std::nan(""));
+  const RankStepStats& me = record.ranks[ctx_.rank];
+  FillMemory(me.memory, report.mutable_memory());
+  FillMemory(me.peak_memory, report.mutable_peak_memory());
+  const CommStats totals = comm_->stats();
+  const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
+  for (CommOp op : ops) {
+    v1::CommStat* c = report.add_comm();
+    c->set_op(CommOpName(op));
+    c->set_bytes(totals.of(op).bytes);
+    c->set_seconds(totals.of(op).seconds);
+    c->set_calls(totals.of(op).calls);
+  }
+  // Best effort: a lost report costs a metrics sample, not training.
+  (void)ctx_.session->client().ReportStep(report);
+}
+
+absl::Status GenerationTrainer::MaybeCheckpoint(int64_t step, bool requested) {
+  const JobConfig& job = *ctx_.job;
+  if (ctx_.checkpoints == nullptr) return absl::OkStatus();
+  const bool due = job.checkpoint_every > 0 && step % job.checkpoint_every == 0;
+  if (!due && !requested) return absl::OkStatus();
+  ZS_RETURN_IF_ERROR(FinishCheckpoint());
+  ZS_ASSIGN_OR_RETURN(pending_save_, StartCheckpointSave(ctx_, *engine_, step));
+  return absl::OkStatus();
+}
+
+absl::Status GenerationTrainer::FinishCheckpoint() {
+  if (!pending_save_) return absl::OkStatus();
+  auto result = pending_save_->Wait(absl::Minutes(10));
+  pending_save_.reset();
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat("checkpoint save: ", result.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,125 @@
+#include "worker/trainer/worker_runtime.h"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "common/plan_proto.h"
+#include "common/status_macros.h"
+#include "worker/comm/communicator_factory.h"
+#include "worker/model/kernels.h"
+#include "worker/rendezvous/coordinator_store.h"
+#include "worker/trainer/checkpointing.h"
+#include "worker/trainer/generation_trainer.h"
+
+namespace zeroshard {
+namespace {
+
+struct JobContext {
+  JobConfig job;
+  ModelConfig model;
+  std::unique_ptr<TextCorpus> corpus;
+  std::vector<std::vector<float>> initial_units;
+};
+
+absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const std::string& job_id) {
+  v1::GetGenerationRequest request;
+  request.set_job_id(job_id);
+  ZS_ASSIGN_OR_RETURN(const v1::GenerationInfo info, client.GetGeneration(request));
+  JobContext ctx;
+  ZS_ASSIGN_OR_RETURN(ctx.job, JobConfig::FromJson(info.job_config_json()));
+  ZS_ASSIGN_OR_RETURN(ctx.model, ModelPreset(ctx.job.model));
+  ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
+  ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
+  ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
+  return ctx;
+}
+
+EngineOptions MakeEngineOptions(const JobConfig& job) {
+  EngineOptions o;
+  o.stage = job.stage;
+  o.compute_dtype = job.compute_dtype;
+  o.reduce_dtype = job.reduce_dtype;
+  o.adamw.lr = static_cast<float>(job.lr);
+  o.adamw.beta1 = static_cast<float>(job.beta1);
+  o.adamw.beta2 = static_cast<float>(job.beta2);
+  o.adamw.eps = static_cast<float>(job.eps);
+  o.adamw.weight_decay = static_cast<float>(job.weight_decay);
+  o.max_grad_norm = static_cast<float>(job.max_grad_norm);
+  o.optimizer_threads = job.threads;
+  return o;
+}
+
+// One generation: rendezvous, engine, optional restore, training.
+absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
+                           std::shared_ptr<CoordinatorClient> client, WorkerSession& session,
+                           checkpoint::CheckpointClient* checkpoints,
+                           const v1::GenerationInfo& info, bool first) {
+  ZS_ASSIGN_OR_RETURN(const ShardPlan plan, ShardPlanFromProto(info.plan()));
+  CoordinatorStore store(std::move(client), session.job_id(), info.generation());
+  CommunicatorOptions comm_options;
+  comm_options.hostname = options.host;
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
+                      CreateCommunicator(job.job.backend, store, "comm/", info.rank(),
+                                         info.world_size(), comm_options));
+  Communicator* raw = comm.get();
+  session.WatchForEnd(info.generation(), [raw] { raw->Abort(); });
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
+                      ShardedEngine::Create(plan, raw, MakeEngineOptions(job.job), job.initial_units));
+  GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
+                        info.generation(), info.rank(), info.world_size()};
+  int64_t start_step = 0;
+  if (checkpoints != nullptr && (job.job.resume || !first)) {
+    auto restored = RestoreCheckpoint(ctx, *engine, /*exact_step=*/first);
+    if (restored.ok()) {
+      start_step = *restored;
+      std::cout << "restored checkpoint at step " << start_step << "\n" << std::flush;
+    } else if (restored.status().code() != absl::StatusCode::kNotFound || job.job.resume) {
+      return restored.status();
+    }
+  }
+  GenerationTrainer trainer(ctx, raw, engine.get());
+  return trainer.Run(start_step);
+}
+
+}  // namespace
+
+absl::Status RunWorker(const WorkerOptions& options) {
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<CoordinatorClient> client,
+                      CoordinatorClient::Connect(options.coordinator));
+  ZS_ASSIGN_OR_RETURN(const v1::JobStatus status,
+                      WorkerSession::ProbeJob(*client, absl::Seconds(30)));
+  ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, status.job_id()));
+  SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
+  std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
+  if (!job.job.checkpoint_dir.empty()) {
+    ZS_ASSIGN_OR_RETURN(checkpoints, checkpoint::CheckpointClient::Connect(options.coordinator));
+  }
+  WorkerSession::Identity identity{status.job_id(), options.worker_id, options.host};
+  if (identity.worker_id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    identity.worker_id = absl::StrCat(host, ":", getpid());
+  }
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSession> session,
+                      WorkerSession::Join(*client, identity, ModelUnits(job.model)));
+  for (int attempt = 0;; ++attempt) {
+    ZS_ASSIGN_OR_RETURN(const v1::GenerationInfo info, session->AwaitGeneration(options.join_timeout));
+    std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
+              << info.world_size() << "\n" << std::flush;
+    absl::Status s = RunGeneration(options, job, client, *session, checkpoints.get(), info,
+                                   attempt == 0);
+    if (s.ok()) break;
+    if (!session->Ended(info.generation()) || attempt >= 100) {
+      session->ReportFailure(info.generation(), -1, std::string(s.message()));
+      return s;
+    }
+    std::cout << "generation " << info.generation() << " ended (" << s.message()
+              << "); waiting for the next\n" << std::flush;
+  }
+  session->Leave();
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,30 @@
+// A worker process's life: read the job from the coordinator, join, and for
+// each generation that includes it build a communicator (rendezvous through
+// the coordinator's store under the generation's prefix) and an engine over
+// the generation's shard plan, restore the latest checkpoint if there is one
+// (or the job asks to resume), and train until the job ends. When a
+// generation ends under it (a peer left, failed or joined) it waits for the
+// next one and starts again from the latest checkpoint (from the initial
+// weights if the job keeps none).
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace zeroshard {
+
+struct WorkerOptions {
+  std::string coordinator;  // HOST:PORT.
+  std::string worker_id;    // "" = "<hostname>:<pid>".
+  std::string host = "127.0.0.1";  // Address peers reach this worker on (Gloo).
+  int threads = 1;          // Compute threads; 0 = the job's setting.
+  absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
+};
+
+// Returns OK when the job's steps are done; UNAVAILABLE when the coordinator
+// cannot be reached; the first unrecoverable error otherwise.
+absl::Status RunWorker(const WorkerOptions& options);
+
+}  // namespace zeroshard

@@ -1,0 +1,128 @@
+#include "worker/trainer/worker_session.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/plan_proto.h"
+
+namespace zeroshard {
+
+absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
+                                                      absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status last;
+  while (absl::Now() < deadline) {
+    auto status = client.GetJobStatus(v1::GetJobStatusRequest());
+    if (status.ok()) return status;
+    last = status.status();
+    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return absl::UnavailableError(absl::StrCat("no reachable coordinator: ", last.message()));
+}
+
+absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
+    CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units) {
+  v1::JoinRequest request;
+  request.set_job_id(identity.job_id);
+  request.set_worker_id(identity.worker_id);
+  request.set_host(identity.host);
+  UnitSpecsToProto(units, request.mutable_units());
+  auto joined = client.Join(request);
+  if (!joined.ok()) return joined.status();
+  return std::unique_ptr<WorkerSession>(new WorkerSession(client, identity, *joined));
+}
+
+WorkerSession::WorkerSession(CoordinatorClient& client, Identity identity,
+                             const v1::JoinResponse& joined)
+    : client_(client),
+      identity_(std::move(identity)),
+      member_id_(joined.member_id()),
+      interval_(absl::Milliseconds(std::max<int64_t>(50, joined.heartbeat_interval_ms()))) {
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+WorkerSession::~WorkerSession() {
+  stop_.Notify();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void WorkerSession::HeartbeatLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(interval_)) {
+    v1::HeartbeatRequest request;
+    request.set_job_id(identity_.job_id);
+    request.set_member_id(member_id_);
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_generation(watched_);
+    }
+    auto reply = client_.Heartbeat(request);
+    std::function<void()> fire;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!reply.ok()) {
+        if (reply.status().code() == absl::StatusCode::kNotFound) lost_ = true;
+      } else {
+        latest_generation_ = reply->generation();
+        in_latest_ = reply->in_generation() &&
+                     reply->state() == v1::GenerationInfo::STATE_RUNNING;
+      }
+      if (watched_ != 0 && on_end_ && (lost_ || latest_generation_ != watched_ || !in_latest_)) {
+        fire = std::move(on_end_);
+        on_end_ = nullptr;
+      }
+    }
+    if (fire) fire();
+  }
+}
+
+absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  v1::GetGenerationRequest request;
+  request.set_job_id(identity_.job_id);
+  request.set_member_id(member_id_);
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (lost_) return absl::NotFoundError("lease expired: the coordinator dropped this member");
+    }
+    auto info = client_.GetGeneration(request);
+    if (info.ok() && info->state() == v1::GenerationInfo::STATE_RUNNING && info->rank() >= 0) {
+      return info;
+    }
+    if (!info.ok() && info.status().code() == absl::StatusCode::kNotFound) return info.status();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("no generation including this worker formed in time");
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+void WorkerSession::WatchForEnd(uint64_t generation, std::function<void()> on_end) {
+  absl::MutexLock lock(&mu_);
+  watched_ = generation;
+  on_end_ = std::move(on_end);
+}
+
+bool WorkerSession::Ended(uint64_t generation) const {
+  absl::MutexLock lock(&mu_);
+  return lost_ || (latest_generation_ != 0 && latest_generation_ != generation);
+}
+
+void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const std::string& reason) {
+  v1::ReportFailureRequest request;
+  request.set_job_id(identity_.job_id);
+  request.set_member_id(member_id_);
+  request.set_generation(generation);
+  request.set_failed_rank(failed_rank);
+  request.set_reason(reason);
+  (void)client_.ReportFailure(request);  // Best effort: the lease covers a lost report.
+}
+
+void WorkerSession::Leave() {
+  v1::LeaveRequest request;
+  request.set_job_id(identity_.job_id);
+  request.set_member_id(member_id_);
+  (void)client_.Leave(request);  // Best effort: the lease covers a lost leave.
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,75 @@
+// One worker's membership in a job: it joins the coordinator, renews its lease
+// from a background heartbeat thread, waits for a generation that includes it,
+// and notices when that generation ends (a peer left, failed or joined).
+//
+// Thread safety: all methods may be called from any thread; the
+// generation-end callback runs on the heartbeat thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/coordinator_client.h"
+#include "common/shard_plan.h"
+
+namespace zeroshard {
+
+class WorkerSession {
+ public:
+  struct Identity {
+    std::string job_id;     // "" = the coordinator's job.
+    std::string worker_id;  // Stable name, e.g. "host:pid".
+    std::string host;
+  };
+
+  // Reads the job (id and config) from the coordinator; UNAVAILABLE with the
+  // address when it cannot be reached within `timeout`.
+  static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
+
+  // Joins with the model's units and starts heartbeats.
+  static absl::StatusOr<std::unique_ptr<WorkerSession>> Join(CoordinatorClient& client,
+                                                             const Identity& identity,
+                                                             const std::vector<UnitSpec>& units);
+  ~WorkerSession();  // Stops the heartbeat thread (does not Leave).
+
+  // Blocks until a running generation includes this member; DEADLINE_EXCEEDED
+  // after `timeout`; NOT_FOUND if the lease expired (Join again).
+  absl::StatusOr<v1::GenerationInfo> AwaitGeneration(absl::Duration timeout);
+
+  // Called once each time the heartbeat sees that `generation` has ended.
+  void WatchForEnd(uint64_t generation, std::function<void()> on_end);
+  bool Ended(uint64_t generation) const;
+
+  void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
+  void Leave();
+
+  uint64_t member_id() const { return member_id_; }
+  const std::string& job_id() const { return identity_.job_id; }
+  CoordinatorClient& client() { return client_; }
+
+ private:
+  WorkerSession(CoordinatorClient& client, Identity identity, const v1::JoinResponse& joined);
+  void HeartbeatLoop();
+
+  CoordinatorClient& client_;
+  Identity identity_;
+  uint64_t member_id_;
+  absl::Duration interval_;
+  mutable absl::Mutex mu_;
+  uint64_t latest_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool in_latest_ ABSL_GUARDED_BY(mu_) = false;
+  bool lost_ ABSL_GUARDED_BY(mu_) = false;  // NOT_FOUND from a heartbeat: lease expired.
+  uint64_t watched_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> on_end_ ABSL_GUARDED_BY(mu_);
+  absl::Notification stop_;
+  std::thread heartbeat_;
+};
+
+}  // namespace zeroshard
