@@ -1,0 +1,258 @@
+// Coordinator benchmark: N simulated workers (default 1,000) against an
+// in-process CoordinatorServer over loopback gRPC.
+//
+// 1. Heartbeat throughput: T threads (own channel each) heartbeat their
+//    workers in a closed loop for S seconds; reported as heartbeats/s,
+//    median of R runs, and as a ratio to the gRPC floor measured the same
+//    way in the same run (a Heartbeat the coordinator refuses before taking
+//    its lock: request parsing + reply, no state machine).
+// 2. Failure propagation: workers heartbeat every --interval; one worker
+//    goes silent; for each survivor, the time from the victim's lease
+//    expiry (its last acknowledged heartbeat + lease timeout) to the first
+//    heartbeat reply showing the new generation of N-1. Reported per
+//    survivor (median, p99 over all trials) and per trial for the last
+//    survivor ("every survivor sees it"), against the bound tick + settle +
+//    one heartbeat interval.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/coordinator_client.h"
+#include "grpcpp/create_channel.h"
+#include "server/coordinator_server.h"
+
+namespace zeroshard {
+namespace {
+
+struct Flags {
+  int workers = 1000;
+  int threads = 8;
+  int runs = 3;
+  double seconds = 3;
+  int trials = 7;
+  double lease = 2;
+  double interval = 0.25;
+  double settle = 0.1;
+};
+
+struct SimWorker {
+  uint64_t member_id = 0;
+  std::atomic<bool> silent{false};
+  std::atomic<int64_t> last_ack_ns{0};
+  std::atomic<int64_t> saw_ns{0};  // First reply showing the awaited generation.
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+std::vector<std::unique_ptr<CoordinatorClient>> MakeClients(const std::string& address, int n) {
+  std::vector<std::unique_ptr<CoordinatorClient>> out;
+  for (int i = 0; i < n; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("zeroshard.bench_channel", i);  // Distinct args: a connection per thread.
+    out.push_back(std::make_unique<CoordinatorClient>(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args),
+        CoordinatorClient::Options{}));
+  }
+  return out;
+}
+
+// Closed-loop heartbeats for `seconds`; returns calls per second. With
+// `floor`, member_id is 0 and the coordinator refuses the call up front.
+double HeartbeatRate(std::vector<std::unique_ptr<CoordinatorClient>>& clients,
+                     const std::vector<SimWorker>& workers, double seconds, bool floor) {
+  std::atomic<int64_t> calls{0};
+  const absl::Time end = absl::Now() + absl::Seconds(seconds);
+  std::vector<std::thread> threads;
+  const int t_count = static_cast<int>(clients.size());
+  for (int t = 0; t < t_count; ++t) {
+    threads.emplace_back([&, t] {
+      int64_t mine = 0;
+      for (size_t i = t; absl::Now() < end; i += t_count) {
+        if (i >= workers.size()) i = t;
+        v1::HeartbeatRequest h;
+        h.set_job_id("bench");
+        h.set_member_id(floor ? 0 : workers[i].member_id);
+        const bool ok = clients[t]->Heartbeat(h).ok();
+        if (ok != floor) ++mine;
+      }
+      calls += mine;
+    });
+  }
+  for (auto& th : threads) th.join();
+  return static_cast<double>(calls.load()) / seconds;
+}
+
+// Starts a coordinator and joins every worker to it.
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(
+    const Flags& f, absl::Duration lease, std::vector<SimWorker>& workers,
+    std::vector<std::unique_ptr<CoordinatorClient>>& clients) {
+  CoordinatorOptions o;
+  o.job_id = "bench";
+  o.metrics_listen = "";
+  o.min_workers = 2;
+  o.max_workers = f.workers;
+  o.settle = absl::Seconds(f.settle);
+  o.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
+  o.lease_timeout = lease;
+  auto server = CoordinatorServer::Start(o);
+  if (!server.ok()) return server.status();
+  clients = MakeClients((*server)->address(), f.threads);
+  for (int i = 0; i < f.workers; ++i) {
+    v1::JoinRequest j;
+    j.set_job_id("bench");
+    j.set_worker_id("sim-" + std::to_string(i));
+    auto r = clients[i % f.threads]->Join(j);
+    if (!r.ok()) return r.status();
+    workers[i].member_id = r->member_id();
+  }
+  return server;
+}
+
+int Run(const Flags& f) {
+  std::vector<std::unique_ptr<CoordinatorClient>> clients;
+  std::vector<SimWorker> workers(f.workers);
+  // Throughput: a lease long enough that the floor runs expire no one.
+  auto server = StartAndJoin(f, absl::Seconds(600), workers, clients);
+  if (!server.ok()) {
+    std::fprintf(stderr, "coordinator_bench: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<double> rates, floors;
+  for (int run = 0; run < f.runs; ++run) {
+    rates.push_back(HeartbeatRate(clients, workers, f.seconds, false));
+    floors.push_back(HeartbeatRate(clients, workers, f.seconds, true));
+  }
+  const double rate = Percentile(rates, 0.5), floor_rate = Percentile(floors, 0.5);
+  std::printf("workers %d, client threads %d, runs %d x %.1f s\n", f.workers, f.threads, f.runs,
+              f.seconds);
+  std::printf("heartbeats/s: median %.0f (runs:", rate);
+  for (double r : rates) std::printf(" %.0f", r);
+  std::printf(")\ngRPC floor (refused heartbeat) calls/s: median %.0f; ratio %.2f\n", floor_rate,
+              rate / floor_rate);
+  (*server)->Shutdown();
+  clients.clear();
+  std::vector<SimWorker> fresh(f.workers);
+  workers.swap(fresh);
+  server = StartAndJoin(f, absl::Seconds(f.lease), workers, clients);
+  if (!server.ok()) {
+    std::fprintf(stderr, "coordinator_bench: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+
+  // Paced heartbeats, as workers send them.
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> awaited{0};
+  std::vector<std::thread> pacers;
+  for (int t = 0; t < f.threads; ++t) {
+    pacers.emplace_back([&, t] {
+      while (!stop.load()) {
+        const absl::Time next = absl::Now() + absl::Seconds(f.interval);
+        for (int i = t; i < f.workers; i += f.threads) {
+          SimWorker& w = workers[i];
+          if (w.silent.load()) continue;
+          v1::HeartbeatRequest h;
+          h.set_job_id("bench");
+          h.set_member_id(w.member_id);
+          auto r = clients[t]->Heartbeat(h);
+          if (!r.ok()) continue;
+          const int64_t now = absl::ToUnixNanos(absl::Now());
+          w.last_ack_ns.store(now);
+          const uint64_t want = awaited.load();
+          if (want != 0 && r->in_generation() && r->generation() >= want &&
+              w.saw_ns.load() == 0) {
+            w.saw_ns.store(now);
+          }
+        }
+        const absl::Duration left = next - absl::Now();
+        if (left > absl::ZeroDuration()) absl::SleepFor(left);
+      }
+    });
+  }
+  // Wait for one generation with every worker in it.
+  auto world = [&] {
+    auto st = clients[0]->GetJobStatus({});
+    return st.ok() && st->state() == v1::GenerationInfo::STATE_RUNNING ? st->world_size() : 0;
+  };
+  for (int i = 0; i < 600 && world() != f.workers; ++i) absl::SleepFor(absl::Milliseconds(50));
+  if (world() != f.workers) {
+    std::fprintf(stderr, "no generation of %d formed\n", f.workers);
+    stop = true;
+    for (auto& p : pacers) p.join();
+    return 1;
+  }
+
+  std::vector<double> per_survivor_ms, every_survivor_ms;
+  int expected_world = f.workers;
+  for (int trial = 0; trial < f.trials; ++trial) {
+    const int victim = (trial * 137 + 11) % f.workers;
+    if (workers[victim].silent.load()) continue;
+    for (SimWorker& w : workers) w.saw_ns = 0;
+    awaited = (*server)->generation() + 1;
+    workers[victim].silent = true;
+    --expected_world;
+    const absl::Time deadline = absl::Now() + absl::Seconds(f.lease * 3 + 5);
+    bool all = false;
+    while (!all && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+      all = true;
+      for (const SimWorker& w : workers) {
+        if (!w.silent.load() && w.saw_ns.load() == 0) all = false;
+      }
+    }
+    if (!all || world() != expected_world) {
+      std::fprintf(stderr, "trial %d: survivors did not all see a generation of %d\n", trial,
+                   expected_world);
+      continue;
+    }
+    const double expiry_ns =
+        static_cast<double>(workers[victim].last_ack_ns.load()) + f.lease * 1e9;
+    double slowest = 0;
+    for (const SimWorker& w : workers) {
+      if (w.silent.load()) continue;
+      const double ms = (static_cast<double>(w.saw_ns.load()) - expiry_ns) / 1e6;
+      per_survivor_ms.push_back(ms);
+      slowest = std::max(slowest, ms);
+    }
+    every_survivor_ms.push_back(slowest);
+  }
+  stop = true;
+  for (auto& p : pacers) p.join();
+  const double bound_ms = (f.settle + f.interval) * 1e3 + 25;  // + tick (lease / 4 capped 25 ms)
+  std::printf("lease %.2f s, heartbeat interval %.2f s, settle %.2f s, trials %zu\n", f.lease,
+              f.interval, f.settle, every_survivor_ms.size());
+  std::printf("lease expiry -> survivor sees new generation (ms): median %.1f, p99 %.1f\n",
+              Percentile(per_survivor_ms, 0.5), Percentile(per_survivor_ms, 0.99));
+  std::printf("lease expiry -> every survivor sees it (ms): median %.1f, p99 %.1f, max %.1f\n",
+              Percentile(every_survivor_ms, 0.5), Percentile(every_survivor_ms, 0.99),
+              Percentile(every_survivor_ms, 1.0));
+  std::printf("bound tick + settle + interval = %.0f ms; median every-survivor / bound = %.2f\n",
+              bound_ms, Percentile(every_survivor_ms, 0.5) / bound_ms);
+  (*server)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace zeroshard
+
+int main(int argc, char** argv) {
+  CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation", "coordinator_bench"};
+  zeroshard::Flags f;
+  app.add_option("--workers", f.workers)->check(CLI::Range(3, 100000));
+  app.add_option("--threads", f.threads)->check(CLI::Range(1, 256));
+  app.add_option("--runs", f.runs)->check(CLI::Range(1, 100));
+  app.add_option("--seconds", f.seconds)->check(CLI::Range(0.1, 600.0));
+  app.add_option("--trials", f.trials)->check(CLI::Range(1, 100));
+  app.add_option("--lease", f.lease)->check(CLI::Range(0.1, 60.0));
+  app.add_option("--interval", f.interval)->check(CLI::Range(0.01, 10.0));
+  app.add_option("--settle", f.settle)->check(CLI::Range(0.0, 10.0));
+  if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+  return zeroshard::Run(f);
+}
