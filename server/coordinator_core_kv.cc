@@ -97,6 +97,11 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
           absl::StrCat("member_id ", r.member_id(), " is not a member; Join again"));
     }
     ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
+    if (m->rank < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
+          r.generation()));
+    }
     if (r.rank() != m->rank) {
       return absl::InvalidArgumentError(absl::StrCat("rank = ", r.rank(), " but member ",
                                                      r.member_id(), " has rank ", m->rank));

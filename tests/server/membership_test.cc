@@ -82,6 +82,12 @@ TEST(MembershipTest, JoinerWhileRunningIsAdmittedAtNextGeneration) {
   EXPECT_EQ(info.generation(), 1u);
   EXPECT_EQ(info.rank(), -1);
   EXPECT_EQ(info.world_size(), 3);
+  v1::StepReport report;  // A waiting member has no rank to report for.
+  report.set_job_id("job");
+  report.set_member_id(joiner);
+  report.set_generation(1);
+  report.set_rank(-1);
+  EXPECT_TRUE(absl::IsFailedPrecondition(h.core->ReportStep(report)));
   h.Advance(absl::Milliseconds(200));  // Within settle: generation 1 keeps running.
   EXPECT_EQ(h.core->generation(), 1u);
   EXPECT_EQ(h.core->state(), GenerationState::kRunning);
