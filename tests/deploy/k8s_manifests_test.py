@@ -153,8 +153,19 @@ for part in ("requests", "limits"):
     for key in ("cpu", "memory") if part == "requests" else ("memory",):
         c.check(key in res.get(part, {}), f"worker {part} sets {key}")
 env = {e["name"]: e for e in worker.get("env", [])}
-c.check(any(e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.podIP"
-            for e in env.values()), "worker env carries the pod IP (fieldRef status.podIP)")
+pod_ip_vars = [n for n, e in env.items()
+               if e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.podIP"]
+c.check(pod_ip_vars, "worker env carries the pod IP (fieldRef status.podIP)")
+c.check(wflags.get("--host") in [f"$({n})" for n in pod_ip_vars],
+        f"worker --host is the pod IP env (got {wflags.get('--host')})")
+# Kubernetes leaves $(VAR) as literal text when VAR is not in the env.
+for o in objs:
+    if "template" not in o.get("spec", {}):
+        continue
+    for ctr in dc.pod_spec(o)["containers"]:
+        names = {e["name"] for e in ctr.get("env", [])}
+        for ref in re.findall(r"\$\((\w+)\)", " ".join(map(str, dc.container_argv(ctr)))):
+            c.check(ref in names, f"{o['metadata']['name']}: $({ref}) in args is defined in env")
 
 # --- The alert threshold follows --min-workers. ---
 alerts = yaml.safe_load((dc.DEPLOY / "prometheus" / "alerts.yml").read_text())
