@@ -68,6 +68,18 @@ int Run(int argc, char** argv) {
   opts.timeout = absl::Seconds(20);
   auto comm = CreateGlooCommunicator(store, "mp/", rank, world, opts);
   if (!comm.ok()) return Fail(comm.status().ToString());
+  // Everyone is connected before anyone vanishes (else a late rank's
+  // rendezvous, not its all-reduce, would see the closed socket).
+  if (mode != "check") {
+    if (!store.Add("mp/connected", 1).ok()) return Fail("store add");
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    for (;;) {
+      auto v = store.Add("mp/connected", 0);
+      if (v.ok() && *v >= world) break;
+      if (absl::Now() > deadline) return Fail("peers did not connect");
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
   if (mode == "vanish") {
     std::fprintf(stderr, "rank %d vanishing\n", rank);
     _exit(0);
