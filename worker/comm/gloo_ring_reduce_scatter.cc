@@ -75,9 +75,17 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
     return left.count() > 0 ? left : std::chrono::milliseconds(1);
   };
 
-  ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing, count);
+  // fp32 skips two copies: step 0 sends straight from the input, and the
+  // last step reduces straight into recv.
+  const float* first = reinterpret_cast<const float*>(block_of(Mod(rank - 1, world)));
+  if (!fp32) {
+    ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing, count);
+    first = outgoing;
+  }
   for (int step = 0; step < world - 1; ++step) {
-    auto out_buf = context->createUnboundBuffer(outgoing, count * sizeof(float));
+    const bool last = step == world - 2;
+    float* sending = step == 0 ? const_cast<float*>(first) : outgoing;  // Gloo only reads it.
+    auto out_buf = context->createUnboundBuffer(sending, count * sizeof(float));
     auto in_buf = context->createUnboundBuffer(incoming, count * sizeof(float));
     for (int64_t k = 0; k < segments; ++k) {
       in_buf->recv(prev, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
@@ -90,17 +98,20 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
       ToFloat(block_of(block), args.dtype, scratch.own.data(), count);
       mine = scratch.own.data();
     }
+    float* reduced = last && fp32 ? static_cast<float*>(args.recv) : incoming;
     // Segments complete in order (one TCP connection from prev): reduce each
     // while the next one is still arriving.
     for (int64_t k = 0; k < segments; ++k) {
       ThrowIfAborted(in_buf->waitRecv(remaining()), "recv");
-      ReduceInto(incoming + seg_begin(k), mine + seg_begin(k), seg_len(k), args.op);
+      const int64_t b = seg_begin(k);
+      Combine(reduced + b, incoming + b, mine + b, seg_len(k), args.op);
     }
     for (int64_t k = 0; k < segments; ++k) ThrowIfAborted(out_buf->waitSend(remaining()), "send");
     std::swap(outgoing, incoming);
   }
-  // The last block reduced is block `rank` (see above); it is in `outgoing`.
-  FromFloat(outgoing, args.dtype, args.recv, count);
+  // The last block reduced is block `rank` (see above): fp32 wrote it to recv;
+  // bf16 has it in `outgoing` and rounds it now, once.
+  if (!fp32) FromFloat(outgoing, args.dtype, args.recv, count);
 }
 
 }  // namespace zeroshard

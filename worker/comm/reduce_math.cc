@@ -31,11 +31,11 @@ void FromFloat(const float* src, DType dtype, void* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = FloatToBf16(src[i]);
 }
 
-void ReduceInto(float* acc, const float* in, int64_t n, ReduceOp op) {
+void Combine(float* out, const float* a, const float* b, int64_t n, ReduceOp op) {
   if (op == ReduceOp::kSum) {
-    for (int64_t i = 0; i < n; ++i) acc[i] += in[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
   } else {
-    for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], in[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = std::max(a[i], b[i]);
   }
 }
 

@@ -19,7 +19,8 @@ absl::Status CheckCommDType(DType dtype, const char* field);
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n);
 // dst[i] = dtype(src[i]), rounding to nearest even for bf16.
 void FromFloat(const float* src, DType dtype, void* dst, int64_t n);
-// acc[i] = op(acc[i], in[i]).
-void ReduceInto(float* acc, const float* in, int64_t n, ReduceOp op);
+// out[i] = op(a[i], b[i]); out may be a or b (the same pointer, not a shifted
+// overlap).
+void Combine(float* out, const float* a, const float* b, int64_t n, ReduceOp op);
 
 }  // namespace zeroshard
