@@ -81,6 +81,13 @@ void AccountedBuffer::Allocate(int64_t bytes) {
   accountant_->Allocated(kind_, bytes_);
 }
 
+void* AccountedBuffer::Abandon() {
+  if (data_ == nullptr) return nullptr;
+  accountant_->Freed(kind_, bytes_);
+  bytes_ = 0;
+  return std::exchange(data_, nullptr);
+}
+
 void AccountedBuffer::Free() {
   if (data_ == nullptr) return;
   std::free(data_);

@@ -65,6 +65,9 @@ class AccountedBuffer {
   // Replaces any held memory by `bytes` zeroed bytes.
   void Allocate(int64_t bytes);
   void Free();
+  // Gives the memory up without freeing it (no longer counted), for memory a
+  // backend may still write after a failed collective; returns it (or null).
+  void* Abandon();
   bool allocated() const { return data_ != nullptr; }
   int64_t bytes() const { return bytes_; }
   MemoryKind kind() const { return kind_; }

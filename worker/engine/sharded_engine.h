@@ -159,6 +159,8 @@ class ShardedEngine final : public UnitHooks {
   CommStats comm_stats() const { return comm_->stats(); }
   const ShardPlan& plan() const { return plan_; }
   const EngineOptions& options() const { return options_; }
+  // The learning rate the next Step uses (schedules change it every step).
+  void set_learning_rate(float lr) { options_.adamw.lr = lr; }
 
  private:
   struct Unit {
