@@ -15,7 +15,10 @@
 //                  Gloo has no usable one. fp32, bf16; sum, max.
 //   AllReduce:     gloo::allreduce (ring) on fp32; sum, max.
 //   Broadcast:     gloo::broadcast, any dtype (bytes).
-//   Barrier:       gloo::barrier, queued in order with the other ops.
+//   Barrier:       gloo::barrier, queued in order with the other ops; its
+//                  opts.timeout bounds the wait for earlier ops too. A Barrier
+//                  that returns DEADLINE_EXCEEDED may still run later: Abort
+//                  the communicator rather than reuse it.
 // Memory: the reduce-scatter keeps fp32 scratch of 2 x count elements (3 for
 // bf16) of the largest op so far, for the communicator's lifetime.
 // bf16 reductions accumulate in fp32 and round once to bf16 at the end; they
