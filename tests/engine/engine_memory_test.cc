@@ -6,6 +6,12 @@
 // equal their current values (nothing transient is counted as model state);
 // transient buffers are back to zero after Step and their peak stays under
 // the engine's declared bound. The test prints formula and measurement.
+// It also checks the step's communication volume (Communicator::stats(), in
+// nccl-tests sizes) against DESIGN.md's "Communication per step": stage 0
+// all-reduces each padded unit once; stages 1-2 reduce-scatter and
+// all-gather it once (stage 2 reduce-scatters per backward bracket: the tied
+// unit twice per micro-batch), plus the one-scalar norm all-reduce; stage 3
+// is printed (its gathers depend on the prefetch hits).
 #include <cstdio>
 #include <thread>
 
@@ -25,6 +31,7 @@ const MlpDims kDims{13, 97};  // Units of 1358, 9506 and 13 elements.
 struct RankMemory {
   MemoryBytes current, peak;
   int64_t bound = 0;
+  CommStats comm;
   absl::Status status;
 };
 
@@ -51,7 +58,38 @@ RankMemory RunOneStep(const RunConfig& config, Communicator* comm) {
   out.current = (*engine)->memory();
   out.peak = (*engine)->peak_memory();
   out.bound = (*engine)->BufferBytesBound();
+  out.comm = (*engine)->comm_stats();
   return out;
+}
+
+void ExpectCommVolume(const ShardPlan& plan, int stage, int c, int g, const CommStats& comm) {
+  int64_t padded = 0;
+  for (const UnitPlan& u : plan.units) padded += u.padded_numel;
+  // Backward brackets per micro-batch: unit 0 (tied) twice, the others once.
+  const int64_t bracketed = padded + plan.units[0].padded_numel;
+  const int64_t ag = comm.of(CommOp::kAllGather).bytes, rs = comm.of(CommOp::kReduceScatter).bytes,
+                ar = comm.of(CommOp::kAllReduce).bytes;
+  std::printf("    comm bytes: all_gather %ld reduce_scatter %ld all_reduce %ld\n", ag, rs, ar);
+  switch (stage) {
+    case 0:
+      EXPECT_EQ(ar, g * padded);
+      EXPECT_EQ(ag + rs, 0);
+      break;
+    case 1:
+      EXPECT_EQ(rs, g * padded);
+      EXPECT_EQ(ag, c * padded);
+      EXPECT_EQ(ar, 4);
+      break;
+    case 2:
+      EXPECT_EQ(rs, 2 * g * bracketed);
+      EXPECT_EQ(ag, c * padded);
+      EXPECT_EQ(ar, 4);
+      break;
+    default:
+      EXPECT_EQ(rs, 2 * g * bracketed);
+      EXPECT_GE(ag, 2 * 2 * c * padded) << "a gather before each forward and backward";
+      EXPECT_EQ(ar, 4);
+  }
 }
 
 class EngineMemoryTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
@@ -113,6 +151,7 @@ TEST_P(EngineMemoryTest, ModelStateMatchesZeroFormula) {
     if (s == 3 || bf16) {
       EXPECT_GT(m.peak.buffers, 0) << "gathers/views must be counted";
     }
+    ExpectCommVolume(*plan, s, c, g, m.comm);
   }
 }
 
