@@ -5,6 +5,7 @@ way zeroshard needs: one coordinator with Recreate, probes on the metrics
 port, state and checkpoint dirs on the persistent volume, a Service that
 selects it, workers that dial that Service's gRPC port with a GPU each."""
 import copy
+import json
 import re
 
 import deploy_common as dc
@@ -166,6 +167,33 @@ for o in objs:
         names = {e["name"] for e in ctr.get("env", [])}
         for ref in re.findall(r"\$\((\w+)\)", " ".join(map(str, dc.container_argv(ctr)))):
             c.check(ref in names, f"{o['metadata']['name']}: $({ref}) in args is defined in env")
+
+# --- The job config: a ConfigMap the coordinator reads with --job-config. ---
+job_path = flags.get("--job-config") or ""
+job_mount = next((m for m in coord.get("volumeMounts", [])
+                  if job_path.startswith(m["mountPath"].rstrip("/") + "/")), None)
+c.check(job_mount is not None, f"--job-config {job_path} is on a mounted volume")
+if job_mount:
+    cm_name = volumes.get(job_mount["name"], {}).get("configMap", {}).get("name")
+    cm = dc.find(objs, "ConfigMap", cm_name)
+    key = job_path[len(job_mount["mountPath"].rstrip("/")) + 1:]
+    c.check(cm is not None and key in cm.get("data", {}),
+            f"ConfigMap {cm_name} (from deploy/k8s) holds {key}")
+    if cm is not None and key in cm.get("data", {}):
+        job = json.loads(cm["data"][key])
+        # The keys the worker's JobConfig::FromJson accepts (unknown keys are an error there).
+        known = set(re.findall(r'key == "(\w+)"',
+                               (dc.SOURCE_DIR / "worker/trainer/job_config.cc").read_text()))
+        c.check(known, "JobConfig keys found in worker/trainer/job_config.cc")
+        c.check(set(job) <= known, f"job.json keys {sorted(set(job) - known)} are not JobConfig keys")
+        c.check(job.get("backend", "gloo") in ("gloo", "nccl"), "job.json backend is gloo or nccl")
+        if job.get("checkpoint_every"):
+            c.check(job.get("checkpoint_dir") == flags.get("--checkpoint-dir"),
+                    "job.json checkpoint_dir is the coordinator's --checkpoint-dir")
+threads = wflags.get("--threads")
+cpu = str(res.get("requests", {}).get("cpu", "0"))
+c.check(threads is not None and int(threads) <= float(cpu.rstrip("m")) / (1000 if cpu.endswith("m") else 1),
+        f"worker --threads {threads} fits its cpu request {cpu}")
 
 # --- The alert threshold follows --min-workers. ---
 alerts = yaml.safe_load((dc.DEPLOY / "prometheus" / "alerts.yml").read_text())
