@@ -38,6 +38,10 @@ absl::StatusOr<int64_t> StepFromCheckpointId(absl::string_view id) {
   return step;
 }
 
+absl::StatusOr<int64_t> StepFromPendingId(absl::string_view id) {
+  return StepFromCheckpointId(id.substr(0, id.find('.')));
+}
+
 std::string DataFileName(int unit_index, v1::TensorKind kind) {
   return absl::StrFormat("u%04d.%s.bin", unit_index, TensorKindName(kind));
 }

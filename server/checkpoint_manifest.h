@@ -28,6 +28,11 @@ absl::string_view TensorKindName(v1::TensorKind kind);  // "master", "exp_avg", 
 std::string CheckpointIdForStep(int64_t step);           // "step-00000006"
 // Parses "step-<digits>"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<int64_t> StepFromCheckpointId(absl::string_view id);
+// The step of a pending id "step-NNNNNNNN.<attempt>.<nonce>" (or of a
+// committed id); INVALID_ARGUMENT otherwise.
+absl::StatusOr<int64_t> StepFromPendingId(absl::string_view id);
+inline constexpr char kPendingPrefix[] = ".pending-";
+inline constexpr char kReplacedPrefix[] = ".replaced-";
 std::string DataFileName(int unit_index, v1::TensorKind kind);
 
 absl::StatusOr<std::string> ManifestToJson(const v1::CheckpointManifest& manifest);

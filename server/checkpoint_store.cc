@@ -3,11 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <random>
 #include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/plan_proto.h"
@@ -23,6 +27,16 @@ namespace {
 constexpr int64_t kMaxConfigBytes = 1 << 20;
 constexpr int64_t kMaxRngBytes = 64 << 10;
 constexpr size_t kMaxUnits = 100000;
+constexpr size_t kMaxPending = 8;
+
+// A random suffix, so a stale uploader's chunks never land in a newer
+// pending checkpoint that happens to share step and attempt.
+uint32_t NextNonce() {
+  static std::mt19937 gen{std::random_device{}()};
+  static absl::Mutex mu(absl::kConstInit);
+  absl::MutexLock lock(&mu);
+  return static_cast<uint32_t>(gen());
+}
 
 absl::Status ValidateBegin(const v1::BeginCheckpointRequest& req) {
   if (req.job_id().empty() || req.job_id().size() > 128) {
@@ -86,14 +100,35 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(Checkpoin
 absl::Status CheckpointStore::Scan() {
   std::error_code ec;
   absl::MutexLock lock(&mu_);
+  std::vector<fs::path> replaced;
   for (const fs::directory_entry& e : fs::directory_iterator(options_.dir, ec)) {
     const std::string name = e.path().filename().string();
-    absl::StatusOr<int64_t> step = StepFromCheckpointId(name);
-    if (!step.ok() || !e.is_directory()) continue;
-    if (!fs::exists(e.path() / kManifestName)) {
-      fs::remove_all(e.path(), ec);  // Partial: never committed.
+    if (name.rfind(kPendingPrefix, 0) == 0) {
+      fs::remove_all(e.path(), ec);  // Never committed (or a replaced one's leftovers).
       continue;
     }
+    if (name.rfind(kReplacedPrefix, 0) == 0) {
+      replaced.push_back(e.path());
+      continue;
+    }
+    if (!StepFromCheckpointId(name).ok() || !e.is_directory()) continue;
+    if (!fs::exists(e.path() / kManifestName)) fs::remove_all(e.path(), ec);  // Partial.
+  }
+  // A crash between the two renames of a non-atomic replacement: put the
+  // old checkpoint back unless the new one made it.
+  for (const fs::path& r : replaced) {
+    absl::StatusOr<int64_t> step = StepFromPendingId(r.filename().string().substr(strlen(kReplacedPrefix)));
+    const fs::path final_dir = fs::path(options_.dir) / CheckpointIdForStep(step.ok() ? *step : 0);
+    if (step.ok() && !fs::exists(final_dir / kManifestName)) {
+      fs::remove_all(final_dir, ec);
+      fs::rename(r, final_dir, ec);
+    } else {
+      fs::remove_all(r, ec);
+    }
+  }
+  for (const fs::directory_entry& e : fs::directory_iterator(options_.dir, ec)) {
+    absl::StatusOr<int64_t> step = StepFromCheckpointId(e.path().filename().string());
+    if (!step.ok() || !e.is_directory()) continue;
     absl::StatusOr<LoadedManifest> m = LoadManifest(e.path().string(), /*verify_hashes=*/false);
     if (!m.ok()) {
       rejected_.push_back(std::string(m.status().message()));
@@ -103,6 +138,7 @@ absl::Status CheckpointStore::Scan() {
     c->step = *step;
     c->dir = e.path().string();
     c->summary = m->manifest.summary();
+    absl::MutexLock clock(&c->mu);
     c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
     committed_[*step] = std::move(c);
   }
@@ -114,21 +150,33 @@ absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequ
   ZS_RETURN_IF_ERROR(ValidateBegin(req));
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(req.plan());
   if (!plan.ok()) return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));
-  const std::string id = CheckpointIdForStep(req.step());
+  std::string id;
   std::vector<std::shared_ptr<Pending>> stale;
   std::shared_ptr<Pending> p;
   bool created = false;
   {
     absl::MutexLock lock(&mu_);
-    if (committed_.count(req.step())) {
-      return absl::AlreadyExistsError(absl::StrCat("checkpoint ", id, " is already committed"));
-    }
     for (const auto& [pid, other] : pending_) {
-      if (other->step > req.step()) {
+      if (other->step != req.step()) continue;
+      if (other->attempt > req.attempt()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "step ", req.step(), " is older than pending checkpoint ", pid));
+            "attempt ", req.attempt(), " is older than pending checkpoint ", pid));
       }
-      if (other->step < req.step()) stale.push_back(other);
+      if (other->attempt == req.attempt()) {
+        id = pid;
+      } else {
+        stale.push_back(other);  // A restarted save replaces a cut-off one.
+      }
+    }
+    if (id.empty()) {
+      // Bound abandoned saves: drop the oldest steps beyond kMaxPending.
+      std::vector<std::shared_ptr<Pending>> all;
+      for (const auto& [pid, other] : pending_) {
+        if (std::find(stale.begin(), stale.end(), other) == stale.end()) all.push_back(other);
+      }
+      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a->step < b->step; });
+      for (size_t i = 0; i + kMaxPending <= all.size(); ++i) stale.push_back(all[i]);
+      id = absl::StrFormat("%s.%d.%08x", CheckpointIdForStep(req.step()), req.attempt(), NextNonce());
     }
     auto it = pending_.find(id);
     if (it != pending_.end()) {
@@ -147,8 +195,9 @@ absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequ
     } else {
       p = std::make_shared<Pending>();
       p->id = id;
-      p->dir = (fs::path(options_.dir) / id).string();
+      p->dir = (fs::path(options_.dir) / (kPendingPrefix + id)).string();
       p->step = req.step();
+      p->attempt = req.attempt();
       p->meta = req;
       p->meta.clear_rank();
       p->meta.clear_rng_state();
@@ -173,7 +222,7 @@ absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequ
       return st;
     }
   }
-  for (const auto& s : stale) DropPending(s, absl::AbortedError(absl::StrCat("superseded by ", id)));
+  for (const auto& s : stale) DropPending(s, absl::AbortedError(absl::StrCat("replaced by ", id)));
   absl::MutexLock plock(&p->mu);
   if (p->done) {
     return absl::AbortedError(absl::StrCat("checkpoint ", id, " was dropped: ", p->failed.message()));
@@ -189,7 +238,7 @@ absl::Status CheckpointStore::CreateFilesLocked(Pending& p) {
   if (ec) return absl::InternalError(absl::StrCat("create ", p.dir, ": ", ec.message()));
   for (size_t u = 0; u < p.plan.units.size(); ++u) {
     for (v1::TensorKind k : kAllKinds) {
-      const std::string path = p.TmpPath(static_cast<int>(u), k);
+      const std::string path = p.DataPath(static_cast<int>(u), k);
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) return ErrnoStatus(errno, "create", path);
       // Sparse until written; unwritten ranges read as zero (padding).

@@ -3,14 +3,16 @@
 // rank's shard of every unit and tensor kind has arrived and verified.
 //
 // How it works (see proto/zeroshard/v1/checkpoint.proto for the protocol):
-//   Begin creates <dir>/step-NNNNNNNN/ with one pre-sized data file per
-//   (unit, kind) under a temporary name (".tmp"). Chunks are written at their
+//   Begin creates <dir>/.pending-<id>/ (the checkpoint's temporary name) with
+//   one pre-sized data file per (unit, kind). Chunks are written at their
 //   element offsets (pwrite), so ranks upload concurrently and in any order;
 //   per (rank, unit, kind) an IntervalSet records what arrived. Commit, once
-//   coverage is complete: fsync each file, hash it, rename it to its final
-//   name, fsync the directory, then write manifest.json atomically (write
-//   .tmp, fsync, rename, fsync dir). The manifest's rename is the commit point:
-//   a directory without a manifest is partial, invisible, and removed at Open.
+//   coverage is complete: fsync and hash each file, write manifest.json
+//   atomically inside (write .tmp, fsync, rename, fsync dir), then rename the
+//   directory to <dir>/step-NNNNNNNN and fsync <dir>: that rename is the commit
+//   point. Re-committing a step swaps the directories atomically
+//   (renameat2 RENAME_EXCHANGE). Anything else (.pending-*, a step directory
+//   without a manifest) is partial, invisible, and removed at Open.
 //   Committed checkpoints are never modified, so a failure (disk full, a bad
 //   chunk, a client cut off) cannot harm the previous one.
 //   Retention: after a commit, the oldest beyond keep_last are deleted
@@ -22,7 +24,7 @@
 // never commits) or a manifest that does not match its files;
 // RESOURCE_EXHAUSTED "disk full" on ENOSPC (the pending checkpoint is
 // dropped); FAILED_PRECONDITION for a Begin that conflicts with the pending
-// checkpoint. Thread-safe: any method from any thread; uploads of different
+// checkpoint (different plan, stage, ... for the same step and attempt). Thread-safe: any method from any thread; uploads of different
 // ranks proceed in parallel.
 #pragma once
 
@@ -60,8 +62,10 @@ class CheckpointStore {
   static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(CheckpointStoreOptions options);
   ~CheckpointStore();
 
-  // Creates or joins the pending checkpoint for req.step; returns its id.
-  // A Begin for a later step aborts pending checkpoints of earlier steps.
+  // Creates or joins the pending checkpoint for (req.step, req.attempt);
+  // returns its id. A higher attempt replaces a pending one of the same step;
+  // a lower one gets FAILED_PRECONDITION. At most 8 are pending (the oldest
+  // steps are dropped); a commit drops pending ones of earlier steps.
   absl::StatusOr<std::string> Begin(const v1::BeginCheckpointRequest& req);
   // Validates and writes one chunk (see ShardChunk in checkpoint.proto).
   absl::Status WriteChunk(const v1::ShardChunk& chunk);
@@ -93,6 +97,7 @@ class CheckpointStore {
   absl::Status EnsureVerified(const std::shared_ptr<Committed>& c);
   absl::Status CreateFilesLocked(Pending& p);
   absl::Status CommitLocked(Pending& p);
+  absl::Status Publish(Pending& p);
   void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why);
   void ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -23,15 +23,16 @@ inline int KindIndex(v1::TensorKind k) { return static_cast<int>(k) - 1; }
 // A checkpoint being uploaded. Immutable after creation except the fields
 // guarded by mu.
 struct CheckpointStore::Pending {
-  std::string id;
-  std::string dir;  // <store dir>/<id>
+  std::string id;    // "step-NNNNNNNN.<attempt>.<nonce>"
+  std::string dir;   // <store dir>/.pending-<id>: the temporary name of the whole checkpoint.
   int64_t step = 0;
+  uint64_t attempt = 0;
   v1::BeginCheckpointRequest meta;  // First Begin, rng_state cleared.
   ShardPlan plan;
   std::map<std::string, int> unit_index;  // Unit name -> index in plan.units.
 
-  std::string TmpPath(int unit, v1::TensorKind k) const {
-    return dir + "/" + DataFileName(unit, k) + ".tmp";
+  std::string DataPath(int unit, v1::TensorKind k) const {
+    return dir + "/" + DataFileName(unit, k);
   }
   IntervalSet& Coverage(int rank, int unit, v1::TensorKind k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return coverage[(static_cast<size_t>(rank) * plan.units.size() + unit) * kNumKinds + KindIndex(k)];

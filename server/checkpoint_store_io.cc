@@ -1,5 +1,6 @@
 // CheckpointStore: chunk writes, commit, and reads of committed checkpoints.
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -77,7 +78,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
   // The file exists while p lives: it was created before the id went out and
   // is only removed once p is done (a write then fails or lands in an
   // unlinked file, and the coverage update below refuses it).
-  const std::string path = p->TmpPath(unit, chunk.kind());
+  const std::string path = p->DataPath(unit, chunk.kind());
   const int64_t bytes = chunk.length() * 4;
   absl::Status st;
   int injected = options_.write_fault ? options_.write_fault(bytes) : 0;
@@ -110,7 +111,7 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
   v1::CommitCheckpointResponse out;
   absl::StatusOr<std::shared_ptr<Pending>> found = FindPending(checkpoint_id);
   if (!found.ok()) {
-    ZS_ASSIGN_OR_RETURN(int64_t step, StepFromCheckpointId(checkpoint_id));
+    ZS_ASSIGN_OR_RETURN(int64_t step, StepFromPendingId(checkpoint_id));
     absl::MutexLock lock(&mu_);
     if (!committed_.count(step)) return found.status();
     out.set_committed(true);  // An earlier Commit did it.
@@ -152,20 +153,29 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
     return st;
   }
   auto c = std::make_shared<Committed>();
+  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p->step);
   {
-    absl::StatusOr<LoadedManifest> m = LoadManifest(p->dir, /*verify_hashes=*/false);
+    absl::StatusOr<LoadedManifest> m = LoadManifest(final_dir, /*verify_hashes=*/false);
     if (!m.ok()) return m.status();  // Just written; a failure here is the disk's.
     c->step = p->step;
-    c->dir = p->dir;
+    c->dir = final_dir;
     c->summary = m->manifest.summary();
     absl::MutexLock clock(&c->mu);
     c->verified = true;  // Hashes were computed from the files just now.
     c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
   }
-  absl::MutexLock lock(&mu_);
-  pending_.erase(p->id);
-  committed_[p->step] = std::move(c);
-  ApplyRetention();
+  std::vector<std::shared_ptr<Pending>> older;
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.erase(p->id);
+    committed_[p->step] = std::move(c);
+    ApplyRetention();
+    for (const auto& [pid, other] : pending_) {
+      if (other->step < p->step) older.push_back(other);
+    }
+  }
+  // Saves older than a committed one can only be abandoned ones.
+  for (const auto& o : older) DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p->id)));
   out.set_committed(true);
   return out;
 }
@@ -182,13 +192,11 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   int64_t total = 0;
   for (size_t u = 0; u < p.plan.units.size(); ++u) {
     for (v1::TensorKind k : kAllKinds) {
-      const std::string tmp = p.TmpPath(static_cast<int>(u), k);
-      const std::string name = DataFileName(static_cast<int>(u), k);
-      ZS_RETURN_IF_ERROR(FsyncPath(tmp));
-      ZS_ASSIGN_OR_RETURN(uint64_t hash, HashFile(tmp));
-      if (::rename(tmp.c_str(), (p.dir + "/" + name).c_str()) != 0) return ErrnoStatus(errno, "rename", tmp);
+      const std::string path = p.DataPath(static_cast<int>(u), k);
+      ZS_RETURN_IF_ERROR(FsyncPath(path));
+      ZS_ASSIGN_OR_RETURN(uint64_t hash, HashFile(path));
       v1::CheckpointFile* f = m.add_files();
-      f->set_path(name);
+      f->set_path(DataFileName(static_cast<int>(u), k));
       f->set_unit(p.plan.units[u].name);
       f->set_kind(k);
       f->set_numel(p.plan.units[u].padded_numel);
@@ -207,9 +215,35 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   s->set_bytes(total);
   s->set_created_unix_ms(options_.now_unix_ms());
   ZS_ASSIGN_OR_RETURN(std::string json, ManifestToJson(m));
-  // The commit point (see the header).
   ZS_RETURN_IF_ERROR(WriteFileAtomic(p.dir + "/" + kManifestName, json));
-  return FsyncPath(options_.dir);
+  return Publish(p);
+}
+
+absl::Status CheckpointStore::Publish(Pending& p) {
+  // The commit point (see the header): the complete directory, manifest
+  // included, takes its final name in one rename.
+  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p.step);
+  std::error_code ec;
+  if (!fs::exists(final_dir, ec)) {
+    if (::rename(p.dir.c_str(), final_dir.c_str()) != 0) return ErrnoStatus(errno, "rename", p.dir);
+    return FsyncPath(options_.dir);
+  }
+  // Replacing a committed step (a resumed run saving it again): swap the two
+  // directories atomically, then delete the old one under the pending name.
+  if (::renameat2(AT_FDCWD, p.dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS) return ErrnoStatus(errno, "exchange", p.dir);
+    // No RENAME_EXCHANGE on this file system: two renames; Scan repairs a
+    // crash between them from the .replaced- directory.
+    const std::string replaced = options_.dir + "/" + kReplacedPrefix + p.id;
+    if (::rename(final_dir.c_str(), replaced.c_str()) != 0) return ErrnoStatus(errno, "rename", final_dir);
+    if (::rename(p.dir.c_str(), final_dir.c_str()) != 0) return ErrnoStatus(errno, "rename", p.dir);
+    ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
+    fs::remove_all(replaced, ec);
+    return absl::OkStatus();
+  }
+  ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
+  fs::remove_all(p.dir, ec);  // Now the old checkpoint.
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> CheckpointStore::FindCommitted(

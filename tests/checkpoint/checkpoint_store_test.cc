@@ -92,7 +92,7 @@ TEST_F(StoreTest, CommitsOnlyWhenEveryRankArrivedAndReadsBack) {
   ModelState st = RandomState(OddUnits(), 1);
   std::string id;
   for (int r = 0; r < 4; ++r) id = *s->Begin(MakeBegin(plan_, 6, r));
-  EXPECT_EQ(id, "step-00000006");
+  EXPECT_EQ(id.substr(0, 16), "step-00000006.0.");
   for (int r = 0; r < 3; ++r) {
     for (const auto& c : RankChunks(id, plan_, st, r, 5)) ASSERT_TRUE(s->WriteChunk(c).ok());
     auto resp = s->Commit(id, r);
@@ -149,27 +149,55 @@ TEST_F(StoreTest, UploadCutOffMidwayLeavesPreviousAsLatest) {
   EXPECT_EQ(s->Get("", std::nullopt)->summary().step(), 3);
   // Coordinator restart: the partial directory is removed.
   s.reset();
-  EXPECT_TRUE(fs::exists(dir_ + "/step-00000004"));
+  EXPECT_TRUE(fs::exists(dir_ + "/.pending-" + id));
   auto s2 = OpenStore();
+  EXPECT_FALSE(fs::exists(dir_ + "/.pending-" + id));
   EXPECT_FALSE(fs::exists(dir_ + "/step-00000004"));
   EXPECT_EQ(ListedSteps(*s2), std::vector<int64_t>{3});
   EXPECT_EQ(s2->PendingCount(), 0);
 }
 
-TEST_F(StoreTest, AbortAndSupersedeRemovePending) {
+TEST_F(StoreTest, AbortAttemptsAndLaterCommitsRemovePending) {
   auto s = OpenStore();
   std::string id = *s->Begin(MakeBegin(plan_, 4, 0));
   ASSERT_TRUE(s->Abort(id).ok());
-  EXPECT_FALSE(fs::exists(dir_ + "/" + id));
+  EXPECT_FALSE(fs::exists(dir_ + "/.pending-" + id));
   EXPECT_EQ(s->Abort(id).code(), absl::StatusCode::kNotFound);
-  id = *s->Begin(MakeBegin(plan_, 5, 0));
-  std::string id2 = *s->Begin(MakeBegin(plan_, 7, 0));  // A later step supersedes.
-  EXPECT_FALSE(fs::exists(dir_ + "/" + id));
-  EXPECT_EQ(s->PendingCount(), 1);
-  EXPECT_EQ(s->Begin(MakeBegin(plan_, 5, 1)).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(s->WriteChunk(RankChunks(id, plan_, RandomState(OddUnits(), 1), 0, 7)[0]).code(),
+  // A higher attempt (a new generation) replaces a cut-off save of a step;
+  // the old one's chunks are refused; a lower attempt is refused.
+  auto b1 = MakeBegin(plan_, 5, 0);
+  b1.set_attempt(1);
+  const std::string old_id = *s->Begin(b1);
+  auto b2 = b1;
+  b2.set_attempt(2);
+  const std::string new_id = *s->Begin(b2);
+  EXPECT_NE(old_id, new_id);
+  EXPECT_EQ(s->WriteChunk(RankChunks(old_id, plan_, RandomState(OddUnits(), 1), 0, 7)[0]).code(),
             absl::StatusCode::kNotFound);
-  (void)id2;
+  EXPECT_EQ(s->Begin(b1).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*s->Begin(b2), new_id);  // Same attempt joins.
+  // Saves of several steps may be pending at once; committing step 7 drops step 5's.
+  EXPECT_EQ(s->PendingCount(), 1);
+  ASSERT_TRUE(SaveAll(*s, 7, RandomState(OddUnits(), 7)).committed());
+  EXPECT_EQ(s->PendingCount(), 0);
+  EXPECT_FALSE(fs::exists(dir_ + "/.pending-" + new_id));
+}
+
+TEST_F(StoreTest, SavingACommittedStepAgainReplacesIt) {
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 12, RandomState(OddUnits(), 1)).committed());
+  const ModelState again = RandomState(OddUnits(), 2);  // A resumed run's step 12.
+  ASSERT_TRUE(SaveAll(*s, 12, again).committed());
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{12});
+  auto got = Read(*s, 12, "block.0", v1::TENSOR_KIND_MASTER, 0, 20);
+  for (int64_t e = 0; e < 20; ++e) EXPECT_EQ(got[e], At(again.at("block.0"), 0, e));
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) entries += e.path().filename() != "step-00000012";
+  EXPECT_EQ(entries, 0);
+  s.reset();
+  auto s2 = OpenStore();
+  got = Read(*s2, 12, "block.0", v1::TENSOR_KIND_MASTER, 0, 20);
+  for (int64_t e = 0; e < 20; ++e) EXPECT_EQ(got[e], At(again.at("block.0"), 0, e));
 }
 
 TEST_F(StoreTest, CorruptChunkIsRefusedAndCheckpointNeverCommits) {
@@ -189,7 +217,7 @@ TEST_F(StoreTest, CorruptChunkIsRefusedAndCheckpointNeverCommits) {
   auto resp = s->Commit(id, 0);
   EXPECT_EQ(resp.status().code(), absl::StatusCode::kDataLoss) << resp.status();
   EXPECT_TRUE(ListedSteps(*s).empty());
-  EXPECT_FALSE(fs::exists(dir_ + "/" + id + "/manifest.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));
 }
 
 TEST_F(StoreTest, ManifestThatDoesNotMatchItsFilesIsReportedNotLoaded) {
@@ -296,7 +324,7 @@ TEST_F(StoreTest, BadFieldsAreRefusedByName) {
       {[](v1::ShardChunk& c) { c.set_length(3); }, "data"},
       {[](v1::ShardChunk& c) { c.set_length(0); }, "length"},
       {[](v1::ShardChunk& c) { c.set_offset(0); }, "offset"},  // Rank 1's shard starts later.
-      {[](v1::ShardChunk& c) { c.set_checkpoint_id("step-00000009"); }, "checkpoint_id"},
+      {[](v1::ShardChunk& c) { c.set_checkpoint_id("step-00000009.0.0"); }, "checkpoint_id"},
   };
   for (auto& tc : cases) {
     v1::ShardChunk c = good;
@@ -307,7 +335,6 @@ TEST_F(StoreTest, BadFieldsAreRefusedByName) {
   }
   EXPECT_TRUE(s->WriteChunk(good).ok());
   ASSERT_TRUE(SaveAll(*s, 1, RandomState(OddUnits(), 1)).committed());
-  EXPECT_EQ(s->Begin(MakeBegin(plan_, 1, 0)).status().code(), absl::StatusCode::kAlreadyExists);
   v1::DownloadRangeRequest req;
   req.set_unit("embed");
   req.set_kind(v1::TENSOR_KIND_MASTER);

@@ -148,6 +148,7 @@ absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
   begin.set_optimizer_step(meta.optimizer_step);
   begin.set_data_cursor(meta.data_cursor);
   begin.set_rng_state(meta.rng_state);
+  begin.set_attempt(meta.attempt);
   v1::BeginCheckpointResponse began;
   ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(BeginCheckpoint, begin, began, deadline));
   SaveResult out;

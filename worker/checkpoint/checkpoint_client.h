@@ -66,6 +66,9 @@ struct SaveMetadata {
   int64_t optimizer_step = 0;  // AdamW steps taken.
   int64_t data_cursor = 0;     // Global samples consumed.
   std::string rng_state;       // This rank's RNG state, <= 64 KiB.
+  // Same on every rank of one save; pass the generation, so a save restarted
+  // by a new generation replaces a cut-off one instead of mixing with it.
+  uint64_t attempt = 0;
 };
 
 struct SaveResult {
