@@ -161,6 +161,10 @@ TEST(CoordinatorProcessTest, BadFlagsExitTwo) {
   EXPECT_EQ(RunCommand(bin + " --no-such-flag").exit_code, 2);
   EXPECT_EQ(RunCommand(bin + " --min-workers -3").exit_code, 2);
   EXPECT_EQ(RunCommand(bin + " --settle abc").exit_code, 2);
+  EXPECT_EQ(RunCommand(bin + " --job-config /no/such/file.json").exit_code, 2);
+  const std::string config = MakeTempDir("cfg") + "/job.json";
+  std::ofstream(config) << R"({"a":1})";
+  EXPECT_EQ(RunCommand(bin + " --job-config " + config + " --job-config-json '{}'").exit_code, 2);
   EXPECT_EQ(RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
                              "'{broken' --state-dir ''")
                 .exit_code,
