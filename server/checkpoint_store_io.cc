@@ -4,7 +4,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -190,20 +194,37 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   t->set_data_cursor(p.meta.data_cursor());
   for (const std::string& rng : p.rng_state) t->add_rng_state(rng);
   int64_t total = 0;
-  for (size_t u = 0; u < p.plan.units.size(); ++u) {
-    for (v1::TensorKind k : kAllKinds) {
-      const std::string path = p.DataPath(static_cast<int>(u), k);
-      ZS_RETURN_IF_ERROR(FsyncPath(path));
-      ZS_ASSIGN_OR_RETURN(uint64_t hash, HashFile(path));
-      v1::CheckpointFile* f = m.add_files();
-      f->set_path(DataFileName(static_cast<int>(u), k));
-      f->set_unit(p.plan.units[u].name);
-      f->set_kind(k);
-      f->set_numel(p.plan.units[u].padded_numel);
-      f->set_bytes(p.plan.units[u].padded_numel * 4);
-      f->set_xxhash64(hash);
-      total += f->bytes();
+  // fsync + hash every file, a few files at a time: the device queues the
+  // flushes and the hashing uses the cores.
+  const size_t n = p.plan.units.size() * kNumKinds;
+  std::vector<uint64_t> hashes(n);
+  std::vector<absl::Status> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      const std::string path = p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]);
+      errors[i] = FsyncPath(path);
+      if (!errors[i].ok()) continue;
+      absl::StatusOr<uint64_t> h = HashFile(path);
+      if (h.ok()) hashes[i] = *h;
+      else errors[i] = h.status();
     }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < std::min<size_t>(4, n); ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    ZS_RETURN_IF_ERROR(errors[i]);
+    const int u = static_cast<int>(i / kNumKinds);
+    v1::CheckpointFile* f = m.add_files();
+    f->set_path(DataFileName(u, kAllKinds[i % kNumKinds]));
+    f->set_unit(p.plan.units[u].name);
+    f->set_kind(kAllKinds[i % kNumKinds]);
+    f->set_numel(p.plan.units[u].padded_numel);
+    f->set_bytes(p.plan.units[u].padded_numel * 4);
+    f->set_xxhash64(hashes[i]);
+    total += f->bytes();
   }
   ZS_RETURN_IF_ERROR(FsyncPath(p.dir));
   v1::CheckpointSummary* s = m.mutable_summary();
