@@ -258,6 +258,26 @@ TEST_F(StoreTest, ManifestThatDoesNotMatchItsFilesIsReportedNotLoaded) {
   EXPECT_EQ(s3->List("").rejected_size(), 3);
 }
 
+TEST_F(StoreTest, OpenRepairsACrashMidReplacement) {
+  auto s = OpenStore();
+  const ModelState st = RandomState(OddUnits(), 4);
+  ASSERT_TRUE(SaveAll(*s, 1, st).committed());
+  ASSERT_TRUE(SaveAll(*s, 2, st).committed());
+  s.reset();
+  // Crash after the old step 1 moved aside, before the new one took its name.
+  fs::rename(dir_ + "/step-00000001", dir_ + "/.replaced-step-00000001.3.0000abcd");
+  fs::create_directories(dir_ + "/.pending-step-00000001.3.0000abcd");
+  // Crash after step 2's new copy took its name, before the old was deleted.
+  fs::create_directories(dir_ + "/.replaced-step-00000002.3.0000abcd");
+  auto s2 = OpenStore();
+  EXPECT_EQ(ListedSteps(*s2), (std::vector<int64_t>{1, 2}));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+  }
+  auto got = Read(*s2, 1, "head", v1::TENSOR_KIND_EXP_AVG, 0, 9);
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(got[i], At(st.at("head"), 1, i));
+}
+
 TEST_F(StoreTest, RetentionKeepsLastK) {
   auto s = OpenStore(/*keep_last=*/2);
   for (int step = 1; step <= 4; ++step) ASSERT_TRUE(SaveAll(*s, step, RandomState(OddUnits(), step)).committed());
