@@ -17,6 +17,7 @@
 #include "common/child_process.h"
 #include "server/coordinator_server.h"
 #include "worker/model/model_config.h"
+#include "worker/trainer/worker_session.h"
 
 namespace zeroshard::cli {
 namespace {
@@ -95,19 +96,14 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
   return 0;
 }
 
-}  // namespace
+// The coordinator the workers join: embedded (started here with the job's
+// config) or external (--coordinator; the job config is the one it serves).
+struct CoordinatorHandle {
+  std::unique_ptr<CoordinatorServer> server;  // Null when external.
+  std::string address;
+};
 
-int RunLaunch(LaunchOptions o) {
-  if (absl::Status s = PrepareLaunch(o); !s.ok()) {
-    std::cerr << "zeroshard launch: " << s.message() << "\n";
-    return 2;
-  }
-  if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
-  std::filesystem::create_directories(o.run_dir);
-  o.run_dir = std::filesystem::absolute(o.run_dir).string();
-  if (o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
-  std::filesystem::remove(o.job.log_path);
-
+absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   CoordinatorOptions copts;
   copts.listen = "127.0.0.1:0";
   copts.metrics_listen = o.metrics_listen;
@@ -117,14 +113,59 @@ int RunLaunch(LaunchOptions o) {
   copts.max_workers = o.workers;
   copts.settle = absl::Milliseconds(200);
   copts.job_config_json = o.job.ToJson();
+  copts.checkpoint_dir = o.job.checkpoint_dir;
   auto server = CoordinatorServer::Start(copts);
-  if (!server.ok()) {
-    std::cerr << "zeroshard launch: coordinator: " << server.status().message() << "\n";
+  if (!server.ok()) return server.status();
+  CoordinatorHandle handle;
+  handle.address = absl::StrCat("127.0.0.1:", (*server)->port());
+  std::cout << "zeroshard launch: coordinator on " << handle.address
+            << ", metrics on http://127.0.0.1:" << (*server)->metrics_port() << "/metrics, logs in "
+            << o.run_dir << "\n" << std::flush;
+  handle.server = *std::move(server);
+  return handle;
+}
+
+// Joins an external coordinator: its job config replaces the local flags.
+absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
+  auto client = CoordinatorClient::Connect(o.coordinator);
+  if (!client.ok()) return client.status();
+  auto status = WorkerSession::ProbeJob(**client, absl::Seconds(10));
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator));
+  }
+  v1::GetGenerationRequest request;
+  request.set_job_id(status->job_id());
+  auto info = (*client)->GetGeneration(request);
+  if (!info.ok()) return info.status();
+  auto job = JobConfig::FromJson(info->job_config_json());
+  if (!job.ok()) return job.status();
+  o.job = *std::move(job);
+  std::cout << "zeroshard launch: joining coordinator " << o.coordinator << " (job "
+            << status->job_id() << "), logs in " << o.run_dir << "\n" << std::flush;
+  return CoordinatorHandle{nullptr, o.coordinator};
+}
+
+}  // namespace
+
+int RunLaunch(LaunchOptions o) {
+  const bool external = !o.coordinator.empty();
+  if (!external) {
+    if (absl::Status s = PrepareLaunch(o); !s.ok()) {
+      std::cerr << "zeroshard launch: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
+  std::filesystem::create_directories(o.run_dir);
+  o.run_dir = std::filesystem::absolute(o.run_dir).string();
+  if (!external && o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
+  if (!external) std::filesystem::remove(o.job.log_path);
+
+  auto coordinator = external ? UseExternal(o) : StartEmbedded(o);
+  if (!coordinator.ok()) {
+    std::cerr << "zeroshard launch: " << coordinator.status().message() << "\n";
     return 1;
   }
-  const std::string address = absl::StrCat("127.0.0.1:", (*server)->port());
-  std::cout << "zeroshard launch: coordinator on " << address << ", metrics on http://127.0.0.1:"
-            << (*server)->metrics_port() << "/metrics, logs in " << o.run_dir << "\n";
   std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
             << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
             << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute\n";
@@ -132,11 +173,11 @@ int RunLaunch(LaunchOptions o) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   const absl::Time start = absl::Now();
-  auto workers = StartWorkers(o, address);
+  auto workers = StartWorkers(o, coordinator->address);
   ProgressState progress;
   progress.total_steps = o.job.steps;
   const int code = Watch(o, workers, progress);
-  (*server)->Shutdown();
+  if (coordinator->server) coordinator->server->Shutdown();
   if (code != 0) return code;
 
   SummaryInputs summary;
@@ -144,6 +185,7 @@ int RunLaunch(LaunchOptions o) {
   summary.stage = o.job.stage;
   summary.num_params = ModelParamCount(*ModelPreset(o.job.model));
   summary.compute_bytes = static_cast<int>(DTypeSize(o.job.compute_dtype));
+  summary.grad_bytes = static_cast<int>(DTypeSize(o.job.reduce_dtype));
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cout << FormatSummary(summary) << "  step log: " << o.job.log_path << "\n";
   return 0;

@@ -21,6 +21,9 @@ constexpr Preset kPresets[] = {
     {"tiny", {256, 2, 32, 2, 16}},
     {"small", {256, 4, 128, 4, 64}},
     {"medium", {256, 8, 256, 8, 128}},
+    // GPT-2 XL's shape (1.5B parameters at vocab 50257; ~1.5B here too): far
+    // beyond a CPU, kept so sizing and the memory check meet a real model.
+    {"gpt2-xl", {256, 48, 1600, 25, 1024}},
 };
 
 TensorSpec Tensor(std::string name, std::vector<int64_t> shape) {

@@ -1,0 +1,83 @@
+// Job config JSON round trip and validation; step record round trip; the
+// learning-rate schedule's shape.
+#include "worker/trainer/job_config.h"
+
+#include "gtest/gtest.h"
+#include "worker/trainer/step_record.h"
+
+namespace zeroshard {
+namespace {
+
+TEST(JobConfigTest, JsonRoundTrip) {
+  JobConfig c;
+  c.model = "tiny";
+  c.stage = 2;
+  c.data = {"/a", "/b"};
+  c.compute_dtype = DType::kBf16;
+  c.checkpoint_dir = "/ckpt";
+  c.checkpoint_every = 5;
+  auto back = JobConfig::FromJson(c.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->model, "tiny");
+  EXPECT_EQ(back->stage, 2);
+  EXPECT_EQ(back->data, c.data);
+  EXPECT_EQ(back->compute_dtype, DType::kBf16);
+  EXPECT_EQ(back->checkpoint_every, 5);
+}
+
+TEST(JobConfigTest, BadInputNamesTheField) {
+  EXPECT_NE(JobConfig::FromJson("[1]").status().message().find("not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"stgae": 1})").status().message().find("stgae"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"stage": 7})").status().message().find("stage"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"stage": "x"})").status().message().find("wrong type"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"compute_dtype": "fp8"})").status().message().find("fp8"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find(
+                "checkpoint_dir"),
+            std::string::npos);
+}
+
+TEST(JobConfigTest, WarmupThenCosineToTenth) {
+  JobConfig c;
+  c.lr = 1.0;
+  c.warmup_steps = 10;
+  c.steps = 110;
+  EXPECT_DOUBLE_EQ(LearningRateAt(c, 0), 0.1);
+  EXPECT_DOUBLE_EQ(LearningRateAt(c, 9), 1.0);
+  EXPECT_NEAR(LearningRateAt(c, 60), 0.55, 1e-12);  // halfway: (1 + 0.1) / 2
+  EXPECT_NEAR(LearningRateAt(c, 110), 0.1, 1e-12);
+}
+
+TEST(StepRecordTest, JsonLineRoundTrip) {
+  StepRecord r;
+  r.step = 7;
+  r.loss = 2.5;
+  r.val_loss = 2.75;
+  r.world_size = 2;
+  r.generation = 3;
+  r.stage = 3;
+  r.step_seconds = 0.5;
+  r.tokens_per_second = 2048;
+  RankStepStats s;
+  s.memory = {1, 2, 3, 4};
+  s.peak_memory = {5, 6, 7, 8};
+  s.comm_bytes = {100, 200, 300};
+  s.comm_seconds = {0.1, 0.2, 0.3};
+  r.ranks = {s, RankStepStats::Unpack(s.Pack().data())};
+  auto back = StepRecord::FromJsonLine(r.ToJsonLine());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->step, 7);
+  EXPECT_EQ(back->val_loss, 2.75);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[1].peak_memory.buffers, 8);
+  EXPECT_EQ(back->ranks[1].comm_bytes[2], 300);
+  EXPECT_DOUBLE_EQ(back->ranks[0].comm_seconds[1], 0.2);
+  EXPECT_FALSE(StepRecord::FromJsonLine("{\"step\": 1}").ok());
+}
+
+}  // namespace
+}  // namespace zeroshard
