@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -15,7 +16,7 @@
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "common/child_process.h"
-#include "server/coordinator_server.h"
+#include "server/coordinator_stack.h"
 #include "worker/model/model_config.h"
 #include "worker/trainer/worker_session.h"
 
@@ -63,6 +64,16 @@ void PrintProgress(const ProgressState& progress, bool tty, int64_t* last_printe
   }
 }
 
+// The last non-empty line of a worker's log: its error, when it failed.
+std::string LastLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
 // Watches until every worker exits; returns the launch exit code.
 int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& workers,
           ProgressState& progress) {
@@ -82,8 +93,9 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
       if (workers[i]->Running()) { ++running; continue; }
       const int code = workers[i]->Wait(absl::ZeroDuration());
       if (code != 0) {
-        std::cerr << "\nzeroshard launch: worker " << i << " exited with code " << code
-                  << "; see " << o.run_dir << "/worker-" << i << ".log\n";
+        const std::string log = absl::StrCat(o.run_dir, "/worker-", i, ".log");
+        std::cerr << "\nzeroshard launch: worker " << i << " exited with code " << code << ": "
+                  << LastLine(log) << " (log: " << log << ")\n";
         for (auto& w : workers) w->Stop(absl::Seconds(5));
         return 1;
       }
@@ -99,7 +111,7 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
 // The coordinator the workers join: embedded (started here with the job's
 // config) or external (--coordinator; the job config is the one it serves).
 struct CoordinatorHandle {
-  std::unique_ptr<CoordinatorServer> server;  // Null when external.
+  CoordinatorStack stack;  // Empty when external.
   std::string address;
 };
 
@@ -114,14 +126,15 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.settle = absl::Milliseconds(200);
   copts.job_config_json = o.job.ToJson();
   copts.checkpoint_dir = o.job.checkpoint_dir;
-  auto server = CoordinatorServer::Start(copts);
-  if (!server.ok()) return server.status();
+  auto stack = StartCoordinatorStack(copts, /*keep_checkpoints=*/0);
+  if (!stack.ok()) return stack.status();
   CoordinatorHandle handle;
-  handle.address = absl::StrCat("127.0.0.1:", (*server)->port());
+  handle.stack = *std::move(stack);
+  const CoordinatorServer& server = *handle.stack.server;
+  handle.address = absl::StrCat("127.0.0.1:", server.port());
   std::cout << "zeroshard launch: coordinator on " << handle.address
-            << ", metrics on http://127.0.0.1:" << (*server)->metrics_port() << "/metrics, logs in "
+            << ", metrics on http://127.0.0.1:" << server.metrics_port() << "/metrics, logs in "
             << o.run_dir << "\n" << std::flush;
-  handle.server = *std::move(server);
   return handle;
 }
 
@@ -142,7 +155,7 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   o.job = *std::move(job);
   std::cout << "zeroshard launch: joining coordinator " << o.coordinator << " (job "
             << status->job_id() << "), logs in " << o.run_dir << "\n" << std::flush;
-  return CoordinatorHandle{nullptr, o.coordinator};
+  return CoordinatorHandle{{}, o.coordinator};
 }
 
 }  // namespace
@@ -177,7 +190,7 @@ int RunLaunch(LaunchOptions o) {
   ProgressState progress;
   progress.total_steps = o.job.steps;
   const int code = Watch(o, workers, progress);
-  if (coordinator->server) coordinator->server->Shutdown();
+  if (coordinator->stack.server) coordinator->stack.server->Shutdown();
   if (code != 0) return code;
 
   SummaryInputs summary;

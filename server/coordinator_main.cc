@@ -10,7 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
-#include "server/checkpoint_host.h"
+#include "server/coordinator_stack.h"
 #include "server/coordinator_server.h"
 
 namespace {
@@ -88,33 +88,23 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   // The checkpoint service shares the coordinator's port (checkpoint.proto).
-  std::unique_ptr<zeroshard::server::CheckpointHost> checkpoints;
-  std::vector<grpc::Service*> extra_services;
-  if (!o.checkpoint_dir.empty()) {
-    auto host = zeroshard::server::CheckpointHost::Open(o.checkpoint_dir, keep_checkpoints);
-    if (!host.ok()) {
-      std::cerr << "zeroshard-coordinator: --checkpoint-dir: " << host.status().message() << "\n";
-      return 1;
-    }
-    checkpoints = *std::move(host);
-    extra_services.push_back(checkpoints->service());
+  auto stack = zeroshard::StartCoordinatorStack(o, keep_checkpoints);
+  if (!stack.ok()) {
+    std::cerr << "zeroshard-coordinator: " << stack.status().message() << "\n";
+    return absl::IsInvalidArgument(stack.status()) ? 2 : 1;
   }
-  auto server = zeroshard::CoordinatorServer::Start(o, extra_services);
-  if (!server.ok()) {
-    std::cerr << "zeroshard-coordinator: " << server.status().message() << "\n";
-    return absl::IsInvalidArgument(server.status()) ? 2 : 1;
-  }
-  std::cout << "zeroshard-coordinator: listening on " << (*server)->address() << " (grpc)";
-  if ((*server)->metrics_port() > 0) {
+  auto& server = stack->server;
+  std::cout << "zeroshard-coordinator: listening on " << server->address() << " (grpc)";
+  if (server->metrics_port() > 0) {
     std::cout << ", " << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":"
-              << (*server)->metrics_port() << " (metrics)";
+              << server->metrics_port() << " (metrics)";
   }
   std::cout << "\nzeroshard-coordinator: job " << o.job_id << ", generation "
-            << (*server)->generation() << std::endl;
+            << server->generation() << std::endl;
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cout << "zeroshard-coordinator: signal " << sig << ", shutting down" << std::endl;
-  (*server)->Shutdown();
+  server->Shutdown();
   return 0;
 }

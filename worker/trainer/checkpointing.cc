@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
   meta.model_config_json = ctx.job->ToJson();
   meta.optimizer_step = engine.optimizer_step();
   meta.data_cursor = step * ctx.job->global_batch;
+  meta.attempt = ctx.generation;  // A restarted save replaces a cut-off one.
   return ctx.checkpoints->SaveAsync(meta, ShardViews(engine, ctx.rank),
                                     absl::Now() + absl::Minutes(10));
 }
