@@ -36,13 +36,14 @@ absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
   return static_cast<double>(v);
 }
 
-absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int64_t step) {
+absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler& sampler,
+                                                             int64_t step,
+                                                             const MicroBatchFn& run) {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
   ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
   ZS_ASSIGN_OR_RETURN(const SampleSpan widest, SampleRange(job.global_batch, ctx_.world_size, 0));
   const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest.size()), job.micro_batch);
-  const float loss_scale = 1.0f / (static_cast<float>(job.global_batch) * T);
   double loss_sum = 0;
   for (int64_t mb = 0; mb < micro_batches; ++mb) {
     const int64_t begin = mine.begin + mb * job.micro_batch;
@@ -52,12 +53,22 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
     const int batch = static_cast<int>(e - b);
     inputs_.resize(static_cast<size_t>(batch) * T);
     targets_.resize(inputs_.size());
-    ZS_RETURN_IF_ERROR(train_.FillBatch(step, b, e, T, inputs_.data(), targets_.data()));
-    ZS_ASSIGN_OR_RETURN(const double sum,
-                        model_.ForwardBackward(inputs_.data(), targets_.data(), batch, T,
-                                               padding ? 0.0f : loss_scale, *engine_));
+    ZS_RETURN_IF_ERROR(sampler.FillBatch(step, b, e, T, inputs_.data(), targets_.data()));
+    ZS_ASSIGN_OR_RETURN(const double sum, run(batch, padding));
     if (!padding) loss_sum += sum;
   }
+  return loss_sum;
+}
+
+absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int64_t step) {
+  const JobConfig& job = *ctx_.job;
+  const int T = ctx_.model_config->n_ctx;
+  const float loss_scale = 1.0f / (static_cast<float>(job.global_batch) * T);
+  ZS_ASSIGN_OR_RETURN(const double loss_sum,
+                      SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
+                        return model_.ForwardBackward(inputs_.data(), targets_.data(), batch, T,
+                                                      padding ? 0.0f : loss_scale, *engine_);
+                      }));
   engine_->set_learning_rate(static_cast<float>(LearningRateAt(job, step)));
   StepOutcome outcome;
   ZS_ASSIGN_OR_RETURN(outcome.result, engine_->Step(static_cast<float>(ctx_.world_size)));
@@ -69,24 +80,14 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
 absl::StatusOr<double> GenerationTrainer::Evaluate() {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
-  ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
-  ZS_ASSIGN_OR_RETURN(const SampleSpan widest, SampleRange(job.global_batch, ctx_.world_size, 0));
-  const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest.size()), job.micro_batch);
   double loss_sum = 0;
   for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
-    for (int64_t mb = 0; mb < micro_batches; ++mb) {
-      const int64_t begin = mine.begin + mb * job.micro_batch;
-      const int64_t end = std::min(mine.end, begin + job.micro_batch);
-      const bool padding = begin >= end;
-      const int64_t b = padding ? 0 : begin, e = padding ? 1 : end;
-      const int batch = static_cast<int>(e - b);
-      inputs_.resize(static_cast<size_t>(batch) * T);
-      targets_.resize(inputs_.size());
-      ZS_RETURN_IF_ERROR(validation_.FillBatch(batch_index, b, e, T, inputs_.data(), targets_.data()));
-      ZS_ASSIGN_OR_RETURN(const double sum,
-                          model_.Forward(inputs_.data(), targets_.data(), batch, T, *engine_));
-      if (!padding) loss_sum += sum;
-    }
+    ZS_ASSIGN_OR_RETURN(const double sum,
+                        SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
+                          return model_.Forward(inputs_.data(), targets_.data(), batch, T,
+                                                *engine_);
+                        }));
+    loss_sum += sum;
   }
   ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
   return total / (static_cast<double>(job.eval_batches) * job.global_batch * T);

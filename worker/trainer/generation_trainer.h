@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -59,6 +60,12 @@ class GenerationTrainer {
     double loss = 0;
     StepResult result;
   };
+  // Runs `run(batch, padding)` once per micro-batch of this rank's part of
+  // `step`'s global batch, with inputs_/targets_ filled; sums what it returns
+  // over the non-padding micro-batches.
+  using MicroBatchFn = std::function<absl::StatusOr<double>(int batch, bool padding)>;
+  absl::StatusOr<double> SumOverMicroBatches(const BatchSampler& sampler, int64_t step,
+                                             const MicroBatchFn& run);
   absl::StatusOr<StepOutcome> TrainStep(int64_t step);
   absl::StatusOr<double> Evaluate();
   absl::StatusOr<double> SumOverRanks(double value);
