@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
-#include "tests/comm/file_store.h"
+#include "tests/support/file_store.h"
 #include "tests/comm/rank_threads.h"
 
 namespace zeroshard::testing {

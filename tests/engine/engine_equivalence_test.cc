@@ -24,7 +24,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
-#include "tests/engine/file_store.h"
+#include "tests/support/file_store.h"
 #include "tests/support/subprocess.h"
 #include "worker/comm/gloo_communicator.h"
 

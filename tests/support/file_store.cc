@@ -1,4 +1,4 @@
-#include "tests/comm/file_store.h"
+#include "tests/support/file_store.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
