@@ -1,5 +1,7 @@
 #include "server/durable_state.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
 #include "common/status_macros.h"
