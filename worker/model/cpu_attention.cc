@@ -17,7 +17,8 @@
 
 #include "worker/model/cpu_kernels_internal.h"
 #include "worker/model/fast_math.h"
-#include "worker/model/parallel_for.h"
+#include "common/parallel_for.h"
+#include "worker/model/kernels.h"
 
 namespace zeroshard {
 
@@ -26,7 +27,7 @@ void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* o
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t row = 3 * int64_t{C};
-  ParallelFor(int64_t{B} * NH, [&](int64_t begin, int64_t end) {
+  ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / NH, h = bh % NH;
       const float* base = qkv + b * T * row + h * hs;
@@ -67,7 +68,7 @@ void CpuAttentionBackward(const float* dout, const float* qkv, const float* att,
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t row = 3 * int64_t{C};
-  ParallelFor(int64_t{B} * NH, [&](int64_t begin, int64_t end) {
+  ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
     std::vector<float> datt(T);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / NH, h = bh % NH;

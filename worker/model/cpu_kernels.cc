@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "common/status_macros.h"
 #include "worker/model/cpu_kernels_internal.h"
 #include "worker/model/fast_math.h"
 #include "worker/model/kernels.h"
-#include "worker/model/parallel_for.h"
 
 namespace zeroshard {
 namespace {
@@ -213,20 +211,5 @@ void SetComputeThreads(int threads) {
 }
 
 int ComputeThreads() { return ThreadsSetting(); }
-
-void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t threads = std::min<int64_t>(ComputeThreads(), n);
-  if (threads <= 1) {
-    if (n > 0) fn(0, n);
-    return;
-  }
-  std::vector<std::thread> workers;
-  workers.reserve(threads - 1);
-  for (int64_t i = 1; i < threads; ++i) {
-    workers.emplace_back([&fn, i, n, threads] { fn(n * i / threads, n * (i + 1) / threads); });
-  }
-  fn(0, n / threads);
-  for (std::thread& w : workers) w.join();
-}
 
 }  // namespace zeroshard

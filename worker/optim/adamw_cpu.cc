@@ -7,7 +7,7 @@
 #include "worker/optim/adamw.h"
 #include "worker/optim/adamw_element.h"
 #include "worker/optim/adamw_simd.h"
-#include "worker/optim/parallel_for.h"
+#include "common/parallel_for.h"
 
 namespace zeroshard {
 namespace {
