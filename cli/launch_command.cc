@@ -51,6 +51,9 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--checkpoint-dir", o.job.checkpoint_dir, "where checkpoints are stored");
   sub->add_option("--checkpoint-every", o.job.checkpoint_every, "save a checkpoint every K steps")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--keep-checkpoints", o.keep_checkpoints,
+                  "committed checkpoints kept, oldest deleted first (0 = all)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   sub->add_flag("--resume", o.job.resume, "resume from the latest committed checkpoint");
   sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
 }

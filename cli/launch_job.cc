@@ -126,7 +126,7 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.settle = absl::Milliseconds(200);
   copts.job_config_json = o.job.ToJson();
   copts.checkpoint_dir = o.job.checkpoint_dir;
-  auto stack = StartCoordinatorStack(copts, /*keep_checkpoints=*/0);
+  auto stack = StartCoordinatorStack(copts, o.keep_checkpoints);
   if (!stack.ok()) return stack.status();
   CoordinatorHandle handle;
   handle.stack = *std::move(stack);

@@ -17,6 +17,7 @@ struct LaunchOptions {
   std::string coordinator;                       // "" = embedded.
   std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
   std::string run_dir;                           // "" = runs/<time>.
+  int keep_checkpoints = 0;                      // Committed checkpoints kept (0 = all).
 };
 
 // Returns the process exit code: 0 trained, 1 failed, 2 bad request,
