@@ -100,7 +100,7 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
                   snap.restarts > 0 ? "coordinator_restart" : "start"),
       training_(metrics, snap.last_step, snap.last_loss),
       job_config_json_(snap.job_config_json),
-      last_tick_(clock->Now()),
+      last_tick_ns_(absl::ToUnixNanos(clock->Now())),
       generation_metric_(metrics->Gauge("zeroshard_generation",
                                         "Current generation number (0 = none formed yet).")),
       workers_metric_(metrics->Gauge("zeroshard_workers", "World size of the running generation.")),
@@ -338,9 +338,10 @@ absl::StatusOr<std::pair<v1::GenerationInfo, uint64_t>> CoordinatorCore::WaitFor
 
 void CoordinatorCore::Tick() {
   absl::MutexLock lock(&mu_);
-  last_tick_ = clock_->Now();
-  membership_.Tick(last_tick_);
+  const absl::Time now = clock_->Now();
+  membership_.Tick(now);
   DrainEventsLocked();
+  last_tick_ns_.store(absl::ToUnixNanos(now), std::memory_order_release);
 }
 
 void CoordinatorCore::Shutdown() {
@@ -371,8 +372,7 @@ std::vector<UnitSpec> CoordinatorCore::units() const {
 }
 
 absl::Time CoordinatorCore::last_tick() const {
-  absl::MutexLock lock(&mu_);
-  return last_tick_;
+  return absl::FromUnixNanos(last_tick_ns_.load(std::memory_order_acquire));
 }
 
 }  // namespace zeroshard::server

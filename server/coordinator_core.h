@@ -101,6 +101,7 @@ class CoordinatorCore {
   const std::string& job_id() const { return options_.job_id; }
   DurableState* durable() { return durable_.get(); }
   // Time of the last Tick (for /healthz: a wedged core stops ticking).
+  // Lock-free, so it answers even when the core is stuck.
   absl::Time last_tick() const;
 
  private:
@@ -134,7 +135,9 @@ class CoordinatorCore {
   uint64_t change_number_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t generation_changes_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time last_tick_ ABSL_GUARDED_BY(mu_);
+  // Unix ns of the last Tick; atomic so /healthz can read it without the
+  // lock a wedged core would hold.
+  std::atomic<int64_t> last_tick_ns_{0};
 
   MetricFamily* generation_metric_;
   MetricFamily* workers_metric_;
