@@ -36,7 +36,7 @@ Coordinator StartCoordinator(const std::string& state_dir, const std::string& lo
       std::vector<std::string>{BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
                                "--metrics-listen", "127.0.0.1:0", "--state-dir", state_dir,
                                "--job-id", "proc", "--min-workers", "2", "--settle", "0.1",
-                               "--heartbeat-interval", "0.2", "--lease-timeout", "2",
+                               "--heartbeat-interval", "0.5", "--lease-timeout", "10",
                                "--job-config-json", R"({"model":"tiny","stage":3})"},
       log);
   const std::regex port_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
