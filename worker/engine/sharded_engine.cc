@@ -100,9 +100,13 @@ void ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
 
 ShardedEngine::~ShardedEngine() {
   bool lost = false;
+  // After a failure the generation is over: waiting out a full collective
+  // timeout for ops stuck on a dead peer would only delay recovery, and
+  // retiring their buffers (below) is safe whatever they do later.
+  const absl::Duration wait = Failed() ? absl::Seconds(1) : options_.collective_timeout;
   auto settle = [&](std::unique_ptr<Work>& work) {
     if (work == nullptr) return true;
-    const bool ok = work->Wait(options_.collective_timeout).ok();
+    const bool ok = work->Wait(wait).ok();
     work.reset();
     return ok;
   };

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/plan_proto.h"
 #include "common/status_macros.h"
@@ -51,6 +52,14 @@ EngineOptions MakeEngineOptions(const JobConfig& job) {
   return o;
 }
 
+constexpr int kMaxGenerationRestarts = 20;
+
+// Errors a peer's departure or the generation's end cause in this worker.
+bool IsGenerationLoss(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsAborted(s) || absl::IsDeadlineExceeded(s) ||
+         absl::IsFailedPrecondition(s) || absl::IsCancelled(s);
+}
+
 // One generation: rendezvous, engine, optional restore, training.
 absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                            std::shared_ptr<CoordinatorClient> client, WorkerSession& session,
@@ -65,6 +74,8 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                                          info.world_size(), comm_options));
   Communicator* raw = comm.get();
   session.WatchForEnd(info.generation(), [raw] { raw->Abort(); });
+  // Before `comm` goes, so the heartbeat never aborts a destroyed communicator.
+  absl::Cleanup stop_watching = [&session] { session.StopWatching(); };
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
                       ShardedEngine::Create(plan, raw, MakeEngineOptions(job.job), job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
@@ -105,14 +116,29 @@ absl::Status RunWorker(const WorkerOptions& options) {
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSession> session,
                       WorkerSession::Join(*client, identity, ModelUnits(job.model)));
   for (int attempt = 0;; ++attempt) {
-    ZS_ASSIGN_OR_RETURN(const v1::GenerationInfo info, session->AwaitGeneration(options.join_timeout));
+    auto awaited = session->AwaitGeneration(options.join_timeout);
+    if (absl::IsNotFound(awaited.status()) && attempt < kMaxGenerationRestarts) {
+      // The coordinator dropped this member (lease expired, or it restarted
+      // and forgot members): join again as a new member.
+      std::cout << "rejoining: " << awaited.status().message() << "\n" << std::flush;
+      session.reset();
+      ZS_ASSIGN_OR_RETURN(session, WorkerSession::Join(*client, identity, ModelUnits(job.model)));
+      continue;
+    }
+    ZS_RETURN_IF_ERROR(awaited.status());
+    const v1::GenerationInfo& info = *awaited;
     std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
               << info.world_size() << "\n" << std::flush;
     absl::Status s = RunGeneration(options, job, client, *session, checkpoints.get(), info,
                                    attempt == 0);
     if (s.ok()) break;
-    if (!session->Ended(info.generation()) || attempt >= 100) {
-      session->ReportFailure(info.generation(), -1, std::string(s.message()));
+    // A peer that vanished or a generation that ended shows up as a failed
+    // collective: report it (the coordinator then forms the next generation
+    // at once) and go on in the next one. Anything else is this worker's own
+    // error and ends it.
+    session->ReportFailure(info.generation(), -1, std::string(s.message()));
+    if (!IsGenerationLoss(s) || attempt >= kMaxGenerationRestarts ||
+        !session->AwaitEnd(info.generation(), options.generation_end_timeout)) {
       return s;
     }
     std::cout << "generation " << info.generation() << " ended (" << s.message()

@@ -5,7 +5,8 @@
 // (or the job asks to resume), and train until the job ends. When a
 // generation ends under it (a peer left, failed or joined) it waits for the
 // next one and starts again from the latest checkpoint (from the initial
-// weights if the job keeps none).
+// weights if the job keeps none). A failed collective is reported to the
+// coordinator, which ends the generation at once; at most 20 restarts.
 #pragma once
 
 #include <string>
@@ -21,6 +22,9 @@ struct WorkerOptions {
   std::string host = "127.0.0.1";  // Address peers reach this worker on (Gloo).
   int threads = 1;          // Compute threads; 0 = the job's setting.
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
+  // After a failed collective: how long to wait for the coordinator to end
+  // the generation before giving up (covers a lease timeout).
+  absl::Duration generation_end_timeout = absl::Seconds(60);
 };
 
 // Returns OK when the job's steps are done; UNAVAILABLE when the coordinator

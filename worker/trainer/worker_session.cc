@@ -56,6 +56,7 @@ void WorkerSession::HeartbeatLoop() {
       request.set_generation(watched_);
     }
     auto reply = client_.Heartbeat(request);
+    absl::MutexLock callback_lock(&callback_mu_);
     std::function<void()> fire;
     {
       absl::MutexLock lock(&mu_);
@@ -103,9 +104,25 @@ void WorkerSession::WatchForEnd(uint64_t generation, std::function<void()> on_en
   on_end_ = std::move(on_end);
 }
 
+void WorkerSession::StopWatching() {
+  absl::MutexLock callback_lock(&callback_mu_);
+  absl::MutexLock lock(&mu_);
+  watched_ = 0;
+  on_end_ = nullptr;
+}
+
 bool WorkerSession::Ended(uint64_t generation) const {
   absl::MutexLock lock(&mu_);
   return lost_ || (latest_generation_ != 0 && latest_generation_ != generation);
+}
+
+bool WorkerSession::AwaitEnd(uint64_t generation, absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!Ended(generation)) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return true;
 }
 
 void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const std::string& reason) {

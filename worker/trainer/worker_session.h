@@ -43,9 +43,15 @@ class WorkerSession {
   // after `timeout`; NOT_FOUND if the lease expired (Join again).
   absl::StatusOr<v1::GenerationInfo> AwaitGeneration(absl::Duration timeout);
 
-  // Called once each time the heartbeat sees that `generation` has ended.
+  // `on_end` runs (once, on the heartbeat thread) when the heartbeat sees
+  // that `generation` has ended, until StopWatching.
   void WatchForEnd(uint64_t generation, std::function<void()> on_end);
+  // Drops the callback; when it returns, the callback is not running and will
+  // not run (so what it captured may be destroyed).
+  void StopWatching();
   bool Ended(uint64_t generation) const;
+  // Waits up to `timeout` for Ended(generation); returns whether it ended.
+  bool AwaitEnd(uint64_t generation, absl::Duration timeout) const;
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
   void Leave();
@@ -62,6 +68,7 @@ class WorkerSession {
   Identity identity_;
   uint64_t member_id_;
   absl::Duration interval_;
+  absl::Mutex callback_mu_;  // Held while on_end_ runs; taken before mu_.
   mutable absl::Mutex mu_;
   uint64_t latest_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool in_latest_ ABSL_GUARDED_BY(mu_) = false;
