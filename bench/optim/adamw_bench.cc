@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "worker/optim/adamw.h"
-#include "worker/optim/parallel_for.h"
+#include "common/parallel_for.h"
 
 namespace zeroshard {
 namespace {
