@@ -47,8 +47,7 @@ std::string WaitForAddress(const std::string& log) {
   return "";
 }
 
-TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
-  const std::string dir = MakeTempDir("zs_elastic");
+JobConfig ElasticJob(const std::string& dir) {
   JobConfig job;
   job.model = "tiny";
   job.stage = 3;
@@ -60,29 +59,57 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
   job.checkpoint_dir = dir + "/ckpt";
   job.checkpoint_every = 4;
   job.log_path = dir + "/steps.jsonl";
-  ChildProcess coordinator(
-      {BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
-       "--state-dir", dir + "/state", "--checkpoint-dir", job.checkpoint_dir, "--min-workers",
-       "2", "--max-workers", "3", "--settle", "1", "--heartbeat-interval", "0.2",
-       "--lease-timeout", "2", "--job-config-json", job.ToJson()},
+  return job;
+}
+
+std::unique_ptr<ChildProcess> StartCoordinator(const std::string& dir, const JobConfig& job,
+                                               const std::string& listen, int min_workers,
+                                               int max_workers) {
+  return std::make_unique<ChildProcess>(
+      std::vector<std::string>{
+          BinPath("zeroshard-coordinator"), "--listen", listen, "--metrics-listen", "",
+          "--state-dir", dir + "/state", "--checkpoint-dir", job.checkpoint_dir,
+          "--min-workers", std::to_string(min_workers), "--max-workers",
+          std::to_string(max_workers), "--settle", "1", "--heartbeat-interval", "0.2",
+          "--lease-timeout", "2", "--job-config-json", job.ToJson()},
       dir + "/coordinator.log");
-  const std::string address = WaitForAddress(dir + "/coordinator.log");
-  ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
+}
+
+std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
+                                                        const std::string& address, int n) {
   std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     workers.push_back(std::make_unique<ChildProcess>(
         std::vector<std::string>{BinPath("zeroshard-worker"), "--coordinator", address,
                                  "--worker-id", absl::StrCat("w", i), "--threads", "1"},
         absl::StrCat(dir, "/worker-", i, ".log")));
   }
-  // Kill one worker once the three-rank generation has taken a few steps.
+  return workers;
+}
+
+// Waits until rank 0's log shows `world_size` ranks past `step`.
+bool WaitForStep(const std::string& log, int world_size, int64_t step) {
   const absl::Time deadline = absl::Now() + absl::Seconds(90);
   while (absl::Now() < deadline) {
-    auto records = Records(job.log_path);
-    if (!records.empty() && records.back().world_size == 3 && records.back().step >= 10) break;
+    auto records = Records(log);
+    if (!records.empty() && records.back().world_size == world_size &&
+        records.back().step >= step) {
+      return true;
+    }
     absl::SleepFor(absl::Milliseconds(50));
   }
-  ASSERT_FALSE(Records(job.log_path).empty()) << ReadFile(dir + "/worker-0.log");
+  return false;
+}
+
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
+  const std::string dir = MakeTempDir("zs_elastic");
+  const JobConfig job = ElasticJob(dir);
+  auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 3);
+  const std::string address = WaitForAddress(dir + "/coordinator.log");
+  ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
+  auto workers = StartWorkers(dir, address, 3);
+  // Kill one worker once the three-rank generation has taken a few steps.
+  ASSERT_TRUE(WaitForStep(job.log_path, 3, 10)) << ReadFile(dir + "/worker-0.log");
   workers[2]->Signal(SIGKILL);
   EXPECT_EQ(workers[0]->Wait(absl::Seconds(120)), 0) << ReadFile(dir + "/worker-0.log");
   EXPECT_EQ(workers[1]->Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/worker-1.log");
@@ -101,8 +128,35 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
   EXPECT_GT(first_of_new, 1);
   EXPECT_EQ((first_of_new - 1) % job.checkpoint_every, 0) << first_of_new;
   EXPECT_LT(records.back().loss, records.front().loss);
-  coordinator.Signal(SIGTERM);
-  EXPECT_EQ(coordinator.Wait(absl::Seconds(10)), 0);
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
+}
+
+// The coordinator is killed (kill -9) mid-run and restarted on the same
+// state dir and address: the workers learn they were forgotten, join again
+// without operator action, and finish from the latest checkpoint.
+TEST(ElasticTest, WorkersRejoinARestartedCoordinator) {
+  const std::string dir = MakeTempDir("zs_restart");
+  JobConfig job = ElasticJob(dir);
+  job.steps = 80;
+  auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 2);
+  const std::string address = WaitForAddress(dir + "/coordinator.log");
+  ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
+  auto workers = StartWorkers(dir, address, 2);
+  ASSERT_TRUE(WaitForStep(job.log_path, 2, 10)) << ReadFile(dir + "/worker-0.log");
+  coordinator->Signal(SIGKILL);
+  EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 128 + SIGKILL);
+  coordinator = StartCoordinator(dir, job, address, 2, 2);
+  EXPECT_EQ(workers[0]->Wait(absl::Seconds(120)), 0) << ReadFile(dir + "/worker-0.log");
+  EXPECT_EQ(workers[1]->Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/worker-1.log");
+  const std::vector<StepRecord> records = Records(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_GT(records.back().generation, records.front().generation);
+  EXPECT_NE(ReadFile(dir + "/worker-0.log").find("rejoining"), std::string::npos)
+      << ReadFile(dir + "/worker-0.log");
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
 }
 
 }  // namespace
