@@ -84,7 +84,8 @@ absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (lost_) return absl::NotFoundError("lease expired: the coordinator dropped this member");
+      if (lost_) return absl::NotFoundError(
+            "the coordinator no longer knows this member (lease expired or coordinator restarted)");
     }
     auto info = client_.GetGeneration(request);
     if (info.ok() && info->state() == v1::GenerationInfo::STATE_RUNNING && info->rank() >= 0) {
