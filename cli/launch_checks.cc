@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -15,8 +18,31 @@
 namespace zeroshard::cli {
 namespace {
 
+// MemAvailable (free + reclaimable page cache), as the kernel estimates it.
 int64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
   return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+// A fresh job must not pick up an earlier run's checkpoints by accident.
+absl::Status CheckCheckpointDir(const JobConfig& job) {
+  if (job.checkpoint_dir.empty() || job.resume) return absl::OkStatus();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(job.checkpoint_dir, ec)) {
+    if (entry.path().filename().string().rfind("step-", 0) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--checkpoint-dir ", job.checkpoint_dir,
+          " already holds checkpoints: pass --resume to continue from them, or use an empty "
+          "directory"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
@@ -49,7 +75,7 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
   }
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  if (o.job.threads <= 1) o.job.threads = std::max(1, cores / o.workers);
+  o.job.threads = o.threads > 0 ? o.threads : std::max(1, cores / o.workers);
   ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelPreset(o.job.model));
   if (o.job.data.empty()) o.job.data = DefaultDataPaths();
   for (std::string& path : o.job.data) {
@@ -58,9 +84,11 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
     if (!ec) path = abs.string();
   }
   if (!o.job.checkpoint_dir.empty()) {
-    o.job.checkpoint_dir = std::filesystem::absolute(o.job.checkpoint_dir).string();
+    std::error_code ec;
+    o.job.checkpoint_dir = std::filesystem::absolute(o.job.checkpoint_dir, ec).string();
   }
   ZS_RETURN_IF_ERROR(o.job.Validate());
+  ZS_RETURN_IF_ERROR(CheckCheckpointDir(o.job));
   // Loading is the check: a missing path or no text is named in the error.
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
   return CheckMemory(o, model);

@@ -38,9 +38,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--eval-every", c.eval_every, "validation loss every K steps (0: at the end)")
       ->capture_default_str();
   sub->add_option("--log", c.log_path, "JSONL step log (default: RUN_DIR/steps.jsonl)");
-  sub->add_option("--threads", c.threads, "compute threads per worker (default: cores / workers)");
+  sub->add_option("--threads", o.threads, "compute threads per worker (0: cores / workers)")
+      ->check(CLI::Range(0, 256))->capture_default_str();
   sub->add_option("--backend", c.backend, "collectives backend")
-      ->check(CLI::IsMember({"gloo", "nccl"}))->capture_default_str();
+      ->check(CLI::IsMember({"gloo"}))->capture_default_str();
 }
 
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {

@@ -18,6 +18,7 @@ struct LaunchOptions {
   std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
   std::string run_dir;                           // "" = runs/<time>.
   int keep_checkpoints = 0;                      // Committed checkpoints kept (0 = all).
+  int threads = 0;                               // Per worker; 0 = cores / workers.
 };
 
 // Returns the process exit code: 0 trained, 1 failed, 2 bad request,

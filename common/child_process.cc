@@ -1,6 +1,7 @@
 #include "common/child_process.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,8 +18,10 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& log
   std::vector<std::string> env_copy = extra_env;
   pid_ = fork();
   if (pid_ != 0) return;
-  // Child: only async-signal-safe calls from here on.
+  // Child: only async-signal-safe calls from here on. It dies with its
+  // parent, so a crashed or killed launcher leaves nothing running.
   setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     dup2(fd, STDOUT_FILENO);

@@ -1,7 +1,9 @@
 // A child process started by fork+exec that its owner signals and reaps by
 // PID within a deadline (used by `zeroshard launch` for local workers and by
 // tests for servers). The child gets its own process group, stdin from
-// /dev/null, and stdout+stderr appended to a log file.
+// /dev/null, stdout+stderr appended to a log file, and SIGKILL when the
+// thread that started it exits (PR_SET_PDEATHSIG), so a launcher that crashes
+// or is killed leaves nothing running.
 // Thread-compatible: one owner thread per object.
 #pragma once
 

@@ -36,6 +36,8 @@ TEST(JobConfigTest, BadInputNamesTheField) {
             std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"compute_dtype": "fp8"})").status().message().find("fp8"),
             std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"backend": "nccl"})").status().message().find("gloo"),
+            std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find(
                 "checkpoint_dir"),
             std::string::npos);

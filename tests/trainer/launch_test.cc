@@ -3,6 +3,7 @@
 // clear line with nothing left running; Ctrl-C stops every process.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -40,13 +41,16 @@ CommandResult Launch(const std::string& args) {
 // same curve up to float summation order (issue: within 1e-4 relative).
 TEST(LaunchTest, LossCurvesAgreeAcrossWorldSizesAndStages) {
   const std::string dir = MakeTempDir("zs_launch_curves");
-  struct Run { int workers, stage; };
+  // N = 3 splits 16 sequences 5/5/6; with micro-batches of 1 the ranks run
+  // 6 micro-batches each, the short ones padding.
+  struct Run { int workers, stage, micro_batch; };
   std::vector<std::vector<double>> curves;
-  for (Run run : {Run{1, 0}, Run{2, 2}, Run{3, 3}, Run{4, 3}}) {
-    const std::string log = absl::StrCat(dir, "/n", run.workers, "s", run.stage, ".jsonl");
+  for (Run run : {Run{1, 0, 4}, Run{2, 2, 4}, Run{3, 3, 4}, Run{4, 3, 4}, Run{3, 1, 1}}) {
+    const std::string log = absl::StrCat(dir, "/n", run.workers, "s", run.stage, "m",
+                                         run.micro_batch, ".jsonl");
     CommandResult r = Launch(absl::StrCat(
-        "--workers ", run.workers, " --stage ", run.stage,
-        " --steps 10 --model small --global-batch 16 --micro-batch 4 --threads 1"
+        "--workers ", run.workers, " --stage ", run.stage, " --micro-batch ", run.micro_batch,
+        " --steps 10 --model small --global-batch 16 --threads 1"
         " --eval-every 0 --seed 7 --run-dir ", dir, "/run", run.workers, " --log ", log));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     curves.push_back(Losses(log));
@@ -71,7 +75,9 @@ TEST(LaunchTest, BadRequestsFailInOneClearLine) {
       {"--stage 5", "--stage", 2},
       {"--model gpt2-xl --workers 4 --steps 1", "GiB", 2},
       {"--coordinator 127.0.0.1:1 --steps 1", "no reachable coordinator", 1},
+      {absl::StrCat("--checkpoint-dir ", dir, "/ckpt --steps 1"), "--resume", 2},
   };
+  std::filesystem::create_directories(dir + "/ckpt/step-00000004");
   for (const Case& c : cases) {
     const absl::Time start = absl::Now();
     CommandResult r = Launch(absl::StrCat(c.args, " --run-dir ", dir, "/run"));

@@ -43,11 +43,48 @@ absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
                                     absl::Now() + absl::Minutes(10));
 }
 
-absl::StatusOr<int64_t> RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
-                                          bool exact_step) {
-  const absl::Time deadline = absl::Now() + absl::Minutes(10);
+namespace {
+
+// Rank 0's side of AgreeOnRestoreStep.
+absl::StatusOr<int64_t> ChooseRestoreStep(const GenerationContext& ctx) {
+  v1::GetJobStatusRequest request;
+  request.set_job_id(ctx.session->job_id());
+  ZS_ASSIGN_OR_RETURN(const v1::JobStatus status, ctx.session->client().GetJobStatus(request));
+  const bool job_start = status.step() == 0;
+  const bool resume = job_start && ctx.job->resume;
+  if (job_start && !resume) return -1;
   std::optional<int64_t> step;
-  if (exact_step && ctx.job->resume_step >= 0) step = ctx.job->resume_step;
+  if (resume && ctx.job->resume_step >= 0) step = ctx.job->resume_step;
+  auto info = ctx.checkpoints->GetInfo(ctx.session->job_id(), step,
+                                       absl::Now() + absl::Seconds(30));
+  if (info.ok()) return info->summary().step();
+  if (absl::IsNotFound(info.status()) && !resume) return -1;  // Nothing saved yet.
+  return info.status();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communicator& comm) {
+  if (ctx.checkpoints == nullptr) return -1;  // Same job config on every rank.
+  constexpr int64_t kFailed = -2;
+  int64_t decision = -1;
+  absl::Status failure;
+  if (ctx.rank == 0) {
+    auto chosen = ChooseRestoreStep(ctx);
+    decision = chosen.ok() ? *chosen : kFailed;
+    if (!chosen.ok()) failure = chosen.status();
+  }
+  // An int64 travels as two fp32 words: broadcast only moves bytes.
+  ZS_RETURN_IF_ERROR(
+      comm.Broadcast(&decision, &decision, 2, DType::kFp32, 0)->Wait(absl::Seconds(120)));
+  if (decision != kFailed) return decision;
+  if (ctx.rank == 0) return failure;
+  return absl::NotFoundError("rank 0 found no committed checkpoint to restore (see its log)");
+}
+
+absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
+                               int64_t step) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(10);
   ZS_ASSIGN_OR_RETURN(const v1::CheckpointInfo info,
                       ctx.checkpoints->GetInfo(ctx.session->job_id(), step, deadline));
   const ShardPlan& plan = engine.plan();
@@ -70,7 +107,7 @@ absl::StatusOr<int64_t> RestoreCheckpoint(const GenerationContext& ctx, ShardedE
   }
   ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
   engine.set_optimizer_step(info.trainer().optimizer_step());
-  return info.summary().step();
+  return absl::OkStatus();
 }
 
 }  // namespace zeroshard

@@ -15,10 +15,17 @@ namespace zeroshard {
 absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
     const GenerationContext& ctx, ShardedEngine& engine, int64_t step);
 
-// Loads the latest committed checkpoint (or job.resume_step's) into the
-// engine and returns its step; NOT_FOUND when there is none. Every rank calls
-// it (RebuildComputeCopy is collective at stages 1 and 2).
-absl::StatusOr<int64_t> RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
-                                          bool exact_step);
+// The checkpoint step every rank of the generation restores, -1 for none.
+// Rank 0 decides and broadcasts it over `comm`, so ranks never disagree: at
+// the job's start (the coordinator has seen no step yet) the job's
+// resume / resume_step; later (a new generation mid-job) the latest
+// committed checkpoint, or none if nothing was saved yet. Collective.
+// NOT_FOUND when the job asks to resume and there is nothing to resume from.
+absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communicator& comm);
+
+// Loads checkpoint `step` into the engine: each rank downloads exactly the
+// ranges it holds under the current plan. Every rank calls it
+// (RebuildComputeCopy is collective at stages 1 and 2).
+absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine, int64_t step);
 
 }  // namespace zeroshard

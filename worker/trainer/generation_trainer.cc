@@ -42,8 +42,9 @@ absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
   ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
-  ZS_ASSIGN_OR_RETURN(const SampleSpan widest, SampleRange(job.global_batch, ctx_.world_size, 0));
-  const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest.size()), job.micro_batch);
+  // SampleRange gives ranks floor or ceil of G/N samples: the widest has ceil.
+  const int64_t widest = CeilDiv(job.global_batch, ctx_.world_size);
+  const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest), job.micro_batch);
   double loss_sum = 0;
   for (int64_t mb = 0; mb < micro_batches; ++mb) {
     const int64_t begin = mine.begin + mb * job.micro_batch;
@@ -109,6 +110,9 @@ RankStepStats GenerationTrainer::MyStats() {
 
 absl::Status GenerationTrainer::Run(int64_t start_step) {
   const JobConfig& job = *ctx_.job;
+  if (ctx_.rank == 0 && !job.log_path.empty() && !log_.is_open()) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot open the step log ", job.log_path));
+  }
   for (int64_t step = start_step; step < job.steps; ++step) {
     if (ctx_.session->Ended(ctx_.generation)) {
       return absl::AbortedError(absl::StrCat("generation ", ctx_.generation, " ended"));

@@ -1,6 +1,8 @@
 #include "worker/trainer/job_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -30,7 +32,12 @@ absl::Status JobConfig::Validate() const {
   if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
   if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
   if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
-  if (backend != "gloo" && backend != "nccl") return OutOfRange("backend", "must be gloo or nccl");
+  if (backend == "nccl") {
+    // The communicator has an NCCL backend, but the reference model and the
+    // engine keep their buffers in host memory, which NCCL cannot use.
+    return OutOfRange("backend", "nccl needs a GPU model path; this trainer runs on CPU: use gloo");
+  }
+  if (backend != "gloo") return OutOfRange("backend", "must be gloo");
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (checkpoint_every > 0 && checkpoint_dir.empty()) {
     return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
@@ -99,7 +106,7 @@ double LearningRateAt(const JobConfig& c, int64_t step) {
   const double span = std::max<int64_t>(1, c.steps - c.warmup_steps);
   const double progress = std::min(1.0, (step - c.warmup_steps) / span);
   const double min_lr = c.lr / 10;
-  return min_lr + 0.5 * (c.lr - min_lr) * (1 + std::cos(M_PI * progress));
+  return min_lr + 0.5 * (c.lr - min_lr) * (1 + std::cos(std::numbers::pi * progress));
 }
 
 }  // namespace zeroshard

@@ -1,5 +1,7 @@
 #include "worker/trainer/step_record.h"
 
+#include <cmath>
+
 #include "nlohmann/json.hpp"
 
 namespace zeroshard {
@@ -68,6 +70,14 @@ std::string StepRecord::ToJsonLine() const {
   return j.dump();
 }
 
+// JSON has no NaN or infinity: nlohmann writes them as null; read null back
+// as NaN so a diverged step still shows.
+double NumberOr(const nlohmann::json& j, const char* key, double absent) {
+  if (!j.contains(key)) return absent;
+  const nlohmann::json& v = j.at(key);
+  return v.is_null() ? std::nan("") : v.get<double>();
+}
+
 absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
@@ -76,15 +86,16 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
   StepRecord r;
   try {
     r.step = j.at("step").get<int64_t>();
-    r.loss = j.at("loss").get<double>();
-    r.val_loss = j.value("val_loss", -1.0);
-    r.lr = j.value("lr", 0.0);
-    r.grad_norm = j.value("grad_norm", 0.0);
+    if (!j.contains("loss")) return absl::InvalidArgumentError("step record: no loss");
+    r.loss = NumberOr(j, "loss", 0.0);
+    r.val_loss = NumberOr(j, "val_loss", -1.0);
+    r.lr = NumberOr(j, "lr", 0.0);
+    r.grad_norm = NumberOr(j, "grad_norm", 0.0);
     r.world_size = j.at("world_size").get<int>();
     r.generation = j.at("generation").get<uint64_t>();
     r.stage = j.at("stage").get<int>();
-    r.step_seconds = j.at("step_seconds").get<double>();
-    r.tokens_per_second = j.at("tokens_per_second").get<double>();
+    r.step_seconds = NumberOr(j, "step_seconds", 0.0);
+    r.tokens_per_second = NumberOr(j, "tokens_per_second", 0.0);
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;
       for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},

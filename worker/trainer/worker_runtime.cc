@@ -64,7 +64,7 @@ bool IsGenerationLoss(const absl::Status& s) {
 absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                            std::shared_ptr<CoordinatorClient> client, WorkerSession& session,
                            checkpoint::CheckpointClient* checkpoints,
-                           const v1::GenerationInfo& info, bool first) {
+                           const v1::GenerationInfo& info) {
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, ShardPlanFromProto(info.plan()));
   CoordinatorStore store(std::move(client), session.job_id(), info.generation());
   CommunicatorOptions comm_options;
@@ -80,15 +80,12 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                       ShardedEngine::Create(plan, raw, MakeEngineOptions(job.job), job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size()};
+  ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, *raw));
   int64_t start_step = 0;
-  if (checkpoints != nullptr && (job.job.resume || !first)) {
-    auto restored = RestoreCheckpoint(ctx, *engine, /*exact_step=*/first);
-    if (restored.ok()) {
-      start_step = *restored;
-      std::cout << "restored checkpoint at step " << start_step << "\n" << std::flush;
-    } else if (restored.status().code() != absl::StatusCode::kNotFound || job.job.resume) {
-      return restored.status();
-    }
+  if (restore_step >= 0) {
+    ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, *engine, restore_step));
+    start_step = restore_step;
+    std::cout << "restored checkpoint at step " << start_step << "\n" << std::flush;
   }
   GenerationTrainer trainer(ctx, raw, engine.get());
   return trainer.Run(start_step);
@@ -129,8 +126,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     const v1::GenerationInfo& info = *awaited;
     std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
               << info.world_size() << "\n" << std::flush;
-    absl::Status s = RunGeneration(options, job, client, *session, checkpoints.get(), info,
-                                   attempt == 0);
+    absl::Status s = RunGeneration(options, job, client, *session, checkpoints.get(), info);
     if (s.ok()) break;
     // A peer that vanished or a generation that ended shows up as a failed
     // collective: report it (the coordinator then forms the next generation

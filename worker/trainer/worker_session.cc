@@ -62,12 +62,12 @@ void WorkerSession::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       if (!reply.ok()) {
         if (reply.status().code() == absl::StatusCode::kNotFound) lost_ = true;
-      } else {
+      } else if (reply->generation() >= latest_generation_) {  // Generations only grow.
         latest_generation_ = reply->generation();
         in_latest_ = reply->in_generation() &&
                      reply->state() == v1::GenerationInfo::STATE_RUNNING;
       }
-      if (watched_ != 0 && on_end_ && (lost_ || latest_generation_ != watched_ || !in_latest_)) {
+      if (watched_ != 0 && on_end_ && EndedLocked(watched_)) {
         fire = std::move(on_end_);
         on_end_ = nullptr;
       }
@@ -114,7 +114,14 @@ void WorkerSession::StopWatching() {
 
 bool WorkerSession::Ended(uint64_t generation) const {
   absl::MutexLock lock(&mu_);
-  return lost_ || (latest_generation_ != 0 && latest_generation_ != generation);
+  return EndedLocked(generation);
+}
+
+// A heartbeat reply older than `generation` says nothing about it; a newer
+// generation, or the same one no longer running with this member, ends it.
+bool WorkerSession::EndedLocked(uint64_t generation) const {
+  return lost_ || latest_generation_ > generation ||
+         (latest_generation_ == generation && !in_latest_);
 }
 
 bool WorkerSession::AwaitEnd(uint64_t generation, absl::Duration timeout) const {

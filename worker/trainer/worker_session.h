@@ -63,6 +63,7 @@ class WorkerSession {
  private:
   WorkerSession(CoordinatorClient& client, Identity identity, const v1::JoinResponse& joined);
   void HeartbeatLoop();
+  bool EndedLocked(uint64_t generation) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CoordinatorClient& client_;
   Identity identity_;
