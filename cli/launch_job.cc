@@ -144,7 +144,8 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   if (!client.ok()) return client.status();
   auto status = WorkerSession::ProbeJob(**client, absl::Seconds(10));
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator));
+    return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator,
+                                               " (", status.status().message(), ")"));
   }
   v1::GetGenerationRequest request;
   request.set_job_id(status->job_id());
@@ -169,10 +170,15 @@ int RunLaunch(LaunchOptions o) {
     }
   }
   if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
-  std::filesystem::create_directories(o.run_dir);
-  o.run_dir = std::filesystem::absolute(o.run_dir).string();
+  std::error_code ec;
+  std::filesystem::create_directories(o.run_dir, ec);
+  if (ec) {
+    std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  o.run_dir = std::filesystem::absolute(o.run_dir, ec).string();
   if (!external && o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
-  if (!external) std::filesystem::remove(o.job.log_path);
+  if (!external) std::filesystem::remove(o.job.log_path, ec);
 
   auto coordinator = external ? UseExternal(o) : StartEmbedded(o);
   if (!coordinator.ok()) {

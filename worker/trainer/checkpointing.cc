@@ -35,6 +35,8 @@ absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
   meta.rank = ctx.rank;
   meta.stage = ctx.job->stage;
   meta.plan = engine.plan();
+  // The whole job config (it names the model preset), so an export or a
+  // resume knows what produced the weights.
   meta.model_config_json = ctx.job->ToJson();
   meta.optimizer_step = engine.optimizer_step();
   meta.data_cursor = step * ctx.job->global_batch;

@@ -1,7 +1,8 @@
 // One training step as the job log (--log FILE.jsonl) and the progress line
 // see it: global figures plus every rank's memory and communication.
 // Ranks exchange their figures with one small all-gather of doubles per step
-// (RankStepStats::kDoubles each), so rank 0 can write the whole record.
+// (RankStepStats::kDoubles each, plus the trainer's own flags), so rank 0 can
+// write the whole record.
 // Thread-compatible value types.
 #pragma once
 

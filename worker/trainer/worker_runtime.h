@@ -5,8 +5,10 @@
 // (or the job asks to resume), and train until the job ends. When a
 // generation ends under it (a peer left, failed or joined) it waits for the
 // next one and starts again from the latest checkpoint (from the initial
-// weights if the job keeps none). A failed collective is reported to the
-// coordinator, which ends the generation at once; at most 20 restarts.
+// weights if the job keeps none). Every failure is reported to the
+// coordinator, which ends the generation at once; failures a lost peer or an
+// ended generation cause (UNAVAILABLE, ABORTED, DEADLINE_EXCEEDED, ...) lead
+// to the next generation, at most 20 times; any other error ends the worker.
 #pragma once
 
 #include <string>
