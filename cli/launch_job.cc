@@ -120,11 +120,11 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.listen = "127.0.0.1:0";
   copts.metrics_listen = o.metrics_listen;
   copts.state_dir = o.run_dir + "/state";
-  copts.job_id = "launch";
-  copts.min_workers = o.workers;
-  copts.max_workers = o.workers;
-  copts.settle = absl::Milliseconds(200);
-  copts.job_config_json = o.job.ToJson();
+  copts.core.job_id = "launch";
+  copts.core.min_workers = o.workers;
+  copts.core.max_workers = o.workers;
+  copts.core.settle = absl::Milliseconds(200);
+  copts.core.job_config_json = o.job.ToJson();
   copts.checkpoint_dir = o.job.checkpoint_dir;
   auto stack = StartCoordinatorStack(copts, o.keep_checkpoints);
   if (!stack.ok()) return stack.status();

@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", o.state_dir,
                  "directory for durable state (job config, generation counter, last step); "
                  "\"\" = nothing persisted");
-  app.add_option("--job-id", o.job_id, "job id workers must name")->capture_default_str();
-  app.add_option("--min-workers", o.min_workers, "members needed to form a generation")
+  app.add_option("--job-id", o.core.job_id, "job id workers must name")->capture_default_str();
+  app.add_option("--min-workers", o.core.min_workers, "members needed to form a generation")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  app.add_option("--max-workers", o.max_workers, "largest world size")
+  app.add_option("--max-workers", o.core.max_workers, "largest world size")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_option("--settle", settle, "seconds without membership change before forming")
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--lease-timeout", lease, "seconds of silence before a member is dropped")
       ->check(CLI::Range(0.002, 3600.0))
       ->capture_default_str();
-  app.add_option("--alignment", o.alignment, "shard plan alignment, elements")
+  app.add_option("--alignment", o.core.alignment, "shard plan alignment, elements")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   auto* file_opt = app.add_option("--job-config", job_config_file, "job config JSON file")
@@ -67,17 +67,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
 
-  o.settle = Seconds(settle);
-  o.heartbeat_interval = Seconds(heartbeat);
-  o.lease_timeout = Seconds(lease);
-  o.job_config_json = job_config_text;
+  o.core.settle = Seconds(settle);
+  o.core.heartbeat_interval = Seconds(heartbeat);
+  o.core.lease_timeout = Seconds(lease);
+  o.core.job_config_json = job_config_text;
   if (!job_config_file.empty()) {
     absl::StatusOr<std::string> text = zeroshard::ReadWholeFile(job_config_file);
     if (!text.ok()) {
       std::cerr << "zeroshard-coordinator: --job-config: " << text.status().message() << "\n";
       return 2;
     }
-    o.job_config_json = *text;
+    o.core.job_config_json = *text;
   }
 
   // Block the stop signals in every thread; main waits for them below.
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     std::cout << ", " << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":"
               << server->metrics_port() << " (metrics)";
   }
-  std::cout << "\nzeroshard-coordinator: job " << o.job_id << ", generation "
+  std::cout << "\nzeroshard-coordinator: job " << o.core.job_id << ", generation "
             << server->generation() << std::endl;
 
   int sig = 0;

@@ -13,8 +13,8 @@ namespace {
 
 absl::Duration TickInterval(const CoordinatorOptions& o) {
   if (o.tick_interval > absl::ZeroDuration()) return o.tick_interval;
-  absl::Duration d = std::min({o.heartbeat_interval, o.lease_timeout,
-                               o.settle > absl::ZeroDuration() ? o.settle : o.heartbeat_interval}) /
+  absl::Duration d = std::min({o.core.heartbeat_interval, o.core.lease_timeout,
+                               o.core.settle > absl::ZeroDuration() ? o.core.settle : o.core.heartbeat_interval}) /
                      4;
   return std::clamp(d, absl::Milliseconds(5), absl::Milliseconds(100));
 }
@@ -32,16 +32,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<server::DurableState> durable,
                       server::DurableState::Open(options.state_dir));
-  server::CoreOptions core_options;
-  core_options.job_id = options.job_id;
-  core_options.min_workers = options.min_workers;
-  core_options.max_workers = options.max_workers;
-  core_options.settle = options.settle;
-  core_options.heartbeat_interval = options.heartbeat_interval;
-  core_options.lease_timeout = options.lease_timeout;
-  core_options.alignment = options.alignment;
-  core_options.job_config_json = options.job_config_json;
-  ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(core_options, std::move(durable),
+  ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(options.core, std::move(durable),
                                                                 clock, &s->metrics_));
 
   s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get());

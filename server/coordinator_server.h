@@ -34,14 +34,10 @@ struct CoordinatorOptions {
   std::string listen = "127.0.0.1:0";          // gRPC HOST:PORT; port 0 picks one.
   std::string metrics_listen = "127.0.0.1:0";  // HTTP HOST:PORT; "" = no HTTP server.
   std::string state_dir;                       // "" = nothing persisted.
-  std::string job_id = "default";
-  int min_workers = 1;
-  int max_workers = 1024;
-  absl::Duration settle = absl::Seconds(1);
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-  absl::Duration lease_timeout = absl::Seconds(5);
-  int64_t alignment = 16;       // Shard plan alignment, elements.
-  std::string job_config_json;  // Opaque JSON handed to workers; "" = the persisted one or "{}".
+  // Membership, plan and job settings of the state machine: job_id,
+  // min/max_workers, settle, heartbeat_interval, lease_timeout, alignment,
+  // job_config_json (opaque JSON handed to workers; "" = the persisted one).
+  server::CoreOptions core;
   std::string checkpoint_dir;   // For the checkpoint service; the core ignores it.
   // Largest request gRPC accepts, bytes (checkpoint chunks stay below this).
   int max_receive_message_bytes = 16 << 20;

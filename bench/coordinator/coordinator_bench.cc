@@ -106,13 +106,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(
     const Flags& f, absl::Duration lease, std::vector<SimWorker>& workers,
     std::vector<std::unique_ptr<CoordinatorClient>>& clients) {
   CoordinatorOptions o;
-  o.job_id = "bench";
+  o.core.job_id = "bench";
   o.metrics_listen = "";
-  o.min_workers = 2;
-  o.max_workers = f.workers;
-  o.settle = absl::Seconds(f.settle);
-  o.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
-  o.lease_timeout = lease;
+  o.core.min_workers = 2;
+  o.core.max_workers = f.workers;
+  o.core.settle = absl::Seconds(f.settle);
+  o.core.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
+  o.core.lease_timeout = lease;
   auto server = CoordinatorServer::Start(o);
   if (!server.ok()) return server.status();
   clients = MakeClients((*server)->address(), f.threads);

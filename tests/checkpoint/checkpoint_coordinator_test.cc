@@ -42,7 +42,7 @@ TEST(CheckpointOnCoordinatorTest, SaveListRestoreThroughTheCoordinatorPort) {
       views.push_back({plan.units[u].name, ranges[u], p[0], p[1], p[2]});
     }
     checkpoint::SaveMetadata m;
-    m.job_id = o.job_id;
+    m.job_id = o.core.job_id;
     m.step = 6;
     m.rank = r;
     m.stage = 3;
@@ -51,10 +51,10 @@ TEST(CheckpointOnCoordinatorTest, SaveListRestoreThroughTheCoordinatorPort) {
     ASSERT_TRUE(res.ok()) << res.status();
     EXPECT_EQ(res->committed, r == 1);
   }
-  auto list = client->List(o.job_id, deadline);
+  auto list = client->List(o.core.job_id, deadline);
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->checkpoints_size(), 1);
-  auto info = client->GetInfo(o.job_id, std::nullopt, deadline);
+  auto info = client->GetInfo(o.core.job_id, std::nullopt, deadline);
   ASSERT_TRUE(info.ok()) << info.status();
   const ShardPlan one = *MakeShardPlan(OddUnits(), 1, 16);
   for (const UnitPlan& u : one.units) {

@@ -17,11 +17,11 @@ class CoordinatorStoreTest : public ::testing::Test {
   static constexpr int kRanks = 3;
   void SetUp() override {
     CoordinatorOptions o;
-    o.job_id = "rdv";
+    o.core.job_id = "rdv";
     o.metrics_listen = "";
-    o.min_workers = kRanks;
-    o.settle = absl::Milliseconds(10);
-    o.lease_timeout = absl::Seconds(30);
+    o.core.min_workers = kRanks;
+    o.core.settle = absl::Milliseconds(10);
+    o.core.lease_timeout = absl::Seconds(30);
     auto s = CoordinatorServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);

@@ -15,11 +15,11 @@ class BadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
     CoordinatorOptions o;
-    o.job_id = "bad";
+    o.core.job_id = "bad";
     o.metrics_listen = "";
-    o.min_workers = 1;
-    o.settle = absl::Milliseconds(10);
-    o.lease_timeout = absl::Seconds(30);
+    o.core.min_workers = 1;
+    o.core.settle = absl::Milliseconds(10);
+    o.core.lease_timeout = absl::Seconds(30);
     auto s = CoordinatorServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);

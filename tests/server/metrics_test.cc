@@ -61,9 +61,9 @@ class MetricsEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
     CoordinatorOptions o;
-    o.job_id = "metrics";
-    o.min_workers = 2;
-    o.settle = absl::Milliseconds(20);
+    o.core.job_id = "metrics";
+    o.core.min_workers = 2;
+    o.core.settle = absl::Milliseconds(20);
     auto s = CoordinatorServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
