@@ -34,6 +34,9 @@ for entry in "${PY_PACKAGES[@]}"; do
 done
 if ((${#py_missing[@]})); then
   echo "setup: pip installing ${py_missing[*]}"
-  python3 -m pip install -q --disable-pip-version-check "${py_missing[@]}"
+  # Debian's own python3 is "externally managed"; a pyenv/venv python is not.
+  python3 -m pip install -q --disable-pip-version-check "${py_missing[@]}" 2>/dev/null \
+    || python3 -m pip install -q --disable-pip-version-check --break-system-packages \
+         "${py_missing[@]}"
 fi
 echo "setup: all dependencies present"
