@@ -3,9 +3,13 @@
 // (stage 2) and N = 1 (stage 0) gives steps 7-12 the losses of the
 // uninterrupted run within 1e-5 relative (fp32). Shards are ranges of flat
 // units, so the checkpoint restores under any shard plan.
+#include <signal.h>
+
 #include <fstream>
+#include <regex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 #include "worker/trainer/step_record.h"
@@ -63,6 +67,49 @@ TEST(CheckpointResumeTest, ResumeWithoutCheckpointFailsClearly) {
   CommandResult run = Launch(dir, "run", "--workers 2 --stage 1 --resume");
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("no committed checkpoint"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace zeroshard
+
+namespace zeroshard {
+namespace {
+
+// `zeroshard checkpoint now` during a launch: the trainers save at their next
+// step (a step that is no multiple of --checkpoint-every), and `checkpoint
+// list` shows it.
+TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
+  const std::string dir = MakeTempDir("zs_ckpt_now");
+  ChildProcess launch({BinPath("zeroshard"), "launch", "--workers", "2", "--model", "tiny",
+                       "--steps", "100000", "--checkpoint-dir", dir + "/ckpt", "--run-dir",
+                       dir + "/run"},
+                      dir + "/launch.out");
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  std::smatch address;
+  std::string text;
+  while (absl::Now() < deadline) {
+    text = testing::ReadFile(dir + "/launch.out");
+    if (std::regex_search(text, address, std::regex("coordinator on (127.0.0.1:[0-9]+)")) &&
+        !testing::ReadFile(dir + "/run/steps.jsonl").empty()) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_FALSE(address.empty()) << text;
+  const std::string coordinator = address[1].str();
+  CommandResult now = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ",
+                                              coordinator));
+  ASSERT_EQ(now.exit_code, 0) << now.output;
+  CommandResult list;
+  while (absl::Now() < deadline) {
+    list = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ",
+                                   coordinator));
+    if (list.exit_code == 0 && list.output.find("step-") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_NE(list.output.find("step-"), std::string::npos) << list.output;
+  launch.Signal(SIGINT);
+  EXPECT_EQ(launch.Wait(absl::Seconds(30)), 130);
 }
 
 }  // namespace

@@ -119,13 +119,14 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     }
     const absl::Time start = absl::Now();
     ZS_ASSIGN_OR_RETURN(const StepOutcome outcome, TrainStep(step));
+    // Step time covers the optimizer step only, not the evaluation below.
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     const int64_t done = step + 1;
     double val_loss = -1;
     const bool last = done == job.steps;
     if (last || (job.eval_every > 0 && done % job.eval_every == 0)) {
       ZS_ASSIGN_OR_RETURN(val_loss, Evaluate());
     }
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     bool requested = false;
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -74,6 +75,7 @@ class GenerationTrainer {
   void ReportToCoordinator(const StepRecord& record);
   absl::Status MaybeCheckpoint(int64_t step, bool requested);
   absl::Status FinishCheckpoint();
+  bool PollCheckpointTrigger();  // Rank 0: has `zeroshard checkpoint now` been asked since?
   RankStepStats MyStats();
 
   GenerationContext ctx_;
@@ -87,6 +89,7 @@ class GenerationTrainer {
   std::ofstream log_;
   int64_t checkpoint_trigger_seen_ = -1;
   std::unique_ptr<checkpoint::SaveHandle> pending_save_;
+  std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
 };
 
 }  // namespace zeroshard

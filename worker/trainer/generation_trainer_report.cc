@@ -1,5 +1,7 @@
 // GenerationTrainer: the per-step record (all-gather of rank figures, JSONL
 // log on rank 0, step reports to the coordinator) and checkpoint saves.
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -25,13 +27,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   std::vector<double> mine(kGatherDoubles, 0.0);
   const auto packed = MyStats().Pack();
   std::copy(packed.begin(), packed.end(), mine.begin());
-  if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) {
-    auto trigger = ctx_.checkpoints->GetCheckpointTrigger(absl::Now() + absl::Seconds(5));
-    if (trigger.ok()) {
-      if (checkpoint_trigger_seen_ >= 0 && *trigger > checkpoint_trigger_seen_) mine.back() = 1;
-      checkpoint_trigger_seen_ = *trigger;
-    }
-  }
+  if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) mine.back() = PollCheckpointTrigger() ? 1 : 0;
   std::vector<double> all(static_cast<size_t>(kGatherDoubles) * ctx_.world_size);
   // Doubles travel as pairs of fp32 words: all-gather only moves bytes.
   ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), 2 * kGatherDoubles, DType::kFp32)
@@ -83,6 +79,26 @@ void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
   }
   // Best effort: a lost report costs a metrics sample, not training.
   (void)ctx_.session->client().ReportStep(report);
+}
+
+// The poll runs in the background and is read at the next step, so a slow
+// coordinator never holds up training; a request made before the first
+// answer counts from that answer on.
+bool GenerationTrainer::PollCheckpointTrigger() {
+  bool requested = false;
+  if (trigger_poll_.valid()) {
+    if (trigger_poll_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    const absl::StatusOr<int64_t> trigger = trigger_poll_.get();
+    if (trigger.ok()) {
+      requested = checkpoint_trigger_seen_ >= 0 && *trigger > checkpoint_trigger_seen_;
+      checkpoint_trigger_seen_ = *trigger;
+    }
+  }
+  checkpoint::CheckpointClient* client = ctx_.checkpoints;
+  trigger_poll_ = std::async(std::launch::async, [client] {
+    return client->GetCheckpointTrigger(absl::Now() + absl::Seconds(5));
+  });
+  return requested;
 }
 
 absl::Status GenerationTrainer::MaybeCheckpoint(int64_t step, bool requested) {
