@@ -8,10 +8,13 @@
 // extra services). Thread-safe.
 #pragma once
 
+#include <filesystem>
+
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/dir_lock.h"
 #include "server/checkpoint_service.h"
 #include "server/checkpoint_store.h"
 
@@ -23,12 +26,20 @@ class CheckpointHost {
   // last `keep_last` committed checkpoints (0 = all). Errors from
   // CheckpointStore::Open.
   static absl::StatusOr<std::unique_ptr<CheckpointHost>> Open(const std::string& dir, int keep_last) {
+    // One coordinator per checkpoint dir: opening the store deletes pending
+    // uploads, which another coordinator may be writing.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    auto lock = DirLock::Acquire(dir, ".checkpoints.lock");
+    if (!lock.ok()) return lock.status();
     CheckpointStoreOptions o;
     o.dir = dir;
     o.keep_last = keep_last;
     auto store = CheckpointStore::Open(std::move(o));
     if (!store.ok()) return store.status();
-    return std::unique_ptr<CheckpointHost>(new CheckpointHost(*std::move(store)));
+    auto host = std::unique_ptr<CheckpointHost>(new CheckpointHost(*std::move(store)));
+    host->lock_ = *std::move(lock);
+    return host;
   }
   CheckpointServiceImpl* service() { return &service_; }
   CheckpointStore* store() { return store_.get(); }
@@ -36,6 +47,7 @@ class CheckpointHost {
  private:
   explicit CheckpointHost(std::unique_ptr<CheckpointStore> store)
       : store_(std::move(store)), service_(store_.get()) {}
+  std::unique_ptr<DirLock> lock_;
   std::unique_ptr<CheckpointStore> store_;
   CheckpointServiceImpl service_;
 };

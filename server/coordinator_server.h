@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/dir_lock.h"
 #include "common/metrics.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "grpcpp/server.h"
@@ -80,6 +81,7 @@ class CoordinatorServer {
 
  private:
   explicit CoordinatorServer(const CoordinatorOptions& options) : options_(options) {}
+  std::unique_ptr<DirLock> state_lock_;  // One coordinator per state dir.
   void TickLoop(absl::Duration interval);
 
   const CoordinatorOptions options_;
