@@ -40,6 +40,9 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--log", c.log_path, "JSONL step log (default: RUN_DIR/steps.jsonl)");
   sub->add_option("--threads", o.threads, "compute threads per worker (0: cores / workers)")
       ->check(CLI::Range(0, 256))->capture_default_str();
+  sub->add_option("--collective-timeout", c.collective_timeout_s,
+                  "longest wait for one collective or rendezvous, seconds")
+      ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   sub->add_option("--backend", c.backend, "collectives backend")
       ->check(CLI::IsMember({"gloo"}))->capture_default_str();
 }

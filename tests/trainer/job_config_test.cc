@@ -16,6 +16,7 @@ TEST(JobConfigTest, JsonRoundTrip) {
   c.compute_dtype = DType::kBf16;
   c.checkpoint_dir = "/ckpt";
   c.checkpoint_every = 5;
+  c.collective_timeout_s = 7.5;
   auto back = JobConfig::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->model, "tiny");
@@ -23,6 +24,7 @@ TEST(JobConfigTest, JsonRoundTrip) {
   EXPECT_EQ(back->data, c.data);
   EXPECT_EQ(back->compute_dtype, DType::kBf16);
   EXPECT_EQ(back->checkpoint_every, 5);
+  EXPECT_EQ(back->collective_timeout(), absl::Seconds(7.5));
 }
 
 TEST(JobConfigTest, BadInputNamesTheField) {

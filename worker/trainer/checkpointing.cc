@@ -78,7 +78,7 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
   }
   // An int64 travels as two fp32 words: broadcast only moves bytes.
   ZS_RETURN_IF_ERROR(
-      comm.Broadcast(&decision, &decision, 2, DType::kFp32, 0)->Wait(absl::Seconds(120)));
+      comm.Broadcast(&decision, &decision, 2, DType::kFp32, 0)->Wait(ctx.job->collective_timeout()));
   if (decision != kFailed) return decision;
   if (ctx.rank == 0) return failure;
   return absl::NotFoundError("rank 0 found no committed checkpoint to restore (see its log)");

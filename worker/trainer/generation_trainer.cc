@@ -32,7 +32,7 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
 absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
   float v = static_cast<float>(value);
   ZS_RETURN_IF_ERROR(comm_->AllReduce(&v, &v, 1, DType::kFp32, ReduceOp::kSum)
-                         ->Wait(absl::Seconds(120)));
+                         ->Wait(ctx_.job->collective_timeout()));
   return static_cast<double>(v);
 }
 
@@ -132,7 +132,7 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
   }
   ZS_RETURN_IF_ERROR(FinishCheckpoint());
-  return comm_->Barrier(CollectiveOptions{absl::Seconds(120)});
+  return comm_->Barrier(CollectiveOptions{ctx_.job->collective_timeout()});
 }
 
 }  // namespace zeroshard

@@ -31,7 +31,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   std::vector<double> all(static_cast<size_t>(kGatherDoubles) * ctx_.world_size);
   // Doubles travel as pairs of fp32 words: all-gather only moves bytes.
   ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), 2 * kGatherDoubles, DType::kFp32)
-                         ->Wait(absl::Seconds(120)));
+                         ->Wait(ctx_.job->collective_timeout()));
   *checkpoint_requested = all[kGatherDoubles - 1] != 0;
 
   StepRecord record;

@@ -39,6 +39,9 @@ absl::Status JobConfig::Validate() const {
   }
   if (backend != "gloo") return OutOfRange("backend", "must be gloo");
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
+  if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
+    return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
+  }
   if (checkpoint_every > 0 && checkpoint_dir.empty()) {
     return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
   }
@@ -55,7 +58,8 @@ std::string JobConfig::ToJson() const {
       {"weight_decay", weight_decay}, {"max_grad_norm", max_grad_norm},
       {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
       {"threads", threads}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
-      {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step}};
+      {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
+      {"collective_timeout_s", collective_timeout_s}};
   return j.dump();
 }
 
@@ -92,6 +96,7 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "checkpoint_every") c.checkpoint_every = value.get<int64_t>();
       else if (key == "resume") c.resume = value.get<bool>();
       else if (key == "resume_step") c.resume_step = value.get<int64_t>();
+      else if (key == "collective_timeout_s") c.collective_timeout_s = value.get<double>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/dtype.h"
 
 namespace zeroshard {
@@ -36,6 +37,9 @@ struct JobConfig {
   int64_t checkpoint_every = 0;      // Save every this many steps (0 = never).
   bool resume = false;               // Start from the latest committed checkpoint.
   int64_t resume_step = -1;          // Start from this step's checkpoint (-1 = latest).
+  double collective_timeout_s = 120; // Longest wait for one collective or rendezvous, seconds.
+
+  absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
 
   // INVALID_ARGUMENT naming the field for any out-of-range value.
   absl::Status Validate() const;

@@ -49,6 +49,7 @@ EngineOptions MakeEngineOptions(const JobConfig& job) {
   o.adamw.weight_decay = static_cast<float>(job.weight_decay);
   o.max_grad_norm = static_cast<float>(job.max_grad_norm);
   o.optimizer_threads = job.threads;
+  o.collective_timeout = job.collective_timeout();
   return o;
 }
 
@@ -69,6 +70,7 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
   CoordinatorStore store(std::move(client), session.job_id(), info.generation());
   CommunicatorOptions comm_options;
   comm_options.hostname = options.host;
+  comm_options.timeout = job.job.collective_timeout();
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
                       CreateCommunicator(job.job.backend, store, "comm/", info.rank(),
                                          info.world_size(), comm_options));
