@@ -58,7 +58,8 @@ void PrintProgress(const ProgressState& progress, bool tty, int64_t* last_printe
     return;
   }
   const int64_t every = std::max<int64_t>(1, progress.total_steps / 20);
-  if (progress.last->step - *last_printed >= every || progress.last->val_loss >= 0) {
+  const int64_t step = progress.last->step;
+  if (step != *last_printed && (step - *last_printed >= every || progress.last->val_loss >= 0)) {
     std::cout << progress.Line() << "\n" << std::flush;
     *last_printed = progress.last->step;
   }
@@ -145,7 +146,7 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   auto status = WorkerSession::ProbeJob(**client, absl::Seconds(10));
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator,
-                                               " (", status.status().message(), ")"));
+                                               ": ", status.status().message()));
   }
   v1::GetGenerationRequest request;
   request.set_job_id(status->job_id());

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "worker/trainer/job_config.h"
+#include "common/job_config.h"
 
 namespace zeroshard::cli {
 

@@ -28,7 +28,10 @@ std::vector<StepRecord> StepLogFollower::Poll() {
 }
 
 void ProgressState::Add(const StepRecord& r) {
-  if (first_loss < 0) first_loss = r.loss;
+  if (first_loss < 0) {
+    first_loss = r.loss;
+    first_step = r.step;
+  }
   if (r.val_loss >= 0) {
     last_val_loss = r.val_loss;
     last_val_step = r.step;

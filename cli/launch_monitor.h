@@ -33,6 +33,7 @@ struct ProgressState {
   double last_val_loss = -1;
   int64_t last_val_step = -1;
   double first_loss = -1;
+  int64_t first_step = 0;                 // Step of the first record (> 1 after a resume).
   std::vector<double> tokens_per_second;  // One per step seen.
   MemoryByKind peak_per_rank_max;         // Max over ranks of peak bytes.
   void Add(const StepRecord& record);

@@ -29,9 +29,14 @@ std::string FormatSummary(const SummaryInputs& in) {
   const ProgressState& p = *in.progress;
   if (!p.last) return "no step completed\n";
   const StepRecord& last = *p.last;
+  const int64_t ran = last.step - p.first_step + 1;
   std::string out = absl::StrFormat(
-      "\nzeroshard launch: %d steps in %.1f s, %d ranks, ZeRO stage %d\n", last.step,
+      "\nzeroshard launch: %d steps in %.1f s, %d ranks, ZeRO stage %d\n", ran,
       in.wall_seconds, last.world_size, in.stage);
+  if (p.first_step > 1) {
+    absl::StrAppend(&out, absl::StrFormat("  resumed from the checkpoint at step %d; now at step %d\n",
+                                          p.first_step - 1, last.step));
+  }
   absl::StrAppend(&out, absl::StrFormat("  train loss  %.4f -> %.4f   (ln 256 = 5.5452)\n",
                                         p.first_loss, last.loss));
   if (p.last_val_loss >= 0) {

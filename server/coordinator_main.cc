@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/job_config.h"
 #include "server/coordinator_stack.h"
 #include "server/coordinator_server.h"
 
@@ -79,6 +80,13 @@ int main(int argc, char** argv) {
     }
     o.core.job_config_json = *text;
   }
+  absl::StatusOr<std::string> served =
+      zeroshard::PrepareServedJobConfig(o.core.job_config_json, o.checkpoint_dir);
+  if (!served.ok()) {
+    std::cerr << "zeroshard-coordinator: --job-config: " << served.status().message() << "\n";
+    return 2;
+  }
+  o.core.job_config_json = *served;
 
   // Block the stop signals in every thread; main waits for them below.
   sigset_t stop_signals;

@@ -183,8 +183,8 @@ if job_mount:
         job = json.loads(cm["data"][key])
         # The keys the worker's JobConfig::FromJson accepts (unknown keys are an error there).
         known = set(re.findall(r'key == "(\w+)"',
-                               (dc.SOURCE_DIR / "worker/trainer/job_config.cc").read_text()))
-        c.check(known, "JobConfig keys found in worker/trainer/job_config.cc")
+                               (dc.SOURCE_DIR / "common/job_config.cc").read_text()))
+        c.check(known, "JobConfig keys found in common/job_config.cc")
         c.check(set(job) <= known, f"job.json keys {sorted(set(job) - known)} are not JobConfig keys")
         c.check(job.get("backend", "gloo") in ("gloo", "nccl"), "job.json backend is gloo or nccl")
         if job.get("checkpoint_every"):

@@ -169,6 +169,11 @@ TEST(CoordinatorProcessTest, BadFlagsExitTwo) {
                              "'{broken' --state-dir ''")
                 .exit_code,
             2);
+  // A job config the workers would refuse fails at the coordinator, naming the field.
+  const auto typo = RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
+                                     "'{\"stpes\": 40}' --state-dir ''");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.output.find("stpes"), std::string::npos) << typo.output;
   EXPECT_EQ(RunCommand(bin + " --min-workers 4 --max-workers 2 --listen 127.0.0.1:0 "
                              "--metrics-listen ''")
                 .exit_code,

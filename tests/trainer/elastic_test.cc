@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 #include "worker/data/text_corpus.h"
-#include "worker/trainer/job_config.h"
+#include "common/job_config.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {

@@ -32,7 +32,7 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/engine/sharded_engine.h"
 #include "worker/model/gpt_model.h"
-#include "worker/trainer/job_config.h"
+#include "common/job_config.h"
 #include "worker/trainer/step_record.h"
 #include "worker/trainer/worker_session.h"
 

@@ -31,6 +31,8 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const std::string&
   JobContext ctx;
   ZS_ASSIGN_OR_RETURN(ctx.job, JobConfig::FromJson(info.job_config_json()));
   ZS_ASSIGN_OR_RETURN(ctx.model, ModelPreset(ctx.job.model));
+  // The same default as `zeroshard launch`: Python's stdlib sources.
+  if (ctx.job.data.empty()) ctx.job.data = DefaultDataPaths();
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
@@ -96,10 +98,16 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
 }  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
+  std::cout << "connecting to the coordinator at " << options.coordinator << "\n" << std::flush;
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<CoordinatorClient> client,
                       CoordinatorClient::Connect(options.coordinator));
-  ZS_ASSIGN_OR_RETURN(const v1::JobStatus status,
-                      WorkerSession::ProbeJob(*client, absl::Seconds(30)));
+  absl::StatusOr<v1::JobStatus> probed = WorkerSession::ProbeJob(*client, absl::Seconds(30));
+  if (!probed.ok()) {
+    return absl::Status(probed.status().code(),
+                        absl::StrCat("no reachable coordinator at ", options.coordinator, ": ",
+                                     probed.status().message()));
+  }
+  const v1::JobStatus& status = *probed;
   ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, status.job_id()));
   SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
@@ -142,6 +150,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     std::cout << "generation " << info.generation() << " ended (" << s.message()
               << "); waiting for the next\n" << std::flush;
   }
+  std::cout << "job done: " << job.job.steps << " steps; leaving\n" << std::flush;
   session->Leave();
   return absl::OkStatus();
 }

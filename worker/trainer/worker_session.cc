@@ -17,7 +17,7 @@ absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
     if (last.code() != absl::StatusCode::kUnavailable) return last;
     absl::SleepFor(absl::Milliseconds(200));
   }
-  return absl::UnavailableError(absl::StrCat("no reachable coordinator: ", last.message()));
+  return absl::UnavailableError(last.ok() ? "timed out" : std::string(last.message()));
 }
 
 absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(

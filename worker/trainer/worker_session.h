@@ -29,8 +29,8 @@ class WorkerSession {
     std::string host;
   };
 
-  // Reads the job (id and config) from the coordinator; UNAVAILABLE with the
-  // address when it cannot be reached within `timeout`.
+  // Reads the job (id and config) from the coordinator, retrying while it is
+  // unreachable; UNAVAILABLE with the last error after `timeout`.
   static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
 
   // Joins with the model's units and starts heartbeats.

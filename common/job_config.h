@@ -48,6 +48,14 @@ struct JobConfig {
   static absl::StatusOr<JobConfig> FromJson(const std::string& json);
 };
 
+// The job config a coordinator serves: `json` validated (errors as
+// FromJson, so a typo fails at the coordinator, not in every worker), and
+// the coordinator's --checkpoint-dir filled in when the job names none, so
+// its workers save there. Text that needs no change is returned as given;
+// "" (keep the persisted config) stays "".
+absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,
+                                                   const std::string& checkpoint_dir);
+
 // Learning rate at `step` (0-based): linear warm-up then cosine to lr/10.
 double LearningRateAt(const JobConfig& config, int64_t step);
 

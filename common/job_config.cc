@@ -1,4 +1,4 @@
-#include "worker/trainer/job_config.h"
+#include "common/job_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -104,6 +104,15 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
   }
   ZS_RETURN_IF_ERROR(c.Validate());
   return c;
+}
+
+absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,
+                                                   const std::string& checkpoint_dir) {
+  if (json.empty()) return json;
+  ZS_ASSIGN_OR_RETURN(JobConfig config, JobConfig::FromJson(json));
+  if (!config.checkpoint_dir.empty() || checkpoint_dir.empty()) return json;
+  config.checkpoint_dir = checkpoint_dir;
+  return config.ToJson();
 }
 
 double LearningRateAt(const JobConfig& c, int64_t step) {
