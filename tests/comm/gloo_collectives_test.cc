@@ -42,17 +42,9 @@ class GlooCollectivesTest : public ::testing::TestWithParam<Param> {
   }
   // rank r's input of `elements` values, starting at value index `first`.
   std::vector<float> Input(int r, int64_t elements, int64_t first = 0) const {
-    std::vector<float> v(elements);
-    for (int64_t i = 0; i < elements; ++i) v[i] = InputValue(r, first + i);
-    return v;
+    return InputValues(r, elements, first);
   }
-  float Reduce(ReduceOp op, int64_t i) const {
-    float acc = InputValue(0, i);
-    for (int r = 1; r < n_; ++r) {
-      acc = op == ReduceOp::kSum ? acc + InputValue(r, i) : std::max(acc, InputValue(r, i));
-    }
-    return acc;
-  }
+  float Reduce(ReduceOp op, int64_t i) const { return ReducedValue(op, n_, i); }
   size_t Bytes(int64_t elements) const { return elements * DTypeSize(dtype_); }
 
   int n_ = 0;

@@ -80,18 +80,8 @@ class NcclCollectivesTest : public ::testing::TestWithParam<Param> {
     for (auto& c : comms) comms_.push_back(c.get());
   }
   size_t Bytes(int64_t e) const { return e * DTypeSize(dtype_); }
-  std::vector<float> Input(int r, int64_t elements) const {
-    std::vector<float> v(elements);
-    for (int64_t i = 0; i < elements; ++i) v[i] = InputValue(r, i);
-    return v;
-  }
-  float Reduce(ReduceOp op, int64_t i) const {
-    float acc = InputValue(0, i);
-    for (int r = 1; r < n_; ++r) {
-      acc = op == ReduceOp::kSum ? acc + InputValue(r, i) : std::max(acc, InputValue(r, i));
-    }
-    return acc;
-  }
+  std::vector<float> Input(int r, int64_t elements) const { return InputValues(r, elements); }
+  float Reduce(ReduceOp op, int64_t i) const { return ReducedValue(op, n_, i); }
 
   int n_ = 0;
   int64_t count_ = 0;

@@ -2,6 +2,7 @@
 // values the collective tests use.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -37,6 +38,22 @@ inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectGloo(
 // whatever the order; the reference can then be compared exactly.
 inline float InputValue(int rank, int64_t i) {
   return static_cast<float>(static_cast<int>((rank * 31 + i * 7) % 17) - 8) * 0.25f;
+}
+
+// Rank r's input of `elements` values, starting at value index `first`.
+inline std::vector<float> InputValues(int rank, int64_t elements, int64_t first = 0) {
+  std::vector<float> v(elements);
+  for (int64_t i = 0; i < elements; ++i) v[i] = InputValue(rank, first + i);
+  return v;
+}
+
+// The reduction over `world_size` ranks of element i, in rank order.
+inline float ReducedValue(ReduceOp op, int world_size, int64_t i) {
+  float acc = InputValue(0, i);
+  for (int r = 1; r < world_size; ++r) {
+    acc = op == ReduceOp::kSum ? acc + InputValue(r, i) : std::max(acc, InputValue(r, i));
+  }
+  return acc;
 }
 
 // Buffer of n elements of dtype holding values[i].
