@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace zeroshard::cli {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/checkpoint_files.h"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace zeroshard::server {
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "server/checkpoint_files.h"
 #include "server/checkpoint_store_internal.h"

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "server/checkpoint_files.h"
 #include "server/checkpoint_store.h"

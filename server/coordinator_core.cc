@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"

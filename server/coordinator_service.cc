@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace zeroshard::server {
 namespace {

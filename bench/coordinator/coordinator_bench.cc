@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "grpcpp/create_channel.h"
 #include "server/coordinator_server.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/shard_plan.h"
 #include "zeroshard/v1/checkpoint.pb.h"
 

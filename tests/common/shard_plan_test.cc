@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "gtest/gtest.h"
 
 namespace zeroshard {

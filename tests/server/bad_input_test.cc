@@ -4,7 +4,7 @@
 // never crashes or wedges the server.
 #include <random>
 
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
 #include "server/coordinator_server.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <regex>
 
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
 #include "support/subprocess.h"
 

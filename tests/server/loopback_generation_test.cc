@@ -8,7 +8,7 @@
 #include <regex>
 #include <thread>
 
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
 #include "support/subprocess.h"
 

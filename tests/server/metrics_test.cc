@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "server/coordinator_server.h"

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
+#include "common/rpc/unary_call.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -21,8 +21,8 @@ constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
 
 absl::Status ValidateOptions(const CheckpointClientOptions& o) {
   if (o.chunk_bytes < 4 || o.chunk_bytes > kMaxChunkBytes || o.chunk_bytes % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", o.chunk_bytes,
-                                                   " must be a multiple of 4 in [4, ", kMaxChunkBytes, "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk_bytes ", o.chunk_bytes, " must be a multiple of 4 in [4, ", kMaxChunkBytes, "]"));
   }
   return absl::OkStatus();
 }
@@ -37,12 +37,13 @@ const UnitPlan* FindUnit(const ShardPlan& plan, const std::string& name) {
 absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShardView>& shards) {
   for (const UnitShardView& v : shards) {
     const UnitPlan* u = FindUnit(meta.plan, v.unit);
-    if (u == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", v.unit, "\" is not in the plan"));
+    if (u == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("unit \"", v.unit, "\" is not in the plan"));
     const ElementRange shard = u->shard(meta.rank);
     if (v.range.length < 0 || v.range.offset < shard.offset || v.range.end() > shard.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "range [", v.range.offset, ", ", v.range.end(), ") of unit ", v.unit,
-          " is outside rank ", meta.rank, "'s shard [", shard.offset, ", ", shard.end(), ")"));
+          "range [", v.range.offset, ", ", v.range.end(), ") of unit ", v.unit, " is outside rank ",
+          meta.rank, "'s shard [", shard.offset, ", ", shard.end(), ")"));
     }
     if (v.range.length > 0 && (!v.master || !v.exp_avg || !v.exp_avg_sq)) {
       return absl::InvalidArgumentError(absl::StrCat("unit ", v.unit, " has a null buffer"));
@@ -56,8 +57,8 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
 CheckpointClient::CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options)
     : stub_(v1::CheckpointService::NewStub(std::move(channel))), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(const std::string& target,
-                                                                           Options options) {
+absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(
+    const std::string& target, Options options) {
   if (target.empty()) return absl::InvalidArgumentError("coordinator address is empty");
   ZS_RETURN_IF_ERROR(ValidateOptions(options));
   grpc::ChannelArguments args;
@@ -85,15 +86,6 @@ void CheckpointClient::CancelAll() {
   cancelled_ = true;
   for (grpc::ClientContext* ctx : live_) ctx->TryCancel();
 }
-
-// Runs a unary call with a registered (cancellable) context.
-#define ZS_UNARY_CALL(method, req, resp, deadline)                  \
-  [&]() -> absl::Status {                                           \
-    auto ctx_ = NewContext(deadline);                               \
-    grpc::Status st_ = stub_->method(ctx_.get(), req, &resp);       \
-    ForgetContext(ctx_.get());                                      \
-    return FromGrpcStatus(st_, #method);                            \
-  }()
 
 absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata& meta,
                                       const std::vector<UnitShardView>& shards, absl::Time deadline,
@@ -149,16 +141,18 @@ absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
   begin.set_data_cursor(meta.data_cursor);
   begin.set_rng_state(meta.rng_state);
   begin.set_attempt(meta.attempt);
-  v1::BeginCheckpointResponse began;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(BeginCheckpoint, begin, began, deadline));
+  ZS_ASSIGN_OR_RETURN(
+      v1::BeginCheckpointResponse began,
+      Call(&v1::CheckpointService::Stub::BeginCheckpoint, begin, deadline, "BeginCheckpoint"));
   SaveResult out;
   out.checkpoint_id = began.checkpoint_id();
   ZS_RETURN_IF_ERROR(Upload(out.checkpoint_id, meta, shards, deadline, &out.bytes));
   v1::CommitCheckpointRequest commit;
   commit.set_checkpoint_id(out.checkpoint_id);
   commit.set_rank(meta.rank);
-  v1::CommitCheckpointResponse committed;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(CommitCheckpoint, commit, committed, deadline));
+  ZS_ASSIGN_OR_RETURN(
+      v1::CommitCheckpointResponse committed,
+      Call(&v1::CheckpointService::Stub::CommitCheckpoint, commit, deadline, "CommitCheckpoint"));
   out.committed = committed.committed();
   out.missing_ranks.assign(committed.missing_ranks().begin(), committed.missing_ranks().end());
   return out;
@@ -168,8 +162,9 @@ absl::StatusOr<v1::ListCheckpointsResponse> CheckpointClient::List(const std::st
                                                                    absl::Time deadline) {
   v1::ListCheckpointsRequest req;
   req.set_job_id(job_id);
-  v1::ListCheckpointsResponse resp;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(ListCheckpoints, req, resp, deadline));
+  ZS_ASSIGN_OR_RETURN(
+      v1::ListCheckpointsResponse resp,
+      Call(&v1::CheckpointService::Stub::ListCheckpoints, req, deadline, "ListCheckpoints"));
   return resp;
 }
 
@@ -180,8 +175,8 @@ absl::StatusOr<v1::CheckpointInfo> CheckpointClient::GetInfo(const std::string& 
   req.set_job_id(job_id);
   req.set_has_step(step.has_value());
   req.set_step(step.value_or(0));
-  v1::CheckpointInfo resp;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(GetCheckpoint, req, resp, deadline));
+  ZS_ASSIGN_OR_RETURN(v1::CheckpointInfo resp, Call(&v1::CheckpointService::Stub::GetCheckpoint,
+                                                    req, deadline, "GetCheckpoint"));
   return resp;
 }
 
@@ -204,13 +199,14 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   int64_t next = range.offset;
   absl::Status bad;
   while (bad.ok() && reader->Read(&chunk)) {
-    if (chunk.offset() != next || chunk.length() < 1 || chunk.offset() + chunk.length() > range.end() ||
+    if (chunk.offset() != next || chunk.length() < 1 ||
+        chunk.offset() + chunk.length() > range.end() ||
         static_cast<int64_t>(chunk.data().size()) != chunk.length() * 4) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
                                              " does not continue the range at ", next));
     } else if (XXH64(chunk.data().data(), chunk.data().size(), 0) != chunk.xxhash64()) {
-      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ", unit,
-                                             " failed its xxhash64"));
+      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
+                                             unit, " failed its xxhash64"));
     } else {
       std::memcpy(dst + (next - range.offset), chunk.data().data(), chunk.data().size());
       next += chunk.length();
@@ -228,15 +224,19 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   return absl::OkStatus();
 }
 
-absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info, const ShardPlan& current_plan,
-                                       const std::vector<RestoreTarget>& targets, absl::Time deadline) {
+absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
+                                       const ShardPlan& current_plan,
+                                       const std::vector<RestoreTarget>& targets,
+                                       absl::Time deadline) {
   absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
-  if (!saved.ok()) return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
+  if (!saved.ok())
+    return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
   for (const RestoreTarget& t : targets) {
     if (t.dst == nullptr && t.range.length > 0) {
       return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
     }
-    ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs, PlanRestore(*saved, current_plan, t.unit, t.range));
+    ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs,
+                        PlanRestore(*saved, current_plan, t.unit, t.range));
     for (const RestoreSegment& s : segs) {
       float* dst = t.dst + s.dst.offset;
       if (s.zero) {
@@ -252,15 +252,17 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info, const Sha
 
 absl::StatusOr<int64_t> CheckpointClient::RequestCheckpoint(absl::Time deadline) {
   v1::RequestCheckpointRequest req;
-  v1::RequestCheckpointResponse resp;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(RequestCheckpoint, req, resp, deadline));
+  ZS_ASSIGN_OR_RETURN(
+      v1::RequestCheckpointResponse resp,
+      Call(&v1::CheckpointService::Stub::RequestCheckpoint, req, deadline, "RequestCheckpoint"));
   return resp.request_seq();
 }
 
 absl::StatusOr<int64_t> CheckpointClient::GetCheckpointTrigger(absl::Time deadline) {
   v1::GetCheckpointTriggerRequest req;
-  v1::GetCheckpointTriggerResponse resp;
-  ZS_RETURN_IF_ERROR(ZS_UNARY_CALL(GetCheckpointTrigger, req, resp, deadline));
+  ZS_ASSIGN_OR_RETURN(v1::GetCheckpointTriggerResponse resp,
+                      Call(&v1::CheckpointService::Stub::GetCheckpointTrigger, req, deadline,
+                           "GetCheckpointTrigger"));
   return resp.request_seq();
 }
 

@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/rpc/unary_call.h"
 #include "common/shard_plan.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -133,6 +134,16 @@ class CheckpointClient {
  private:
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline);
   void ForgetContext(grpc::ClientContext* ctx);
+  // A unary call through a registered context, so CancelAll reaches it.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(
+      UnaryMethod<v1::CheckpointService::Stub, Request, Response> method,
+      const Request& request, absl::Time deadline, const char* rpc_name) {
+    std::unique_ptr<grpc::ClientContext> ctx = NewContext(deadline);
+    absl::StatusOr<Response> response = UnaryCall(stub_.get(), method, request, ctx.get(), rpc_name);
+    ForgetContext(ctx.get());
+    return response;
+  }
   absl::Status Upload(const std::string& id, const SaveMetadata& meta,
                       const std::vector<UnitShardView>& shards, absl::Time deadline, int64_t* bytes);
 

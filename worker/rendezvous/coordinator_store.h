@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "worker/comm/store.h"
 
 namespace zeroshard {

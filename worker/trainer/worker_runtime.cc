@@ -6,7 +6,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/model/kernels.h"

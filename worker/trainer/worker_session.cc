@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 
 namespace zeroshard {
 

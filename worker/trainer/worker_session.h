@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "common/coordinator_client.h"
+#include "common/rpc/coordinator_client.h"
 #include "common/shard_plan.h"
 
 namespace zeroshard {

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc/unary_call.h"
 #include "grpcpp/channel.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
@@ -66,7 +67,14 @@ class CoordinatorClient {
   const Options& options() const { return options_; }
 
  private:
-  void SetDeadline(grpc::ClientContext* ctx, absl::Duration extra = absl::ZeroDuration()) const;
+  // Now + Options::timeout + extra.
+  absl::Time Deadline(absl::Duration extra = absl::ZeroDuration()) const;
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(UnaryMethod<v1::Coordinator::Stub, Request, Response> method,
+                                const Request& request, const char* rpc_name,
+                                absl::Duration extra = absl::ZeroDuration()) {
+    return UnaryCall(stub_.get(), method, request, Deadline(extra), rpc_name);
+  }
 
   Options options_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;

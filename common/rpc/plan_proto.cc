@@ -1,4 +1,4 @@
-#include "common/plan_proto.h"
+#include "common/rpc/plan_proto.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"

@@ -1,4 +1,4 @@
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 #include <string>
 
