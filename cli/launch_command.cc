@@ -43,6 +43,12 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--collective-timeout", c.collective_timeout_s,
                   "longest wait for one collective or rendezvous, seconds")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
+  sub->add_option("--checkpoint-timeout", c.checkpoint_timeout_s,
+                  "longest checkpoint save or restore transfer, seconds")
+      ->check(CLI::Range(0.001, 86400.0))->capture_default_str();
+  sub->add_option("--rpc-timeout", c.rpc_timeout_s,
+                  "deadline of one control RPC to the coordinator, seconds")
+      ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   sub->add_option("--backend", c.backend, "collectives backend")
       ->check(CLI::IsMember({"gloo"}))->capture_default_str();
 }

@@ -18,11 +18,12 @@ absl::Status ErrnoStatus(int err, const std::string& what, const std::string& pa
   return absl::ErrnoToStatus(err, absl::StrCat(what, "(", path, ")"));
 }
 
-// Writes all of `data`, retrying on EINTR and short writes.
-absl::Status WriteAll(int fd, const std::string& data, const std::string& path) {
+// Writes all `bytes` at `data`, retrying on EINTR and short writes.
+absl::Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+  while (done < bytes) {
+    const ssize_t n = ::write(fd, p + done, bytes - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus(errno, "write", path);
@@ -45,6 +46,13 @@ absl::Status FsyncDirectory(const std::string& dir) {
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  return WriteFileAtomicallyStreamed(
+      path, [&](const AppendFn& append) { return append(contents.data(), contents.size()); });
+}
+
+absl::Status WriteFileAtomicallyStreamed(const std::string& path,
+                                         const std::function<absl::Status(const AppendFn&)>& write,
+                                         unsigned mode) {
   if (path.empty()) return absl::InvalidArgumentError("path is empty");
   const std::filesystem::path target(path);
   const std::string dir =
@@ -54,7 +62,11 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   std::string tmp = absl::StrCat(path, ".tmp.XXXXXX");
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "mkostemp", tmp);
-  absl::Status status = WriteAll(fd, contents, tmp);
+  absl::Status status = ::fchmod(fd, static_cast<mode_t>(mode)) == 0
+                            ? write([&](const void* data, size_t bytes) {
+                                return WriteAll(fd, data, bytes, tmp);
+                              })
+                            : ErrnoStatus(errno, "fchmod", tmp);
   if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus(errno, "fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = ErrnoStatus(errno, "close", tmp);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -6,6 +6,8 @@
 // must serialise themselves (the last rename wins).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,6 +18,15 @@ namespace zeroshard {
 // Replaces `path` with `contents` atomically and durably. Errors: INTERNAL
 // (or the errno's mapping) naming the path and the failing system call.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// The same for contents produced piece by piece: `write` calls `append`
+// (which writes `bytes` bytes at `data`) as often as it likes; an error it
+// returns, or one `append` returns, leaves `path` untouched and is returned.
+// `mode`: the new file's permission bits (fchmod, so no umask applies).
+using AppendFn = std::function<absl::Status(const void* data, size_t bytes)>;
+absl::Status WriteFileAtomicallyStreamed(const std::string& path,
+                                         const std::function<absl::Status(const AppendFn&)>& write,
+                                         unsigned mode = 0600);
 
 // Reads a whole file. NOT_FOUND if it does not exist; other I/O errors name
 // the path and the system call.

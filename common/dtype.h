@@ -5,17 +5,34 @@
 
 #include <cstdint>
 #include <cstring>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace zeroshard {
 
-enum class DType : int { kFp32 = 1, kBf16 = 2, kFp16 = 3 };
+// kFp32, kBf16 and kFp16 are parameter, compute and reduce dtypes (their
+// values match proto DType). kInt64 and kFp64 are for control collectives
+// only (a step number, a loss sum, a squared norm): they never appear in a
+// shard plan or on the wire as a tensor dtype.
+enum class DType : int { kFp32 = 1, kBf16 = 2, kFp16 = 3, kInt64 = 4, kFp64 = 5 };
 
 // Bytes per element.
-constexpr int64_t DTypeSize(DType d) { return d == DType::kFp32 ? 4 : 2; }
-absl::string_view DTypeName(DType d);  // "fp32", "bf16", "fp16"
+constexpr int64_t DTypeSize(DType d) {
+  switch (d) {
+    case DType::kBf16:
+    case DType::kFp16:
+      return 2;
+    case DType::kInt64:
+    case DType::kFp64:
+      return 8;
+    case DType::kFp32:
+      break;
+  }
+  return 4;
+}
+absl::string_view DTypeName(DType d);  // "fp32", "bf16", "fp16", "int64", "fp64"
+// Parses a tensor dtype name: fp32, bf16 or fp16 (INVALID_ARGUMENT otherwise).
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 
 using bf16 = uint16_t;  // Storage type of one bfloat16 value.

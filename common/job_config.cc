@@ -42,6 +42,13 @@ absl::Status JobConfig::Validate() const {
   if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
   }
+  if (!(checkpoint_timeout_s > 0 && checkpoint_timeout_s <= 86400)) {
+    return OutOfRange("checkpoint_timeout_s", "must be in (0, 86400]");
+  }
+  if (!(rpc_timeout_s > 0 && rpc_timeout_s <= 3600) ||
+      !(trigger_poll_timeout_s > 0 && trigger_poll_timeout_s <= 3600)) {
+    return OutOfRange("rpc_timeout_s/trigger_poll_timeout_s", "must be in (0, 3600]");
+  }
   if (checkpoint_every > 0 && checkpoint_dir.empty()) {
     return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
   }
@@ -59,7 +66,9 @@ std::string JobConfig::ToJson() const {
       {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
       {"threads", threads}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
       {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
-      {"collective_timeout_s", collective_timeout_s}};
+      {"collective_timeout_s", collective_timeout_s},
+      {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
+      {"trigger_poll_timeout_s", trigger_poll_timeout_s}};
   return j.dump();
 }
 
@@ -97,6 +106,9 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "resume") c.resume = value.get<bool>();
       else if (key == "resume_step") c.resume_step = value.get<int64_t>();
       else if (key == "collective_timeout_s") c.collective_timeout_s = value.get<double>();
+      else if (key == "checkpoint_timeout_s") c.checkpoint_timeout_s = value.get<double>();
+      else if (key == "rpc_timeout_s") c.rpc_timeout_s = value.get<double>();
+      else if (key == "trigger_poll_timeout_s") c.trigger_poll_timeout_s = value.get<double>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

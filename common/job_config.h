@@ -38,8 +38,14 @@ struct JobConfig {
   bool resume = false;               // Start from the latest committed checkpoint.
   int64_t resume_step = -1;          // Start from this step's checkpoint (-1 = latest).
   double collective_timeout_s = 120; // Longest wait for one collective or rendezvous, seconds.
+  double checkpoint_timeout_s = 600; // Longest checkpoint save or restore transfer, seconds.
+  double rpc_timeout_s = 30;         // Deadline of one control RPC (checkpoint lookup), seconds.
+  double trigger_poll_timeout_s = 5; // Deadline of rank 0's background checkpoint-now poll, seconds.
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
+  absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }
+  absl::Duration rpc_timeout() const { return absl::Seconds(rpc_timeout_s); }
+  absl::Duration trigger_poll_timeout() const { return absl::Seconds(trigger_poll_timeout_s); }
 
   // INVALID_ARGUMENT naming the field for any out-of-range value.
   absl::Status Validate() const;

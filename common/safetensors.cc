@@ -11,6 +11,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -35,15 +36,10 @@ int64_t DTypeBytes(const std::string& dtype) {
   return 0;
 }
 
-absl::Status Bad(const std::string& path, const std::string& what) {
-  return absl::DataLossError(absl::StrCat("safetensors file ", path, ": ", what));
-}
-
-}  // namespace
-
-absl::Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
-                              const std::map<std::string, std::string>& metadata,
-                              const std::function<absl::Status(size_t, float*)>& fill) {
+// The JSON header (F32 tensors laid end to end in order), padded with
+// spaces to a multiple of 8 bytes as the format recommends.
+absl::StatusOr<std::string> SafetensorsHeader(const std::vector<SafetensorsEntry>& tensors,
+                                              const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
@@ -61,31 +57,93 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<Safeten
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return absl::InternalError(absl::StrCat("create ", tmp, ": ", std::strerror(errno)));
-  uint64_t n = json.size();
-  bool ok = std::fwrite(&n, 8, 1, f) == 1 && std::fwrite(json.data(), 1, json.size(), f) == json.size();
-  absl::Status st;
-  std::vector<float> buf;
-  for (size_t i = 0; ok && st.ok() && i < tensors.size(); ++i) {
-    buf.assign(static_cast<size_t>(Numel(tensors[i].shape)), 0.f);
-    st = fill(i, buf.data());
-    if (st.ok()) ok = std::fwrite(buf.data(), 4, buf.size(), f) == buf.size();
-  }
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  const int err = errno;
-  std::fclose(f);
-  if (!st.ok() || !ok) {
-    std::remove(tmp.c_str());
-    if (!st.ok()) return st;
-    return absl::Status(err == ENOSPC ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal,
-                        absl::StrCat("write ", tmp, ": ", std::strerror(err)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename ", tmp, ": ", std::strerror(errno)));
+  return json;
+}
+
+absl::Status Bad(const std::string& path, const std::string& what) {
+  return absl::DataLossError(absl::StrCat("safetensors file ", path, ": ", what));
+}
+
+absl::Status ParseMetadata(const std::string& path, const nlohmann::json& v,
+                           std::map<std::string, std::string>* out) {
+  if (!v.is_object()) return Bad(path, "__metadata__ is not an object");
+  for (auto m = v.begin(); m != v.end(); ++m) {
+    if (!m.value().is_string()) return Bad(path, absl::StrCat("__metadata__.", m.key(), " is not a string"));
+    (*out)[m.key()] = m.value().get<std::string>();
   }
   return absl::OkStatus();
+}
+
+// One header entry: dtype, shape and data_offsets, consistent with each other.
+absl::StatusOr<SafetensorsTensorInfo> ParseTensor(const std::string& path, const std::string& name,
+                                                  const nlohmann::json& v) {
+  SafetensorsTensorInfo t;
+  t.name = name;
+  if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
+      !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+      v["data_offsets"].size() != 2) {
+    return Bad(path, absl::StrCat("tensor ", t.name, " lacks dtype, shape or data_offsets"));
+  }
+  t.dtype = v["dtype"].get<std::string>();
+  for (const auto& d : v["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad dim"));
+    t.shape.push_back(d.get<int64_t>());
+  }
+  for (const auto& o : v["data_offsets"]) {
+    if (!o.is_number_integer() || o.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad offset"));
+  }
+  t.begin = v["data_offsets"][0].get<int64_t>();
+  t.end = v["data_offsets"][1].get<int64_t>();
+  const int64_t esize = DTypeBytes(t.dtype);
+  if (esize == 0) return Bad(path, absl::StrCat("tensor ", t.name, " has unknown dtype ", t.dtype));
+  if (t.end < t.begin || t.end - t.begin != Numel(t.shape) * esize) {
+    return Bad(path, absl::StrCat("tensor ", t.name, " data_offsets [", t.begin, ", ", t.end,
+                                  ") do not hold its shape"));
+  }
+  return t;
+}
+
+// Sorts the tensors by offset and checks they cover the data exactly: no
+// gap, no overlap.
+absl::Status CheckTensorsTileData(const std::string& path, SafetensorsInfo& info) {
+  std::sort(info.tensors.begin(), info.tensors.end(),
+            [](const auto& a, const auto& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  int64_t expect = 0;
+  for (const SafetensorsTensorInfo& t : info.tensors) {
+    if (t.begin != expect) {
+      return Bad(path, absl::StrCat("tensor ", t.name, " starts at byte ", t.begin, ", expected ", expect,
+                                    t.begin < expect ? " (overlap)" : " (gap)"));
+    }
+    expect = t.end;
+  }
+  if (expect != info.data_bytes) {
+    return Bad(path, absl::StrCat("tensors cover ", expect, " data bytes, the file holds ", info.data_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
+                              const std::map<std::string, std::string>& metadata,
+                              const std::function<absl::Status(size_t, float*)>& fill) {
+  ZS_ASSIGN_OR_RETURN(const std::string header, SafetensorsHeader(tensors, metadata));
+  // 0644 as for any exported file a user copies around.
+  return WriteFileAtomicallyStreamed(
+      path,
+      [&](const AppendFn& append) -> absl::Status {
+        const uint64_t n = header.size();
+        ZS_RETURN_IF_ERROR(append(&n, 8));
+        ZS_RETURN_IF_ERROR(append(header.data(), header.size()));
+        std::vector<float> buf;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          buf.assign(static_cast<size_t>(Numel(tensors[i].shape)), 0.f);
+          ZS_RETURN_IF_ERROR(fill(i, buf.data()));
+          ZS_RETURN_IF_ERROR(append(buf.data(), buf.size() * sizeof(float)));
+        }
+        return absl::OkStatus();
+      },
+      0644);
 }
 
 absl::StatusOr<SafetensorsInfo> ReadSafetensorsInfo(const std::string& path) {
@@ -106,53 +164,14 @@ absl::StatusOr<SafetensorsInfo> ReadSafetensorsInfo(const std::string& path) {
   info.data_offset = static_cast<int64_t>(8 + n);
   info.data_bytes = static_cast<int64_t>(file_size) - info.data_offset;
   for (auto it = header.begin(); it != header.end(); ++it) {
-    const nlohmann::json& v = it.value();
     if (it.key() == "__metadata__") {
-      if (!v.is_object()) return Bad(path, "__metadata__ is not an object");
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) return Bad(path, absl::StrCat("__metadata__.", m.key(), " is not a string"));
-        info.metadata[m.key()] = m.value().get<std::string>();
-      }
+      ZS_RETURN_IF_ERROR(ParseMetadata(path, it.value(), &info.metadata));
       continue;
     }
-    SafetensorsTensorInfo t;
-    t.name = it.key();
-    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
-        !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2) {
-      return Bad(path, absl::StrCat("tensor ", t.name, " lacks dtype, shape or data_offsets"));
-    }
-    t.dtype = v["dtype"].get<std::string>();
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad dim"));
-      t.shape.push_back(d.get<int64_t>());
-    }
-    for (const auto& o : v["data_offsets"]) {
-      if (!o.is_number_integer() || o.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad offset"));
-    }
-    t.begin = v["data_offsets"][0].get<int64_t>();
-    t.end = v["data_offsets"][1].get<int64_t>();
-    const int64_t esize = DTypeBytes(t.dtype);
-    if (esize == 0) return Bad(path, absl::StrCat("tensor ", t.name, " has unknown dtype ", t.dtype));
-    if (t.end < t.begin || t.end - t.begin != Numel(t.shape) * esize) {
-      return Bad(path, absl::StrCat("tensor ", t.name, " data_offsets [", t.begin, ", ", t.end,
-                                    ") do not hold its shape"));
-    }
+    ZS_ASSIGN_OR_RETURN(SafetensorsTensorInfo t, ParseTensor(path, it.key(), it.value()));
     info.tensors.push_back(std::move(t));
   }
-  std::sort(info.tensors.begin(), info.tensors.end(),
-            [](const auto& a, const auto& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-  int64_t expect = 0;
-  for (const SafetensorsTensorInfo& t : info.tensors) {
-    if (t.begin != expect) {
-      return Bad(path, absl::StrCat("tensor ", t.name, " starts at byte ", t.begin, ", expected ", expect,
-                                    t.begin < expect ? " (overlap)" : " (gap)"));
-    }
-    expect = t.end;
-  }
-  if (expect != info.data_bytes) {
-    return Bad(path, absl::StrCat("tensors cover ", expect, " data bytes, the file holds ", info.data_bytes));
-  }
+  ZS_RETURN_IF_ERROR(CheckTensorsTileData(path, info));
   return info;
 }
 

@@ -79,6 +79,17 @@ absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units,
   return plan;
 }
 
+const UnitPlan* ShardPlan::FindUnit(absl::string_view name) const {
+  for (const UnitPlan& u : units) {
+    if (u.name == name) return &u;
+  }
+  return nullptr;
+}
+
+ElementRange OptimizerRange(const UnitPlan& unit, int stage, int rank) {
+  return stage == 0 ? ElementRange{0, unit.padded_numel} : unit.shard(rank);
+}
+
 int64_t ShardPlan::total_numel() const {
   int64_t n = 0;
   for (const UnitPlan& u : units) n += u.numel;

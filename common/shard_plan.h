@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/dtype.h"
 
 namespace zeroshard {
@@ -69,7 +70,16 @@ struct ShardPlan {
   int64_t total_numel() const;         // Sum of unit numels (no padding).
   int64_t total_padded_numel() const;  // Sum of padded numels.
   int64_t total_shard_numel() const;   // Elements one rank owns, all units.
+  // The unit named `name`, or null: the one lookup by name.
+  const UnitPlan* FindUnit(absl::string_view name) const;
 };
+
+// [Note: optimizer range] The range of `unit` whose fp32 master weights and
+// AdamW moments rank `rank` holds at ZeRO `stage`: the whole padded buffer
+// at stage 0 (plain data parallel: every rank updates everything), the
+// rank's shard at stages 1-3 (ZeRO's P_os, Rajbhandari et al. section 5.1).
+// The engine, checkpoint restore and save all ask this.
+ElementRange OptimizerRange(const UnitPlan& unit, int stage, int rank);
 
 // Upper bound on a unit's elements (2^40): larger inputs are refused as absurd.
 inline constexpr int64_t kMaxUnitNumel = int64_t{1} << 40;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "common/status_macros.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/text_corpus.h"
 #include "worker/model/gpt_model.h"
@@ -46,6 +47,43 @@ struct AdamW {
     }
   }
 };
+
+// What one step needs: the model, its parameters, the samplers and the
+// token buffers of one micro-batch.
+struct SmallRun {
+  GptModel& model;
+  LocalParams& params;
+  const BatchSampler& train;
+  const BatchSampler& val;
+  int batch, micro, T;
+  std::vector<int32_t> x, y;
+};
+
+// Forward and backward over step `step`'s global batch; the summed loss.
+absl::StatusOr<double> TrainStep(SmallRun& r, int step) {
+  r.params.ZeroGrads();
+  double loss = 0.0;
+  for (int b = 0; b < r.batch; b += r.micro) {
+    const int n = std::min(r.micro, r.batch - b);
+    ZS_RETURN_IF_ERROR(r.train.FillBatch(step, b, b + n, r.T, r.x.data(), r.y.data()));
+    ZS_ASSIGN_OR_RETURN(const double l,
+                        r.model.ForwardBackward(r.x.data(), r.y.data(), n, r.T, 1.0f, r.params));
+    loss += l;
+  }
+  return loss;
+}
+
+// Mean validation loss per token over `batches` micro-batches.
+absl::StatusOr<double> ValidationLoss(SmallRun& r, int batches) {
+  double loss = 0.0;
+  for (int b = 0; b < batches; ++b) {
+    ZS_RETURN_IF_ERROR(
+        r.val.FillBatch(0, b * r.micro, (b + 1) * r.micro, r.T, r.x.data(), r.y.data()));
+    ZS_ASSIGN_OR_RETURN(const double l, r.model.Forward(r.x.data(), r.y.data(), r.micro, r.T, r.params));
+    loss += l;
+  }
+  return loss / (static_cast<double>(batches) * r.micro * r.T);
+}
 
 int Run(int argc, char** argv) {
   std::string preset = "small";
@@ -83,25 +121,18 @@ int Run(int argc, char** argv) {
   const BatchSampler train(*corpus, Split::kTrain, seed), val(*corpus, Split::kValidation, seed);
   LocalParams params(InitUnits(*config, seed));
   GptModel model(*config);
+  SmallRun run{model, params, train, val, batch, micro, T, std::vector<int32_t>(micro * T),
+               std::vector<int32_t>(micro * T)};
   AdamW opt;
   opt.lr = lr;
-  std::vector<int32_t> x(micro * T), y(micro * T);
   const double tokens_per_step = static_cast<double>(batch) * T;
   const auto start = std::chrono::steady_clock::now();
   double window = 0.0;
   for (int step = 0; step < steps; ++step) {
-    params.ZeroGrads();
-    double loss = 0.0;
-    for (int b = 0; b < batch; b += micro) {
-      const int n = std::min(micro, batch - b);
-      absl::Status s = train.FillBatch(step, b, b + n, T, x.data(), y.data());
-      if (!s.ok()) return fail(s);
-      absl::StatusOr<double> l = model.ForwardBackward(x.data(), y.data(), n, T, 1.0f, params);
-      if (!l.ok()) return fail(l.status());
-      loss += *l;
-    }
+    absl::StatusOr<double> loss = TrainStep(run, step);
+    if (!loss.ok()) return fail(loss.status());
     opt.Update(params, static_cast<float>(1.0 / tokens_per_step));
-    window += loss / tokens_per_step;
+    window += *loss / tokens_per_step;
     if ((step + 1) % every == 0) {
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -111,15 +142,11 @@ int Run(int argc, char** argv) {
       window = 0.0;
     }
   }
-  double vloss = 0.0;
   const int val_batches = 8;
-  for (int b = 0; b < val_batches; ++b) {
-    absl::Status s = val.FillBatch(0, b * micro, (b + 1) * micro, T, x.data(), y.data());
-    if (!s.ok()) return fail(s);
-    vloss += *model.Forward(x.data(), y.data(), micro, T, params);
-  }
-  std::printf("validation loss %.4f over %d sequences (ln 256 = %.4f)\n",
-              vloss / (val_batches * micro * T), val_batches * micro, std::log(256.0));
+  absl::StatusOr<double> vloss = ValidationLoss(run, val_batches);
+  if (!vloss.ok()) return fail(vloss.status());
+  std::printf("validation loss %.4f over %d sequences (ln 256 = %.4f)\n", *vloss,
+              val_batches * micro, std::log(256.0));
   return 0;
 }
 

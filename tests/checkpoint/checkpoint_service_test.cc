@@ -123,7 +123,8 @@ TEST_F(ServiceTest, SaveAtFourRestoreAtThreeAndOne) {
   for (Target t : {Target{4, 3, 4}, Target{3, 2, 8}, Target{1, 0, 1}}) {
     const ShardPlan now = *MakeShardPlan(OddUnits(), t.world, t.alignment);
     for (int r = 0; r < t.world; ++r) {
-      auto ranges = checkpoint::OptimizerStateRanges(now, r, t.stage);
+      std::vector<ElementRange> ranges;
+      for (const UnitPlan& u : now.units) ranges.push_back(OptimizerRange(u, t.stage, r));
       std::vector<std::vector<float>> dst;
       std::vector<RestoreTarget> targets;
       dst.reserve(now.units.size() * 3);

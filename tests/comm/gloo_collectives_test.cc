@@ -2,6 +2,7 @@
 // as threads over an InMemoryStore, over world sizes x element counts x
 // dtypes (STYLE.md point 15).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -162,6 +163,39 @@ TEST_P(GlooCollectivesTest, BarrierAndOrderedQueue) {
     std::vector<float> sum = Decode(b[r], dtype_);
     for (int64_t i = 0; i < count_; ++i) ASSERT_EQ(sum[i], Reduce(ReduceOp::kSum, i));
     EXPECT_EQ(comms_[r]->stats().of(CommOp::kBarrier).calls, barriers_before[r] + 1);
+  }
+}
+
+// Control values (a step number, a loss sum, a squared norm) all-reduce in
+// their own type: int64 values past 2^24 and doubles with more than fp32's
+// 24 bits of mantissa come back exact, as the reference sums them.
+TEST_P(GlooCollectivesTest, AllReduceControlDTypes) {
+  if (dtype_ != DType::kFp32 || count_ != 7) GTEST_SKIP() << "one run per world size";
+  std::vector<std::vector<int64_t>> ints(n_, std::vector<int64_t>(count_));
+  std::vector<std::vector<double>> doubles(n_, std::vector<double>(count_));
+  ParallelFor(n_, [&](int r) {
+    for (int64_t i = 0; i < count_; ++i) {
+      ints[r][i] = (int64_t{1} << 40) + r * 1000003 + i;
+      doubles[r][i] = 1.0 + (r + 1) * std::ldexp(1.0, -40) + static_cast<double>(i);
+    }
+    EXPECT_TRUE(comms_[r]
+                    ->AllReduce(ints[r].data(), ints[r].data(), count_, DType::kInt64,
+                                ReduceOp::kSum)
+                    ->Wait(absl::Seconds(30))
+                    .ok());
+    EXPECT_TRUE(comms_[r]
+                    ->AllReduce(doubles[r].data(), doubles[r].data(), count_, DType::kFp64,
+                                ReduceOp::kMax)
+                    ->Wait(absl::Seconds(30))
+                    .ok());
+  });
+  for (int r = 0; r < n_; ++r) {
+    for (int64_t i = 0; i < count_; ++i) {
+      int64_t sum = 0;
+      for (int q = 0; q < n_; ++q) sum += (int64_t{1} << 40) + q * 1000003 + i;
+      ASSERT_EQ(ints[r][i], sum) << "rank " << r << " i " << i;
+      ASSERT_EQ(doubles[r][i], 1.0 + n_ * std::ldexp(1.0, -40) + static_cast<double>(i));
+    }
   }
 }
 

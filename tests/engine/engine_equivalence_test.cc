@@ -82,19 +82,16 @@ int RankMain(const std::string& dir, int rank, int n) {
   return 0;
 }
 
-class EngineEquivalenceTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(EngineEquivalenceTest, TenStepsMatchUnshardedReference) {
-  const int n = GetParam();
-  const std::string dir = MakeTempDir("engine_equivalence");
+// Forks n ranks running RankMain and reaps them within a deadline, killing
+// stragglers.
+::testing::AssertionResult RunForkedRanks(const std::string& dir, int n) {
   std::vector<pid_t> pids;
   for (int rank = 0; rank < n; ++rank) {
     const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
+    if (pid < 0) return ::testing::AssertionFailure() << "fork failed";
     if (pid == 0) _exit(RankMain(dir, rank, n));
     pids.push_back(pid);
   }
-  // Reap every rank within a deadline; kill stragglers.
   const absl::Time deadline = absl::Now() + absl::Seconds(50);
   for (pid_t pid : pids) {
     int status = 0;
@@ -102,13 +99,61 @@ TEST_P(EngineEquivalenceTest, TenStepsMatchUnshardedReference) {
       if (absl::Now() > deadline) {
         for (pid_t p : pids) kill(p, SIGKILL);
         waitpid(pid, &status, 0);
-        FAIL() << "rank pid " << pid << " did not finish within the deadline";
+        return ::testing::AssertionFailure()
+               << "rank pid " << pid << " did not finish within the deadline";
       }
       absl::SleepFor(absl::Milliseconds(5));
     }
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "rank pid " << pid << " failed, status " << status;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return ::testing::AssertionFailure() << "rank pid " << pid << " failed, status " << status;
+    }
   }
+  return ::testing::AssertionSuccess();
+}
+
+// Unit parameters in `bytes` from `*offset` on against the reference.
+void ExpectParamsMatch(int n, const RunConfig& config, const std::vector<std::vector<float>>& ref,
+                       const std::string& bytes, size_t* offset, double tol) {
+  for (size_t u = 0; u < ref.size(); ++u) {
+    ASSERT_LE(*offset + ref[u].size() * 4, bytes.size()) << Name(config);
+    std::vector<float> got(ref[u].size());
+    std::memcpy(got.data(), bytes.data() + *offset, got.size() * 4);
+    *offset += got.size() * 4;
+    double max_rel = 0.0, diff2 = 0.0, ref2 = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double d = std::fabs(static_cast<double>(got[i]) - ref[u][i]);
+      max_rel = std::max(max_rel, d / std::max(std::fabs(static_cast<double>(ref[u][i])), 0.1));
+      diff2 += d * d;
+      ref2 += static_cast<double>(ref[u][i]) * ref[u][i];
+    }
+    const double norm_rel = std::sqrt(diff2 / ref2);
+    std::printf("N=%d %-26s unit %zu: max elementwise rel %.2e, norm rel %.2e\n", n,
+                Name(config).c_str(), u, max_rel, norm_rel);
+    EXPECT_LE(max_rel, tol) << Name(config) << " unit " << u;
+  }
+}
+
+// The per-step gradient norms after the parameters against the reference's.
+void ExpectNormsMatch(int n, const RunConfig& config, const std::vector<double>& norms,
+                      const std::string& bytes, size_t offset, double tol) {
+  ASSERT_EQ(bytes.size(), offset + norms.size() * 8) << Name(config);
+  double worst = 0.0;
+  for (size_t s = 0; s < norms.size(); ++s) {
+    double got;
+    std::memcpy(&got, bytes.data() + offset + s * 8, 8);
+    worst = std::max(worst, std::fabs(got - norms[s]) / norms[s]);
+  }
+  std::printf("N=%d %-26s grad norm max rel %.2e (reference step-1 norm %.3f)\n", n,
+              Name(config).c_str(), worst, norms[0]);
+  EXPECT_LE(worst, tol) << Name(config) << " gradient norms";
+}
+
+class EngineEquivalenceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EngineEquivalenceTest, TenStepsMatchUnshardedReference) {
+  const int n = GetParam();
+  const std::string dir = MakeTempDir("engine_equivalence");
+  ASSERT_TRUE(RunForkedRanks(dir, n));
 
   absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), 1, 1);
   ASSERT_TRUE(plan.ok());
@@ -122,33 +167,8 @@ TEST_P(EngineEquivalenceTest, TenStepsMatchUnshardedReference) {
     const bool fp32 = config.compute == DType::kFp32 && config.reduce == DType::kFp32;
     const double tol = fp32 ? 1e-5 : 1e-2;
     size_t offset = 0;
-    for (size_t u = 0; u < ref.size(); ++u) {
-      ASSERT_LE(offset + ref[u].size() * 4, bytes.size()) << Name(config);
-      std::vector<float> got(ref[u].size());
-      std::memcpy(got.data(), bytes.data() + offset, got.size() * 4);
-      offset += got.size() * 4;
-      double max_rel = 0.0, diff2 = 0.0, ref2 = 0.0;
-      for (size_t i = 0; i < got.size(); ++i) {
-        const double d = std::fabs(static_cast<double>(got[i]) - ref[u][i]);
-        max_rel = std::max(max_rel, d / std::max(std::fabs(static_cast<double>(ref[u][i])), 0.1));
-        diff2 += d * d;
-        ref2 += static_cast<double>(ref[u][i]) * ref[u][i];
-      }
-      const double norm_rel = std::sqrt(diff2 / ref2);
-      std::printf("N=%d %-26s unit %zu: max elementwise rel %.2e, norm rel %.2e\n", n,
-                  Name(config).c_str(), u, max_rel, norm_rel);
-      EXPECT_LE(max_rel, tol) << Name(config) << " unit " << u;
-    }
-    ASSERT_EQ(bytes.size(), offset + norms.size() * 8) << Name(config);
-    double worst = 0.0;
-    for (size_t s = 0; s < norms.size(); ++s) {
-      double got;
-      std::memcpy(&got, bytes.data() + offset + s * 8, 8);
-      worst = std::max(worst, std::fabs(got - norms[s]) / norms[s]);
-    }
-    std::printf("N=%d %-26s grad norm max rel %.2e (reference step-1 norm %.3f)\n", n,
-                Name(config).c_str(), worst, norms[0]);
-    EXPECT_LE(worst, tol) << Name(config) << " gradient norms";
+    ExpectParamsMatch(n, config, ref, bytes, &offset, tol);
+    ExpectNormsMatch(n, config, norms, bytes, offset, tol);
   }
 }
 

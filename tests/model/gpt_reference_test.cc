@@ -44,6 +44,53 @@ struct Case {
   float scale;
 };
 
+// Writes the units, inputs, targets and a meta.txt the NumPy reference
+// (tests/model/reference_gpt.py) reads, into `dir`.
+void WriteReferenceInputs(const std::string& dir, const Case& tc, const ShardPlan& plan,
+                          const std::vector<std::vector<float>>& units,
+                          const std::vector<int32_t>& x, const std::vector<int32_t>& y) {
+  const ModelConfig& c = tc.config;
+  std::string meta = absl::StrCat("config ", c.vocab, " ", c.n_layer, " ", c.n_embd, " ",
+                                  c.n_head, " ", c.n_ctx, "\nbatch ", tc.B, " ", tc.T,
+                                  "\nscale ", tc.scale, "\n");
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    for (const ParamPlacement& p : plan.units[u].params) {
+      absl::StrAppend(&meta, "param ", u, " ", p.name, " ", p.offset);
+      for (int64_t d : p.shape) absl::StrAppend(&meta, " ", d);
+      absl::StrAppend(&meta, "\n");
+    }
+    WriteRaw(absl::StrCat(dir, "/unit_", u, ".f32"), units[u]);
+  }
+  std::ofstream(dir + "/meta.txt") << meta;
+  WriteRaw(dir + "/inputs.i32", x);
+  WriteRaw(dir + "/targets.i32", y);
+}
+
+// Every parameter's gradient against the reference's grad_<u>.f64, relative
+// to the parameter's largest reference gradient; returns the worst error.
+double ExpectGradientsMatch(const std::string& dir, const ShardPlan& plan,
+                            const LocalParams& hooks) {
+  double overall = 0.0;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const std::vector<double> g = ReadF64(absl::StrCat(dir, "/grad_", u, ".f64"));
+    EXPECT_EQ(g.size(), hooks.grads(u).size());
+    if (g.size() != hooks.grads(u).size()) return 1.0;
+    for (const ParamPlacement& p : plan.units[u].params) {
+      double max_ref = 0.0;
+      for (int64_t i = 0; i < p.numel; ++i) max_ref = std::max(max_ref, std::abs(g[p.offset + i]));
+      EXPECT_GT(max_ref, 0.0) << p.name << " has no gradient in the reference";
+      double worst = 0.0;
+      for (int64_t i = 0; i < p.numel; ++i) {
+        const double d = std::abs(hooks.grads(u)[p.offset + i] - g[p.offset + i]);
+        worst = std::max(worst, d / max_ref);
+      }
+      EXPECT_LT(worst, 1e-4) << p.name << ": worst |grad - ref| / max|ref|";
+      overall = std::max(overall, worst);
+    }
+  }
+  return overall;
+}
+
 class GptReferenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GptReferenceTest, LossAndEveryGradientMatchNumpy) {
@@ -68,21 +115,7 @@ TEST_P(GptReferenceTest, LossAndEveryGradientMatchNumpy) {
 
   const std::string dir = testing::MakeTempDir("gpt_reference");
   const ShardPlan plan = *MakeShardPlan(ModelUnits(c), 1, 1);
-  std::string meta = absl::StrCat("config ", c.vocab, " ", c.n_layer, " ", c.n_embd, " ",
-                                  c.n_head, " ", c.n_ctx, "\nbatch ", tc.B, " ", tc.T,
-                                  "\nscale ", tc.scale, "\n");
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    for (const ParamPlacement& p : plan.units[u].params) {
-      absl::StrAppend(&meta, "param ", u, " ", p.name, " ", p.offset);
-      for (int64_t d : p.shape) absl::StrAppend(&meta, " ", d);
-      absl::StrAppend(&meta, "\n");
-    }
-    WriteRaw(absl::StrCat(dir, "/unit_", u, ".f32"), units[u]);
-  }
-  std::ofstream(dir + "/meta.txt") << meta;
-  WriteRaw(dir + "/inputs.i32", x);
-  WriteRaw(dir + "/targets.i32", y);
-
+  WriteReferenceInputs(dir, tc, plan, units, x, y);
   const std::string script =
       std::string(std::getenv("ZEROSHARD_SOURCE_DIR")) + "/tests/model/reference_gpt.py";
   const testing::CommandResult ref = testing::RunCommand(
@@ -95,24 +128,7 @@ TEST_P(GptReferenceTest, LossAndEveryGradientMatchNumpy) {
   ASSERT_TRUE(loss.ok()) << loss.status();
   const double ref_loss = ReadF64(dir + "/loss.f64").at(0);
   EXPECT_NEAR(*loss, ref_loss, 1e-5 * std::abs(ref_loss));
-
-  double overall = 0.0;
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    const std::vector<double> g = ReadF64(absl::StrCat(dir, "/grad_", u, ".f64"));
-    ASSERT_EQ(g.size(), hooks.grads(u).size());
-    for (const ParamPlacement& p : plan.units[u].params) {
-      double max_ref = 0.0;
-      for (int64_t i = 0; i < p.numel; ++i) max_ref = std::max(max_ref, std::abs(g[p.offset + i]));
-      ASSERT_GT(max_ref, 0.0) << p.name << " has no gradient in the reference";
-      double worst = 0.0;
-      for (int64_t i = 0; i < p.numel; ++i) {
-        const double d = std::abs(hooks.grads(u)[p.offset + i] - g[p.offset + i]);
-        worst = std::max(worst, d / max_ref);
-      }
-      EXPECT_LT(worst, 1e-4) << p.name << ": worst |grad - ref| / max|ref|";
-      overall = std::max(overall, worst);
-    }
-  }
+  const double overall = ExpectGradientsMatch(dir, plan, hooks);
   std::printf("loss %.6f (reference %.6f); worst gradient error %.3g of max|ref|\n", *loss,
               ref_loss, overall);
 }

@@ -17,6 +17,9 @@ TEST(JobConfigTest, JsonRoundTrip) {
   c.checkpoint_dir = "/ckpt";
   c.checkpoint_every = 5;
   c.collective_timeout_s = 7.5;
+  c.checkpoint_timeout_s = 90;
+  c.rpc_timeout_s = 4;
+  c.trigger_poll_timeout_s = 0.5;
   auto back = JobConfig::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->model, "tiny");
@@ -25,6 +28,9 @@ TEST(JobConfigTest, JsonRoundTrip) {
   EXPECT_EQ(back->compute_dtype, DType::kBf16);
   EXPECT_EQ(back->checkpoint_every, 5);
   EXPECT_EQ(back->collective_timeout(), absl::Seconds(7.5));
+  EXPECT_EQ(back->checkpoint_timeout(), absl::Seconds(90));
+  EXPECT_EQ(back->rpc_timeout(), absl::Seconds(4));
+  EXPECT_EQ(back->trigger_poll_timeout(), absl::Milliseconds(500));
 }
 
 TEST(JobConfigTest, BadInputNamesTheField) {
@@ -39,6 +45,12 @@ TEST(JobConfigTest, BadInputNamesTheField) {
   EXPECT_NE(JobConfig::FromJson(R"({"compute_dtype": "fp8"})").status().message().find("fp8"),
             std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"backend": "nccl"})").status().message().find("gloo"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_timeout_s": 0})").status().message().find(
+                "checkpoint_timeout_s"),
+            std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"rpc_timeout_s": -1})").status().message().find(
+                "rpc_timeout_s"),
             std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find(
                 "checkpoint_dir"),

@@ -27,16 +27,9 @@ absl::Status ValidateOptions(const CheckpointClientOptions& o) {
   return absl::OkStatus();
 }
 
-const UnitPlan* FindUnit(const ShardPlan& plan, const std::string& name) {
-  for (const UnitPlan& u : plan.units) {
-    if (u.name == name) return &u;
-  }
-  return nullptr;
-}
-
 absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShardView>& shards) {
   for (const UnitShardView& v : shards) {
-    const UnitPlan* u = FindUnit(meta.plan, v.unit);
+    const UnitPlan* u = meta.plan.FindUnit(v.unit);
     if (u == nullptr)
       return absl::InvalidArgumentError(absl::StrCat("unit \"", v.unit, "\" is not in the plan"));
     const ElementRange shard = u->shard(meta.rank);

@@ -7,13 +7,6 @@
 namespace zeroshard::checkpoint {
 namespace {
 
-const UnitPlan* FindUnit(const ShardPlan& plan, const std::string& name) {
-  for (const UnitPlan& u : plan.units) {
-    if (u.name == name) return &u;
-  }
-  return nullptr;
-}
-
 bool SameParams(const UnitPlan& a, const UnitPlan& b) {
   if (a.numel != b.numel || a.params.size() != b.params.size()) return false;
   for (size_t i = 0; i < a.params.size(); ++i) {
@@ -30,8 +23,8 @@ absl::StatusOr<std::vector<RestoreSegment>> PlanRestore(const ShardPlan& checkpo
                                                         const ShardPlan& new_plan,
                                                         const std::string& unit,
                                                         ElementRange range) {
-  const UnitPlan* old_u = FindUnit(checkpoint_plan, unit);
-  const UnitPlan* new_u = FindUnit(new_plan, unit);
+  const UnitPlan* old_u = checkpoint_plan.FindUnit(unit);
+  const UnitPlan* new_u = new_plan.FindUnit(unit);
   if (old_u == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("unit \"", unit, "\" is not in the checkpoint"));
   }
@@ -56,14 +49,6 @@ absl::StatusOr<std::vector<RestoreSegment>> PlanRestore(const ShardPlan& checkpo
   const int64_t pad_begin = std::max(range.offset, new_u->numel);
   if (pad_begin < range.end()) {
     out.push_back({{pad_begin - range.offset, range.end() - pad_begin}, true, 0});
-  }
-  return out;
-}
-
-std::vector<ElementRange> OptimizerStateRanges(const ShardPlan& plan, int rank, int stage) {
-  std::vector<ElementRange> out;
-  for (const UnitPlan& u : plan.units) {
-    out.push_back(stage == 0 ? ElementRange{0, u.padded_numel} : u.shard(rank));
   }
   return out;
 }

@@ -34,11 +34,6 @@ absl::StatusOr<std::vector<RestoreSegment>> PlanRestore(const ShardPlan& checkpo
                                                         const std::string& unit,
                                                         ElementRange range);
 
-// The element range of each unit (plan order) that rank `rank` keeps fp32
-// master weights and AdamW moments for: the whole padded buffer at stage 0
-// (plain data parallel), its shard at stages 1-3.
-std::vector<ElementRange> OptimizerStateRanges(const ShardPlan& plan, int rank, int stage);
-
 // The range of each unit rank `rank` uploads when saving: always its shard,
 // whatever the stage (a stage-0 rank holds everything but sends only its
 // slice, so ranks share the upload).

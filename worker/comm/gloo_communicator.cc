@@ -51,15 +51,30 @@ absl::Status StatusFromGloo(const std::exception& e, bool is_io, bool aborted) {
   return absl::InternalError(absl::StrCat("gloo: ", what));
 }
 
-void ReduceFloats(ReduceOp op, void* c, const void* a, const void* b, size_t n) {
-  float* out = static_cast<float*>(c);
-  const float* x = static_cast<const float*>(a);
-  const float* y = static_cast<const float*>(b);
+// Gloo's reduce function over n elements of T: c = op(a, b).
+template <typename T>
+void ReduceElements(ReduceOp op, void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
   if (op == ReduceOp::kSum) {
     for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
   } else {
     for (size_t i = 0; i < n; ++i) out[i] = x[i] > y[i] ? x[i] : y[i];
   }
+}
+
+// In-place all-reduce of n elements of T at data.
+template <typename T>
+void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64_t n,
+                   ReduceOp op, absl::Duration timeout) {
+  gloo::AllreduceOptions o(context);
+  o.setOutput(data, static_cast<size_t>(n));
+  o.setReduceFunction([op](void* c, const void* a, const void* b, size_t k) {
+    ReduceElements<T>(op, c, a, b, k);
+  });
+  o.setTimeout(GlooTimeout(timeout));
+  gloo::allreduce(o);
 }
 
 absl::Status CheckBuffers(const void* send, const void* recv, int64_t count) {
@@ -123,9 +138,22 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count, DType dtype,
                                   ReduceOp op, const CollectiveOptions& opts) override {
     if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
-    if (auto s = CheckCommDType(dtype, "AllReduce dtype"); !s.ok()) return CompletedWork(s);
+    if (auto s = CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true); !s.ok()) {
+      return CompletedWork(s);
+    }
     return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
       if (count == 0) return;
+      const bool wide = dtype == DType::kInt64 || dtype == DType::kFp64;
+      if (wide) {  // Control values reduce in their own type, in recv.
+        if (send != recv) std::memmove(recv, send, static_cast<size_t>(count * DTypeSize(dtype)));
+        if (world_size() == 1) return;
+        if (dtype == DType::kInt64) {
+          GlooAllReduce(context_, static_cast<int64_t*>(recv), count, op, opts.timeout);
+        } else {
+          GlooAllReduce(context_, static_cast<double*>(recv), count, op, opts.timeout);
+        }
+        return;
+      }
       // fp32 reduces in recv itself; bf16 through an fp32 scratch (round once).
       std::vector<float> scratch;
       float* data = static_cast<float*>(recv);
@@ -134,15 +162,7 @@ class GlooCommunicator final : public Communicator {
         data = scratch.data();
       }
       ToFloat(send, dtype, data, count);
-      if (world_size() > 1) {
-        gloo::AllreduceOptions o(context_);
-        o.setOutput(data, static_cast<size_t>(count));
-        o.setReduceFunction([op](void* c, const void* a, const void* b, size_t n) {
-          ReduceFloats(op, c, a, b, n);
-        });
-        o.setTimeout(GlooTimeout(opts.timeout));
-        gloo::allreduce(o);
-      }
+      if (world_size() > 1) GlooAllReduce(context_, data, count, op, opts.timeout);
       FromFloat(data, dtype, recv, count);
     });
   }

@@ -37,81 +37,116 @@ void ThrowIfAborted(bool ok, const char* what) {
   if (!ok) throw ::gloo::IoException(std::string("ring reduce-scatter ") + what + " aborted");
 }
 
-}  // namespace
+// One op's state; the steps of "How it works" as its methods.
+class Ring {
+ public:
+  Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatterArgs& args,
+       RingScratch& scratch);
+  void Run();
 
-void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
-                       const RingReduceScatterArgs& args, RingScratch& scratch) {
-  const int world = context->size;
-  const int rank = context->rank;
-  const int64_t count = args.count;
-  const int64_t elem = DTypeSize(args.dtype);
-  const bool fp32 = args.dtype == DType::kFp32;
-  const char* send = static_cast<const char*>(args.send);
-  auto block_of = [&](int64_t b) { return send + b * count * elem; };
+ private:
+  const char* Block(int64_t b) const { return send_ + b * args_.count * elem_; }
+  const float* AsFp32(int64_t block, float* scratch) const;
+  void Exchange(int step, const float* sending);
+  int64_t SegBegin(int64_t k) const { return k * kSegmentElements; }
+  int64_t SegLen(int64_t k) const { return std::min(kSegmentElements, args_.count - SegBegin(k)); }
+  std::chrono::milliseconds Remaining() const;
 
-  auto fit = [count](std::vector<float>& v) {
+  const std::shared_ptr<gloo::Context>& context_;
+  const RingReduceScatterArgs& args_;
+  RingScratch& scratch_;
+  const int world_, rank_;
+  const int64_t elem_;
+  const bool fp32_;
+  const char* const send_;
+  const int64_t segments_;
+  const std::chrono::steady_clock::time_point deadline_;
+  float* outgoing_ = nullptr;
+  float* incoming_ = nullptr;
+};
+
+Ring::Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatterArgs& args,
+           RingScratch& scratch)
+    : context_(context), args_(args), scratch_(scratch), world_(context->size),
+      rank_(context->rank), elem_(DTypeSize(args.dtype)), fp32_(args.dtype == DType::kFp32),
+      send_(static_cast<const char*>(args.send)),
+      segments_((args.count + kSegmentElements - 1) / kSegmentElements),
+      deadline_(std::chrono::steady_clock::now() + args.timeout) {
+  auto fit = [count = args.count](std::vector<float>& v) {
     if (static_cast<int64_t>(v.size()) < count) v.resize(count);
   };
   fit(scratch.outgoing);
   fit(scratch.incoming);
-  if (!fp32) fit(scratch.own);  // bf16 only: our block in fp32.
-  float* outgoing = scratch.outgoing.data();
-  float* incoming = scratch.incoming.data();
-  if (world == 1) {
-    ToFloat(block_of(0), args.dtype, outgoing, count);
-    FromFloat(outgoing, args.dtype, args.recv, count);
+  if (!fp32_) fit(scratch.own);  // bf16 only: our block in fp32.
+  outgoing_ = scratch.outgoing.data();
+  incoming_ = scratch.incoming.data();
+}
+
+std::chrono::milliseconds Ring::Remaining() const {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline_ - std::chrono::steady_clock::now());
+  // Zero would mean "no wait"; 1 ms still times out promptly.
+  return left.count() > 0 ? left : std::chrono::milliseconds(1);
+}
+
+// Input block `block` as fp32: read in place for fp32, converted into
+// `scratch` for bf16.
+const float* Ring::AsFp32(int64_t block, float* scratch) const {
+  if (fp32_) return reinterpret_cast<const float*>(Block(block));
+  ToFloat(Block(block), args_.dtype, scratch, args_.count);
+  return scratch;
+}
+
+void Ring::Run() {
+  if (world_ == 1) {
+    ToFloat(Block(0), args_.dtype, outgoing_, args_.count);
+    FromFloat(outgoing_, args_.dtype, args_.recv, args_.count);
     return;
   }
-  const int next = (rank + 1) % world;
-  const int prev = (rank + world - 1) % world;
-  const int64_t segments = (count + kSegmentElements - 1) / kSegmentElements;
-  auto seg_begin = [&](int64_t k) { return k * kSegmentElements; };
-  auto seg_len = [&](int64_t k) { return std::min(kSegmentElements, count - seg_begin(k)); };
-  const auto deadline = std::chrono::steady_clock::now() + args.timeout;
-  auto remaining = [&] {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    // Zero would mean "no wait"; 1 ms still times out promptly.
-    return left.count() > 0 ? left : std::chrono::milliseconds(1);
-  };
-
   // fp32 skips two copies: step 0 sends straight from the input, and the
   // last step reduces straight into recv.
-  const float* first = reinterpret_cast<const float*>(block_of(Mod(rank - 1, world)));
-  if (!fp32) {
-    ToFloat(block_of(Mod(rank - 1, world)), args.dtype, outgoing, count);
-    first = outgoing;
-  }
-  for (int step = 0; step < world - 1; ++step) {
-    const bool last = step == world - 2;
-    float* sending = step == 0 ? const_cast<float*>(first) : outgoing;  // Gloo only reads it.
-    auto out_buf = context->createUnboundBuffer(sending, count * sizeof(float));
-    auto in_buf = context->createUnboundBuffer(incoming, count * sizeof(float));
-    for (int64_t k = 0; k < segments; ++k) {
-      in_buf->recv(prev, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
-      out_buf->send(next, args.slot + k, seg_begin(k) * sizeof(float), seg_len(k) * sizeof(float));
-    }
-    // Our own contribution to the arriving block; fp32 is read in place.
-    const int64_t block = Mod(rank - step - 2, world);
-    const float* mine = reinterpret_cast<const float*>(block_of(block));
-    if (!fp32) {
-      ToFloat(block_of(block), args.dtype, scratch.own.data(), count);
-      mine = scratch.own.data();
-    }
-    float* reduced = last && fp32 ? static_cast<float*>(args.recv) : incoming;
-    // Segments complete in order (one TCP connection from prev): reduce each
-    // while the next one is still arriving.
-    for (int64_t k = 0; k < segments; ++k) {
-      ThrowIfAborted(in_buf->waitRecv(remaining()), "recv");
-      const int64_t b = seg_begin(k);
-      Combine(reduced + b, incoming + b, mine + b, seg_len(k), args.op);
-    }
-    for (int64_t k = 0; k < segments; ++k) ThrowIfAborted(out_buf->waitSend(remaining()), "send");
-    std::swap(outgoing, incoming);
+  const float* first = AsFp32(Mod(rank_ - 1, world_), outgoing_);
+  for (int step = 0; step < world_ - 1; ++step) {
+    Exchange(step, step == 0 ? first : outgoing_);
+    std::swap(outgoing_, incoming_);
   }
   // The last block reduced is block `rank` (see above): fp32 wrote it to recv;
   // bf16 has it in `outgoing` and rounds it now, once.
-  if (!fp32) FromFloat(outgoing, args.dtype, args.recv, count);
+  if (!fp32_) FromFloat(outgoing_, args_.dtype, args_.recv, args_.count);
+}
+
+// Step `step`: send `sending` to next while prev's partial arrives in
+// `incoming`, reducing each segment with our own block as it lands.
+void Ring::Exchange(int step, const float* sending) {
+  const int next = (rank_ + 1) % world_;
+  const int prev = (rank_ + world_ - 1) % world_;
+  const size_t bytes = static_cast<size_t>(args_.count) * sizeof(float);
+  // Gloo only reads a send buffer.
+  auto out_buf = context_->createUnboundBuffer(const_cast<float*>(sending), bytes);
+  auto in_buf = context_->createUnboundBuffer(incoming_, bytes);
+  for (int64_t k = 0; k < segments_; ++k) {
+    in_buf->recv(prev, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
+    out_buf->send(next, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
+  }
+  // Our own contribution to the arriving block; fp32 is read in place.
+  const float* mine = AsFp32(Mod(rank_ - step - 2, world_), scratch_.own.data());
+  const bool last = step == world_ - 2;
+  float* reduced = last && fp32_ ? static_cast<float*>(args_.recv) : incoming_;
+  // Segments complete in order (one TCP connection from prev): reduce each
+  // while the next one is still arriving.
+  for (int64_t k = 0; k < segments_; ++k) {
+    ThrowIfAborted(in_buf->waitRecv(Remaining()), "recv");
+    const int64_t b = SegBegin(k);
+    Combine(reduced + b, incoming_ + b, mine + b, SegLen(k), args_.op);
+  }
+  for (int64_t k = 0; k < segments_; ++k) ThrowIfAborted(out_buf->waitSend(Remaining()), "send");
+}
+
+}  // namespace
+
+void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
+                       const RingReduceScatterArgs& args, RingScratch& scratch) {
+  Ring(context, args, scratch).Run();
 }
 
 }  // namespace zeroshard

@@ -1,15 +1,12 @@
 #include "worker/comm/nccl_communicator.h"
 
-#include <atomic>
-#include <cstring>
 #include <functional>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/comm/nccl_check.h"
+#include "worker/comm/nccl_internal.h"
 #include "worker/comm/op_queue.h"
 
 namespace zeroshard {
@@ -17,126 +14,21 @@ namespace {
 
 constexpr char kUniqueIdKey[] = "nccl_id";
 
-absl::StatusOr<ncclDataType_t> NcclType(DType d) {
-  switch (d) {
-    case DType::kFp32:
-      return ncclFloat32;
-    case DType::kBf16:
-      return ncclBfloat16;
-    case DType::kFp16:
-      return ncclFloat16;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int>(d), " unknown"));
-}
-
-ncclRedOp_t NcclOp(ReduceOp op) { return op == ReduceOp::kSum ? ncclSum : ncclMax; }
-
-// Polls a non-blocking communicator until its last call is no longer in
-// progress; its final state as a Status.
-absl::Status WaitNotInProgress(ncclComm_t comm, absl::Time deadline, const char* what) {
-  absl::Duration pause = absl::Microseconds(20);
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    ZS_GPU_RETURN_IF_ERROR(ncclCommGetAsyncError(comm, &state));
-    if (state != ncclInProgress) return GpuStatus(state, what, __FILE__, __LINE__);
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(what, ": still in progress at the deadline"));
-    }
-    absl::SleepFor(pause);
-    pause = std::min(pause * 2, absl::Milliseconds(1));
-  }
-}
-
-// What the communicator and its Work handles share.
-struct NcclShared {
-  int device = 0;
-  int rank = 0;
-  int world_size = 1;
-  std::atomic<bool> aborted{false};
-  absl::Mutex mu;  // Orders NCCL calls against ncclCommAbort.
-  ncclComm_t comm ABSL_GUARDED_BY(mu) = nullptr;
-  absl::Status failed ABSL_GUARDED_BY(mu);  // First failure; sticky.
-  CommStats stats ABSL_GUARDED_BY(mu);
-
-  void Fail(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (failed.ok()) failed = s;
-  }
+// The communicator's own streams and scratch, created after the comm.
+struct NcclResources {
+  cudaStream_t gather = nullptr;
+  cudaStream_t reduce = nullptr;
+  cudaEvent_t ready = nullptr;
+  float* barrier_scratch = nullptr;
 };
 
-class NcclWork final : public Work {
- public:
-  NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t start, cudaEvent_t done, CommOp op,
-           int64_t bytes)
-      : shared_(std::move(shared)), start_(start), done_(done), op_(op), bytes_(bytes) {}
-  ~NcclWork() override {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(done_);
-  }
-
-  absl::Status Wait(absl::Duration timeout) override {
-    if (finished_) return final_;
-    const absl::Time deadline = absl::Now() + timeout;
-    absl::Duration pause = absl::Microseconds(10);
-    for (;;) {
-      absl::Status s = Poll();
-      if (!absl::IsUnavailable(s) || s.message() != kNotReady) return s;
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat(CommOpName(op_), " not complete after ", absl::FormatDuration(timeout)));
-      }
-      absl::SleepFor(pause);
-      pause = std::min(pause * 2, absl::Milliseconds(1));
-    }
-  }
-
- private:
-  static constexpr char kNotReady[] = "not ready";
-
-  // OK/error when finished; UNAVAILABLE "not ready" while running.
-  absl::Status Poll() {
-    absl::MutexLock lock(&shared_->mu);
-    if (shared_->aborted.load()) return Finish(absl::AbortedError("communicator aborted"));
-    if (!shared_->failed.ok()) return Finish(shared_->failed);
-    cudaError_t q = cudaEventQuery(done_);
-    if (q == cudaSuccess) {
-      float ms = 0.0f;
-      cudaEventElapsedTime(&ms, start_, done_);
-      CommOpStats& st = shared_->stats.ops[static_cast<int>(op_)];
-      st.calls += 1;
-      st.bytes += bytes_;
-      st.seconds += ms / 1000.0;
-      return Finish(absl::OkStatus());
-    }
-    if (q != cudaErrorNotReady) {
-      absl::Status s = GpuStatus(q, "cudaEventQuery(done)", __FILE__, __LINE__);
-      shared_->Fail(s);
-      return Finish(s);
-    }
-    ncclResult_t async = ncclSuccess;
-    absl::Status s = GpuStatus(ncclCommGetAsyncError(shared_->comm, &async),
-                               "ncclCommGetAsyncError", __FILE__, __LINE__);
-    if (s.ok()) s = GpuStatus(async, "asynchronous NCCL error", __FILE__, __LINE__);
-    if (!s.ok()) {
-      shared_->Fail(s);
-      return Finish(s);
-    }
-    return absl::UnavailableError(kNotReady);
-  }
-
-  absl::Status Finish(absl::Status s) {
-    finished_ = true;
-    final_ = s;
-    return s;
-  }
-
-  std::shared_ptr<NcclShared> shared_;
-  cudaEvent_t start_;
-  cudaEvent_t done_;
-  const CommOp op_;
-  const int64_t bytes_;
-  bool finished_ = false;
-  absl::Status final_;
-};
+absl::Status CreateResources(NcclResources* r) {
+  ZS_GPU_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->gather, cudaStreamNonBlocking));
+  ZS_GPU_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->reduce, cudaStreamNonBlocking));
+  ZS_GPU_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->ready, cudaEventDisableTiming));
+  ZS_GPU_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&r->barrier_scratch), sizeof(float)));
+  return absl::OkStatus();
+}
 
 absl::Status CheckDevicePointer(const void* p, int device, const char* field) {
   if (p == nullptr) return absl::InvalidArgumentError(absl::StrCat(field, " is null"));
@@ -305,7 +197,7 @@ class NcclCommunicator final : public Communicator {
       if (done != nullptr) cudaEventDestroy(done);
       return CompletedWork(s);
     }
-    return std::make_unique<NcclWork>(shared_, start, done, op, bytes);
+    return MakeNcclWork(shared_, start, done, op, bytes);
   }
 
   std::shared_ptr<NcclShared> shared_;
@@ -316,36 +208,7 @@ class NcclCommunicator final : public Communicator {
   float* barrier_scratch_;
 };
 
-absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store& store, const std::string& key, int rank,
-                                              absl::Duration timeout) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    ZS_GPU_RETURN_IF_ERROR(ncclGetUniqueId(&id));
-    const uint8_t* p = reinterpret_cast<const uint8_t*>(&id);
-    ZS_RETURN_IF_ERROR(store.Set(key, std::vector<uint8_t>(p, p + sizeof(id))));
-    return id;
-  }
-  ZS_RETURN_IF_ERROR(store.Wait({key}, timeout));
-  ZS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, store.Get(key));
-  if (bytes.size() != sizeof(id)) {
-    return absl::DataLossError(absl::StrCat("store key ", key, " holds ", bytes.size(),
-                                            " bytes, an ncclUniqueId has ", sizeof(id)));
-  }
-  std::memcpy(&id, bytes.data(), sizeof(id));
-  return id;
-}
-
 }  // namespace
-
-absl::StatusOr<int> CudaDeviceCount() {
-  int n = 0;
-  absl::Status s = GpuStatus(cudaGetDeviceCount(&n), "cudaGetDeviceCount", __FILE__, __LINE__);
-  if (!s.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("no usable CUDA device: ", s.message()));
-  }
-  if (n == 0) return absl::FailedPreconditionError("no CUDA device visible");
-  return n;
-}
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(Store& store,
                                                                      const std::string& prefix,
@@ -362,46 +225,24 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(Store& stor
         absl::StrCat("NcclOptions.device ", device, " but only ", devices, " devices"));
   }
   ZS_GPU_RETURN_IF_ERROR(cudaSetDevice(device));
-  const absl::Time deadline = absl::Now() + opts.timeout;
-  ZS_ASSIGN_OR_RETURN(ncclUniqueId id,
-                      ExchangeUniqueId(store, prefix + kUniqueIdKey, rank, opts.timeout));
-
+  ZS_ASSIGN_OR_RETURN(ncclComm_t comm,
+                      InitNcclComm(store, prefix + kUniqueIdKey, rank, world_size, opts.timeout));
+  NcclResources res;
+  if (absl::Status s = CreateResources(&res); !s.ok()) {
+    ncclCommAbort(comm);
+    return s;
+  }
   auto shared = std::make_shared<NcclShared>();
   shared->device = device;
   shared->rank = rank;
   shared->world_size = world_size;
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // Initialisation polled against the deadline below.
-  ncclComm_t comm = nullptr;
-  absl::Status init = GpuStatus(ncclCommInitRankConfig(&comm, world_size, id, rank, &config),
-                                "ncclCommInitRankConfig", __FILE__, __LINE__);
-  if (init.ok()) init = WaitNotInProgress(comm, deadline, "ncclCommInitRankConfig");
-  if (!init.ok()) {
-    if (comm != nullptr) ncclCommAbort(comm);
-    return init;
-  }
-  cudaStream_t gather = nullptr;
-  cudaStream_t reduce = nullptr;
-  cudaEvent_t ready = nullptr;
-  float* scratch = nullptr;
-  absl::Status s = [&]() -> absl::Status {
-    ZS_GPU_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&gather, cudaStreamNonBlocking));
-    ZS_GPU_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&reduce, cudaStreamNonBlocking));
-    ZS_GPU_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    ZS_GPU_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof(float)));
-    return absl::OkStatus();
-  }();
-  if (!s.ok()) {
-    ncclCommAbort(comm);
-    return s;
-  }
   {
     absl::MutexLock lock(&shared->mu);
     shared->comm = comm;
   }
   return std::unique_ptr<Communicator>(std::make_unique<NcclCommunicator>(
-      std::move(shared), static_cast<cudaStream_t>(opts.compute_stream), gather, reduce, ready,
-      scratch));
+      std::move(shared), static_cast<cudaStream_t>(opts.compute_stream), res.gather, res.reduce,
+      res.ready, res.barrier_scratch));
 }
 
 }  // namespace zeroshard

@@ -12,8 +12,10 @@
 
 namespace zeroshard {
 
-// OK for fp32 and bf16; INVALID_ARGUMENT naming `field` otherwise.
-absl::Status CheckCommDType(DType dtype, const char* field);
+// OK for fp32 and bf16 (data-plane dtypes) and, with `control_dtypes`, for
+// int64 and fp64 too (control values: AllReduce); INVALID_ARGUMENT naming
+// `field` otherwise.
+absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes = false);
 
 // dst[i] = float(src[i]); src holds n elements of `dtype` (fp32 or bf16).
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n);

@@ -48,11 +48,11 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
     sum_sq += SumSquares(ShardGrad(unit), options_.reduce_dtype, unit.opt_range.length);
   }
   if (options_.stage == 0 || world_size_ == 1) return sum_sq;
-  float local = static_cast<float>(sum_sq), global = 0.0f;
-  std::unique_ptr<Work> w = comm_->AllReduce(&local, &global, 1, DType::kFp32, ReduceOp::kSum,
+  double local = sum_sq, global = 0.0;
+  std::unique_ptr<Work> w = comm_->AllReduce(&local, &global, 1, DType::kFp64, ReduceOp::kSum,
                                              {options_.collective_timeout});
   ZS_RETURN_IF_ERROR(Await(w));
-  return static_cast<double>(global);
+  return global;
 }
 
 // Fused AdamW on every unit's shard with gradient multiplier `multiplier`;

@@ -73,7 +73,7 @@ void ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   unit.plan = &plan_.units[u];
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
   const int stage = options_.stage;
-  unit.opt_range = stage == 0 ? ElementRange{0, P} : unit.plan->shard(rank_);
+  unit.opt_range = OptimizerRange(*unit.plan, stage, rank_);
   // The padded initial values; padding is zero (shard_plan.h).
   std::vector<float> padded(static_cast<size_t>(P), 0.0f);
   std::copy(initial.begin(), initial.end(), padded.begin());
@@ -163,6 +163,12 @@ absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
   }
   std::memcpy(out.data(), full.data(), out.size() * 4);
   return out;
+}
+
+OptimizerShardView OptimizerShardView::Slice(ElementRange sub) const {
+  const int64_t skip = sub.offset - range.offset;
+  ZS_CHECK(skip >= 0 && sub.length >= 0 && skip + sub.length <= range.length);
+  return {sub, master + skip, m + skip, v + skip};
 }
 
 OptimizerShardView ShardedEngine::OptimizerShard(int u) const {

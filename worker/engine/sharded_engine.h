@@ -87,12 +87,14 @@ struct StepResult {
 };
 
 // The optimizer state one rank holds for a unit: `range` of the unit's
-// padded flat buffer (the rank's shard; all of it at stage 0).
+// padded flat buffer ([Note: optimizer range] in common/shard_plan.h).
 struct OptimizerShardView {
   ElementRange range;
   const float* master = nullptr;  // range.length fp32 elements each.
   const float* m = nullptr;
   const float* v = nullptr;
+  // The view of `sub`, which must lie inside `range` (ZS_CHECK).
+  OptimizerShardView Slice(ElementRange sub) const;
 };
 
 class ShardedEngine final : public UnitHooks {

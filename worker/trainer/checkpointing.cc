@@ -16,11 +16,8 @@ std::vector<checkpoint::UnitShardView> ShardViews(ShardedEngine& engine, int ran
   const std::vector<ElementRange> ranges = checkpoint::SaveRanges(plan, rank);
   std::vector<checkpoint::UnitShardView> views;
   for (size_t u = 0; u < plan.units.size(); ++u) {
-    const OptimizerShardView held = engine.OptimizerShard(static_cast<int>(u));
-    const int64_t skip = ranges[u].offset - held.range.offset;
-    ZS_CHECK(skip >= 0 && skip + ranges[u].length <= held.range.length);
-    views.push_back({plan.units[u].name, ranges[u], held.master + skip, held.m + skip,
-                     held.v + skip});
+    const OptimizerShardView sent = engine.OptimizerShard(static_cast<int>(u)).Slice(ranges[u]);
+    views.push_back({plan.units[u].name, sent.range, sent.master, sent.m, sent.v});
   }
   return views;
 }
@@ -42,7 +39,7 @@ absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
   meta.data_cursor = step * ctx.job->global_batch;
   meta.attempt = ctx.generation;  // A restarted save replaces a cut-off one.
   return ctx.checkpoints->SaveAsync(meta, ShardViews(engine, ctx.rank),
-                                    absl::Now() + absl::Minutes(10));
+                                    absl::Now() + ctx.job->checkpoint_timeout());
 }
 
 namespace {
@@ -58,7 +55,7 @@ absl::StatusOr<int64_t> ChooseRestoreStep(const GenerationContext& ctx) {
   std::optional<int64_t> step;
   if (resume && ctx.job->resume_step >= 0) step = ctx.job->resume_step;
   auto info = ctx.checkpoints->GetInfo(ctx.session->job_id(), step,
-                                       absl::Now() + absl::Seconds(30));
+                                       absl::Now() + ctx.job->rpc_timeout());
   if (info.ok()) return info->summary().step();
   if (absl::IsNotFound(info.status()) && !resume) return -1;  // Nothing saved yet.
   return info.status();
@@ -76,9 +73,8 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
     decision = chosen.ok() ? *chosen : kFailed;
     if (!chosen.ok()) failure = chosen.status();
   }
-  // An int64 travels as two fp32 words: broadcast only moves bytes.
-  ZS_RETURN_IF_ERROR(
-      comm.Broadcast(&decision, &decision, 2, DType::kFp32, 0)->Wait(ctx.job->collective_timeout()));
+  ZS_RETURN_IF_ERROR(comm.Broadcast(&decision, &decision, 1, DType::kInt64, 0)
+                         ->Wait(ctx.job->collective_timeout()));
   if (decision != kFailed) return decision;
   if (ctx.rank == 0) return failure;
   return absl::NotFoundError("rank 0 found no committed checkpoint to restore (see its log)");
@@ -86,7 +82,7 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
 
 absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
                                int64_t step) {
-  const absl::Time deadline = absl::Now() + absl::Minutes(10);
+  const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();
   ZS_ASSIGN_OR_RETURN(const v1::CheckpointInfo info,
                       ctx.checkpoints->GetInfo(ctx.session->job_id(), step, deadline));
   const ShardPlan& plan = engine.plan();

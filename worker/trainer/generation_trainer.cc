@@ -30,10 +30,10 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
 }
 
 absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
-  float v = static_cast<float>(value);
-  ZS_RETURN_IF_ERROR(comm_->AllReduce(&v, &v, 1, DType::kFp32, ReduceOp::kSum)
+  double v = value;
+  ZS_RETURN_IF_ERROR(comm_->AllReduce(&v, &v, 1, DType::kFp64, ReduceOp::kSum)
                          ->Wait(ctx_.job->collective_timeout()));
-  return static_cast<double>(v);
+  return v;
 }
 
 absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler& sampler,

@@ -29,8 +29,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   std::copy(packed.begin(), packed.end(), mine.begin());
   if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) mine.back() = PollCheckpointTrigger() ? 1 : 0;
   std::vector<double> all(static_cast<size_t>(kGatherDoubles) * ctx_.world_size);
-  // Doubles travel as pairs of fp32 words: all-gather only moves bytes.
-  ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), 2 * kGatherDoubles, DType::kFp32)
+  ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), kGatherDoubles, DType::kFp64)
                          ->Wait(ctx_.job->collective_timeout()));
   *checkpoint_requested = all[kGatherDoubles - 1] != 0;
 
@@ -95,8 +94,9 @@ bool GenerationTrainer::PollCheckpointTrigger() {
     }
   }
   checkpoint::CheckpointClient* client = ctx_.checkpoints;
-  trigger_poll_ = std::async(std::launch::async, [client] {
-    return client->GetCheckpointTrigger(absl::Now() + absl::Seconds(5));
+  const absl::Duration timeout = ctx_.job->trigger_poll_timeout();
+  trigger_poll_ = std::async(std::launch::async, [client, timeout] {
+    return client->GetCheckpointTrigger(absl::Now() + timeout);
   });
   return requested;
 }
@@ -113,7 +113,7 @@ absl::Status GenerationTrainer::MaybeCheckpoint(int64_t step, bool requested) {
 
 absl::Status GenerationTrainer::FinishCheckpoint() {
   if (!pending_save_) return absl::OkStatus();
-  auto result = pending_save_->Wait(absl::Minutes(10));
+  auto result = pending_save_->Wait(ctx_.job->checkpoint_timeout());
   pending_save_.reset();
   if (!result.ok()) {
     return absl::Status(result.status().code(),
