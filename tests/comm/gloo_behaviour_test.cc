@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "tests/comm/rank_threads.h"
 #include "worker/comm/communicator_factory.h"
+#include "worker/comm/control_collectives.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -88,6 +89,47 @@ TEST(GlooBehaviourTest, AbortFailsPendingAndLaterOpsFastAndPeersNotice) {
   // left to its 60 s timeout.
   comms.clear();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+// A control collective whose peer never calls gives up at its timeout,
+// aborts the communicator (later ops fail fast with ABORTED) and keeps its
+// buffer alive for the still-running op ([Note: failed collective buffers]).
+TEST(GlooBehaviourTest, ControlCollectiveTimeoutAbortsTheCommunicator) {
+  InMemoryStore store;
+  auto comms = MustConnect(store, 2);
+  ASSERT_EQ(comms.size(), 2u);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<int64_t>> got = AllReduceControl(
+      *comms[0], std::vector<int64_t>{7}, ReduceOp::kSum, absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded) << got.status();
+  EXPECT_GE(took, absl::Milliseconds(250));
+  EXPECT_LT(took, absl::Seconds(5));
+  double x = 1.0;
+  EXPECT_EQ(comms[0]->AllReduce(&x, &x, 1, DType::kFp64, ReduceOp::kSum)->Wait(absl::Seconds(5)).code(),
+            absl::StatusCode::kAborted);
+}
+
+// Both ranks call: the helpers return every rank's values in their own type.
+TEST(GlooBehaviourTest, ControlCollectivesCarryInt64AndDouble) {
+  InMemoryStore store;
+  auto comms = MustConnect(store, 2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<absl::StatusOr<std::vector<double>>> gathered(2);
+  std::vector<absl::StatusOr<std::vector<int64_t>>> broadcast(2);
+  ParallelFor(2, [&](int r) {
+    gathered[r] = AllGatherControl(*comms[r], std::vector<double>{r + 0.1, r + 1e-12},
+                                   absl::Seconds(30));
+    broadcast[r] = BroadcastControl(*comms[r], std::vector<int64_t>{r == 1 ? (int64_t{1} << 53) + 1 : -1},
+                                    1, absl::Seconds(30));
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(gathered[r].ok()) << gathered[r].status();
+    EXPECT_EQ(*gathered[r], (std::vector<double>{0.1, 1e-12, 1.1, 1 + 1e-12}));
+    ASSERT_TRUE(broadcast[r].ok()) << broadcast[r].status();
+    EXPECT_EQ((*broadcast[r])[0], (int64_t{1} << 53) + 1);
+  }
 }
 
 TEST(GlooBehaviourTest, StatsCountBytesCallsAndSeconds) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "worker/comm/wait_or_abort.h"
 #include "worker/engine/convert.h"
 #include "worker/engine/sharded_engine.h"
 
@@ -13,19 +14,14 @@ void ShardedEngine::Fail(const absl::Status& status) {
   if (status_.ok() && !status.ok()) status_ = status;
 }
 
-// [Note: failed collective buffers] A collective that failed (a timeout
-// above all) may still be running in the backend, which writes its buffers
-// until the communicator is destroyed. So the engine aborts the communicator
-// (the generation is broken anyway) and moves those buffers to retired_,
-// never freeing them (see ~ShardedEngine).
+// [Note: failed collective buffers] (worker/comm/wait_or_abort.h): a failed
+// wait aborts the communicator, and the caller moves that op's buffers to
+// retired_, never freeing them (see ~ShardedEngine).
 absl::Status ShardedEngine::Await(std::unique_ptr<Work>& work) {
   ZS_CHECK(work != nullptr);
-  absl::Status s = work->Wait(options_.collective_timeout);
+  absl::Status s = WaitOrAbort(*comm_, *work, options_.collective_timeout);
   work.reset();
-  if (!s.ok()) {
-    Fail(s);
-    comm_->Abort();
-  }
+  Fail(s);
   return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/comm/control_collectives.h"
 #include "worker/engine/convert.h"
 #include "worker/engine/sharded_engine.h"
 
@@ -48,11 +49,13 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
     sum_sq += SumSquares(ShardGrad(unit), options_.reduce_dtype, unit.opt_range.length);
   }
   if (options_.stage == 0 || world_size_ == 1) return sum_sq;
-  double local = sum_sq, global = 0.0;
-  std::unique_ptr<Work> w = comm_->AllReduce(&local, &global, 1, DType::kFp64, ReduceOp::kSum,
-                                             {options_.collective_timeout});
-  ZS_RETURN_IF_ERROR(Await(w));
-  return global;
+  absl::StatusOr<std::vector<double>> global = AllReduceControl(
+      *comm_, std::vector<double>{sum_sq}, ReduceOp::kSum, options_.collective_timeout);
+  if (!global.ok()) {
+    Fail(global.status());
+    return global.status();
+  }
+  return (*global)[0];
 }
 
 // Fused AdamW on every unit's shard with gradient multiplier `multiplier`;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "worker/comm/wait_or_abort.h"
 #include "worker/engine/convert.h"
 
 namespace zeroshard {
@@ -122,16 +123,8 @@ ShardedEngine::~ShardedEngine() {
     for (Unit& unit : units_) retired_.push_back(std::move(unit.gathered));
   }
   // [Note: failed collective buffers] A backend may still write into retired
-  // buffers: they are never freed (so never reused), only kept reachable in a
-  // process-wide list (so leak checkers see them as held, not lost).
-  if (!retired_.empty()) {
-    static absl::Mutex graveyard_mu(absl::kConstInit);
-    static std::vector<void*>* graveyard = new std::vector<void*>();
-    absl::MutexLock lock(&graveyard_mu);
-    for (AccountedBuffer& b : retired_) {
-      if (void* p = b.Abandon()) graveyard->push_back(p);
-    }
-  }
+  // buffers: they are never freed (so never reused).
+  for (AccountedBuffer& b : retired_) KeepForever(b.Abandon());
 }
 
 ShardedEngine::Unit& ShardedEngine::At(int unit) {

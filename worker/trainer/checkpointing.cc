@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/comm/control_collectives.h"
 #include "worker/checkpoint/reshard.h"
 
 namespace zeroshard {
@@ -73,8 +74,10 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
     decision = chosen.ok() ? *chosen : kFailed;
     if (!chosen.ok()) failure = chosen.status();
   }
-  ZS_RETURN_IF_ERROR(comm.Broadcast(&decision, &decision, 1, DType::kInt64, 0)
-                         ->Wait(ctx.job->collective_timeout()));
+  ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed,
+                      BroadcastControl(comm, std::vector<int64_t>{decision}, 0,
+                                       ctx.job->collective_timeout()));
+  decision = agreed[0];
   if (decision != kFailed) return decision;
   if (ctx.rank == 0) return failure;
   return absl::NotFoundError("rank 0 found no committed checkpoint to restore (see its log)");

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/comm/control_collectives.h"
 
 namespace zeroshard {
 namespace {
@@ -30,10 +31,10 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
 }
 
 absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
-  double v = value;
-  ZS_RETURN_IF_ERROR(comm_->AllReduce(&v, &v, 1, DType::kFp64, ReduceOp::kSum)
-                         ->Wait(ctx_.job->collective_timeout()));
-  return v;
+  ZS_ASSIGN_OR_RETURN(const std::vector<double> sum,
+                      AllReduceControl(*comm_, std::vector<double>{value}, ReduceOp::kSum,
+                                       ctx_.job->collective_timeout()));
+  return sum[0];
 }
 
 absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler& sampler,

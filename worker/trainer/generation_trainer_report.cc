@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/comm/control_collectives.h"
 #include "worker/trainer/checkpointing.h"
 #include "worker/trainer/generation_trainer.h"
 
@@ -28,9 +29,8 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   const auto packed = MyStats().Pack();
   std::copy(packed.begin(), packed.end(), mine.begin());
   if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) mine.back() = PollCheckpointTrigger() ? 1 : 0;
-  std::vector<double> all(static_cast<size_t>(kGatherDoubles) * ctx_.world_size);
-  ZS_RETURN_IF_ERROR(comm_->AllGather(mine.data(), all.data(), kGatherDoubles, DType::kFp64)
-                         ->Wait(ctx_.job->collective_timeout()));
+  ZS_ASSIGN_OR_RETURN(const std::vector<double> all,
+                      AllGatherControl(*comm_, mine, ctx_.job->collective_timeout()));
   *checkpoint_requested = all[kGatherDoubles - 1] != 0;
 
   StepRecord record;
