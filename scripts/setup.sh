@@ -12,7 +12,7 @@ DEB_PACKAGES=(
   libbenchmark-dev prometheus python3
 )
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
-PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate)
+PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -85,6 +85,18 @@ absl::StatusOr<double> ValidationLoss(SmallRun& r, int batches) {
   return loss / (static_cast<double>(batches) * r.micro * r.T);
 }
 
+// The training text (launch's default when `data` is empty), timed.
+absl::StatusOr<TextCorpus> LoadCorpus(std::vector<std::string> data) {
+  if (data.empty()) data = DefaultDataPaths();
+  const auto t_load = std::chrono::steady_clock::now();
+  ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(data));
+  std::printf("data: %zu files, %.1f MiB (%d binary skipped), loaded in %.2f s\n",
+              corpus.files().size(), corpus.total_bytes() / 1048576.0,
+              corpus.skipped_binary_files(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
+  return corpus;
+}
+
 int Run(int argc, char** argv) {
   std::string preset = "small";
   int steps = 300, batch = 16, threads = 1, every = 25, micro = 8;
@@ -108,14 +120,8 @@ int Run(int argc, char** argv) {
   };
   absl::StatusOr<ModelConfig> config = ModelPreset(preset);
   if (!config.ok()) return fail(config.status());
-  if (data.empty()) data = DefaultDataPaths();
-  const auto t_load = std::chrono::steady_clock::now();
-  absl::StatusOr<TextCorpus> corpus = TextCorpus::Load(data);
+  absl::StatusOr<TextCorpus> corpus = LoadCorpus(data);
   if (!corpus.ok()) return fail(corpus.status());
-  std::printf("data: %zu files, %.1f MiB (%d binary skipped), loaded in %.2f s\n",
-              corpus->files().size(), corpus->total_bytes() / 1048576.0,
-              corpus->skipped_binary_files(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
   SetComputeThreads(threads);
   const int T = config->n_ctx;
   const BatchSampler train(*corpus, Split::kTrain, seed), val(*corpus, Split::kValidation, seed);
