@@ -92,7 +92,17 @@ absl::Status CudaDevice::MakeCurrent() const {
   return absl::OkStatus();
 }
 
-absl::Status CudaDevice::OutOfMemory(const char* what, int64_t bytes) const {
+template <typename Alloc>
+absl::StatusOr<void*> CudaDevice::AllocateWith(const char* what, int64_t bytes, Alloc alloc) {
+  ZS_RETURN_IF_ERROR(CheckCount(what, bytes));
+  ZS_RETURN_IF_ERROR(MakeCurrent());
+  void* ptr = nullptr;
+  // cudaMalloc(0) gives null; one byte keeps "allocated" pointers distinct.
+  const cudaError_t e = alloc(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  if (e != cudaErrorMemoryAllocation) {
+    ZS_CUDA_RETURN_IF_ERROR(e);
+    return ptr;
+  }
   cudaGetLastError();  // An allocation failure is not sticky; clear it.
   const absl::StatusOr<MemoryInfo> info = memory_info();
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -103,37 +113,28 @@ absl::Status CudaDevice::OutOfMemory(const char* what, int64_t bytes) const {
       ")"));
 }
 
+template <typename Release>
+void CudaDevice::FreeWith(const char* what, void* ptr, Release release) {
+  if (ptr == nullptr) return;
+  const absl::Status s = CudaStatus(release(ptr), what, __FILE__, __LINE__);
+  if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.ToString().c_str());
+}
+
 absl::StatusOr<void*> CudaDevice::Allocate(int64_t bytes) {
-  ZS_RETURN_IF_ERROR(CheckCount("Allocate", bytes));
-  ZS_RETURN_IF_ERROR(MakeCurrent());
-  void* ptr = nullptr;
-  // cudaMalloc(0) gives null; one byte keeps "allocated" pointers distinct.
-  const cudaError_t e = cudaMalloc(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-  if (e == cudaErrorMemoryAllocation) return OutOfMemory("cudaMalloc", bytes);
-  ZS_CUDA_RETURN_IF_ERROR(e);
-  return ptr;
+  return AllocateWith("cudaMalloc", bytes, [](void** p, size_t b) { return cudaMalloc(p, b); });
 }
 
 void CudaDevice::Free(void* ptr) {
-  if (ptr == nullptr) return;
-  const absl::Status s = CudaStatus(cudaFree(ptr), "cudaFree", __FILE__, __LINE__);
-  if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.ToString().c_str());
+  FreeWith("cudaFree", ptr, [](void* p) { return cudaFree(p); });
 }
 
 absl::StatusOr<void*> CudaDevice::AllocatePinnedHost(int64_t bytes) {
-  ZS_RETURN_IF_ERROR(CheckCount("AllocatePinnedHost", bytes));
-  ZS_RETURN_IF_ERROR(MakeCurrent());
-  void* ptr = nullptr;
-  const cudaError_t e = cudaMallocHost(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-  if (e == cudaErrorMemoryAllocation) return OutOfMemory("cudaMallocHost (pinned host)", bytes);
-  ZS_CUDA_RETURN_IF_ERROR(e);
-  return ptr;
+  return AllocateWith("cudaMallocHost (pinned host)", bytes,
+                      [](void** p, size_t b) { return cudaMallocHost(p, b); });
 }
 
 void CudaDevice::FreePinnedHost(void* ptr) {
-  if (ptr == nullptr) return;
-  const absl::Status s = CudaStatus(cudaFreeHost(ptr), "cudaFreeHost", __FILE__, __LINE__);
-  if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.ToString().c_str());
+  FreeWith("cudaFreeHost", ptr, [](void* p) { return cudaFreeHost(p); });
 }
 
 absl::Status CudaDevice::Memset(void* dst, int byte, int64_t bytes) {

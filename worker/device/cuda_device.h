@@ -68,8 +68,13 @@ class CudaDevice final : public Device {
       : ordinal_(ordinal), name_(std::move(name)), stream_(stream), partials_(partials) {}
   // cudaSetDevice(ordinal_) as a Status.
   absl::Status MakeCurrent() const;
-  // RESOURCE_EXHAUSTED for `what` of `bytes`, with the device's free memory.
-  absl::Status OutOfMemory(const char* what, int64_t bytes) const;
+  // `bytes` through `alloc` (cudaMalloc or cudaMallocHost, as a callable);
+  // RESOURCE_EXHAUSTED with the device's free memory when it runs out.
+  template <typename Alloc>
+  absl::StatusOr<void*> AllocateWith(const char* what, int64_t bytes, Alloc alloc);
+  // `release` (cudaFree or cudaFreeHost) of ptr; errors printed (device.h).
+  template <typename Release>
+  void FreeWith(const char* what, void* ptr, Release release);
 
   const int ordinal_;
   const std::string name_;
