@@ -3,7 +3,8 @@
 # NCCL: configures a CUDA build for sm_90 only (to save compile time), builds
 # only the test targets labelled "gpu" (tests register with
 # zeroshard_add_test(... LABELS gpu), so the CTest name is the target name)
-# and runs `ctest -L gpu`. Meant to finish in under 5 minutes.
+# and runs `ctest -L gpu`, then device_adamw_bench briefly (one line per
+# compute dtype). Meant to finish in under 5 minutes.
 #
 # Usage: tests/gpu/run_gpu_tests.sh [build-dir]   (default: build-gpu)
 # Env:   CUDA_ARCH (default 90), JOBS (default: all cores).
@@ -38,5 +39,10 @@ echo "built in $(( $(date +%s) - start )) s"
 
 status=0
 ctest --test-dir "${build}" -L gpu --output-on-failure --timeout 240 || status=$?
+# The device layer's AdamW bench, briefly (a line per compute dtype); it
+# does not change the exit status.
+if ninja -C "${build}" -j "${jobs}" device_adamw_bench >/dev/null; then
+  timeout 60 "${build}/bin/device_adamw_bench" --device cuda --n 67108864 --reps 5 || true
+fi
 echo "run_gpu_tests: total $(( $(date +%s) - start )) s, ctest status ${status}"
 exit "${status}"

@@ -1,0 +1,63 @@
+#include "worker/device/device_factory.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "worker/device/cpu_device.h"
+#ifdef ZEROSHARD_HAVE_CUDA_DEVICE
+#include "worker/device/cuda_device.h"
+#endif
+
+namespace zeroshard {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Device>> CreateCuda(const DeviceOptions& options, bool required) {
+#ifdef ZEROSHARD_HAVE_CUDA_DEVICE
+  const CudaVisibility visible = QueryCudaDevices();
+  if (visible.count == 0) {
+    if (!required) return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device cuda: no CUDA device visible (cudaGetDeviceCount: ", visible.error, ")"));
+  }
+  ZS_ASSIGN_OR_RETURN(const int ordinal, ResolveCudaOrdinal(options.ordinal, visible.count,
+                                                            std::getenv("LOCAL_RANK")));
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::Create(ordinal));
+  return std::unique_ptr<Device>(std::move(device));
+#else
+  if (!required) return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+  return absl::FailedPreconditionError(
+      "--device cuda: this build has no CUDA (configure where nvcc exists, ZEROSHARD_CUDA=ON)");
+#endif
+}
+
+}  // namespace
+
+absl::StatusOr<int> ResolveCudaOrdinal(int requested, int visible, const char* local_rank) {
+  if (requested >= visible || requested < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA device ordinal ", requested, " out of range: ", visible, " CUDA device(s) visible"));
+  }
+  if (requested >= 0) return requested;
+  if (local_rank == nullptr || *local_rank == '\0') return 0;
+  int rank = -1;
+  if (!absl::SimpleAtoi(local_rank, &rank) || rank < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LOCAL_RANK must be a non-negative integer, got \"", local_rank, "\""));
+  }
+  return rank % visible;
+}
+
+absl::StatusOr<std::unique_ptr<Device>> CreateDevice(const DeviceOptions& options) {
+  if (options.cpu_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu_threads must be >= 0, got ", options.cpu_threads));
+  }
+  if (options.kind == "cpu") return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+  if (options.kind == "cuda") return CreateCuda(options, /*required=*/true);
+  if (options.kind == "auto") return CreateCuda(options, /*required=*/false);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device must be cpu, cuda or auto, got \"", options.kind, "\""));
+}
+
+}  // namespace zeroshard
