@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "worker/device/device_checks.h"
-#include "worker/engine/convert.h"
+#include "worker/device/convert.h"
 
 namespace zeroshard {
 namespace {

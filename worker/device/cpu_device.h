@@ -1,5 +1,5 @@
 // The CPU Device: host memory, every operation synchronous on the calling
-// thread, primitives from today's engine code (worker/engine/convert.cc
+// thread, primitives from today's engine code (worker/device/convert.cc
 // loops, AdamWCpu and SumSquaresCpu over `threads` threads). The reference
 // the CUDA device is tested against.
 #pragma once

@@ -119,7 +119,7 @@ class Device {
   virtual absl::Status Convert(const void* src, DType src_dtype, void* dst, DType dst_dtype,
                                int64_t n) = 0;
   // acc[i] += x[i]: summed in fp32 and rounded once into acc_dtype (as
-  // worker/engine/convert.cc's AddInto and AddFp32Into). No overlap.
+  // worker/device/convert.cc's AddInto and AddFp32Into). No overlap.
   virtual absl::Status AddInto(void* acc, DType acc_dtype, const void* x, DType x_dtype,
                                int64_t n) = 0;
   // x[i] = x[i] * alpha, the product in fp32, rounded once into dtype.

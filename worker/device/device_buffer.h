@@ -1,14 +1,8 @@
-// DeviceBuffer: AccountedBuffer (worker/engine/memory_accounting.h) on a
-// Device. Its bytes are counted under one MemoryKind for as long as it holds
+// DeviceBuffer: a buffer on a Device, accounted in a MemoryAccountant
+// (memory_accounting.h). Its bytes are counted under one MemoryKind for as long as it holds
 // memory, so the engine's MemoryAccountant figures stay exact when the
-// buffers move to the GPU. Same API shape as AccountedBuffer, so the engine
-// can switch type for type, except that Allocate returns a Status: device
-// memory runs out in practice (RESOURCE_EXHAUSTED from Device::Allocate).
-//
-// MemoryAccountant and MemoryKind stay in worker/engine (this target depends
-// on zeroshard_engine). When the engine moves onto the device it must move
-// memory_accounting.{h,cc} below both, or the two targets depend on each
-// other.
+// buffers move to the GPU. Allocate returns a Status: device memory runs out
+// in practice (RESOURCE_EXHAUSTED from Device::Allocate).
 //
 // [Note: device buffer ordering] Allocate zero-fills with Device::Memset on
 // the device's stream: on CUDA the zeros are ordered before later stream work
@@ -22,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "worker/device/device.h"
-#include "worker/engine/memory_accounting.h"
+#include "worker/device/memory_accounting.h"
 
 namespace zeroshard {
 

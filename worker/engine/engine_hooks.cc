@@ -1,11 +1,9 @@
 // The hooks: parameter views (gathers and prefetch at stage 3), gradient views
 // and their reduction (stages 2-3). See sharded_engine.h.
-#include <cstring>
 #include <utility>
 
 #include "common/status_macros.h"
 #include "worker/comm/wait_or_abort.h"
-#include "worker/engine/convert.h"
 #include "worker/engine/sharded_engine.h"
 
 namespace zeroshard {
@@ -25,15 +23,15 @@ absl::Status ShardedEngine::Await(std::unique_ptr<Work>& work) {
   return s;
 }
 
-void ShardedEngine::Retire(AccountedBuffer& buffer) {
+void ShardedEngine::Retire(DeviceBuffer& buffer) {
   const MemoryKind kind = buffer.kind();
   retired_.push_back(std::move(buffer));
-  buffer = AccountedBuffer(&accountant_, kind);
+  buffer = Buffer(kind);
 }
 
 void ShardedEngine::IssueGather(int u) {
   Unit& unit = units_[u];
-  unit.gathered.Allocate(unit.plan->padded_numel * cbytes());
+  MustAllocate(unit.gathered, unit.plan->padded_numel * cbytes());
   if (Failed()) return;  // Zeros: the model unwinds, Step reports the error.
   unit.gather_work = comm_->AllGather(unit.params.data(), unit.gathered.data(),
                                       unit.plan->shard_numel, options_.compute_dtype,
@@ -61,13 +59,13 @@ const float* ShardedEngine::AcquireParams(int u) {
     if (!unit.gathered.allocated()) IssueGather(u);
     if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) {
       Retire(unit.gathered);  // [Note: failed collective buffers]
-      unit.gathered.Allocate(P * cbytes());
+      MustAllocate(unit.gathered, P * cbytes());
     }
     full = unit.gathered.data();
   }
   if (bf16_compute) {
-    unit.view.Allocate(P * 4);
-    Bf16ToFp32(static_cast<const bf16*>(full), unit.view.as<float>(), P);
+    MustAllocate(unit.view, P * 4);
+    Fail(device_->Convert(full, DType::kBf16, unit.view.data(), DType::kFp32, P));
     unit.gathered.Free();  // Stage 3: the fp32 view replaces the bf16 gather.
     unit.param_ptr = unit.view.as<float>();
   } else {
@@ -105,7 +103,7 @@ UnitBackwardView ShardedEngine::PreBackward(int u) {
     if (options_.stage <= 1 && options_.reduce_dtype == DType::kFp32) {
       unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
     } else {
-      unit.grad_view.Allocate(unit.plan->padded_numel * 4);
+      MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
       unit.grad_ptr = unit.grad_view.as<float>();
     }
   }
@@ -130,18 +128,20 @@ void ShardedEngine::FlushGrads(int u) {
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
   if (options_.stage <= 1) {
     if (unit.grad_view.allocated()) {
-      AddFp32Into(unit.grads.data(), options_.reduce_dtype, unit.grad_view.as<float>(), P);
+      Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, unit.grad_view.data(),
+                            DType::kFp32, P));
       unit.grad_view.Free();
     }
     return;
   }
-  PendingReduce pending{u, nullptr, AccountedBuffer(&accountant_, MemoryKind::kBuffers)};
+  PendingReduce pending{u, nullptr, Buffer(MemoryKind::kBuffers)};
   if (options_.reduce_dtype == DType::kFp32) {
     pending.staging = std::move(unit.grad_view);
-    unit.grad_view = AccountedBuffer(&accountant_, MemoryKind::kBuffers);
+    unit.grad_view = Buffer(MemoryKind::kBuffers);
   } else {
-    pending.staging.Allocate(P * 2);
-    Fp32ToBf16(unit.grad_view.as<float>(), pending.staging.as<bf16>(), P);
+    MustAllocate(pending.staging, P * 2);
+    Fail(device_->Convert(unit.grad_view.data(), DType::kFp32, pending.staging.data(),
+                          DType::kBf16, P));
     unit.grad_view.Free();
   }
   if (Failed()) return;  // Nothing is reduced after a failure.
@@ -158,7 +158,8 @@ void ShardedEngine::DrainOneReduce() {
   Unit& unit = units_[p.unit];
   const int64_t S = unit.plan->shard_numel;
   if (Await(p.work).ok()) {
-    AddInto(unit.grads.data(), Slice(p.staging, S, gbytes()), options_.reduce_dtype, S);
+    Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, Slice(p.staging, S, gbytes()),
+                          options_.reduce_dtype, S));
   } else {
     Retire(p.staging);  // [Note: failed collective buffers]
   }

@@ -2,12 +2,10 @@
 // clipping, the fused AdamW shard update, and the parameter all-gather
 // (stages 1-2). See sharded_engine.h.
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
-#include "worker/engine/convert.h"
 #include "worker/engine/sharded_engine.h"
 
 namespace zeroshard {
@@ -44,13 +42,19 @@ absl::Status ShardedEngine::ReduceGradients() {
 // Sum of squares of the summed gradient over all ranks' shards: each rank
 // sums its shard, one scalar all-reduce (stage 0: every rank has it all).
 absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
-  double sum_sq = 0.0;
+  // Accumulated on the device; the host reads one double.
+  DeviceBuffer acc = Buffer(MemoryKind::kBuffers);
+  ZS_RETURN_IF_ERROR(acc.Allocate(sizeof(double)));
   for (Unit& unit : units_) {
-    sum_sq += SumSquares(ShardGrad(unit), options_.reduce_dtype, unit.opt_range.length);
+    ZS_RETURN_IF_ERROR(device_->SumSquaresAccumulate(ShardGrad(unit), options_.reduce_dtype,
+                                                     unit.opt_range.length, acc.as<double>()));
   }
+  double sum_sq = 0.0;
+  ZS_RETURN_IF_ERROR(device_->Copy(&sum_sq, acc.data(), sizeof(double)));
+  ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
   if (options_.stage == 0 || world_size_ == 1) return sum_sq;
   absl::StatusOr<std::vector<double>> global = AllReduceControl(
-      *comm_, std::vector<double>{sum_sq}, ReduceOp::kSum, options_.collective_timeout);
+      *control_comm_, std::vector<double>{sum_sq}, ReduceOp::kSum, options_.collective_timeout);
   if (!global.ok()) {
     Fail(global.status());
     return global.status();
@@ -64,22 +68,22 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
 // buffer at stage 0), then stages 1-2 all-gather it in place.
 absl::Status ShardedEngine::UpdateShards(float multiplier) {
   const int stage = options_.stage;
-  AccountedBuffer grad32(&accountant_, MemoryKind::kBuffers);
+  DeviceBuffer grad32 = Buffer(MemoryKind::kBuffers);
   std::vector<std::unique_ptr<Work>> gathers;
   for (Unit& unit : units_) {
     const int64_t n = unit.opt_range.length, S = unit.plan->shard_numel;
     const float* g = static_cast<const float*>(ShardGrad(unit));
     if (options_.reduce_dtype != DType::kFp32) {
-      grad32.Allocate(n * 4);
-      Bf16ToFp32(static_cast<const bf16*>(ShardGrad(unit)), grad32.as<float>(), n);
+      ZS_RETURN_IF_ERROR(grad32.Allocate(n * 4));
+      ZS_RETURN_IF_ERROR(
+          device_->Convert(ShardGrad(unit), DType::kBf16, grad32.data(), DType::kFp32, n));
       g = grad32.as<float>();
     }
     void* out = (stage == 1 || stage == 2) ? Slice(unit.params, S, cbytes()) : unit.params.data();
-    AdamWCpu(options_.adamw, step_, multiplier,
-             {unit.master.as<float>(), unit.m.as<float>(), unit.v.as<float>(), g, n, out,
-              options_.compute_dtype},
-             options_.optimizer_threads);
-    grad32.Free();
+    ZS_RETURN_IF_ERROR(device_->AdamW(options_.adamw, step_, multiplier,
+                                      {unit.master.as<float>(), unit.m.as<float>(),
+                                       unit.v.as<float>(), g, n, out, options_.compute_dtype}));
+    grad32.Free();  // On CUDA, Free waits for the update that reads it.
     if (stage == 1 || stage == 2) {
       gathers.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
                                          {options_.collective_timeout}));
@@ -90,7 +94,7 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
 }
 
 void ShardedEngine::ZeroGradients() {
-  for (Unit& unit : units_) std::memset(unit.grads.data(), 0, unit.grads.bytes());
+  for (Unit& unit : units_) Fail(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));
 }
 
 absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {

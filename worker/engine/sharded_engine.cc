@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cstdio>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "worker/comm/wait_or_abort.h"
-#include "worker/engine/convert.h"
+#include "worker/device/cpu_device.h"
 
 namespace zeroshard {
 namespace {
@@ -58,8 +59,9 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
     const std::vector<std::vector<float>>& initial_units) {
   ZS_RETURN_IF_ERROR(Validate(plan, comm, options, initial_units));
   std::unique_ptr<ShardedEngine> engine(new ShardedEngine(plan, comm, options));
+  ZS_RETURN_IF_ERROR(engine->CheckFits());
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
-    engine->InitUnit(u, initial_units[u]);
+    ZS_RETURN_IF_ERROR(engine->InitUnit(u, initial_units[u]));
   }
   return engine;
 }
@@ -67,36 +69,77 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
 ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
                              const EngineOptions& options)
     : plan_(plan), comm_(comm), options_(options), rank_(comm->rank()),
-      world_size_(comm->world_size()), units_(plan_.units.size()) {}
+      world_size_(comm->world_size()), units_(plan_.units.size()) {
+  device_ = options_.device;
+  if (device_ == nullptr) {
+    owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);
+    device_ = owned_device_.get();
+  }
+  control_comm_ = options_.control_comm != nullptr ? options_.control_comm : comm_;
+  for (Unit& unit : units_) {
+    for (DeviceBuffer* b : {&unit.master, &unit.m, &unit.v}) *b = Buffer(MemoryKind::kOptimizer);
+    unit.params = Buffer(MemoryKind::kParams);
+    unit.grads = Buffer(MemoryKind::kGrads);
+    for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
+      *b = Buffer(MemoryKind::kBuffers);
+    }
+  }
+}
 
-void ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
+// Model state (ZeroFormulaBytes on the padded plan) and the transient bound
+// against the device's free memory, so a hook never meets an exhausted
+// device (MustAllocate) in a run that could not fit anyway.
+absl::Status ShardedEngine::CheckFits() const {
+  ZS_ASSIGN_OR_RETURN(const MemoryInfo info, device_->memory_info());
+  int64_t resident = 0;
+  const int s = options_.stage;
+  for (const UnitPlan& u : plan_.units) {
+    const int64_t P = u.padded_numel, S = u.shard_numel;
+    resident += cbytes() * (s == 3 ? S : P) + gbytes() * (s >= 2 ? S : P) +
+                kAdamStateBytesPerParam * (s >= 1 ? S : P);
+  }
+  const int64_t needed = resident + BufferBytesBound();
+  if (needed > info.free_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the engine needs ", needed, " bytes on ", device_->name(), " (model state ", resident,
+        ", transient buffers ", BufferBytesBound(), "); ", info.free_bytes, " are free"));
+  }
+  return absl::OkStatus();
+}
+
+void ShardedEngine::MustAllocate(DeviceBuffer& buffer, int64_t bytes) {
+  absl::Status s = buffer.Allocate(bytes);
+  if (!s.ok()) {
+    std::fprintf(stderr, "zeroshard engine: %s\n", std::string(s.message()).c_str());
+  }
+  ZS_CHECK(s.ok());
+}
+
+absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   Unit& unit = units_[u];
   unit.plan = &plan_.units[u];
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
   const int stage = options_.stage;
   unit.opt_range = OptimizerRange(*unit.plan, stage, rank_);
-  // The padded initial values; padding is zero (shard_plan.h).
-  std::vector<float> padded(static_cast<size_t>(P), 0.0f);
-  std::copy(initial.begin(), initial.end(), padded.begin());
+  // The padded initial values on the device; padding is zero (shard_plan.h).
+  DeviceBuffer padded = Buffer(MemoryKind::kBuffers);
+  ZS_RETURN_IF_ERROR(padded.Allocate(P * 4));
+  ZS_RETURN_IF_ERROR(device_->Copy(padded.data(), initial.data(),
+                                   static_cast<int64_t>(initial.size()) * 4));
+  const float* all = padded.as<float>();
   const int64_t n = unit.opt_range.length;
-  for (AccountedBuffer* b : {&unit.master, &unit.m, &unit.v}) {
-    *b = AccountedBuffer(&accountant_, MemoryKind::kOptimizer);
-    b->Allocate(n * 4);
-  }
-  std::memcpy(unit.master.data(), padded.data() + unit.opt_range.offset, n * 4);
-  unit.params = AccountedBuffer(&accountant_, MemoryKind::kParams);
-  unit.grads = AccountedBuffer(&accountant_, MemoryKind::kGrads);
-  if (stage <= 2) {
-    unit.params.Allocate(P * cbytes());
-    FromFp32(padded.data(), options_.compute_dtype, unit.params.data(), P);
-  } else {
-    unit.params.Allocate(S * cbytes());
-    FromFp32(padded.data() + unit.opt_range.offset, options_.compute_dtype, unit.params.data(), S);
-  }
-  unit.grads.Allocate((stage <= 1 ? P : S) * gbytes());
-  for (AccountedBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
-    *b = AccountedBuffer(&accountant_, MemoryKind::kBuffers);
-  }
+  for (DeviceBuffer* b : {&unit.master, &unit.m, &unit.v}) ZS_RETURN_IF_ERROR(b->Allocate(n * 4));
+  ZS_RETURN_IF_ERROR(
+      device_->Copy(unit.master.data(), all + unit.opt_range.offset, n * 4));
+  const int64_t held = stage <= 2 ? P : S;  // Compute copy: full, or the shard at stage 3.
+  ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
+  ZS_RETURN_IF_ERROR(device_->Convert(all + (stage <= 2 ? 0 : unit.opt_range.offset),
+                                      DType::kFp32, unit.params.data(), options_.compute_dtype,
+                                      held));
+  ZS_RETURN_IF_ERROR(unit.grads.Allocate((stage <= 1 ? P : S) * gbytes()));
+  // `padded` is freed on return: the copy out of the caller's vector and the
+  // conversions must have finished first.
+  return device_->Synchronize(options_.collective_timeout);
 }
 
 ShardedEngine::~ShardedEngine() {
@@ -124,7 +167,7 @@ ShardedEngine::~ShardedEngine() {
   }
   // [Note: failed collective buffers] A backend may still write into retired
   // buffers: they are never freed (so never reused).
-  for (AccountedBuffer& b : retired_) KeepForever(b.Abandon());
+  for (DeviceBuffer& b : retired_) KeepForever(b.Abandon());
 }
 
 ShardedEngine::Unit& ShardedEngine::At(int unit) {
@@ -132,8 +175,8 @@ ShardedEngine::Unit& ShardedEngine::At(int unit) {
   return units_[unit];
 }
 
-uint8_t* ShardedEngine::Slice(const AccountedBuffer& full, int64_t shard_numel,
-                              int64_t elem_bytes) const {
+uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
+                             int64_t elem_bytes) const {
   return full.as<uint8_t>() + static_cast<int64_t>(rank_) * shard_numel * elem_bytes;
 }
 
@@ -141,12 +184,14 @@ absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
   Unit& unit = At(u);
   if (Failed()) return status_;
   std::vector<float> out(static_cast<size_t>(unit.plan->numel));
+  const int64_t bytes = static_cast<int64_t>(out.size()) * 4;
   if (options_.stage == 0) {
-    std::memcpy(out.data(), unit.master.data(), out.size() * 4);
+    ZS_RETURN_IF_ERROR(device_->Copy(out.data(), unit.master.data(), bytes));
+    ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
     return out;
   }
-  AccountedBuffer full(&accountant_, MemoryKind::kBuffers);
-  full.Allocate(unit.plan->padded_numel * 4);
+  DeviceBuffer full = Buffer(MemoryKind::kBuffers);
+  ZS_RETURN_IF_ERROR(full.Allocate(unit.plan->padded_numel * 4));
   std::unique_ptr<Work> work = comm_->AllGather(unit.master.data(), full.data(),
                                                 unit.plan->shard_numel, DType::kFp32,
                                                 {options_.collective_timeout});
@@ -154,7 +199,8 @@ absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
     Retire(full);  // [Note: failed collective buffers]
     return s;
   }
-  std::memcpy(out.data(), full.data(), out.size() * 4);
+  ZS_RETURN_IF_ERROR(device_->Copy(out.data(), full.data(), bytes));
+  ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
   return out;
 }
 
@@ -185,11 +231,30 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
                                                      unit.plan->name, "'"));
     }
   }
-  std::memcpy(unit.master.data(), master.data(), n * 4);
-  std::memcpy(unit.m.data(), m.data(), n * 4);
-  std::memcpy(unit.v.data(), v.data(), n * 4);
+  ZS_RETURN_IF_ERROR(device_->Copy(unit.master.data(), master.data(), n * 4));
+  ZS_RETURN_IF_ERROR(device_->Copy(unit.m.data(), m.data(), n * 4));
+  ZS_RETURN_IF_ERROR(device_->Copy(unit.v.data(), v.data(), n * 4));
   compute_copy_stale_ = true;
-  return absl::OkStatus();
+  // The spans are the caller's: the copies must have landed on return.
+  return device_->Synchronize(options_.collective_timeout);
+}
+
+absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* master, float* m,
+                                               float* v) {
+  if (u < 0 || u >= static_cast<int>(units_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("unit: ", u, " out of range"));
+  }
+  const ElementRange held = units_[u].opt_range;
+  if (sub.offset < held.offset || sub.length < 0 || sub.end() > held.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "range [", sub.offset, ", ", sub.end(), ") is outside unit ", u, "'s optimizer range [",
+        held.offset, ", ", held.end(), ")"));
+  }
+  const OptimizerShardView view = OptimizerShard(u).Slice(sub);
+  ZS_RETURN_IF_ERROR(device_->Copy(master, view.master, sub.length * 4));
+  ZS_RETURN_IF_ERROR(device_->Copy(m, view.m, sub.length * 4));
+  ZS_RETURN_IF_ERROR(device_->Copy(v, view.v, sub.length * 4));
+  return device_->Synchronize(options_.collective_timeout);
 }
 
 absl::Status ShardedEngine::RebuildComputeCopy() {
@@ -198,11 +263,13 @@ absl::Status ShardedEngine::RebuildComputeCopy() {
   for (Unit& unit : units_) {
     const int64_t n = unit.opt_range.length;
     if (options_.stage == 0 || options_.stage == 3) {
-      FromFp32(unit.master.as<float>(), options_.compute_dtype, unit.params.data(), n);
+      ZS_RETURN_IF_ERROR(device_->Convert(unit.master.data(), DType::kFp32, unit.params.data(),
+                                          options_.compute_dtype, n));
       continue;
     }
     uint8_t* mine = Slice(unit.params, n, cbytes());
-    FromFp32(unit.master.as<float>(), options_.compute_dtype, mine, n);
+    ZS_RETURN_IF_ERROR(
+        device_->Convert(unit.master.data(), DType::kFp32, mine, options_.compute_dtype, n));
     works.push_back(comm_->AllGather(mine, unit.params.data(), n, options_.compute_dtype,
                                      {options_.collective_timeout}));
   }
@@ -224,7 +291,8 @@ int64_t ShardedEngine::BufferBytesBound() const {
   const int64_t grads = 4 + (options_.stage >= 2 ? 2 * 4 : 0);
   // Step's fp32 gradient conversion or GatherFullParams's buffer.
   const int64_t step = 4;
-  return max_padded * (params + grads + step);
+  // + the squared-norm accumulator (one double).
+  return max_padded * (params + grads + step) + 8;
 }
 
 }  // namespace zeroshard

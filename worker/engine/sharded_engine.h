@@ -29,6 +29,14 @@
 // from every rank's shard, one scalar all-reduce) and runs the fused AdamW
 // (worker/optim/adamw.h) on the shard.
 //
+// Device: every buffer is memory of EngineOptions::device (the CPU, or one
+// CUDA GPU), allocated, converted, reduced and updated only through it
+// (worker/device/device.h), so the same engine code runs on both. Device
+// work is ordered on the device's stream; the host blocks where it must:
+// on a collective's Work (Wait), on the squared-norm scalar, and where state
+// crosses to the host (GatherFullParams, CopyOptimizerState,
+// LoadShardState). Pointers the hooks hand out are device memory.
+//
 // Mixed precision: master weights, m and v are fp32 and exist only for the
 // optimizer range (the shard; all of P at stage 0). With bf16 compute the
 // model still sees fp32: the engine up-converts into a transient fp32 view
@@ -62,7 +70,9 @@
 #include "common/dtype.h"
 #include "common/shard_plan.h"
 #include "worker/comm/communicator.h"
-#include "worker/engine/memory_accounting.h"
+#include "worker/device/device.h"
+#include "worker/device/device_buffer.h"
+#include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/optim/adamw.h"
 
@@ -77,6 +87,13 @@ struct EngineOptions {
   absl::Duration collective_timeout = absl::Seconds(60);  // Per collective wait.
   int optimizer_threads = 0;              // AdamWCpu threads; 0 = hardware.
   bool prefetch = true;                   // Stage 3: prefetch the next unit.
+  // Where every buffer lives; null = a CPU device the engine owns (with
+  // optimizer_threads threads). Must outlive the engine.
+  Device* device = nullptr;
+  // Control values (the squared global norm) travel here, in host memory;
+  // null = `comm`, which must then take host pointers (Gloo). With a
+  // device-memory backend (NCCL, host-staged) pass the host communicator.
+  Communicator* control_comm = nullptr;
 };
 
 struct StepResult {
@@ -87,7 +104,8 @@ struct StepResult {
 };
 
 // The optimizer state one rank holds for a unit: `range` of the unit's
-// padded flat buffer ([Note: optimizer range] in common/shard_plan.h).
+// padded flat buffer ([Note: optimizer range] in common/shard_plan.h), in
+// device memory (host memory on the CPU device).
 struct OptimizerShardView {
   ElementRange range;
   const float* master = nullptr;  // range.length fp32 elements each.
@@ -136,8 +154,13 @@ class ShardedEngine final : public UnitHooks {
   // it for the same units in the same order. Errors: as Step.
   absl::StatusOr<std::vector<float>> GatherFullParams(int unit);
 
-  // The optimizer state held for `unit` (for checkpoint save).
+  // The optimizer state held for `unit`, in device memory.
   OptimizerShardView OptimizerShard(int unit) const;
+  // Copies `sub` (inside OptimizerShard(unit).range; INVALID_ARGUMENT
+  // otherwise) of master, m and v into host memory (sub.length floats
+  // each), for checkpoint save; returns when the copies have landed.
+  absl::Status CopyOptimizerState(int unit, ElementRange sub, float* master, float* m,
+                                  float* v);
   // Replaces that state (checkpoint restore); spans must have
   // OptimizerShard(unit).range.length elements (INVALID_ARGUMENT otherwise).
   // Then call RebuildComputeCopy on every rank before the next hook.
@@ -159,6 +182,7 @@ class ShardedEngine final : public UnitHooks {
   // GatherFullParams included: the "gather buffers" of the stage-3 formula.
   int64_t BufferBytesBound() const;
   CommStats comm_stats() const { return comm_->stats(); }
+  Device& device() const { return *device_; }
   const ShardPlan& plan() const { return plan_; }
   const EngineOptions& options() const { return options_; }
   // The learning rate the next Step uses (schedules change it every step).
@@ -168,13 +192,13 @@ class ShardedEngine final : public UnitHooks {
   struct Unit {
     const UnitPlan* plan = nullptr;
     ElementRange opt_range;        // Optimizer state's range of the padded buffer.
-    AccountedBuffer master, m, v;  // kOptimizer, fp32, opt_range.length.
-    AccountedBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3).
-    AccountedBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
-    AccountedBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
+    DeviceBuffer master, m, v;  // kOptimizer, fp32, opt_range.length.
+    DeviceBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3).
+    DeviceBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
+    DeviceBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
     std::unique_ptr<Work> gather_work;  // In flight into `gathered`.
-    AccountedBuffer view;          // kBuffers: fp32 params view (bf16 compute).
-    AccountedBuffer grad_view;     // kBuffers: fp32 gradient the model adds into.
+    DeviceBuffer view;          // kBuffers: fp32 params view (bf16 compute).
+    DeviceBuffer grad_view;     // kBuffers: fp32 gradient the model adds into.
     const float* param_ptr = nullptr;  // What PreForward/PreBackward hand out.
     float* grad_ptr = nullptr;
     int param_refs = 0;
@@ -183,11 +207,18 @@ class ShardedEngine final : public UnitHooks {
   struct PendingReduce {
     int unit = 0;
     std::unique_ptr<Work> work;
-    AccountedBuffer staging;  // P elements of the reduce dtype, reduced in place.
+    DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
   };
 
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
-  void InitUnit(int u, const std::vector<float>& initial);
+  absl::Status InitUnit(int u, const std::vector<float>& initial);
+  absl::Status CheckFits() const;
+  // A buffer of `kind` on the device, empty.
+  DeviceBuffer Buffer(MemoryKind kind) { return DeviceBuffer(device_, &accountant_, kind); }
+  // Allocates inside a hook, which cannot return an error: out of device
+  // memory there ends the process with the reason (ZS_CHECK); sizes are
+  // bounded by BufferBytesBound, checked against free memory at Create.
+  void MustAllocate(DeviceBuffer& buffer, int64_t bytes);
 
   // Step phases (engine_step.cc).
   void* ShardGrad(Unit& unit) const;  // Reduced gradient over opt_range.
@@ -206,23 +237,26 @@ class ShardedEngine final : public UnitHooks {
   void DrainOneReduce();
   absl::Status DrainAll();
   void Fail(const absl::Status& status);
-  void Retire(AccountedBuffer& buffer);
+  void Retire(DeviceBuffer& buffer);
   absl::Status Await(std::unique_ptr<Work>& work);
   bool Failed() const { return !status_.ok(); }
   int64_t cbytes() const { return DTypeSize(options_.compute_dtype); }
   int64_t gbytes() const { return DTypeSize(options_.reduce_dtype); }
   // The rank's slice of a full buffer of `elem_bytes`-sized elements.
-  uint8_t* Slice(const AccountedBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
+  uint8_t* Slice(const DeviceBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
 
   ShardPlan plan_;
   Communicator* comm_;
   EngineOptions options_;
+  std::unique_ptr<Device> owned_device_;  // When options.device is null.
+  Device* device_ = nullptr;
+  Communicator* control_comm_ = nullptr;
   int rank_ = 0;
   int world_size_ = 1;
   MemoryAccountant accountant_;
   std::vector<Unit> units_;
   std::deque<PendingReduce> pending_;
-  std::vector<AccountedBuffer> retired_;  // [Note: failed collective buffers]
+  std::vector<DeviceBuffer> retired_;  // [Note: failed collective buffers]
   absl::Status status_;
   int64_t step_ = 0;
   bool compute_copy_stale_ = false;

@@ -1,4 +1,4 @@
-#include "worker/engine/convert.h"
+#include "worker/device/convert.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "worker/engine/memory_accounting.h"
+#include "worker/device/memory_accounting.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -52,48 +52,6 @@ void MemoryAccountant::ResetPeak() {
   absl::MutexLock lock(&mu_);
   std::copy(std::begin(current_), std::end(current_), std::begin(peak_));
   peak_total_ = current_total_;
-}
-
-AccountedBuffer::AccountedBuffer(AccountedBuffer&& other) noexcept
-    : accountant_(other.accountant_), kind_(other.kind_),
-      data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-
-AccountedBuffer& AccountedBuffer::operator=(AccountedBuffer&& other) noexcept {
-  if (this != &other) {
-    Free();
-    accountant_ = other.accountant_;
-    kind_ = other.kind_;
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
-
-void AccountedBuffer::Allocate(int64_t bytes) {
-  ZS_CHECK(accountant_ != nullptr && bytes >= 0);
-  Free();
-  constexpr size_t kAlign = 64;
-  const size_t rounded = (static_cast<size_t>(bytes) + kAlign - 1) / kAlign * kAlign;
-  data_ = std::aligned_alloc(kAlign, std::max<size_t>(rounded, kAlign));
-  ZS_CHECK(data_ != nullptr);
-  std::memset(data_, 0, std::max<size_t>(rounded, kAlign));
-  bytes_ = bytes;
-  accountant_->Allocated(kind_, bytes_);
-}
-
-void* AccountedBuffer::Abandon() {
-  if (data_ == nullptr) return nullptr;
-  accountant_->Freed(kind_, bytes_);
-  bytes_ = 0;
-  return std::exchange(data_, nullptr);
-}
-
-void AccountedBuffer::Free() {
-  if (data_ == nullptr) return;
-  std::free(data_);
-  data_ = nullptr;
-  accountant_->Freed(kind_, bytes_);
-  bytes_ = 0;
 }
 
 }  // namespace zeroshard
