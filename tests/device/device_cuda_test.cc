@@ -2,7 +2,11 @@
 // odd sizes: bit-equal for Convert, AddInto, Scale and AdamW; SumSquares
 // within 1e-12 relative and bit-identical across runs. Needs a GPU: exits 77
 // (CTest: skipped) with the reason printed when there is none.
+#include <cuda_runtime.h>
+
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -160,6 +164,28 @@ TEST(CudaDevice, MemoryInfoAndExhaustion) {
   EXPECT_TRUE(gpu->Memset(*small, 1, 64).ok());
   EXPECT_TRUE(gpu->Synchronize(absl::Seconds(60)).ok());
   gpu->Free(*small);
+}
+
+TEST(CudaDevice, EventWaitTimesOutThenCompletes) {
+  std::unique_ptr<Device> gpu = MakeCuda();
+  ASSERT_NE(gpu, nullptr);
+  absl::StatusOr<void*> x = gpu->Allocate(1024);
+  ASSERT_TRUE(x.ok());
+  // A host function holds the stream for 300 ms: the event cannot complete
+  // within the first wait.
+  ASSERT_EQ(
+      cudaLaunchHostFunc(
+          static_cast<cudaStream_t>(gpu->stream()),
+          [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }, nullptr),
+      cudaSuccess);
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> event = gpu->RecordEvent();
+  ASSERT_TRUE(event.ok());
+  EXPECT_EQ((*event)->Wait(absl::Milliseconds(20)).code(), absl::StatusCode::kDeadlineExceeded);
+  // Polling left no error behind for the next launch check to pick up.
+  EXPECT_TRUE(gpu->Scale(*x, DType::kFp32, 2.0f, 256).ok());
+  EXPECT_TRUE((*event)->Wait(absl::Seconds(60)).ok());
+  EXPECT_TRUE(gpu->Synchronize(absl::Seconds(60)).ok());
+  gpu->Free(*x);
 }
 
 }  // namespace

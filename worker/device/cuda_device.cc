@@ -35,6 +35,9 @@ class CudaEvent final : public DeviceEvent {
       const cudaError_t e = cudaEventQuery(event_);
       if (e == cudaSuccess) return absl::OkStatus();
       if (e != cudaErrorNotReady) return CudaStatus(e, "cudaEventQuery", __FILE__, __LINE__);
+      // cudaErrorNotReady is also left as the thread's last error, which the
+      // next launch check (cudaGetLastError) would report as its own failure.
+      cudaGetLastError();
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
             absl::StrCat("cuda event not complete after ", absl::FormatDuration(timeout)));

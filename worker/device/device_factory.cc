@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCuda(const DeviceOptions& options,
 #ifdef ZEROSHARD_HAVE_CUDA_DEVICE
   const CudaVisibility visible = QueryCudaDevices();
   if (visible.count == 0) {
-    if (!required) return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+    if (!required) return std::make_unique<CpuDevice>(options.cpu_threads);
     return absl::FailedPreconditionError(absl::StrCat(
         "--device cuda: no CUDA device visible (cudaGetDeviceCount: ", visible.error, ")"));
   }
@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCuda(const DeviceOptions& options,
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::Create(ordinal));
   return std::unique_ptr<Device>(std::move(device));
 #else
-  if (!required) return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+  if (!required) return std::make_unique<CpuDevice>(options.cpu_threads);
   return absl::FailedPreconditionError(
       "--device cuda: this build has no CUDA (configure where nvcc exists, ZEROSHARD_CUDA=ON)");
 #endif
@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Device>> CreateDevice(const DeviceOptions& option
     return absl::InvalidArgumentError(
         absl::StrCat("cpu_threads must be >= 0, got ", options.cpu_threads));
   }
-  if (options.kind == "cpu") return std::unique_ptr<Device>(new CpuDevice(options.cpu_threads));
+  if (options.kind == "cpu") return std::make_unique<CpuDevice>(options.cpu_threads);
   if (options.kind == "cuda") return CreateCuda(options, /*required=*/true);
   if (options.kind == "auto") return CreateCuda(options, /*required=*/false);
   return absl::InvalidArgumentError(
