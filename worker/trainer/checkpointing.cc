@@ -9,16 +9,25 @@
 namespace zeroshard {
 namespace {
 
-// Views of the slice of the engine's optimizer state this rank uploads (its
-// shard: at stage 0 the engine holds every element but a rank sends only its
-// slice, so the ranks share the upload).
-std::vector<checkpoint::UnitShardView> ShardViews(ShardedEngine& engine, int rank) {
+// The slice of the engine's optimizer state this rank uploads (its shard:
+// at stage 0 the engine holds every element but a rank sends only its slice,
+// so the ranks share the upload), copied to host memory in `host` (master,
+// m, v back to back per unit), and views of it. The engine's state may be
+// device memory; SaveAsync snapshots the views before it returns.
+absl::StatusOr<std::vector<checkpoint::UnitShardView>> ShardViews(
+    ShardedEngine& engine, int rank, std::vector<std::vector<float>>* host) {
   const ShardPlan& plan = engine.plan();
   const std::vector<ElementRange> ranges = checkpoint::SaveRanges(plan, rank);
   std::vector<checkpoint::UnitShardView> views;
+  host->resize(plan.units.size());
   for (size_t u = 0; u < plan.units.size(); ++u) {
-    const OptimizerShardView sent = engine.OptimizerShard(static_cast<int>(u)).Slice(ranges[u]);
-    views.push_back({plan.units[u].name, sent.range, sent.master, sent.m, sent.v});
+    const size_t n = static_cast<size_t>(ranges[u].length);
+    std::vector<float>& buf = (*host)[u];
+    buf.resize(3 * n);
+    ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(static_cast<int>(u), ranges[u], buf.data(),
+                                                 buf.data() + n, buf.data() + 2 * n));
+    views.push_back({plan.units[u].name, ranges[u], buf.data(), buf.data() + n,
+                     buf.data() + 2 * n});
   }
   return views;
 }
@@ -39,8 +48,10 @@ absl::StatusOr<std::unique_ptr<checkpoint::SaveHandle>> StartCheckpointSave(
   meta.optimizer_step = engine.optimizer_step();
   meta.data_cursor = step * ctx.job->global_batch;
   meta.attempt = ctx.generation;  // A restarted save replaces a cut-off one.
-  return ctx.checkpoints->SaveAsync(meta, ShardViews(engine, ctx.rank),
-                                    absl::Now() + ctx.job->checkpoint_timeout());
+  std::vector<std::vector<float>> host;
+  ZS_ASSIGN_OR_RETURN(const std::vector<checkpoint::UnitShardView> views,
+                      ShardViews(engine, ctx.rank, &host));
+  return ctx.checkpoints->SaveAsync(meta, views, absl::Now() + ctx.job->checkpoint_timeout());
 }
 
 namespace {
