@@ -11,8 +11,8 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
-#include "server/coordinator_stack.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
+#include "server/rpc/coordinator_stack.h"
 
 namespace {
 
