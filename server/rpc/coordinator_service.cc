@@ -7,13 +7,23 @@
 namespace zeroshard::server {
 namespace {
 
-// Copies a StatusOr's value into the response, or returns its error.
-template <typename T>
-grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+// Hands a StatusOr's value to `assign(value, response)`, or returns its
+// error: every handler that answers with a value goes through here.
+template <typename T, typename Response, typename Assign>
+grpc::Status Reply(absl::StatusOr<T> result, Response* response, Assign assign) {
   if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = std::move(*result);
+  assign(*std::move(result), response);
   return grpc::Status::OK;
 }
+
+// The core answered with the whole response message.
+template <typename T>
+grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+  return Reply(std::move(result), response, [](T value, T* out) { *out = std::move(value); });
+}
+
+// The core answered with the response's `value` field (KvGet, KvAdd).
+constexpr auto kSetValue = [](auto value, auto* out) { out->set_value(std::move(value)); };
 
 // How long one wait inside WatchGeneration lasts before it checks whether
 // the client went away; bounds a cancelled stream's thread to this.
@@ -74,10 +84,7 @@ grpc::Status CoordinatorService::KvSet(grpc::ServerContext*, const v1::KvSetRequ
 
 grpc::Status CoordinatorService::KvGet(grpc::ServerContext*, const v1::KvGetRequest* request,
                                        v1::KvGetResponse* response) {
-  absl::StatusOr<std::string> value = core_->KvGet(*request);
-  if (!value.ok()) return ToGrpcStatus(value.status());
-  response->set_value(std::move(*value));
-  return grpc::Status::OK;
+  return Reply(core_->KvGet(*request), response, kSetValue);
 }
 
 grpc::Status CoordinatorService::KvWait(grpc::ServerContext*, const v1::KvWaitRequest* request,
@@ -87,10 +94,7 @@ grpc::Status CoordinatorService::KvWait(grpc::ServerContext*, const v1::KvWaitRe
 
 grpc::Status CoordinatorService::KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,
                                        v1::KvAddResponse* response) {
-  absl::StatusOr<int64_t> value = core_->KvAdd(*request);
-  if (!value.ok()) return ToGrpcStatus(value.status());
-  response->set_value(*value);
-  return grpc::Status::OK;
+  return Reply(core_->KvAdd(*request), response, kSetValue);
 }
 
 grpc::Status CoordinatorService::ReportStep(grpc::ServerContext*, const v1::StepReport* request,
