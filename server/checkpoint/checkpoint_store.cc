@@ -71,6 +71,55 @@ absl::Status ValidateBegin(const v1::BeginCheckpointRequest& req) {
 
 int64_t DefaultNowMs() { return absl::ToUnixMillis(absl::Now()); }
 
+// A Begin that joins a pending checkpoint must describe the same one: every
+// field but the caller's own (rank, rng_state) and model_config_json.
+absl::Status CheckSameCheckpoint(const v1::BeginCheckpointRequest& req,
+                                 const CheckpointStore::Pending& p) {
+  v1::BeginCheckpointRequest mine = req;
+  mine.clear_rank();
+  mine.clear_rng_state();
+  mine.clear_model_config_json();
+  v1::BeginCheckpointRequest theirs = p.meta;
+  theirs.clear_model_config_json();
+  if (mine.SerializeAsString() == theirs.SerializeAsString()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("Begin for ", p.id,
+                   " disagrees with the pending checkpoint on job_id, world_size, "
+                   "stage, plan, optimizer_step or data_cursor"));
+}
+
+// Bounds abandoned saves: adds to `stale` the oldest steps beyond
+// kMaxPending, counting the one about to be created.
+void AddOldestBeyondLimit(
+    const std::map<std::string, std::shared_ptr<CheckpointStore::Pending>>& pending,
+    std::vector<std::shared_ptr<CheckpointStore::Pending>>* stale) {
+  std::vector<std::shared_ptr<CheckpointStore::Pending>> all;
+  for (const auto& [pid, other] : pending) {
+    if (std::find(stale->begin(), stale->end(), other) == stale->end()) all.push_back(other);
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a->step < b->step; });
+  for (size_t i = 0; i + kMaxPending <= all.size(); ++i) stale->push_back(all[i]);
+}
+
+// Fills a new pending checkpoint for `req` under `store_dir`, with a fresh id.
+void InitPending(const v1::BeginCheckpointRequest& req, ShardPlan plan,
+                 const std::string& store_dir, CheckpointStore::Pending& p)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
+  p.id = absl::StrFormat("%s.%d.%08x", CheckpointIdForStep(req.step()), req.attempt(), NextNonce());
+  p.dir = (fs::path(store_dir) / (kPendingPrefix + p.id)).string();
+  p.step = req.step();
+  p.attempt = req.attempt();
+  p.meta = req;
+  p.meta.clear_rank();
+  p.meta.clear_rng_state();
+  p.plan = std::move(plan);
+  for (size_t u = 0; u < p.plan.units.size(); ++u) {
+    p.unit_index[p.plan.units[u].name] = static_cast<int>(u);
+  }
+  p.coverage.resize(static_cast<size_t>(req.world_size()) * p.plan.units.size() * kNumKinds);
+  p.rng_state.resize(req.world_size());
+}
+
 // Deletes a committed checkpoint: manifest first, so a crash midway leaves a
 // partial directory that the next Open removes.
 void DeleteCommittedDir(const std::string& dir) {
@@ -129,106 +178,96 @@ absl::Status CheckpointStore::Scan() {
   for (const fs::directory_entry& e : fs::directory_iterator(options_.dir, ec)) {
     absl::StatusOr<int64_t> step = StepFromCheckpointId(e.path().filename().string());
     if (!step.ok() || !e.is_directory()) continue;
-    absl::StatusOr<LoadedManifest> m = LoadManifest(e.path().string(), /*verify_hashes=*/false);
-    if (!m.ok()) {
-      rejected_.push_back(std::string(m.status().message()));
+    absl::StatusOr<std::shared_ptr<Committed>> c =
+        LoadCommitted(*step, e.path().string(), /*verified=*/false);
+    if (!c.ok()) {
+      rejected_.push_back(std::string(c.status().message()));
       continue;
     }
-    auto c = std::make_shared<Committed>();
-    c->step = *step;
-    c->dir = e.path().string();
-    c->summary = m->manifest.summary();
-    absl::MutexLock clock(&c->mu);
-    c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
-    committed_[*step] = std::move(c);
+    committed_[*step] = *std::move(c);
   }
   if (ec) return absl::InternalError(absl::StrCat("scan ", options_.dir, ": ", ec.message()));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_t step,
+                                                                          const std::string& dir,
+                                                                          bool verified) {
+  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/false));
+  auto c = std::make_shared<CheckpointStore::Committed>();
+  c->step = step;
+  c->dir = dir;
+  c->summary = m.manifest.summary();
+  absl::MutexLock clock(&c->mu);
+  c->verified = verified;
+  c->loaded = std::make_shared<const LoadedManifest>(std::move(m));
+  return c;
 }
 
 absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequest& req) {
   ZS_RETURN_IF_ERROR(ValidateBegin(req));
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(req.plan());
   if (!plan.ok()) return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));
-  std::string id;
-  std::vector<std::shared_ptr<Pending>> stale;
-  std::shared_ptr<Pending> p;
-  bool created = false;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [pid, other] : pending_) {
-      if (other->step != req.step()) continue;
-      if (other->attempt > req.attempt()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "attempt ", req.attempt(), " is older than pending checkpoint ", pid));
-      }
-      if (other->attempt == req.attempt()) {
-        id = pid;
-      } else {
-        stale.push_back(other);  // A restarted save replaces a cut-off one.
-      }
-    }
-    if (id.empty()) {
-      // Bound abandoned saves: drop the oldest steps beyond kMaxPending.
-      std::vector<std::shared_ptr<Pending>> all;
-      for (const auto& [pid, other] : pending_) {
-        if (std::find(stale.begin(), stale.end(), other) == stale.end()) all.push_back(other);
-      }
-      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a->step < b->step; });
-      for (size_t i = 0; i + kMaxPending <= all.size(); ++i) stale.push_back(all[i]);
-      id = absl::StrFormat("%s.%d.%08x", CheckpointIdForStep(req.step()), req.attempt(), NextNonce());
-    }
-    auto it = pending_.find(id);
-    if (it != pending_.end()) {
-      p = it->second;
-      v1::BeginCheckpointRequest mine = req;
-      mine.clear_rank();
-      mine.clear_rng_state();
-      mine.clear_model_config_json();
-      v1::BeginCheckpointRequest theirs = p->meta;
-      theirs.clear_model_config_json();
-      if (mine.SerializeAsString() != theirs.SerializeAsString()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "Begin for ", id, " disagrees with the pending checkpoint on job_id, world_size, "
-            "stage, plan, optimizer_step or data_cursor"));
-      }
-    } else {
-      p = std::make_shared<Pending>();
-      p->id = id;
-      p->dir = (fs::path(options_.dir) / (kPendingPrefix + id)).string();
-      p->step = req.step();
-      p->attempt = req.attempt();
-      p->meta = req;
-      p->meta.clear_rank();
-      p->meta.clear_rng_state();
-      p->plan = *std::move(plan);
-      for (size_t u = 0; u < p->plan.units.size(); ++u) {
-        p->unit_index[p->plan.units[u].name] = static_cast<int>(u);
-      }
-      // Held until the files exist, so a rank joining this checkpoint gets
-      // the id only after they do. Nobody else can hold it yet.
-      p->mu.Lock();
-      p->coverage.resize(static_cast<size_t>(req.world_size()) * p->plan.units.size() * kNumKinds);
-      p->rng_state.resize(req.world_size());
-      pending_[id] = p;
-      created = true;
-    }
+  ZS_ASSIGN_OR_RETURN(Placement placed, JoinOrCreate(req, *std::move(plan)));
+  const std::shared_ptr<Pending>& p = placed.pending;
+  for (const auto& s : placed.stale) {
+    DropPending(s, absl::AbortedError(absl::StrCat("replaced by ", p->id)));
   }
-  if (created) {
-    absl::Status st = CreateFilesLocked(*p);
-    p->mu.Unlock();
-    if (!st.ok()) {
-      DropPending(p, st);
-      return st;
-    }
-  }
-  for (const auto& s : stale) DropPending(s, absl::AbortedError(absl::StrCat("replaced by ", id)));
-  absl::MutexLock plock(&p->mu);
+  absl::MutexLock plock(&p->mu);  // [Note: files before the id]
   if (p->done) {
-    return absl::AbortedError(absl::StrCat("checkpoint ", id, " was dropped: ", p->failed.message()));
+    return absl::AbortedError(
+        absl::StrCat("checkpoint ", p->id, " was dropped: ", p->failed.message()));
   }
   p->rng_state[req.rank()] = req.rng_state();
-  return id;
+  return p->id;
+}
+
+// [Note: files before the id] A new pending checkpoint's mu is held from
+// before it is published in pending_ until its files exist, and Begin takes
+// it before handing out the id, so no rank gets the id of a checkpoint whose
+// files are not there yet. Lock order: a Pending's mu, then mu_ (nothing
+// takes a Pending's mu while holding mu_).
+absl::StatusOr<CheckpointStore::Placement> CheckpointStore::JoinOrCreate(
+    const v1::BeginCheckpointRequest& req, ShardPlan plan) {
+  auto fresh = std::make_shared<Pending>();
+  absl::Status files;
+  {
+    absl::MutexLock flock(&fresh->mu);  // Uncontended: nobody else sees `fresh` yet.
+    absl::StatusOr<Placement> placed = Place(req, std::move(plan), fresh);
+    if (!placed.ok() || !placed->created) return placed;
+    files = CreateFilesLocked(*fresh);
+    if (files.ok()) return placed;
+  }
+  DropPending(fresh, files);
+  return files;
+}
+
+absl::StatusOr<CheckpointStore::Placement> CheckpointStore::Place(
+    const v1::BeginCheckpointRequest& req, ShardPlan plan, const std::shared_ptr<Pending>& fresh) {
+  absl::MutexLock lock(&mu_);
+  Placement placed;
+  for (const auto& [pid, other] : pending_) {
+    if (other->step != req.step()) continue;
+    if (other->attempt > req.attempt()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("attempt ", req.attempt(), " is older than pending checkpoint ", pid));
+    }
+    if (other->attempt == req.attempt()) {
+      placed.pending = other;
+    } else {
+      placed.stale.push_back(other);  // A restarted save replaces a cut-off one.
+    }
+  }
+  if (placed.pending != nullptr) {
+    ZS_RETURN_IF_ERROR(CheckSameCheckpoint(req, *placed.pending));
+    return placed;
+  }
+  AddOldestBeyondLimit(pending_, &placed.stale);
+  InitPending(req, std::move(plan), options_.dir, *fresh);
+  pending_[fresh->id] = fresh;
+  placed.pending = fresh;
+  placed.created = true;
+  return placed;
 }
 
 absl::Status CheckpointStore::CreateFilesLocked(Pending& p) {

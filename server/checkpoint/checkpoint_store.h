@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/shard_plan.h"
 #include "zeroshard/v1/checkpoint.pb.h"
 
 namespace zeroshard::server {
@@ -89,14 +90,33 @@ class CheckpointStore {
   struct Committed;
 
  private:
+  // How Begin found the pending checkpoint it joins (checkpoint_store.cc).
+  struct Placement {
+    std::shared_ptr<Pending> pending;             // Joined or created.
+    bool created = false;                         // By this Begin; its files exist.
+    std::vector<std::shared_ptr<Pending>> stale;  // Replaced or beyond the limit: to drop.
+  };
+
   explicit CheckpointStore(CheckpointStoreOptions options);
   absl::Status Scan();
+  absl::StatusOr<Placement> JoinOrCreate(const v1::BeginCheckpointRequest& req, ShardPlan plan);
+  // Under mu_: joins the pending checkpoint of (req.step, req.attempt), or
+  // publishes `fresh` (its mu held by the caller) as a new one.
+  absl::StatusOr<Placement> Place(const v1::BeginCheckpointRequest& req, ShardPlan plan,
+                                  const std::shared_ptr<Pending>& fresh);
   absl::StatusOr<std::shared_ptr<Pending>> FindPending(const std::string& id) const;
   absl::StatusOr<std::shared_ptr<Committed>> FindCommitted(absl::string_view job_id,
                                                            std::optional<int64_t> step);
   absl::Status EnsureVerified(const std::shared_ptr<Committed>& c);
   absl::Status CreateFilesLocked(Pending& p);
+  // Commit of an id no longer pending: committed if an earlier Commit did
+  // it, else `not_pending`.
+  absl::StatusOr<v1::CommitCheckpointResponse> CommittedBefore(
+      const std::string& checkpoint_id, const absl::Status& not_pending) const;
   absl::Status CommitLocked(Pending& p);
+  // Indexes a just-published checkpoint, applies retention, and drops the
+  // pending saves of earlier steps.
+  absl::Status Install(const Pending& p);
   absl::Status Publish(Pending& p);
   void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why);
   void ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

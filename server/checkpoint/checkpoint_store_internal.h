@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/shard_plan.h"
 #include "server/checkpoint/checkpoint_coverage.h"
@@ -57,5 +58,12 @@ struct CheckpointStore::Committed {
   absl::Status verify_status ABSL_GUARDED_BY(mu);
   std::shared_ptr<const LoadedManifest> loaded ABSL_GUARDED_BY(mu);
 };
+
+// The index entry of the committed checkpoint in `dir`, from its manifest
+// (hashes not checked here; `verified` says whether they already were).
+// Errors from LoadManifest.
+absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_t step,
+                                                                          const std::string& dir,
+                                                                          bool verified);
 
 }  // namespace zeroshard::server

@@ -58,6 +58,23 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pendi
   return absl::OkStatus();
 }
 
+// Adds to out->missing_ranks every rank whose shards have not all arrived.
+void AddMissingRanks(CheckpointStore::Pending& p, v1::CommitCheckpointResponse* out)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
+  for (int r = 0; r < p.plan.world_size; ++r) {
+    bool complete = true;
+    for (size_t u = 0; complete && u < p.plan.units.size(); ++u) {
+      const ElementRange shard = p.plan.units[u].shard(r);
+      for (v1::TensorKind k : kAllKinds) {
+        if (!p.Coverage(r, static_cast<int>(u), k).Covers(shard.offset, shard.end())) {
+          complete = false;
+        }
+      }
+    }
+    if (!complete) out->add_missing_ranks(r);
+  }
+}
+
 }  // namespace
 
 absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
@@ -112,20 +129,13 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
 
 absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::string& checkpoint_id,
                                                                      int rank) {
-  v1::CommitCheckpointResponse out;
   absl::StatusOr<std::shared_ptr<Pending>> found = FindPending(checkpoint_id);
-  if (!found.ok()) {
-    ZS_ASSIGN_OR_RETURN(int64_t step, StepFromPendingId(checkpoint_id));
-    absl::MutexLock lock(&mu_);
-    if (!committed_.count(step)) return found.status();
-    out.set_committed(true);  // An earlier Commit did it.
-    out.set_step(step);
-    return out;
-  }
+  if (!found.ok()) return CommittedBefore(checkpoint_id, found.status());
   std::shared_ptr<Pending> p = *std::move(found);
   if (rank < 0 || rank >= p->plan.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is not in [0, ", p->plan.world_size, ")"));
   }
+  v1::CommitCheckpointResponse out;
   out.set_step(p->step);
   absl::Status st;
   {
@@ -138,16 +148,7 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
       out.set_committed(true);
       return out;
     }
-    for (int r = 0; r < p->plan.world_size; ++r) {
-      bool complete = true;
-      for (size_t u = 0; complete && u < p->plan.units.size(); ++u) {
-        const ElementRange shard = p->plan.units[u].shard(r);
-        for (v1::TensorKind k : kAllKinds) {
-          if (!p->Coverage(r, static_cast<int>(u), k).Covers(shard.offset, shard.end())) complete = false;
-        }
-      }
-      if (!complete) out.add_missing_ranks(r);
-    }
+    AddMissingRanks(*p, &out);
     if (out.missing_ranks_size() > 0) return out;
     st = CommitLocked(*p);
     if (st.ok()) p->done = true;
@@ -156,32 +157,43 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
     DropPending(p, st);
     return st;
   }
-  auto c = std::make_shared<Committed>();
-  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p->step);
-  {
-    absl::StatusOr<LoadedManifest> m = LoadManifest(final_dir, /*verify_hashes=*/false);
-    if (!m.ok()) return m.status();  // Just written; a failure here is the disk's.
-    c->step = p->step;
-    c->dir = final_dir;
-    c->summary = m->manifest.summary();
-    absl::MutexLock clock(&c->mu);
-    c->verified = true;  // Hashes were computed from the files just now.
-    c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
-  }
+  ZS_RETURN_IF_ERROR(Install(*p));
+  out.set_committed(true);
+  return out;
+}
+
+absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::CommittedBefore(
+    const std::string& checkpoint_id, const absl::Status& not_pending) const {
+  ZS_ASSIGN_OR_RETURN(int64_t step, StepFromPendingId(checkpoint_id));
+  absl::MutexLock lock(&mu_);
+  if (!committed_.count(step)) return not_pending;
+  v1::CommitCheckpointResponse out;
+  out.set_committed(true);  // An earlier Commit did it.
+  out.set_step(step);
+  return out;
+}
+
+absl::Status CheckpointStore::Install(const Pending& p) {
+  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p.step);
+  // Just written; a failure here is the disk's. Hashes were computed from
+  // the files just now, so it counts as verified.
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c,
+                      LoadCommitted(p.step, final_dir, /*verified=*/true));
   std::vector<std::shared_ptr<Pending>> older;
   {
     absl::MutexLock lock(&mu_);
-    pending_.erase(p->id);
-    committed_[p->step] = std::move(c);
+    pending_.erase(p.id);
+    committed_[p.step] = std::move(c);
     ApplyRetention();
     for (const auto& [pid, other] : pending_) {
-      if (other->step < p->step) older.push_back(other);
+      if (other->step < p.step) older.push_back(other);
     }
   }
   // Saves older than a committed one can only be abandoned ones.
-  for (const auto& o : older) DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p->id)));
-  out.set_committed(true);
-  return out;
+  for (const auto& o : older) {
+    DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p.id)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckpointStore::CommitLocked(Pending& p) {
