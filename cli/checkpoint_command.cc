@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cli/commands.h"
-#include "server/checkpoint_export.h"
+#include "server/checkpoint/checkpoint_export.h"
 #include "worker/checkpoint/checkpoint_client.h"
 
 namespace zeroshard::cli {

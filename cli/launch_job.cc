@@ -16,7 +16,7 @@
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "common/child_process.h"
-#include "server/coordinator_stack.h"
+#include "server/rpc/coordinator_stack.h"
 #include "worker/model/model_config.h"
 #include "worker/trainer/worker_session.h"
 

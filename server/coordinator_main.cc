@@ -11,24 +11,23 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
-#include "server/coordinator_stack.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
+#include "server/rpc/coordinator_stack.h"
 
 namespace {
 
 absl::Duration Seconds(double s) { return absl::Microseconds(std::llround(s * 1e6)); }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
-               "zeroshard-coordinator"};
-  zeroshard::AddVersionFlag(app);
-  zeroshard::CoordinatorOptions o;
-  o.listen = "127.0.0.1:50051";
-  o.metrics_listen = "127.0.0.1:9464";
-  double settle = 1, heartbeat = 1, lease = 5;
+// The command line as parsed; ApplyFlags completes `options` from the rest.
+struct Flags {
+  zeroshard::CoordinatorOptions options;
+  double settle = 1, heartbeat = 1, lease = 5;  // Seconds.
   std::string job_config_file, job_config_text;
+  int keep_checkpoints = 0;
+};
+
+void AddServingFlags(CLI::App& app, Flags& f) {
+  zeroshard::CoordinatorOptions& o = f.options;
   app.add_option("--listen", o.listen, "gRPC address to serve on (HOST:PORT; port 0 picks one)")
       ->capture_default_str();
   app.add_option("--metrics-listen", o.metrics_listen,
@@ -37,82 +36,116 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", o.state_dir,
                  "directory for durable state (job config, generation counter, last step); "
                  "\"\" = nothing persisted");
-  app.add_option("--job-id", o.core.job_id, "job id workers must name")->capture_default_str();
-  app.add_option("--min-workers", o.core.min_workers, "members needed to form a generation")
+}
+
+void AddJobFlags(CLI::App& app, Flags& f) {
+  zeroshard::server::CoreOptions& core = f.options.core;
+  app.add_option("--job-id", core.job_id, "job id workers must name")->capture_default_str();
+  app.add_option("--min-workers", core.min_workers, "members needed to form a generation")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  app.add_option("--max-workers", o.core.max_workers, "largest world size")
+  app.add_option("--max-workers", core.max_workers, "largest world size")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  app.add_option("--settle", settle, "seconds without membership change before forming")
+  app.add_option("--settle", f.settle, "seconds without membership change before forming")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  app.add_option("--heartbeat-interval", heartbeat, "seconds between worker heartbeats")
+  app.add_option("--heartbeat-interval", f.heartbeat, "seconds between worker heartbeats")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  app.add_option("--lease-timeout", lease, "seconds of silence before a member is dropped")
+  app.add_option("--lease-timeout", f.lease, "seconds of silence before a member is dropped")
       ->check(CLI::Range(0.002, 3600.0))
       ->capture_default_str();
-  app.add_option("--alignment", o.core.alignment, "shard plan alignment, elements")
+  app.add_option("--alignment", core.alignment, "shard plan alignment, elements")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
-  auto* file_opt = app.add_option("--job-config", job_config_file, "job config JSON file")
+  auto* file_opt = app.add_option("--job-config", f.job_config_file, "job config JSON file")
                        ->check(CLI::ExistingFile);
-  app.add_option("--job-config-json", job_config_text, "job config as JSON text")
+  app.add_option("--job-config-json", f.job_config_text, "job config as JSON text")
       ->excludes(file_opt);
-  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are written");
-  int keep_checkpoints = 0;
-  app.add_option("--keep-checkpoints", keep_checkpoints,
+}
+
+void AddCheckpointFlags(CLI::App& app, Flags& f) {
+  app.add_option("--checkpoint-dir", f.options.checkpoint_dir, "where checkpoints are written");
+  app.add_option("--keep-checkpoints", f.keep_checkpoints,
                  "committed checkpoints kept, oldest deleted first (0 = all)")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
-  if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+}
 
-  o.core.settle = Seconds(settle);
-  o.core.heartbeat_interval = Seconds(heartbeat);
-  o.core.lease_timeout = Seconds(lease);
-  o.core.job_config_json = job_config_text;
-  if (!job_config_file.empty()) {
-    absl::StatusOr<std::string> text = zeroshard::ReadWholeFile(job_config_file);
-    if (!text.ok()) {
-      std::cerr << "zeroshard-coordinator: --job-config: " << text.status().message() << "\n";
-      return 2;
-    }
-    o.core.job_config_json = *text;
+// Durations and the job config (read from --job-config, prepared to be
+// served). Errors are the job config's: reading or preparing it.
+absl::Status ApplyFlags(Flags& f) {
+  zeroshard::server::CoreOptions& core = f.options.core;
+  core.settle = Seconds(f.settle);
+  core.heartbeat_interval = Seconds(f.heartbeat);
+  core.lease_timeout = Seconds(f.lease);
+  core.job_config_json = f.job_config_text;
+  if (!f.job_config_file.empty()) {
+    absl::StatusOr<std::string> text = zeroshard::ReadWholeFile(f.job_config_file);
+    if (!text.ok()) return text.status();
+    core.job_config_json = *text;
   }
   absl::StatusOr<std::string> served =
-      zeroshard::PrepareServedJobConfig(o.core.job_config_json, o.checkpoint_dir);
-  if (!served.ok()) {
-    std::cerr << "zeroshard-coordinator: --job-config: " << served.status().message() << "\n";
-    return 2;
-  }
-  o.core.job_config_json = *served;
+      zeroshard::PrepareServedJobConfig(core.job_config_json, f.options.checkpoint_dir);
+  if (!served.ok()) return served.status();
+  core.job_config_json = *served;
+  return absl::OkStatus();
+}
 
-  // Block the stop signals in every thread; main waits for them below.
+// Blocks the stop signals in this thread and every thread it starts, so
+// only main's sigwait sees them.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
+void PrintAddresses(const zeroshard::CoordinatorOptions& o,
+                    const zeroshard::CoordinatorServer& server) {
+  std::cout << "zeroshard-coordinator: listening on " << server.address() << " (grpc)";
+  if (server.metrics_port() > 0) {
+    std::cout << ", " << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":"
+              << server.metrics_port() << " (metrics)";
+  }
+  std::cout << "\nzeroshard-coordinator: job " << o.core.job_id << ", generation "
+            << server.generation() << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
+               "zeroshard-coordinator"};
+  zeroshard::AddVersionFlag(app);
+  Flags flags;
+  flags.options.listen = "127.0.0.1:50051";
+  flags.options.metrics_listen = "127.0.0.1:9464";
+  AddServingFlags(app, flags);
+  AddJobFlags(app, flags);
+  AddCheckpointFlags(app, flags);
+  if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+  if (absl::Status st = ApplyFlags(flags); !st.ok()) {
+    std::cerr << "zeroshard-coordinator: --job-config: " << st.message() << "\n";
+    return 2;
+  }
+  const zeroshard::CoordinatorOptions& o = flags.options;
+
+  sigset_t stop_signals = BlockStopSignals();
   // The checkpoint service shares the coordinator's port (checkpoint.proto).
-  auto stack = zeroshard::StartCoordinatorStack(o, keep_checkpoints);
+  auto stack = zeroshard::StartCoordinatorStack(o, flags.keep_checkpoints);
   if (!stack.ok()) {
     std::cerr << "zeroshard-coordinator: " << stack.status().message() << "\n";
     return absl::IsInvalidArgument(stack.status()) ? 2 : 1;
   }
-  auto& server = stack->server;
-  std::cout << "zeroshard-coordinator: listening on " << server->address() << " (grpc)";
-  if (server->metrics_port() > 0) {
-    std::cout << ", " << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":"
-              << server->metrics_port() << " (metrics)";
-  }
-  std::cout << "\nzeroshard-coordinator: job " << o.core.job_id << ", generation "
-            << server->generation() << std::endl;
+  PrintAddresses(o, *stack->server);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cout << "zeroshard-coordinator: signal " << sig << ", shutting down" << std::endl;
-  server->Shutdown();
+  stack->server->Shutdown();
   return 0;
 }

@@ -27,7 +27,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "server/checkpoint_service.h"
+#include "server/checkpoint/checkpoint_service.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"
 

@@ -23,7 +23,7 @@
 #include "common/cli.h"
 #include "common/rpc/coordinator_client.h"
 #include "grpcpp/create_channel.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
 namespace {

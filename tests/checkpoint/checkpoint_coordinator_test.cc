@@ -2,8 +2,8 @@
 // (one port for the coordinator and checkpoints): save from 2 ranks, list,
 // restore at N = 1.
 #include "gtest/gtest.h"
-#include "server/checkpoint_host.h"
-#include "server/coordinator_server.h"
+#include "server/checkpoint/checkpoint_host.h"
+#include "server/rpc/coordinator_server.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"

@@ -2,7 +2,7 @@
 // exactly; checked by our reader and, when installed, by the `safetensors`
 // Python package) and its tensors equal the gathered master weights. Also the
 // reader's refusal of malformed files.
-#include "server/checkpoint_export.h"
+#include "server/checkpoint/checkpoint_export.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/safetensors.h"
 #include "gtest/gtest.h"
-#include "server/checkpoint_store.h"
+#include "server/checkpoint/checkpoint_store.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 

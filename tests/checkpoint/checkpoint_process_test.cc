@@ -11,7 +11,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "server/checkpoint_service.h"
+#include "server/checkpoint/checkpoint_service.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"

@@ -2,7 +2,7 @@
 // CheckpointClient: concurrent 4-rank save, resharding restore at N = 3 and
 // N = 1, async save snapshot semantics, checksum and field errors over the
 // wire, and the checkpoint trigger.
-#include "server/checkpoint_service.h"
+#include "server/checkpoint/checkpoint_service.h"
 
 #include <thread>
 

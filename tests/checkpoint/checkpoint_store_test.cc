@@ -1,6 +1,6 @@
 // CheckpointStore without sockets: atomic commit, cut-off uploads, corrupt
 // chunks, manifest/file mismatch, retention, disk full, field validation.
-#include "server/checkpoint_store.h"
+#include "server/checkpoint/checkpoint_store.h"
 
 #include <cerrno>
 #include <cstring>

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
 namespace {

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_core.h"
+#include "server/core/coordinator_core.h"
 
 namespace zeroshard::server::testing {
 

@@ -4,7 +4,7 @@
 #include "common/dir_lock.h"
 
 #include "gtest/gtest.h"
-#include "server/coordinator_stack.h"
+#include "server/rpc/coordinator_stack.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard {

@@ -4,11 +4,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/rpc/coordinator_client.h"
 #include "common/metrics.h"
+#include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_server.h"
 #include "server/http_get.h"
+#include "server/rpc/coordinator_server.h"
 #include "support/subprocess.h"
 
 namespace zeroshard {

@@ -1,0 +1,143 @@
+#include "server/checkpoint/checkpoint_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace zeroshard::server {
+namespace {
+
+// Closes an fd on scope exit.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path) {
+  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT) {
+    return absl::ResourceExhaustedError(absl::StrCat("disk full: ", msg));
+  }
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
+                        absl::string_view path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, p, static_cast<size_t>(size), offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "write", path);
+    }
+    if (n == 0) return ErrnoStatus(ENOSPC, "write", path);
+    p += n;
+    size -= n;
+    offset += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
+                       absl::string_view path) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t n = ::pread(fd, p, static_cast<size_t>(size), offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "read", path);
+    }
+    if (n == 0) {
+      return absl::DataLossError(absl::StrCat("read ", path, ": file ends at byte ", offset,
+                                              ", ", size, " bytes short"));
+    }
+    p += n;
+    size -= n;
+    offset += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsyncPath(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  FdCloser closer{fd};
+  if (::fsync(fd) != 0) return ErrnoStatus(errno, "fsync", path);
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, "create", tmp);
+  absl::Status st;
+  {
+    FdCloser closer{fd};
+    st = PWriteFull(fd, contents.data(), static_cast<int64_t>(contents.size()), 0, tmp);
+    if (st.ok() && ::fsync(fd) != 0) st = ErrnoStatus(errno, "fsync", tmp);
+  }
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = ErrnoStatus(errno, "rename", tmp);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return FsyncPath(std::filesystem::path(path).parent_path().string());
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes) {
+  ZS_ASSIGN_OR_RETURN(int64_t size, FileSize(path));
+  if (size > max_bytes) {
+    return absl::DataLossError(absl::StrCat(path, " is ", size, " bytes, more than ", max_bytes));
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  FdCloser closer{fd};
+  std::string out(static_cast<size_t>(size), '\0');
+  ZS_RETURN_IF_ERROR(PReadFull(fd, out.data(), size, 0, path));
+  return out;
+}
+
+absl::StatusOr<uint64_t> HashFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  FdCloser closer{fd};
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   &XXH64_freeState);
+  ZS_CHECK(state != nullptr);
+  XXH64_reset(state.get(), 0);
+  std::vector<char> buf(4 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "read", path);
+    }
+    if (n == 0) break;
+    XXH64_update(state.get(), buf.data(), static_cast<size_t>(n));
+  }
+  return static_cast<uint64_t>(XXH64_digest(state.get()));
+}
+
+absl::StatusOr<int64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) return absl::DataLossError(absl::StrCat(path, " is not a regular file"));
+  return static_cast<int64_t>(st.st_size);
+}
+
+}  // namespace zeroshard::server

@@ -1,0 +1,94 @@
+#include "server/checkpoint/checkpoint_service.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/grpc_status.h"
+
+namespace zeroshard::server {
+
+grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
+                                                    const v1::BeginCheckpointRequest* req,
+                                                    v1::BeginCheckpointResponse* resp) {
+  absl::StatusOr<std::string> id = store_->Begin(*req);
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  resp->set_checkpoint_id(*std::move(id));
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext*,
+                                                grpc::ServerReader<v1::ShardChunk>* reader,
+                                                v1::UploadShardResponse* resp) {
+  v1::ShardChunk chunk;
+  while (reader->Read(&chunk)) {
+    absl::Status st = store_->WriteChunk(chunk);
+    if (!st.ok()) {
+      return ToGrpcStatus(absl::Status(
+          st.code(), absl::StrCat("chunk ", resp->chunks(), " of this stream: ", st.message())));
+    }
+    resp->set_chunks(resp->chunks() + 1);
+    resp->set_bytes(resp->bytes() + static_cast<int64_t>(chunk.data().size()));
+  }
+  // A stream that ends early (client gone) leaves what arrived pending and
+  // uncommittable until the rank re-sends it; see checkpoint.proto.
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext*,
+                                                     const v1::CommitCheckpointRequest* req,
+                                                     v1::CommitCheckpointResponse* resp) {
+  absl::StatusOr<v1::CommitCheckpointResponse> r = store_->Commit(req->checkpoint_id(), req->rank());
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *resp = *std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext*,
+                                                    const v1::AbortCheckpointRequest* req,
+                                                    v1::AbortCheckpointResponse*) {
+  return ToGrpcStatus(store_->Abort(req->checkpoint_id()));
+}
+
+grpc::Status CheckpointServiceImpl::ListCheckpoints(grpc::ServerContext*,
+                                                    const v1::ListCheckpointsRequest* req,
+                                                    v1::ListCheckpointsResponse* resp) {
+  *resp = store_->List(req->job_id());
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
+                                                  const v1::GetCheckpointRequest* req,
+                                                  v1::CheckpointInfo* resp) {
+  std::optional<int64_t> step;
+  if (req->has_step()) step = req->step();
+  absl::StatusOr<v1::CheckpointInfo> info = store_->Get(req->job_id(), step);
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  *resp = *std::move(info);
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,
+                                                  const v1::DownloadRangeRequest* req,
+                                                  grpc::ServerWriter<v1::RangeChunk>* writer) {
+  return ToGrpcStatus(store_->ReadRange(*req, [&](const v1::RangeChunk& chunk) {
+    if (!writer->Write(chunk)) return absl::CancelledError("DownloadRange: the client went away");
+    return absl::OkStatus();
+  }));
+}
+
+grpc::Status CheckpointServiceImpl::RequestCheckpoint(grpc::ServerContext*,
+                                                      const v1::RequestCheckpointRequest*,
+                                                      v1::RequestCheckpointResponse* resp) {
+  resp->set_request_seq(request_seq_.fetch_add(1) + 1);
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckpointServiceImpl::GetCheckpointTrigger(grpc::ServerContext*,
+                                                         const v1::GetCheckpointTriggerRequest*,
+                                                         v1::GetCheckpointTriggerResponse* resp) {
+  resp->set_request_seq(request_seq_.load());
+  return grpc::Status::OK;
+}
+
+}  // namespace zeroshard::server

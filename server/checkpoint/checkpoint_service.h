@@ -1,0 +1,52 @@
+// gRPC CheckpointService (proto/zeroshard/v1/checkpoint.proto) over a
+// CheckpointStore: a thin adapter. Every field is validated by the store,
+// which names it in INVALID_ARGUMENT; absl::Status becomes grpc::Status in
+// common/rpc/grpc_status.h. Bad input never crashes the server.
+//
+// Register it on any grpc::ServerBuilder, e.g. as one of the extra services
+// of CoordinatorServer::Start. The checkpoint trigger (RequestCheckpoint /
+// GetCheckpointTrigger) is an in-memory counter: one job per coordinator, so
+// job_id is not used to separate counters, and it resets with the process.
+//
+// Thread-safe: gRPC calls handlers from many threads; the store locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "server/checkpoint/checkpoint_store.h"
+#include "zeroshard/v1/checkpoint.grpc.pb.h"
+
+namespace zeroshard::server {
+
+class CheckpointServiceImpl final : public v1::CheckpointService::Service {
+ public:
+  // `store` is not owned and must outlive the service.
+  explicit CheckpointServiceImpl(CheckpointStore* store) : store_(store) {}
+
+  grpc::Status BeginCheckpoint(grpc::ServerContext* ctx, const v1::BeginCheckpointRequest* req,
+                               v1::BeginCheckpointResponse* resp) override;
+  grpc::Status UploadShard(grpc::ServerContext* ctx, grpc::ServerReader<v1::ShardChunk>* reader,
+                           v1::UploadShardResponse* resp) override;
+  grpc::Status CommitCheckpoint(grpc::ServerContext* ctx, const v1::CommitCheckpointRequest* req,
+                                v1::CommitCheckpointResponse* resp) override;
+  grpc::Status AbortCheckpoint(grpc::ServerContext* ctx, const v1::AbortCheckpointRequest* req,
+                               v1::AbortCheckpointResponse* resp) override;
+  grpc::Status ListCheckpoints(grpc::ServerContext* ctx, const v1::ListCheckpointsRequest* req,
+                               v1::ListCheckpointsResponse* resp) override;
+  grpc::Status GetCheckpoint(grpc::ServerContext* ctx, const v1::GetCheckpointRequest* req,
+                             v1::CheckpointInfo* resp) override;
+  grpc::Status DownloadRange(grpc::ServerContext* ctx, const v1::DownloadRangeRequest* req,
+                             grpc::ServerWriter<v1::RangeChunk>* writer) override;
+  grpc::Status RequestCheckpoint(grpc::ServerContext* ctx, const v1::RequestCheckpointRequest* req,
+                                 v1::RequestCheckpointResponse* resp) override;
+  grpc::Status GetCheckpointTrigger(grpc::ServerContext* ctx,
+                                    const v1::GetCheckpointTriggerRequest* req,
+                                    v1::GetCheckpointTriggerResponse* resp) override;
+
+ private:
+  CheckpointStore* const store_;
+  std::atomic<int64_t> request_seq_{0};
+};
+
+}  // namespace zeroshard::server

@@ -1,0 +1,131 @@
+// The coordinator's checkpoint store: receives rank shards chunk by chunk,
+// verifies each chunk's XXH64, and commits a checkpoint only when every
+// rank's shard of every unit and tensor kind has arrived and verified.
+//
+// How it works (see proto/zeroshard/v1/checkpoint.proto for the protocol):
+//   Begin creates <dir>/.pending-<id>/ (the checkpoint's temporary name) with
+//   one pre-sized data file per (unit, kind). Chunks are written at their
+//   element offsets (pwrite), so ranks upload concurrently and in any order;
+//   per (rank, unit, kind) an IntervalSet records what arrived. Commit, once
+//   coverage is complete: fsync and hash each file, write manifest.json
+//   atomically inside (write .tmp, fsync, rename, fsync dir), then rename the
+//   directory to <dir>/step-NNNNNNNN and fsync <dir>: that rename is the commit
+//   point. Re-committing a step swaps the directories atomically
+//   (renameat2 RENAME_EXCHANGE). Anything else (.pending-*, a step directory
+//   without a manifest) is partial, invisible, and removed at Open.
+//   Committed checkpoints are never modified, so a failure (disk full, a bad
+//   chunk, a client cut off) cannot harm the previous one.
+//   Retention: after a commit, the oldest beyond keep_last are deleted
+//   (manifest first, so a crash mid-delete leaves only a partial directory).
+//
+// One job per checkpoint dir is expected; job_id filters are exact matches.
+// Errors: INVALID_ARGUMENT naming the field; NOT_FOUND for an unknown
+// checkpoint; DATA_LOSS for a chunk whose checksum fails (the checkpoint then
+// never commits) or a manifest that does not match its files;
+// RESOURCE_EXHAUSTED "disk full" on ENOSPC (the pending checkpoint is
+// dropped); FAILED_PRECONDITION for a Begin that conflicts with the pending
+// checkpoint (different plan, stage, ... for the same step and attempt). Thread-safe: any method from any thread; uploads of different
+// ranks proceed in parallel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/shard_plan.h"
+#include "zeroshard/v1/checkpoint.pb.h"
+
+namespace zeroshard::server {
+
+struct CheckpointStoreOptions {
+  std::string dir;    // Created if absent.
+  int keep_last = 0;  // Committed checkpoints kept; 0 = all.
+  // Fault seam for tests: called before each data write with its size in
+  // bytes; a nonzero return is taken as that write's errno (e.g. ENOSPC).
+  std::function<int(int64_t bytes)> write_fault;
+  // Wall clock in ms since the Unix epoch (commit times); default absl::Now.
+  std::function<int64_t()> now_unix_ms;
+};
+
+class CheckpointStore {
+ public:
+  // Creates the dir, removes partial checkpoints (directories without a
+  // manifest), and indexes the committed ones (sizes checked; hashes are
+  // checked on first read). Mismatching ones are reported by List, not loaded.
+  static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(CheckpointStoreOptions options);
+  ~CheckpointStore();
+
+  // Creates or joins the pending checkpoint for (req.step, req.attempt);
+  // returns its id. A higher attempt replaces a pending one of the same step;
+  // a lower one gets FAILED_PRECONDITION. At most 8 are pending (the oldest
+  // steps are dropped); a commit drops pending ones of earlier steps.
+  absl::StatusOr<std::string> Begin(const v1::BeginCheckpointRequest& req);
+  // Validates and writes one chunk (see ShardChunk in checkpoint.proto).
+  absl::Status WriteChunk(const v1::ShardChunk& chunk);
+  // Records that `rank` finished; commits when all data is present.
+  absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
+  absl::Status Abort(const std::string& checkpoint_id);
+
+  v1::ListCheckpointsResponse List(absl::string_view job_id) const;
+  // The checkpoint at `step`, or the latest; verifies its files' hashes on
+  // first access (DATA_LOSS, and it is dropped from the listing, if they fail).
+  absl::StatusOr<v1::CheckpointInfo> Get(absl::string_view job_id, std::optional<int64_t> step);
+  // Reads req's range in chunks of req.chunk_bytes and hands each to `sink`
+  // in order; stops at the first error `sink` returns.
+  absl::Status ReadRange(const v1::DownloadRangeRequest& req,
+                         const std::function<absl::Status(const v1::RangeChunk&)>& sink);
+
+  int PendingCount() const;
+  const std::string& dir() const { return options_.dir; }
+
+  struct Pending;
+  struct Committed;
+
+ private:
+  // How Begin found the pending checkpoint it joins (checkpoint_store.cc).
+  struct Placement {
+    std::shared_ptr<Pending> pending;             // Joined or created.
+    bool created = false;                         // By this Begin; its files exist.
+    std::vector<std::shared_ptr<Pending>> stale;  // Replaced or beyond the limit: to drop.
+  };
+
+  explicit CheckpointStore(CheckpointStoreOptions options);
+  absl::Status Scan();
+  absl::StatusOr<Placement> JoinOrCreate(const v1::BeginCheckpointRequest& req, ShardPlan plan);
+  // Under mu_: joins the pending checkpoint of (req.step, req.attempt), or
+  // publishes `fresh` (its mu held by the caller) as a new one.
+  absl::StatusOr<Placement> Place(const v1::BeginCheckpointRequest& req, ShardPlan plan,
+                                  const std::shared_ptr<Pending>& fresh);
+  absl::StatusOr<std::shared_ptr<Pending>> FindPending(const std::string& id) const;
+  absl::StatusOr<std::shared_ptr<Committed>> FindCommitted(absl::string_view job_id,
+                                                           std::optional<int64_t> step);
+  absl::Status EnsureVerified(const std::shared_ptr<Committed>& c);
+  absl::Status CreateFilesLocked(Pending& p);
+  // Commit of an id no longer pending: committed if an earlier Commit did
+  // it, else `not_pending`.
+  absl::StatusOr<v1::CommitCheckpointResponse> CommittedBefore(
+      const std::string& checkpoint_id, const absl::Status& not_pending) const;
+  absl::Status CommitLocked(Pending& p);
+  // Indexes a just-published checkpoint, applies retention, and drops the
+  // pending saves of earlier steps.
+  absl::Status Install(const Pending& p);
+  absl::Status Publish(Pending& p);
+  void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why);
+  void ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CheckpointStoreOptions options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::shared_ptr<Committed>> committed_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> rejected_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace zeroshard::server

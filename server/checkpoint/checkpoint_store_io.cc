@@ -1,0 +1,382 @@
+// CheckpointStore: chunk writes, commit, and reads of committed checkpoints.
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/rpc/plan_proto.h"
+#include "common/status_macros.h"
+#include "server/checkpoint/checkpoint_files.h"
+#include "server/checkpoint/checkpoint_store.h"
+#include "server/checkpoint/checkpoint_store_internal.h"
+
+namespace zeroshard::server {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kDefaultChunkBytes = 1 << 20;
+constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
+
+bool ValidKind(v1::TensorKind k) {
+  return k == v1::TENSOR_KIND_MASTER || k == v1::TENSOR_KIND_EXP_AVG ||
+         k == v1::TENSOR_KIND_EXP_AVG_SQ;
+}
+
+// Field checks that need only the plan (no lock).
+absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pending& p, int* unit) {
+  if (c.rank() < 0 || c.rank() >= p.plan.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", c.rank(), " is not in [0, ", p.plan.world_size, ")"));
+  }
+  auto it = p.unit_index.find(c.unit());
+  if (it == p.unit_index.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unit \"", c.unit(), "\" is not in the plan"));
+  }
+  *unit = it->second;
+  if (!ValidKind(c.kind())) return absl::InvalidArgumentError(absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
+  if (c.dtype() != v1::DTYPE_FP32) return absl::InvalidArgumentError("dtype must be DTYPE_FP32");
+  if (c.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", c.length(), " is < 1"));
+  if (static_cast<int64_t>(c.data().size()) != c.length() * 4) {
+    return absl::InvalidArgumentError(absl::StrCat("data is ", c.data().size(), " bytes; length ",
+                                                   c.length(), " needs ", c.length() * 4));
+  }
+  const ElementRange shard = p.plan.units[*unit].shard(c.rank());
+  if (c.offset() < shard.offset || c.offset() + c.length() > shard.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offset ", c.offset(), " + length ", c.length(), " is outside rank ", c.rank(),
+        "'s shard [", shard.offset, ", ", shard.end(), ") of unit ", c.unit()));
+  }
+  return absl::OkStatus();
+}
+
+// Adds to out->missing_ranks every rank whose shards have not all arrived.
+void AddMissingRanks(CheckpointStore::Pending& p, v1::CommitCheckpointResponse* out)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
+  for (int r = 0; r < p.plan.world_size; ++r) {
+    bool complete = true;
+    for (size_t u = 0; complete && u < p.plan.units.size(); ++u) {
+      const ElementRange shard = p.plan.units[u].shard(r);
+      for (v1::TensorKind k : kAllKinds) {
+        if (!p.Coverage(r, static_cast<int>(u), k).Covers(shard.offset, shard.end())) {
+          complete = false;
+        }
+      }
+    }
+    if (!complete) out->add_missing_ranks(r);
+  }
+}
+
+}  // namespace
+
+absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Pending> p, FindPending(chunk.checkpoint_id()));
+  int unit = -1;
+  ZS_RETURN_IF_ERROR(ValidateChunk(chunk, *p, &unit));
+  const uint64_t hash = XXH64(chunk.data().data(), chunk.data().size(), 0);
+  if (hash != chunk.xxhash64()) {
+    absl::Status bad = absl::DataLossError(absl::StrFormat(
+        "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
+        p->id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), hash,
+        chunk.xxhash64()));
+    absl::MutexLock plock(&p->mu);
+    if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
+    return bad;
+  }
+  {
+    absl::MutexLock plock(&p->mu);
+    if (!p->failed.ok()) return p->failed;
+    if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
+  }
+  // The file exists while p lives: it was created before the id went out and
+  // is only removed once p is done (a write then fails or lands in an
+  // unlinked file, and the coverage update below refuses it).
+  const std::string path = p->DataPath(unit, chunk.kind());
+  const int64_t bytes = chunk.length() * 4;
+  absl::Status st;
+  int injected = options_.write_fault ? options_.write_fault(bytes) : 0;
+  if (injected != 0) {
+    st = ErrnoStatus(injected, "write", path);
+  } else {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      st = ErrnoStatus(errno, "open", path);
+    } else {
+      st = PWriteFull(fd, chunk.data().data(), bytes, chunk.offset() * 4, path);
+      ::close(fd);
+    }
+  }
+  if (!st.ok()) {
+    // Free the space now; committed checkpoints are untouched.
+    absl::Status why = absl::Status(st.code(), absl::StrCat("checkpoint ", p->id, " dropped: ", st.message()));
+    DropPending(p, why);
+    return why;
+  }
+  absl::MutexLock plock(&p->mu);
+  if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
+  p->Coverage(chunk.rank(), unit, chunk.kind()).Add(chunk.offset(), chunk.offset() + chunk.length());
+  p->bytes_received += bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::string& checkpoint_id,
+                                                                     int rank) {
+  absl::StatusOr<std::shared_ptr<Pending>> found = FindPending(checkpoint_id);
+  if (!found.ok()) return CommittedBefore(checkpoint_id, found.status());
+  std::shared_ptr<Pending> p = *std::move(found);
+  if (rank < 0 || rank >= p->plan.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is not in [0, ", p->plan.world_size, ")"));
+  }
+  v1::CommitCheckpointResponse out;
+  out.set_step(p->step);
+  absl::Status st;
+  {
+    absl::MutexLock plock(&p->mu);
+    if (!p->failed.ok()) {
+      return absl::Status(p->failed.code(), absl::StrCat("checkpoint ", p->id,
+                                                         " can never commit: ", p->failed.message()));
+    }
+    if (p->done) {  // Committed by a racing call between FindPending and here.
+      out.set_committed(true);
+      return out;
+    }
+    AddMissingRanks(*p, &out);
+    if (out.missing_ranks_size() > 0) return out;
+    st = CommitLocked(*p);
+    if (st.ok()) p->done = true;
+  }
+  if (!st.ok()) {
+    DropPending(p, st);
+    return st;
+  }
+  ZS_RETURN_IF_ERROR(Install(*p));
+  out.set_committed(true);
+  return out;
+}
+
+absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::CommittedBefore(
+    const std::string& checkpoint_id, const absl::Status& not_pending) const {
+  ZS_ASSIGN_OR_RETURN(int64_t step, StepFromPendingId(checkpoint_id));
+  absl::MutexLock lock(&mu_);
+  if (!committed_.count(step)) return not_pending;
+  v1::CommitCheckpointResponse out;
+  out.set_committed(true);  // An earlier Commit did it.
+  out.set_step(step);
+  return out;
+}
+
+absl::Status CheckpointStore::Install(const Pending& p) {
+  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p.step);
+  // Just written; a failure here is the disk's. Hashes were computed from
+  // the files just now, so it counts as verified.
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c,
+                      LoadCommitted(p.step, final_dir, /*verified=*/true));
+  std::vector<std::shared_ptr<Pending>> older;
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.erase(p.id);
+    committed_[p.step] = std::move(c);
+    ApplyRetention();
+    for (const auto& [pid, other] : pending_) {
+      if (other->step < p.step) older.push_back(other);
+    }
+  }
+  // Saves older than a committed one can only be abandoned ones.
+  for (const auto& o : older) {
+    DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p.id)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointStore::CommitLocked(Pending& p) {
+  v1::CheckpointManifest m;
+  m.set_format_version(1);
+  m.set_model_config_json(p.meta.model_config_json());
+  *m.mutable_plan() = p.meta.plan();
+  v1::TrainerState* t = m.mutable_trainer();
+  t->set_optimizer_step(p.meta.optimizer_step());
+  t->set_data_cursor(p.meta.data_cursor());
+  for (const std::string& rng : p.rng_state) t->add_rng_state(rng);
+  int64_t total = 0;
+  // fsync + hash every file, a few files at a time: the device queues the
+  // flushes and the hashing uses the cores.
+  const size_t n = p.plan.units.size() * kNumKinds;
+  std::vector<uint64_t> hashes(n);
+  std::vector<absl::Status> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      const std::string path = p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]);
+      errors[i] = FsyncPath(path);
+      if (!errors[i].ok()) continue;
+      absl::StatusOr<uint64_t> h = HashFile(path);
+      if (h.ok()) hashes[i] = *h;
+      else errors[i] = h.status();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < std::min<size_t>(4, n); ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    ZS_RETURN_IF_ERROR(errors[i]);
+    const int u = static_cast<int>(i / kNumKinds);
+    v1::CheckpointFile* f = m.add_files();
+    f->set_path(DataFileName(u, kAllKinds[i % kNumKinds]));
+    f->set_unit(p.plan.units[u].name);
+    f->set_kind(kAllKinds[i % kNumKinds]);
+    f->set_numel(p.plan.units[u].padded_numel);
+    f->set_bytes(p.plan.units[u].padded_numel * 4);
+    f->set_xxhash64(hashes[i]);
+    total += f->bytes();
+  }
+  ZS_RETURN_IF_ERROR(FsyncPath(p.dir));
+  v1::CheckpointSummary* s = m.mutable_summary();
+  s->set_checkpoint_id(p.id);
+  s->set_job_id(p.meta.job_id());
+  s->set_step(p.step);
+  s->set_world_size(p.plan.world_size);
+  s->set_stage(p.meta.stage());
+  s->set_bytes(total);
+  s->set_created_unix_ms(options_.now_unix_ms());
+  ZS_ASSIGN_OR_RETURN(std::string json, ManifestToJson(m));
+  ZS_RETURN_IF_ERROR(WriteFileAtomic(p.dir + "/" + kManifestName, json));
+  return Publish(p);
+}
+
+absl::Status CheckpointStore::Publish(Pending& p) {
+  // The commit point (see the header): the complete directory, manifest
+  // included, takes its final name in one rename.
+  const std::string final_dir = options_.dir + "/" + CheckpointIdForStep(p.step);
+  std::error_code ec;
+  if (!fs::exists(final_dir, ec)) {
+    if (::rename(p.dir.c_str(), final_dir.c_str()) != 0) return ErrnoStatus(errno, "rename", p.dir);
+    return FsyncPath(options_.dir);
+  }
+  // Replacing a committed step (a resumed run saving it again): swap the two
+  // directories atomically, then delete the old one under the pending name.
+  if (::renameat2(AT_FDCWD, p.dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS) return ErrnoStatus(errno, "exchange", p.dir);
+    // No RENAME_EXCHANGE on this file system: two renames; Scan repairs a
+    // crash between them from the .replaced- directory.
+    const std::string replaced = options_.dir + "/" + kReplacedPrefix + p.id;
+    if (::rename(final_dir.c_str(), replaced.c_str()) != 0) return ErrnoStatus(errno, "rename", final_dir);
+    if (::rename(p.dir.c_str(), final_dir.c_str()) != 0) return ErrnoStatus(errno, "rename", p.dir);
+    ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
+    fs::remove_all(replaced, ec);
+    return absl::OkStatus();
+  }
+  ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
+  fs::remove_all(p.dir, ec);  // Now the old checkpoint.
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> CheckpointStore::FindCommitted(
+    absl::string_view job_id, std::optional<int64_t> step) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = committed_.rbegin(); it != committed_.rend(); ++it) {
+    if (!job_id.empty() && it->second->summary.job_id() != job_id) continue;
+    if (step.has_value() && it->first != *step) continue;
+    return it->second;
+  }
+  return absl::NotFoundError(step.has_value()
+                                 ? absl::StrCat("no committed checkpoint at step ", *step)
+                                 : std::string("no committed checkpoint"));
+}
+
+absl::Status CheckpointStore::EnsureVerified(const std::shared_ptr<Committed>& c) {
+  {
+    absl::MutexLock clock(&c->mu);
+    if (!c->verified) {
+      absl::StatusOr<LoadedManifest> m = LoadManifest(c->dir, /*verify_hashes=*/true);
+      c->verified = true;
+      if (m.ok()) {
+        c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
+      } else {
+        c->verify_status = m.status();
+      }
+    }
+    if (c->verify_status.ok()) return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = committed_.find(c->step);
+  if (it != committed_.end() && it->second == c) {
+    committed_.erase(it);  // Reported, never loaded.
+    rejected_.push_back(std::string(c->verify_status.message()));
+  }
+  return c->verify_status;
+}
+
+absl::StatusOr<v1::CheckpointInfo> CheckpointStore::Get(absl::string_view job_id,
+                                                        std::optional<int64_t> step) {
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(job_id, step));
+  ZS_RETURN_IF_ERROR(EnsureVerified(c));
+  absl::MutexLock clock(&c->mu);
+  v1::CheckpointInfo info;
+  *info.mutable_summary() = c->summary;
+  info.set_model_config_json(c->loaded->manifest.model_config_json());
+  *info.mutable_plan() = c->loaded->manifest.plan();
+  *info.mutable_trainer() = c->loaded->manifest.trainer();
+  return info;
+}
+
+absl::Status CheckpointStore::ReadRange(
+    const v1::DownloadRangeRequest& req,
+    const std::function<absl::Status(const v1::RangeChunk&)>& sink) {
+  if (!ValidKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
+  if (req.offset() < 0) return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " is negative"));
+  if (req.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", req.length(), " is < 1"));
+  int64_t chunk_bytes = req.chunk_bytes() == 0 ? kDefaultChunkBytes : req.chunk_bytes();
+  if (chunk_bytes < 4 || chunk_bytes > kMaxChunkBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", req.chunk_bytes(), " is not in [4, ", kMaxChunkBytes, "]"));
+  }
+  const int64_t chunk_elems = chunk_bytes / 4;
+  std::optional<int64_t> step;
+  if (req.has_step()) step = req.step();
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(req.job_id(), step));
+  ZS_RETURN_IF_ERROR(EnsureVerified(c));
+  std::shared_ptr<const LoadedManifest> m;
+  {
+    absl::MutexLock clock(&c->mu);
+    m = c->loaded;
+  }
+  const v1::CheckpointFile* file = nullptr;
+  for (const v1::CheckpointFile& f : m->manifest.files()) {
+    if (f.unit() == req.unit() && f.kind() == req.kind()) file = &f;
+  }
+  if (file == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
+  if (req.offset() + req.length() > file->numel() || req.offset() + req.length() < req.offset()) {
+    return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " + length ", req.length(),
+                                                   " exceeds unit ", req.unit(), "'s ", file->numel(), " elements"));
+  }
+  // Opened once: a retention delete during the read cannot pull it away.
+  const std::string path = c->dir + "/" + file->path();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  v1::RangeChunk chunk;
+  chunk.set_step(c->step);
+  absl::Status st;
+  for (int64_t off = req.offset(); st.ok() && off < req.offset() + req.length(); off += chunk_elems) {
+    const int64_t n = std::min(chunk_elems, req.offset() + req.length() - off);
+    std::string* data = chunk.mutable_data();
+    data->resize(static_cast<size_t>(n * 4));
+    st = PReadFull(fd, data->data(), n * 4, off * 4, path);
+    if (!st.ok()) break;
+    chunk.set_offset(off);
+    chunk.set_length(n);
+    chunk.set_xxhash64(XXH64(data->data(), data->size(), 0));
+    st = sink(chunk);
+  }
+  ::close(fd);
+  return st;
+}
+
+}  // namespace zeroshard::server

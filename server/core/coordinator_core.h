@@ -1,0 +1,153 @@
+// The coordinator's logic behind its RPCs: membership and generations
+// (server/membership/), the shard plan, the rendezvous store (server/kv/),
+// training state and durable state (server/state/), all under one mutex.
+// Requests and responses are the protobuf messages of coordinator.proto;
+// the gRPC service (server/rpc/coordinator_service.h) only translates
+// Status and streams.
+//
+// Time comes from the injected Clock; Tick() applies it (lease expiry,
+// settle, forming generations) and is called by the server's ticker thread,
+// or by tests with a FakeClock. The only real-time waits are KvWait and
+// WaitForGenerationChange, which block for at most the caller's deadline.
+//
+// Restart ([Note: generation after restart]): a coordinator restarted on a
+// state dir bumps the persisted generation counter by one before serving,
+// so every generation number it reports is above every one reported before
+// the restart, and the next generation formed is higher still. Members are
+// not persisted: a worker's Heartbeat gets NOT_FOUND and it Joins again.
+//
+// Thread safety: all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/shard_plan.h"
+#include "server/kv/kv_store.h"
+#include "server/membership/membership.h"
+#include "server/state/durable_state.h"
+#include "server/state/training_state.h"
+#include "zeroshard/v1/coordinator.pb.h"
+
+namespace zeroshard::server {
+
+struct CoreOptions {
+  std::string job_id = "default";
+  int min_workers = 1;
+  int max_workers = 1024;
+  absl::Duration settle = absl::Seconds(1);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration lease_timeout = absl::Seconds(5);
+  int64_t alignment = 16;        // Shard plan alignment, elements.
+  std::string job_config_json;   // "" = keep the persisted one (or "{}").
+  size_t max_members = 65536;    // Live members, waiting ones included.
+};
+
+class CoordinatorCore {
+ public:
+  // Validates options (INVALID_ARGUMENT naming the option), loads the
+  // durable state (FAILED_PRECONDITION if it belongs to another job id) and
+  // persists the job and the bumped generation counter. `clock` and
+  // `metrics` must outlive the core.
+  static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(
+      const CoreOptions& options, std::unique_ptr<DurableState> durable, const Clock* clock,
+      MetricsRegistry* metrics);
+
+  absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
+  absl::Status Leave(const v1::LeaveRequest& request);
+  absl::StatusOr<v1::ReportFailureResponse> ReportFailure(const v1::ReportFailureRequest& request);
+  absl::StatusOr<v1::GenerationInfo> GetGeneration(const v1::GetGenerationRequest& request);
+  // Blocks until a generation forms or ends after change number `seen`
+  // (from a previous call; 0 = return at once), the deadline passes, or
+  // Shutdown. Returns the info and the change number it reflects;
+  // UNAVAILABLE after Shutdown.
+  absl::StatusOr<std::pair<v1::GenerationInfo, uint64_t>> WaitForGenerationChange(
+      const v1::GetGenerationRequest& request, uint64_t seen, absl::Time deadline);
+
+  absl::Status KvSet(const v1::KvSetRequest& request);
+  absl::StatusOr<std::string> KvGet(const v1::KvGetRequest& request);
+  // Blocks (real time) up to timeout_ms for every key; DEADLINE_EXCEEDED
+  // naming a missing key; FAILED_PRECONDITION if the generation ends first;
+  // UNAVAILABLE after Shutdown.
+  absl::Status KvWait(const v1::KvWaitRequest& request);
+  absl::StatusOr<int64_t> KvAdd(const v1::KvAddRequest& request);
+
+  absl::Status ReportStep(const v1::StepReport& request);
+  absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
+
+  // Applies the clock: lease expiry, generation end and formation.
+  void Tick();
+  // Wakes every waiter with UNAVAILABLE; later waits return at once.
+  void Shutdown();
+
+  // Read-only views for the server and the checkpoint service.
+  uint64_t generation() const;
+  GenerationState state() const;
+  // The running generation's members by rank (empty while waiting).
+  std::vector<v1::MemberInfo> RankedMembers() const;
+  // The job's units (empty until the first Join that carries them).
+  std::vector<UnitSpec> units() const;
+  int64_t alignment() const { return options_.alignment; }
+  const std::string& job_id() const { return options_.job_id; }
+  DurableState* durable() { return durable_.get(); }
+  // Time of the last Tick (for /healthz: a wedged core stops ticking).
+  // Lock-free, so it answers even when the core is stuck.
+  absl::Time last_tick() const;
+
+ private:
+  CoordinatorCore(const CoreOptions& options, std::unique_ptr<DurableState> durable,
+                  const Clock* clock, MetricsRegistry* metrics, const DurableSnapshot& snapshot);
+
+  // Acts on membership events: drop keys, persist, count, wake watchers.
+  void DrainEventsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RebuildPlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetUnitsLocked(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::MemberInfo MemberInfoLocked(const Member& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<v1::GenerationInfo> GenerationInfoLocked(uint64_t member_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckKvRequestLocked(const std::string& job_id, uint64_t generation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoreOptions options_;
+  std::unique_ptr<DurableState> durable_;
+  const Clock* clock_;
+
+  mutable absl::Mutex mu_;
+  Membership membership_ ABSL_GUARDED_BY(mu_);
+  KvStore kv_ ABSL_GUARDED_BY(mu_);
+  TrainingState training_ ABSL_GUARDED_BY(mu_);
+  std::string job_config_json_ ABSL_GUARDED_BY(mu_);
+  std::vector<UnitSpec> units_ ABSL_GUARDED_BY(mu_);
+  bool units_known_ ABSL_GUARDED_BY(mu_) = false;
+  v1::ShardPlan plan_ ABSL_GUARDED_BY(mu_);  // For the running generation.
+  uint64_t change_number_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t generation_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  // Unix ns of the last Tick; atomic so /healthz can read it without the
+  // lock a wedged core would hold.
+  std::atomic<int64_t> last_tick_ns_{0};
+
+  MetricFamily* generation_metric_;
+  MetricFamily* workers_metric_;
+  MetricFamily* waiting_metric_;
+  MetricFamily* changes_metric_;
+  MetricFamily* heartbeats_metric_;
+  MetricFamily* joins_metric_;
+  MetricFamily* removals_metric_;
+  MetricFamily* kv_keys_metric_;
+  MetricFamily* kv_bytes_metric_;
+};
+
+}  // namespace zeroshard::server

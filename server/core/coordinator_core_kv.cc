@@ -1,0 +1,134 @@
+// The rendezvous-store and training-state RPCs of CoordinatorCore.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/core/coordinator_core.h"
+#include "server/core/validation.h"
+
+namespace zeroshard::server {
+
+absl::Status CoordinatorCore::CheckKvRequestLocked(const std::string& job_id,
+                                                   uint64_t generation) const {
+  ZS_RETURN_IF_ERROR(CheckJobId(job_id, options_.job_id));
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  return membership_.CheckRunning(generation, "generation");
+}
+
+absl::Status CoordinatorCore::KvSet(const v1::KvSetRequest& r) {
+  ZS_RETURN_IF_ERROR(ValidateKey(r.key(), "key"));
+  absl::MutexLock lock(&mu_);
+  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
+  ZS_RETURN_IF_ERROR(kv_.Set(r.key(), r.value()));
+  UpdateGaugesLocked();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CoordinatorCore::KvGet(const v1::KvGetRequest& r) {
+  ZS_RETURN_IF_ERROR(ValidateKey(r.key(), "key"));
+  absl::MutexLock lock(&mu_);
+  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
+  return kv_.Get(r.key());
+}
+
+absl::StatusOr<int64_t> CoordinatorCore::KvAdd(const v1::KvAddRequest& r) {
+  ZS_RETURN_IF_ERROR(ValidateKey(r.key(), "key"));
+  absl::MutexLock lock(&mu_);
+  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
+  ZS_ASSIGN_OR_RETURN(int64_t sum, kv_.Add(r.key(), r.delta()));
+  UpdateGaugesLocked();
+  return sum;
+}
+
+absl::Status CoordinatorCore::KvWait(const v1::KvWaitRequest& r) {
+  if (r.keys_size() == 0) return absl::InvalidArgumentError("keys is empty");
+  if (r.keys_size() > kMaxWaitKeys) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keys has ", r.keys_size(), " entries; the limit is ", kMaxWaitKeys));
+  }
+  for (int i = 0; i < r.keys_size(); ++i) {
+    ZS_RETURN_IF_ERROR(ValidateKey(r.keys(i), absl::StrCat("keys[", i, "]").c_str()));
+  }
+  if (r.timeout_ms() < 1 || r.timeout_ms() > kMaxWaitMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeout_ms = ", r.timeout_ms(), " is outside [1, ", kMaxWaitMs, "]"));
+  }
+  // Real time: this bounds how long a gRPC thread is held, it is not part
+  // of the state machine.
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(r.timeout_ms());
+  struct Waiter {
+    const CoordinatorCore* core;
+    const v1::KvWaitRequest* request;
+  } waiter{this, &r};
+  auto done = +[](Waiter* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const CoordinatorCore* c = w->core;
+    if (c->shutdown_ || !c->membership_.CheckRunning(w->request->generation(), "").ok()) {
+      return true;
+    }
+    for (const std::string& key : w->request->keys()) {
+      if (!c->kv_.Has(key)) return false;
+    }
+    return true;
+  };
+  absl::MutexLock lock(&mu_);
+  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
+  mu_.AwaitWithDeadline(absl::Condition(done, &waiter), deadline);
+  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
+  for (const std::string& key : r.keys()) {
+    if (!kv_.Has(key)) {
+      return absl::DeadlineExceededError(absl::StrCat("key \"", key, "\" not set in ",
+                                                      kv_.prefix(), " within ", r.timeout_ms(),
+                                                      " ms"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
+  ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
+  ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
+  ZS_RETURN_IF_ERROR(TrainingState::Validate(r));
+  bool advanced = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const Member* m = membership_.Find(r.member_id());
+    if (m == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("member_id ", r.member_id(), " is not a member; Join again"));
+    }
+    ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
+    if (m->rank < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
+          r.generation()));
+    }
+    if (r.rank() != m->rank) {
+      return absl::InvalidArgumentError(absl::StrCat("rank = ", r.rank(), " but member ",
+                                                     r.member_id(), " has rank ", m->rank));
+    }
+    advanced = training_.Record(r);
+  }
+  // Persisted outside the core's lock; DurableState keeps the highest step,
+  // so reports racing here cannot move it backwards.
+  if (advanced) return durable_->SetLastStep(r.step(), r.loss());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JobStatus> CoordinatorCore::GetJobStatus(const v1::GetJobStatusRequest& r) {
+  ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id, /*allow_empty=*/true));
+  absl::MutexLock lock(&mu_);
+  v1::JobStatus out;
+  out.set_job_id(options_.job_id);
+  out.set_generation(membership_.generation());
+  out.set_state(membership_.state() == GenerationState::kRunning
+                    ? v1::GenerationInfo::STATE_RUNNING
+                    : v1::GenerationInfo::STATE_WAITING);
+  out.set_world_size(membership_.world_size());
+  for (const Member* m : membership_.Ranked()) *out.add_members() = MemberInfoLocked(*m);
+  for (const Member* m : membership_.Waiting()) *out.add_members() = MemberInfoLocked(*m);
+  training_.FillStatus(&out);
+  out.set_generation_changes(generation_changes_);
+  return out;
+}
+
+}  // namespace zeroshard::server

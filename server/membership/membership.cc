@@ -1,0 +1,170 @@
+#include "server/membership/membership.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace zeroshard::server {
+
+const char* GenerationStateName(GenerationState s) {
+  return s == GenerationState::kRunning ? "RUNNING" : "WAITING";
+}
+
+Membership::Membership(MembershipOptions options, uint64_t last_generation,
+                       uint64_t member_id_base, std::string first_reason)
+    : options_(options),
+      generation_(last_generation),
+      next_member_id_(member_id_base + 1),
+      pending_reason_(std::move(first_reason)) {
+  ZS_CHECK(options_.min_workers >= 1 && options_.max_workers >= options_.min_workers);
+}
+
+uint64_t Membership::Join(const std::string& worker_id, const std::string& host,
+                          absl::Time now) {
+  // A live member with the same worker_id is a restarted worker: the old
+  // incarnation is gone, so it leaves before the new one joins.
+  auto existing = by_worker_id_.find(worker_id);
+  if (existing != by_worker_id_.end()) Remove(existing->second, "rejoin", now);
+  const uint64_t id = next_member_id_++;
+  Member& m = members_[id];
+  m.member_id = id;
+  m.worker_id = worker_id;
+  m.host = host;
+  m.joined = now;
+  m.last_heartbeat = now;
+  by_worker_id_[worker_id] = id;
+  last_change_ = now;
+  if (state_ == GenerationState::kWaiting && pending_reason_.empty()) pending_reason_ = "join";
+  return id;
+}
+
+absl::Status Membership::Heartbeat(uint64_t member_id, absl::Time now) {
+  auto it = members_.find(member_id);
+  if (it == members_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "member_id ", member_id,
+        " is not a member (its lease expired, it left, or the coordinator restarted); Join again"));
+  }
+  it->second.last_heartbeat = std::max(it->second.last_heartbeat, now);
+  return absl::OkStatus();
+}
+
+absl::Status Membership::Leave(uint64_t member_id, absl::Time now) {
+  if (members_.count(member_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
+  }
+  Remove(member_id, "leave", now);
+  return absl::OkStatus();
+}
+
+absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
+                                       absl::Time now) {
+  if (members_.count(member_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
+  }
+  ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
+  EndGeneration("failure", now);
+  return absl::OkStatus();
+}
+
+absl::Status Membership::CheckRunning(uint64_t generation, const char* field) const {
+  if (state_ == GenerationState::kRunning && generation == generation_) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, " ", generation, " is not the running generation; current generation: ",
+      generation_, " (", GenerationStateName(state_), ")"));
+}
+
+void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Time now) {
+  auto it = members_.find(member_id);
+  if (it == members_.end()) return;
+  const bool ranked = it->second.rank >= 0;
+  by_worker_id_.erase(it->second.worker_id);
+  members_.erase(it);
+  events_.push_back({MembershipEvent::Kind::kMemberRemoved, generation_, reason, member_id});
+  last_change_ = now;
+  if (ranked) {
+    EndGeneration(reason, now);
+  } else if (state_ == GenerationState::kWaiting && pending_reason_.empty()) {
+    pending_reason_ = reason;
+  }
+}
+
+void Membership::EndGeneration(const std::string& reason, absl::Time now) {
+  if (state_ != GenerationState::kRunning) return;
+  for (uint64_t id : ranked_) {
+    auto it = members_.find(id);
+    if (it != members_.end()) it->second.rank = -1;
+  }
+  ranked_.clear();
+  state_ = GenerationState::kWaiting;
+  pending_reason_ = reason;
+  last_change_ = now;
+  events_.push_back({MembershipEvent::Kind::kGenerationEnded, generation_, reason, 0});
+}
+
+void Membership::Form(absl::Time now) {
+  ++generation_;
+  state_ = GenerationState::kRunning;
+  ranked_.clear();
+  // Deterministic ranks: join order, capped at max_workers.
+  for (auto& [id, m] : members_) {
+    if (static_cast<int>(ranked_.size()) >= options_.max_workers) break;
+    m.rank = static_cast<int>(ranked_.size());
+    ranked_.push_back(id);
+  }
+  events_.push_back({MembershipEvent::Kind::kGenerationFormed, generation_,
+                     pending_reason_.empty() ? "join" : pending_reason_, 0});
+  pending_reason_.clear();
+  (void)now;
+}
+
+void Membership::Tick(absl::Time now) {
+  // Expire leases first: a silent member must not get a rank.
+  std::vector<uint64_t> expired;
+  for (const auto& [id, m] : members_) {
+    if (now - m.last_heartbeat > options_.lease_timeout) expired.push_back(id);
+  }
+  for (uint64_t id : expired) Remove(id, "lease_expired", now);
+
+  const bool settled = now - last_change_ >= options_.settle;
+  if (state_ == GenerationState::kRunning) {
+    const bool joiner_admissible = members_.size() > ranked_.size() &&
+                                   static_cast<int>(ranked_.size()) < options_.max_workers;
+    if (!joiner_admissible || !settled) return;
+    EndGeneration("join", now);
+    last_change_ = now - options_.settle;  // Already settled: form right away.
+  }
+  if (state_ == GenerationState::kWaiting &&
+      static_cast<int>(members_.size()) >= options_.min_workers &&
+      now - last_change_ >= options_.settle) {
+    Form(now);
+  }
+}
+
+std::vector<MembershipEvent> Membership::TakeEvents() {
+  std::vector<MembershipEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+const Member* Membership::Find(uint64_t member_id) const {
+  auto it = members_.find(member_id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Member*> Membership::Ranked() const {
+  std::vector<const Member*> out;
+  for (uint64_t id : ranked_) out.push_back(&members_.at(id));
+  return out;
+}
+
+std::vector<const Member*> Membership::Waiting() const {
+  std::vector<const Member*> out;
+  for (const auto& [id, m] : members_) {
+    if (m.rank < 0) out.push_back(&m);
+  }
+  return out;
+}
+
+}  // namespace zeroshard::server

@@ -1,0 +1,49 @@
+// The gRPC Coordinator service: a thin adapter that hands each request to
+// CoordinatorCore and turns its absl::Status into grpc::Status
+// (common/rpc/grpc_status.h). WatchGeneration streams a GenerationInfo at once
+// and then after every generation change, until the client cancels, its
+// deadline passes, or the server shuts down.
+//
+// Thread safety: called concurrently by gRPC's sync server threads.
+#pragma once
+
+#include "server/core/coordinator_core.h"
+#include "zeroshard/v1/coordinator.grpc.pb.h"
+
+namespace zeroshard::server {
+
+class CoordinatorService final : public v1::Coordinator::Service {
+ public:
+  explicit CoordinatorService(CoordinatorCore* core) : core_(core) {}
+
+  grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
+                    v1::JoinResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
+  grpc::Status Leave(grpc::ServerContext*, const v1::LeaveRequest* request,
+                     v1::LeaveResponse* response) override;
+  grpc::Status ReportFailure(grpc::ServerContext*, const v1::ReportFailureRequest* request,
+                             v1::ReportFailureResponse* response) override;
+  grpc::Status GetGeneration(grpc::ServerContext*, const v1::GetGenerationRequest* request,
+                             v1::GenerationInfo* response) override;
+  grpc::Status WatchGeneration(grpc::ServerContext* context,
+                               const v1::GetGenerationRequest* request,
+                               grpc::ServerWriter<v1::GenerationInfo>* writer) override;
+  grpc::Status KvSet(grpc::ServerContext*, const v1::KvSetRequest* request,
+                     v1::KvSetResponse* response) override;
+  grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest* request,
+                     v1::KvGetResponse* response) override;
+  grpc::Status KvWait(grpc::ServerContext*, const v1::KvWaitRequest* request,
+                      v1::KvWaitResponse* response) override;
+  grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,
+                     v1::KvAddResponse* response) override;
+  grpc::Status ReportStep(grpc::ServerContext*, const v1::StepReport* request,
+                          v1::ReportStepResponse* response) override;
+  grpc::Status GetJobStatus(grpc::ServerContext*, const v1::GetJobStatusRequest* request,
+                            v1::JobStatus* response) override;
+
+ private:
+  CoordinatorCore* core_;
+};
+
+}  // namespace zeroshard::server

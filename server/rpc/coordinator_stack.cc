@@ -1,0 +1,26 @@
+#include "server/rpc/coordinator_stack.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace zeroshard {
+
+absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
+                                                       int keep_checkpoints) {
+  CoordinatorStack stack;
+  std::vector<grpc::Service*> extra_services;
+  if (!options.checkpoint_dir.empty()) {
+    auto host = server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints);
+    if (!host.ok()) {
+      return absl::Status(host.status().code(),
+                          absl::StrCat("--checkpoint-dir: ", host.status().message()));
+    }
+    stack.checkpoints = *std::move(host);
+    extra_services.push_back(stack.checkpoints->service());
+  }
+  auto server = CoordinatorServer::Start(options, extra_services);
+  if (!server.ok()) return server.status();
+  stack.server = *std::move(server);
+  return stack;
+}
+
+}  // namespace zeroshard

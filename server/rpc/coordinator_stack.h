@@ -1,0 +1,27 @@
+// The coordinator as a process runs it: the Coordinator service plus, when
+// options.checkpoint_dir is set, the checkpoint service on the same port
+// (checkpoint.proto). Used by zeroshard-coordinator and by `zeroshard
+// launch`'s embedded coordinator, so both serve the same thing.
+// Thread-safe as CoordinatorServer.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "server/checkpoint/checkpoint_host.h"
+#include "server/rpc/coordinator_server.h"
+
+namespace zeroshard {
+
+struct CoordinatorStack {
+  // Declared first so it outlives the server that serves it.
+  std::unique_ptr<server::CheckpointHost> checkpoints;  // Null without a checkpoint dir.
+  std::unique_ptr<CoordinatorServer> server;
+};
+
+// Errors: the checkpoint store's (prefixed "--checkpoint-dir: ") or
+// CoordinatorServer::Start's.
+absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
+                                                       int keep_checkpoints);
+
+}  // namespace zeroshard
