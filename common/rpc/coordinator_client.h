@@ -2,7 +2,7 @@
 // used by workers, the CLI and tests. Every call carries a deadline
 // (Options::timeout; KvWait adds its own wait time to it) and returns
 // absl::Status: gRPC errors keep their code (UNAVAILABLE when the
-// coordinator is unreachable: retry; FAILED_PRECONDITION for a stale
+// coordinator is unreachable: retry; ABORTED for a stale
 // generation: rejoin or move to the new generation; NOT_FOUND for an
 // unknown member: Join again) and the message names the RPC.
 //

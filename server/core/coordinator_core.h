@@ -77,7 +77,7 @@ class CoordinatorCore {
   absl::Status KvSet(const v1::KvSetRequest& request);
   absl::StatusOr<std::string> KvGet(const v1::KvGetRequest& request);
   // Blocks (real time) up to timeout_ms for every key; DEADLINE_EXCEEDED
-  // naming a missing key; FAILED_PRECONDITION if the generation ends first;
+  // naming a missing key; ABORTED if the generation ends first;
   // UNAVAILABLE after Shutdown.
   absl::Status KvWait(const v1::KvWaitRequest& request);
   absl::StatusOr<int64_t> KvAdd(const v1::KvAddRequest& request);

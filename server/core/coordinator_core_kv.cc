@@ -98,7 +98,7 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
     }
     ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
     if (m->rank < 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
+      return absl::AbortedError(absl::StrCat(
           "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
           r.generation()));
     }

@@ -70,7 +70,7 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
 
 absl::Status Membership::CheckRunning(uint64_t generation, const char* field) const {
   if (state_ == GenerationState::kRunning && generation == generation_) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
+  return absl::AbortedError(absl::StrCat(
       field, " ", generation, " is not the running generation; current generation: ",
       generation_, " (", GenerationStateName(state_), ")"));
 }

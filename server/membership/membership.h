@@ -80,14 +80,15 @@ class Membership {
   absl::Status Heartbeat(uint64_t member_id, absl::Time now);
   absl::Status Leave(uint64_t member_id, absl::Time now);
   // Ends the running generation `generation` (reason "failure"). NOT_FOUND
-  // for an unknown reporter; FAILED_PRECONDITION if `generation` is not the
+  // for an unknown reporter; ABORTED if `generation` is not the
   // running one.
   absl::Status ReportFailure(uint64_t member_id, uint64_t generation, absl::Time now);
   // Expires leases and forms or ends generations as the rules above say.
   void Tick(absl::Time now);
 
-  // OK iff `generation` is the running generation; else FAILED_PRECONDITION
-  // naming `field`, the generation asked for and the current one.
+  // OK iff `generation` is the running generation; else ABORTED (retry after
+  // re-reading the generation) naming `field`, the generation asked for and
+  // the current one.
   absl::Status CheckRunning(uint64_t generation, const char* field) const;
 
   // Moves out the events since the last call, in order.

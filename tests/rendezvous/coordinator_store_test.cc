@@ -99,8 +99,8 @@ TEST_F(CoordinatorStoreTest, StoreOfAnEndedGenerationIsRefused) {
   leave.set_member_id(members_[2]);
   ASSERT_TRUE(client_->Leave(leave).ok());
   absl::Status s = store.Set("k", {2});
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_TRUE(absl::IsFailedPrecondition(store.Get("k").status()));
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_TRUE(absl::IsAborted(store.Get("k").status()));
 }
 
 }  // namespace

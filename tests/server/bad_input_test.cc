@@ -131,7 +131,7 @@ TEST_F(BadInputTest, MembershipAndStepFields) {
   ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "rank");
   r.set_rank(0);
   r.set_generation(7);
-  ExpectRefused(client_->ReportStep(r), C::kFailedPrecondition, "current generation: 1");
+  ExpectRefused(client_->ReportStep(r), C::kAborted, "current generation: 1");
   r.set_generation(1);
   EXPECT_TRUE(client_->ReportStep(r).ok());
 
@@ -153,7 +153,7 @@ TEST_F(BadInputTest, KvFieldsAndOversizedMessages) {
   EXPECT_EQ(client_->KvSet(set).code(), C::kResourceExhausted);
   set.set_value("v");
   set.set_generation(0);
-  ExpectRefused(client_->KvSet(set), C::kFailedPrecondition, "current generation: 1");
+  ExpectRefused(client_->KvSet(set), C::kAborted, "current generation: 1");
 
   v1::KvWaitRequest wait;
   wait.set_job_id("bad");

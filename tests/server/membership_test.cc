@@ -87,7 +87,7 @@ TEST(MembershipTest, JoinerWhileRunningIsAdmittedAtNextGeneration) {
   report.set_member_id(joiner);
   report.set_generation(1);
   report.set_rank(-1);
-  EXPECT_TRUE(absl::IsFailedPrecondition(h.core->ReportStep(report)));
+  EXPECT_TRUE(absl::IsAborted(h.core->ReportStep(report)));
   h.Advance(absl::Milliseconds(200));  // Within settle: generation 1 keeps running.
   EXPECT_EQ(h.core->generation(), 1u);
   EXPECT_EQ(h.core->state(), GenerationState::kRunning);
@@ -118,7 +118,7 @@ TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   set.set_generation(1);
   set.set_key("k");
   absl::Status s = h.core->KvSet(set);
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_NE(s.message().find("current generation: 2"), std::string::npos) << s;
 
   v1::StepReport report;
@@ -128,7 +128,7 @@ TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   report.set_rank(0);
   report.set_step(1);
   s = h.core->ReportStep(report);
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_NE(s.message().find("current generation: 2"), std::string::npos) << s;
 
   v1::ReportFailureRequest failure;
@@ -137,7 +137,7 @@ TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   failure.set_generation(1);
   failure.set_failed_rank(-1);
   s = h.core->ReportFailure(failure).status();
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_EQ(h.core->state(), GenerationState::kRunning);  // Generation 2 unharmed.
 
   report.set_generation(2);

@@ -57,10 +57,15 @@ EngineOptions MakeEngineOptions(const JobConfig& job) {
 
 constexpr int kMaxGenerationRestarts = 20;
 
-// Errors a peer's departure or the generation's end cause in this worker.
+// Errors a peer's departure or the generation's end cause in this worker
+// (abseil's retry guidance: UNAVAILABLE and DEADLINE_EXCEEDED retry the call,
+// ABORTED retries higher up: here, the next generation; the coordinator
+// answers ABORTED for a stale generation). Anything else, such as a
+// checkpoint that does not match the model (FAILED_PRECONDITION) or a bad
+// config, is this worker's own error and stops it at once.
 bool IsGenerationLoss(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsAborted(s) || absl::IsDeadlineExceeded(s) ||
-         absl::IsFailedPrecondition(s) || absl::IsCancelled(s);
+         absl::IsCancelled(s);
 }
 
 // One generation: rendezvous, engine, optional restore, training.
