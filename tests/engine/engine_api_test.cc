@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
 
@@ -125,6 +126,28 @@ TEST(EngineApiTest, NonFiniteGradientSkipsStepAndBracketedStepIsRefused) {
     EXPECT_EQ(engine->optimizer_step(), 1);
     return absl::OkStatus();
   }).ok());
+}
+
+// HostHooks (the bridge for a host model over device buffers) adds in fp32
+// on the host exactly as the CPU device does: through it, every stage
+// trains to the same bits as without it.
+TEST(EngineApiTest, HostHooksAreBitIdenticalOnTheCpuDevice) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    std::vector<RankResult> direct(2), bridged(2);
+    ASSERT_TRUE(RunRanksAsThreads(2, absl::StrCat("hosthooks", stage), [&](int rank, Communicator* comm) {
+      RunConfig config;
+      config.stage = stage;
+      config.steps = 3;
+      ZS_ASSIGN_OR_RETURN(direct[rank], TrainRank(kDims, RefAdamW{}, config, comm));
+      config.via_host_hooks = true;
+      ZS_ASSIGN_OR_RETURN(bridged[rank], TrainRank(kDims, RefAdamW{}, config, comm));
+      return absl::OkStatus();
+    }).ok());
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(direct[r].params, bridged[r].params) << "stage " << stage << " rank " << r;
+      EXPECT_EQ(direct[r].grad_norms, bridged[r].grad_norms) << "stage " << stage;
+    }
+  }
 }
 
 // Rank 1 never takes part: rank 0's stage-3 gather must time out within the

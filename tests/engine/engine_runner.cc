@@ -1,10 +1,13 @@
 #include "tests/engine/engine_runner.h"
 
+#include "worker/engine/host_hooks.h"
+
 #include <thread>
 
 #include "common/status_macros.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
+#include "worker/engine/host_hooks.h"
 
 namespace zeroshard::testing {
 
@@ -19,6 +22,8 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.max_grad_norm = static_cast<float>(hp.max_grad_norm);
   o.collective_timeout = absl::Seconds(20);
   o.optimizer_threads = 1;
+  o.device = config.device;
+  o.control_comm = config.control_comm;
   return o;
 }
 
@@ -46,6 +51,10 @@ absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
                       ShardedEngine::Create(plan, comm, MakeEngineOptions(config, hp),
                                             MlpInit(plan, 42)));
+  std::unique_ptr<HostHooks> hooks;
+  if (config.via_host_hooks || engine->device().kind() != DeviceKind::kCpu) {
+    hooks = std::make_unique<HostHooks>(plan, &engine->device(), engine.get());
+  }
   const int per_rank = config.global_batch / n;
   const int per_micro = per_rank / config.micro_batches;
   if (per_rank * n != config.global_batch || per_micro * config.micro_batches != per_rank) {
@@ -58,7 +67,11 @@ absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
       for (int k = 0; k < per_micro; ++k) {
         batch.push_back(MakeSample(dims, step, rank * per_rank + mb * per_micro + k));
       }
-      MlpForwardBackward(dims, plan, *engine, batch);
+      if (hooks != nullptr) {
+        MlpForwardBackward(dims, plan, *hooks, batch);
+      } else {
+        MlpForwardBackward(dims, plan, *engine, batch);
+      }
     }
     ZS_ASSIGN_OR_RETURN(StepResult result, engine->Step(1.0f / config.micro_batches));
     if (result.skipped) return absl::InternalError("step skipped (non-finite gradient)");

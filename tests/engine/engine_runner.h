@@ -24,6 +24,14 @@ struct RunConfig {
   int global_batch = 24;
   int micro_batches = 2;
   int64_t alignment = 2;
+  // Where the engine's buffers live (null: the CPU device the engine owns).
+  // A device other than the CPU is driven through HostHooks, since the test
+  // MLP computes on the host; so is the CPU one with via_host_hooks.
+  Device* device = nullptr;
+  bool via_host_hooks = false;
+  // The control communicator (null: the data one); needed when `comm` takes
+  // device pointers.
+  Communicator* control_comm = nullptr;
 };
 
 EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);
