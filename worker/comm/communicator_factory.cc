@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/comm/gloo_communicator.h"
+#include "worker/comm/host_staged_communicator.h"
 #ifdef ZEROSHARD_HAVE_NCCL
 #include "worker/comm/nccl_communicator.h"
 #endif
@@ -11,11 +12,18 @@ namespace zeroshard {
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     const std::string& backend, Store& store, const std::string& prefix, int rank, int world_size,
     const CommunicatorOptions& options) {
-  if (backend == "gloo") {
+  if (backend == "gloo" || backend == "host-staged") {
+    if (backend == "host-staged" && options.device == nullptr) {
+      return absl::InvalidArgumentError(
+          "backend \"host-staged\" needs CommunicatorOptions::device (the buffers' device)");
+    }
     GlooOptions gloo;
     gloo.hostname = options.hostname;
     gloo.timeout = options.timeout;
-    return CreateGlooCommunicator(store, prefix, rank, world_size, gloo);
+    absl::StatusOr<std::unique_ptr<Communicator>> host =
+        CreateGlooCommunicator(store, prefix, rank, world_size, gloo);
+    if (!host.ok() || backend == "gloo") return host;
+    return CreateHostStagedCommunicator(std::move(host).value(), options.device);
   }
   if (backend == "nccl") {
 #ifdef ZEROSHARD_HAVE_NCCL
@@ -30,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
 #endif
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("backend must be \"gloo\" or \"nccl\", got \"", backend, "\""));
+      absl::StrCat("backend must be \"gloo\", \"nccl\" or \"host-staged\", got \"", backend, "\""));
 }
 
 }  // namespace zeroshard
