@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/comm/gloo_communicator.h"
+#include "worker/device/device.h"
 #include "worker/comm/host_staged_communicator.h"
 #ifdef ZEROSHARD_HAVE_NCCL
 #include "worker/comm/nccl_communicator.h"
@@ -30,6 +31,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     NcclOptions nccl;
     nccl.device = options.cuda_device;
     nccl.timeout = options.timeout;
+    if (options.device != nullptr) {  // Ordered after the work on its stream.
+      if (options.device->ordinal() >= 0) nccl.device = options.device->ordinal();
+      nccl.compute_stream = options.device->stream();
+    }
     return CreateNcclCommunicator(store, prefix, rank, world_size, nccl);
 #else
     return absl::FailedPreconditionError(

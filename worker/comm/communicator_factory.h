@@ -20,7 +20,8 @@ struct CommunicatorOptions {
   absl::Duration timeout = absl::Seconds(60);  // Rendezvous and connection timeout.
   int cuda_device = -1;                        // nccl: device ordinal; -1 = rank % devices.
   // host-staged: the device whose memory the buffers are; must outlive the
-  // communicator. Null: "host-staged" is INVALID_ARGUMENT.
+  // communicator. Null: "host-staged" is INVALID_ARGUMENT. nccl: when set,
+  // its ordinal and stream (ops wait for work issued on it) are used.
   Device* device = nullptr;
 };
 
