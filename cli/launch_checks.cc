@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "common/zero_memory.h"
 #include "worker/data/text_corpus.h"
+#include "worker/device/device_factory.h"
 #include "worker/model/gpt_model.h"
 
 namespace zeroshard::cli {
@@ -43,6 +44,13 @@ absl::Status CheckCheckpointDir(const JobConfig& job) {
     }
   }
   return absl::OkStatus();
+}
+
+// --device cuda where this machine shows no GPU fails here, in one line,
+// rather than in every worker.
+absl::Status CheckDevice(const JobConfig& job) {
+  if (job.device != "cuda") return absl::OkStatus();
+  return CreateDevice({"cuda", -1, 1}).status();
 }
 
 absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
@@ -89,6 +97,7 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   }
   ZS_RETURN_IF_ERROR(o.job.Validate());
   ZS_RETURN_IF_ERROR(CheckCheckpointDir(o.job));
+  ZS_RETURN_IF_ERROR(CheckDevice(o.job));
   // Loading is the check: a missing path or no text is named in the error.
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
   return CheckMemory(o, model);

@@ -49,8 +49,14 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--rpc-timeout", c.rpc_timeout_s,
                   "deadline of one control RPC to the coordinator, seconds")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
-  sub->add_option("--backend", c.backend, "collectives backend")
-      ->check(CLI::IsMember({"gloo"}))->capture_default_str();
+  sub->add_option("--device", c.device,
+                  "where each worker's engine runs: cpu, cuda, or auto (cuda where a GPU is "
+                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
+  sub->add_option("--backend", c.backend,
+                  "collectives: gloo, nccl, host-staged (several ranks on one GPU) or auto "
+                  "(nccl on cuda, gloo on cpu)")
+      ->check(CLI::IsMember({"gloo", "nccl", "host-staged", "auto"}))->capture_default_str();
 }
 
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {

@@ -32,12 +32,16 @@ absl::Status JobConfig::Validate() const {
   if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
   if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
   if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
-  if (backend == "nccl") {
-    // The communicator has an NCCL backend, but the reference model and the
-    // engine keep their buffers in host memory, which NCCL cannot use.
-    return OutOfRange("backend", "nccl needs a GPU model path; this trainer runs on CPU: use gloo");
+  if (device != "cpu" && device != "cuda" && device != "auto") {
+    return OutOfRange("device", absl::StrCat("= \"", device, "\" is not cpu, cuda or auto"));
   }
-  if (backend != "gloo") return OutOfRange("backend", "must be gloo");
+  if (backend != "gloo" && backend != "nccl" && backend != "host-staged" && backend != "auto") {
+    return OutOfRange("backend", absl::StrCat("= \"", backend,
+                                              "\" is not gloo, nccl, host-staged or auto"));
+  }
+  if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
+    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo"));
+  }
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
@@ -64,7 +68,7 @@ std::string JobConfig::ToJson() const {
       {"warmup_steps", warmup_steps}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps},
       {"weight_decay", weight_decay}, {"max_grad_norm", max_grad_norm},
       {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
-      {"threads", threads}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
+      {"threads", threads}, {"device", device}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
       {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
       {"collective_timeout_s", collective_timeout_s},
       {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
@@ -100,6 +104,7 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "eval_batches") c.eval_batches = value.get<int>();
       else if (key == "log_path") c.log_path = value.get<std::string>();
       else if (key == "threads") c.threads = value.get<int>();
+      else if (key == "device") c.device = value.get<std::string>();
       else if (key == "backend") c.backend = value.get<std::string>();
       else if (key == "checkpoint_dir") c.checkpoint_dir = value.get<std::string>();
       else if (key == "checkpoint_every") c.checkpoint_every = value.get<int64_t>();

@@ -32,7 +32,10 @@ struct JobConfig {
   int eval_batches = 4;              // Global batches per validation estimate.
   std::string log_path;              // JSONL step log written by rank 0 ("" = none).
   int threads = 1;                   // Compute threads per worker.
-  std::string backend = "gloo";      // "gloo" or "nccl".
+  std::string device = "cpu";        // "cpu", "cuda" or "auto" (CUDA where the worker sees a GPU).
+  // "gloo", "nccl", "host-staged" (device buffers through Gloo: several
+  // ranks sharing one GPU) or "auto" (nccl on a CUDA device, gloo on CPU).
+  std::string backend = "auto";
   std::string checkpoint_dir;        // Where the coordinator stores checkpoints ("" = none).
   int64_t checkpoint_every = 0;      // Save every this many steps (0 = never).
   bool resume = false;               // Start from the latest committed checkpoint.

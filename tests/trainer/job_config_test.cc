@@ -45,7 +45,12 @@ TEST(JobConfigTest, BadInputNamesTheField) {
   EXPECT_NE(JobConfig::FromJson(R"({"compute_dtype": "fp8"})").status().message().find("fp8"),
             std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"backend": "nccl"})").status().message().find("gloo"),
+            std::string::npos);  // The default device is the CPU.
+  EXPECT_NE(JobConfig::FromJson(R"({"device": "tpu"})").status().message().find("device"),
             std::string::npos);
+  EXPECT_NE(JobConfig::FromJson(R"({"backend": "mpi"})").status().message().find("backend"),
+            std::string::npos);
+  EXPECT_TRUE(JobConfig::FromJson(R"({"device": "cuda", "backend": "nccl"})").ok());
   EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_timeout_s": 0})").status().message().find(
                 "checkpoint_timeout_s"),
             std::string::npos);

@@ -68,7 +68,7 @@ TEST(LaunchTest, LossCurvesAgreeAcrossWorldSizesAndStages) {
 TEST(LaunchTest, BadRequestsFailInOneClearLine) {
   const std::string dir = MakeTempDir("zs_launch_bad");
   struct Case { std::string args, expect; int code; };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"--data /no/such/path --steps 1", "/no/such/path", 2},
       {absl::StrCat("--data ", dir, " --steps 1"), dir, 2},  // empty directory
       {"--model enormous --steps 1", "enormous", 2},
@@ -76,7 +76,11 @@ TEST(LaunchTest, BadRequestsFailInOneClearLine) {
       {"--model gpt2-xl --workers 4 --steps 1", "GiB", 2},
       {"--coordinator 127.0.0.1:1 --steps 1", "no reachable coordinator", 1},
       {absl::StrCat("--checkpoint-dir ", dir, "/ckpt --steps 1"), "--resume", 2},
+      {"--device cpu --backend nccl --steps 1", "on the CPU use gloo", 2},
   };
+  if (RunCommand("nvidia-smi -L").exit_code != 0) {  // No GPU here: --device cuda must say so.
+    cases.push_back({"--device cuda --steps 1", "--device cuda: no CUDA device visible", 2});
+  }
   std::filesystem::create_directories(dir + "/ckpt/step-00000004");
   for (const Case& c : cases) {
     const absl::Time start = absl::Now();

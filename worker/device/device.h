@@ -27,7 +27,10 @@
 //
 // Thread safety: a Device is used by one thread at a time, like its stream;
 // kind(), name(), ordinal(), stream() and memory_info() from any thread. A
-// DeviceEvent may be waited on from any thread.
+// DeviceEvent may be waited on from any thread. Copy, RecordEvent and
+// AllocatePinnedHost/FreePinnedHost may also be called from one second
+// thread (the host-staged communicator's queue): they keep no state beyond
+// the stream, and CUDA stream calls are thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -16,15 +16,16 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator* comm,
-                                     ShardedEngine* engine)
+GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator* control,
+                                     ShardedEngine* engine, UnitHooks* hooks)
     : ctx_(ctx),
-      comm_(comm),
+      comm_(control),
       engine_(engine),
+      hooks_(hooks),
       model_(*ctx.model_config),
       train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
       validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
-      last_comm_(comm->stats()) {
+      last_comm_(engine->comm_stats()) {
   if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
     log_.open(ctx_.job->log_path, std::ios::app);
   }
@@ -69,7 +70,7 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
   ZS_ASSIGN_OR_RETURN(const double loss_sum,
                       SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
                         return model_.ForwardBackward(inputs_.data(), targets_.data(), batch, T,
-                                                      padding ? 0.0f : loss_scale, *engine_);
+                                                      padding ? 0.0f : loss_scale, *hooks_);
                       }));
   engine_->set_learning_rate(static_cast<float>(LearningRateAt(job, step)));
   StepOutcome outcome;
@@ -87,7 +88,7 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
     ZS_ASSIGN_OR_RETURN(const double sum,
                         SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
                           return model_.Forward(inputs_.data(), targets_.data(), batch, T,
-                                                *engine_);
+                                                *hooks_);
                         }));
     loss_sum += sum;
   }
@@ -99,7 +100,7 @@ RankStepStats GenerationTrainer::MyStats() {
   RankStepStats s;
   s.memory = engine_->memory();
   s.peak_memory = engine_->peak_memory();
-  const CommStats now = comm_->stats();
+  const CommStats now = engine_->comm_stats();  // The data plane's.
   const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
   for (int i = 0; i < 3; ++i) {
     s.comm_bytes[i] = now.of(ops[i]).bytes - last_comm_.of(ops[i]).bytes;

@@ -51,7 +51,13 @@ struct GenerationContext {
 
 class GenerationTrainer {
  public:
-  GenerationTrainer(const GenerationContext& ctx, Communicator* comm, ShardedEngine* engine);
+  // `control` carries the control values (loss sums, the step record) in
+  // host memory: the data communicator itself with Gloo on the CPU, a Gloo
+  // communicator beside it otherwise. `hooks` is what the model calls: the
+  // engine, or HostHooks over it when the engine's buffers are device
+  // memory (worker/engine/host_hooks.h).
+  GenerationTrainer(const GenerationContext& ctx, Communicator* control, ShardedEngine* engine,
+                    UnitHooks* hooks);
   // Trains steps [start_step, job.steps). ABORTED when the generation ended
   // under it; the first engine/communication/data error otherwise.
   absl::Status Run(int64_t start_step);
@@ -81,6 +87,7 @@ class GenerationTrainer {
   GenerationContext ctx_;
   Communicator* comm_;
   ShardedEngine* engine_;
+  UnitHooks* hooks_;
   GptModel model_;
   BatchSampler train_;
   BatchSampler validation_;

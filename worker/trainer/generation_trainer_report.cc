@@ -67,7 +67,7 @@ void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
   const RankStepStats& me = record.ranks[ctx_.rank];
   FillMemory(me.memory, report.mutable_memory());
   FillMemory(me.peak_memory, report.mutable_peak_memory());
-  const CommStats totals = comm_->stats();
+  const CommStats totals = engine_->comm_stats();
   const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
   for (CommOp op : ops) {
     v1::CommStat* c = report.add_comm();

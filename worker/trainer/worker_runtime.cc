@@ -9,6 +9,8 @@
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
+#include "worker/device/device_factory.h"
+#include "worker/engine/host_hooks.h"
 #include "worker/model/kernels.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
@@ -22,7 +24,18 @@ struct JobContext {
   ModelConfig model;
   std::unique_ptr<TextCorpus> corpus;
   std::vector<std::vector<float>> initial_units;
+  std::unique_ptr<Device> device;  // This worker's, for every generation.
+  std::string backend;             // job.backend resolved for the device.
 };
+
+// "auto": NCCL on a CUDA device, Gloo on the CPU. Gloo over device memory
+// is the host-staged backend.
+std::string ResolveBackend(const std::string& backend, DeviceKind device) {
+  const bool cuda = device == DeviceKind::kCuda;
+  if (backend == "auto") return cuda ? "nccl" : "gloo";
+  if (backend == "gloo" && cuda) return "host-staged";
+  return backend;
+}
 
 absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const std::string& job_id) {
   v1::GetGenerationRequest request;
@@ -36,10 +49,14 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const std::string&
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
+  ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
+  ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
+  std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
+            << std::flush;
   return ctx;
 }
 
-EngineOptions MakeEngineOptions(const JobConfig& job) {
+EngineOptions MakeEngineOptions(const JobConfig& job, Device* device, Communicator* control) {
   EngineOptions o;
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
@@ -52,6 +69,8 @@ EngineOptions MakeEngineOptions(const JobConfig& job) {
   o.max_grad_norm = static_cast<float>(job.max_grad_norm);
   o.optimizer_threads = job.threads;
   o.collective_timeout = job.collective_timeout();
+  o.device = device;
+  o.control_comm = control;
   return o;
 }
 
@@ -68,6 +87,32 @@ bool IsGenerationLoss(const absl::Status& s) {
          absl::IsCancelled(s);
 }
 
+// The generation's communicators: the data plane on the job's backend, and
+// the control one (host memory, Gloo) for control values, which is the data
+// one itself when that is Gloo on the CPU.
+struct GenerationComms {
+  std::unique_ptr<Communicator> data, own_control;
+  Communicator* control = nullptr;
+};
+
+absl::StatusOr<GenerationComms> ConnectGeneration(const WorkerOptions& options, JobContext& job,
+                                                  Store& store, const v1::GenerationInfo& info) {
+  CommunicatorOptions o;
+  o.hostname = options.host;
+  o.timeout = job.job.collective_timeout();
+  o.device = job.device.get();
+  GenerationComms comms;
+  ZS_ASSIGN_OR_RETURN(comms.data, CreateCommunicator(job.backend, store, "comm/", info.rank(),
+                                                     info.world_size(), o));
+  comms.control = comms.data.get();
+  if (job.backend != "gloo") {
+    ZS_ASSIGN_OR_RETURN(comms.own_control, CreateCommunicator("gloo", store, "control/",
+                                                              info.rank(), info.world_size(), o));
+    comms.control = comms.own_control.get();
+  }
+  return comms;
+}
+
 // One generation: rendezvous, engine, optional restore, training.
 absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                            std::shared_ptr<CoordinatorClient> client, WorkerSession& session,
@@ -75,28 +120,38 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                            const v1::GenerationInfo& info) {
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, ShardPlanFromProto(info.plan()));
   CoordinatorStore store(std::move(client), session.job_id(), info.generation());
-  CommunicatorOptions comm_options;
-  comm_options.hostname = options.host;
-  comm_options.timeout = job.job.collective_timeout();
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                      CreateCommunicator(job.job.backend, store, "comm/", info.rank(),
-                                         info.world_size(), comm_options));
-  Communicator* raw = comm.get();
-  session.WatchForEnd(info.generation(), [raw] { raw->Abort(); });
-  // Before `comm` goes, so the heartbeat never aborts a destroyed communicator.
+  ZS_ASSIGN_OR_RETURN(GenerationComms comms, ConnectGeneration(options, job, store, info));
+  Communicator* data = comms.data.get();
+  Communicator* control = comms.control;
+  session.WatchForEnd(info.generation(), [data, control] {
+    data->Abort();
+    control->Abort();
+  });
+  // Before the communicators go, so the heartbeat never aborts a destroyed one.
   absl::Cleanup stop_watching = [&session] { session.StopWatching(); };
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
-                      ShardedEngine::Create(plan, raw, MakeEngineOptions(job.job), job.initial_units));
+                      ShardedEngine::Create(plan, data,
+                                            MakeEngineOptions(job.job, job.device.get(), control),
+                                            job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size()};
-  ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, *raw));
+  ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, *control));
   int64_t start_step = 0;
   if (restore_step >= 0) {
     ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, *engine, restore_step));
     start_step = restore_step;
     std::cout << "restored checkpoint at step " << start_step << "\n" << std::flush;
   }
-  GenerationTrainer trainer(ctx, raw, engine.get());
+  // The CPU model computes on the host: over device buffers it goes through
+  // HostHooks (until the model has device kernels).
+  std::unique_ptr<HostHooks> host_hooks;
+  UnitHooks* hooks = engine.get();
+  if (job.device->kind() != DeviceKind::kCpu) {
+    host_hooks = std::make_unique<HostHooks>(engine->plan(), job.device.get(), engine.get(),
+                                             job.job.collective_timeout());
+    hooks = host_hooks.get();
+  }
+  GenerationTrainer trainer(ctx, control, engine.get(), hooks);
   return trainer.Run(start_step);
 }
 
