@@ -239,7 +239,7 @@ struct Trials {
   CoordinatorClient& client;
   Pacers& pacers;
   std::vector<SimWorker>& workers;
-  int expected_world = f.workers;
+  int expected_world;  // Workers not yet silenced.
   Propagation out;
 
   // Silences the trial's victim and records how long the survivors take to
@@ -309,7 +309,7 @@ int PropagationPart(const Flags& f) {
     pacers.Stop();
     return 1;
   }
-  Trials trials{f, **server, *clients[0], pacers, workers};
+  Trials trials{f, **server, *clients[0], pacers, workers, f.workers, {}};
   for (int trial = 0; trial < f.trials; ++trial) trials.Run(trial);
   pacers.Stop();
   PrintPropagation(f, trials.out);
