@@ -62,41 +62,67 @@ double PlainRead(const std::string& path, std::vector<char>& buf) {
   return absl::ToDoubleSeconds(absl::Now() - t0);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Flags {
   int64_t mib = 256;
   int ranks = 2, runs = 5;
   int64_t chunk_kib = 1024;
   std::string base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+};
+
+// False (after naming the flag on stderr) for an unknown flag.
+bool ParseFlags(int argc, char** argv, Flags& flags) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string f = argv[i];
-    if (f == "--mib") mib = std::atoll(argv[i + 1]);
-    else if (f == "--ranks") ranks = std::atoi(argv[i + 1]);
-    else if (f == "--runs") runs = std::atoi(argv[i + 1]);
-    else if (f == "--dir") base = argv[i + 1];
-    else if (f == "--chunk-kib") chunk_kib = std::atoll(argv[i + 1]);
-    else { std::fprintf(stderr, "unknown flag %s\n", f.c_str()); return 2; }
+    if (f == "--mib") {
+      flags.mib = std::atoll(argv[i + 1]);
+    } else if (f == "--ranks") {
+      flags.ranks = std::atoi(argv[i + 1]);
+    } else if (f == "--runs") {
+      flags.runs = std::atoi(argv[i + 1]);
+    } else if (f == "--dir") {
+      flags.base = argv[i + 1];
+    } else if (f == "--chunk-kib") {
+      flags.chunk_kib = std::atoll(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", f.c_str());
+      return false;
+    }
   }
-  const std::string dir = base + "/zeroshard_ckpt_bench_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  // 8 units; total state bytes = 3 kinds * numel * 4 = mib MiB.
+  return true;
+}
+
+// 8 units; total state bytes = 3 kinds * numel * 4 = mib MiB.
+zs::ShardPlan BenchPlan(int64_t mib, int ranks) {
   const int64_t unit_numel = (mib << 20) / (3 * 4 * 8);
   std::vector<zs::UnitSpec> units;
   for (int u = 0; u < 8; ++u) {
     units.push_back({"block." + std::to_string(u), {{"w" + std::to_string(u), {unit_numel}, zs::DType::kFp32}}});
   }
-  const zs::ShardPlan plan = *zs::MakeShardPlan(units, ranks, 64);
-  const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
+  return *zs::MakeShardPlan(units, ranks, 64);
+}
 
-  auto store = *zs::server::CheckpointStore::Open({dir + "/ckpt", 1, nullptr, nullptr});
-  zs::server::CheckpointServiceImpl service(store.get());
+// The CheckpointService over a store in `dir`, on a loopback port.
+struct Service {
+  std::unique_ptr<zs::server::CheckpointStore> store;
+  std::unique_ptr<zs::server::CheckpointServiceImpl> impl;
+  std::unique_ptr<grpc::Server> server;
   int port = 0;
+};
+
+Service StartService(const std::string& dir) {
+  Service s;
+  s.store = *zs::server::CheckpointStore::Open({dir + "/ckpt", 1, nullptr, nullptr});
+  s.impl = std::make_unique<zs::server::CheckpointServiceImpl>(s.store.get());
   grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  b.RegisterService(&service);
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &s.port);
+  b.RegisterService(s.impl.get());
   b.SetMaxReceiveMessageSize(8 << 20);
-  auto server = b.BuildAndStart();
+  s.server = b.BuildAndStart();
+  return s;
+}
+
+std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(int port, int ranks,
+                                                                           int64_t chunk_kib) {
   std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> clients;
   for (int r = 0; r < ranks; ++r) {
     grpc::ChannelArguments args;
@@ -106,84 +132,135 @@ int main(int argc, char** argv) {
         grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args),
         zs::checkpoint::CheckpointClientOptions{chunk_kib << 10}));
   }
-  // Each rank's shard buffers (master, m, v per unit), filled with a pattern.
-  std::vector<std::vector<std::vector<float>>> data(ranks);
-  std::vector<std::vector<zs::checkpoint::UnitShardView>> views(ranks);
+  return clients;
+}
+
+// Each rank's shard buffers (master, m, v per unit), filled with a pattern,
+// and the views Save takes of them.
+struct Shards {
+  std::vector<std::vector<std::vector<float>>> data;
+  std::vector<std::vector<zs::checkpoint::UnitShardView>> views;
+};
+
+Shards FillShards(const zs::ShardPlan& plan, int ranks) {
+  Shards s;
+  s.data.resize(ranks);
+  s.views.resize(ranks);
   for (int r = 0; r < ranks; ++r) {
     auto ranges = zs::checkpoint::SaveRanges(plan, r);
-    data[r].resize(plan.units.size() * 3);
+    s.data[r].resize(plan.units.size() * 3);
     for (size_t u = 0; u < plan.units.size(); ++u) {
       for (int k = 0; k < 3; ++k) {
-        auto& v = data[r][u * 3 + k];
+        auto& v = s.data[r][u * 3 + k];
         v.resize(ranges[u].length);
         for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 2654435761u + r + k) % 1000) * 1e-3f;
       }
-      views[r].push_back({plan.units[u].name, ranges[u], data[r][u * 3].data(), data[r][u * 3 + 1].data(),
-                          data[r][u * 3 + 2].data()});
+      s.views[r].push_back({plan.units[u].name, ranges[u], s.data[r][u * 3].data(),
+                            s.data[r][u * 3 + 1].data(), s.data[r][u * 3 + 2].data()});
     }
   }
+  return s;
+}
 
+using Clients = std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>>;
+
+// Seconds for every rank to Save its shards as checkpoint `step`.
+double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step) {
+  const int ranks = static_cast<int>(clients.size());
+  absl::Time t0 = absl::Now();
+  std::vector<std::thread> threads;
+  std::vector<int> committed(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      zs::checkpoint::SaveMetadata m;
+      m.job_id = "bench";
+      m.step = step;
+      m.rank = r;
+      m.stage = 3;
+      m.plan = plan;
+      auto res = clients[r]->Save(m, shards.views[r], absl::Now() + absl::Minutes(10));
+      if (!res.ok()) {
+        std::fprintf(stderr, "save failed: %s\n", std::string(res.status().message()).c_str());
+        std::abort();
+      }
+      committed[r] = res->committed;
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  if (std::count(committed.begin(), committed.end(), 1) != 1) std::abort();
+  return seconds;
+}
+
+// Seconds for every rank to download its shards of checkpoint `step`
+// (each checked against what it saved).
+double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step) {
+  const int ranks = static_cast<int>(clients.size());
+  absl::Time t0 = absl::Now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      auto ranges = zs::checkpoint::SaveRanges(plan, r);
+      std::vector<float> dst;
+      for (size_t u = 0; u < plan.units.size(); ++u) {
+        dst.resize(ranges[u].length);
+        for (auto k : {zs::v1::TENSOR_KIND_MASTER, zs::v1::TENSOR_KIND_EXP_AVG,
+                       zs::v1::TENSOR_KIND_EXP_AVG_SQ}) {
+          absl::Status st = clients[r]->Download("bench", step, plan.units[u].name, k, ranges[u],
+                                                 dst.data(), absl::Now() + absl::Minutes(10));
+          if (!st.ok()) std::abort();
+        }
+        if (dst != shards.data[r][u * 3 + 2]) std::abort();  // The last kind read is v.
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return absl::ToDoubleSeconds(absl::Now() - t0);
+}
+
+// Per-run seconds of each measurement.
+struct Timings {
   std::vector<double> save_s, write_s, restore_s, read_s;
-  std::vector<char> buf(4 << 20, 'x');
-  for (int run = 0; run < runs; ++run) {
-    // Plain sequential write of the same bytes, then fsync.
-    const std::string plain = dir + "/plain.bin";
-    write_s.push_back(PlainWrite(plain, buf, total_bytes));
+};
 
-    absl::Time t0 = absl::Now();
-    std::vector<std::thread> threads;
-    std::vector<int> committed(ranks, 0);
-    for (int r = 0; r < ranks; ++r) {
-      threads.emplace_back([&, r] {
-        zs::checkpoint::SaveMetadata m;
-        m.job_id = "bench";
-        m.step = run + 1;
-        m.rank = r;
-        m.stage = 3;
-        m.plan = plan;
-        auto res = clients[r]->Save(m, views[r], absl::Now() + absl::Minutes(10));
-        if (!res.ok()) {
-          std::fprintf(stderr, "save failed: %s\n", std::string(res.status().message()).c_str());
-          std::abort();
-        }
-        committed[r] = res->committed;
-      });
-    }
-    for (auto& t : threads) t.join();
-    save_s.push_back(absl::ToDoubleSeconds(absl::Now() - t0));
-    if (std::count(committed.begin(), committed.end(), 1) != 1) std::abort();
-
-    t0 = absl::Now();
-    threads.clear();
-    for (int r = 0; r < ranks; ++r) {
-      threads.emplace_back([&, r] {
-        auto ranges = zs::checkpoint::SaveRanges(plan, r);
-        std::vector<float> dst;
-        for (size_t u = 0; u < plan.units.size(); ++u) {
-          dst.resize(ranges[u].length);
-          for (auto k : {zs::v1::TENSOR_KIND_MASTER, zs::v1::TENSOR_KIND_EXP_AVG, zs::v1::TENSOR_KIND_EXP_AVG_SQ}) {
-            absl::Status st = clients[r]->Download("bench", run + 1, plan.units[u].name, k, ranges[u], dst.data(),
-                                                   absl::Now() + absl::Minutes(10));
-            if (!st.ok()) std::abort();
-          }
-          if (dst != data[r][u * 3 + 2]) std::abort();  // The last kind read is v.
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    restore_s.push_back(absl::ToDoubleSeconds(absl::Now() - t0));
-    read_s.push_back(PlainRead(plain, buf));
-  }
+void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
-  const double save = mb / Median(save_s), write = mb / Median(write_s);
-  const double restore = mb / Median(restore_s), read = mb / Median(read_s);
-  std::printf("checkpoint_bench: %.1f MB state, %d ranks, chunk %lld KiB, %d runs (medians)\n", mb, ranks,
-              static_cast<long long>(chunk_kib), runs);
+  const double save = mb / Median(t.save_s), write = mb / Median(t.write_s);
+  const double restore = mb / Median(t.restore_s), read = mb / Median(t.read_s);
+  std::printf("checkpoint_bench: %.1f MB state, %d ranks, chunk %lld KiB, %d runs (medians)\n", mb,
+              flags.ranks, static_cast<long long>(flags.chunk_kib), flags.runs);
   std::printf("  save    through service: %8.1f MB/s   plain write+fsync: %8.1f MB/s   ratio %.2f\n", save, write,
               save / write);
   std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
               restore / read);
-  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, flags)) return 2;
+  const std::string dir = flags.base + "/zeroshard_ckpt_bench_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const zs::ShardPlan plan = BenchPlan(flags.mib, flags.ranks);
+  const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
+
+  Service service = StartService(dir);
+  Clients clients = MakeClients(service.port, flags.ranks, flags.chunk_kib);
+  const Shards shards = FillShards(plan, flags.ranks);
+
+  Timings t;
+  std::vector<char> buf(4 << 20, 'x');
+  for (int run = 0; run < flags.runs; ++run) {
+    // Plain sequential write of the same bytes, then fsync.
+    const std::string plain = dir + "/plain.bin";
+    t.write_s.push_back(PlainWrite(plain, buf, total_bytes));
+    t.save_s.push_back(TimeSave(plan, clients, shards, run + 1));
+    t.restore_s.push_back(TimeRestore(plan, clients, shards, run + 1));
+    t.read_s.push_back(PlainRead(plain, buf));
+  }
+  Print(flags, total_bytes, t);
+  service.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -127,31 +127,33 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(
   return server;
 }
 
-int Run(const Flags& f) {
-  std::vector<std::unique_ptr<CoordinatorClient>> clients;
-  std::vector<SimWorker> workers(f.workers);
-  // Throughput: a lease long enough that the floor runs expire no one.
-  auto server = StartAndJoin(f, absl::Seconds(600), workers, clients);
-  if (!server.ok()) {
-    std::fprintf(stderr, "coordinator_bench: %s\n", server.status().ToString().c_str());
-    return 1;
-  }
-  // The floor needs a running generation holding the key.
+using Clients = std::vector<std::unique_ptr<CoordinatorClient>>;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "coordinator_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+// Waits for every worker to hold a rank, then sets the 1-byte key the floor
+// reads in that generation; returns the generation.
+absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server, Clients& clients) {
   for (int i = 0;
-       i < 600 && (*server)->core()->RankedMembers().size() != static_cast<size_t>(f.workers);
-       ++i) {
+       i < 600 && server.core()->RankedMembers().size() != static_cast<size_t>(f.workers); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  const uint64_t generation = (*server)->generation();
+  const uint64_t generation = server.generation();
   v1::KvSetRequest set;
   set.set_job_id("bench");
   set.set_generation(generation);
   set.set_key("floor");
   set.set_value("x");
-  if (absl::Status s = clients[0]->KvSet(set); !s.ok()) {
-    std::fprintf(stderr, "coordinator_bench: %s\n", s.ToString().c_str());
-    return 1;
-  }
+  if (absl::Status s = clients[0]->KvSet(set); !s.ok()) return s;
+  return generation;
+}
+
+// Part 1: heartbeat rate against the floor, f.runs times each; prints both.
+void MeasureThroughput(const Flags& f, Clients& clients, const std::vector<SimWorker>& workers,
+                       uint64_t generation) {
   std::vector<double> rates, floors;
   for (int run = 0; run < f.runs; ++run) {
     rates.push_back(HeartbeatRate(clients, workers, f.seconds, false, generation));
@@ -165,65 +167,88 @@ int Run(const Flags& f) {
   std::printf(")\nfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
               floor_rate,
               rate / floor_rate);
-  (*server)->Shutdown();
-  clients.clear();
-  std::vector<SimWorker> fresh(f.workers);
-  workers.swap(fresh);
-  server = StartAndJoin(f, absl::Seconds(f.lease), workers, clients);
-  if (!server.ok()) {
-    std::fprintf(stderr, "coordinator_bench: %s\n", server.status().ToString().c_str());
-    return 1;
+}
+
+// Paced heartbeats, as workers send them: f.threads threads heartbeat their
+// workers every f.interval until Stop, recording each worker's last
+// acknowledgement and when it first saw generation `awaited` (0: none).
+class Pacers {
+ public:
+  Pacers(const Flags& f, Clients& clients, std::vector<SimWorker>& workers)
+      : f_(f), clients_(clients), workers_(workers) {
+    for (int t = 0; t < f_.threads; ++t) threads_.emplace_back([this, t] { Loop(t); });
+  }
+  ~Pacers() { Stop(); }
+
+  void Await(uint64_t generation) { awaited_ = generation; }
+  void Stop() {
+    stop_ = true;
+    for (auto& p : threads_) {
+      if (p.joinable()) p.join();
+    }
   }
 
-  // Paced heartbeats, as workers send them.
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> awaited{0};
-  std::vector<std::thread> pacers;
-  for (int t = 0; t < f.threads; ++t) {
-    pacers.emplace_back([&, t] {
-      while (!stop.load()) {
-        const absl::Time next = absl::Now() + absl::Seconds(f.interval);
-        for (int i = t; i < f.workers; i += f.threads) {
-          SimWorker& w = workers[i];
-          if (w.silent.load()) continue;
-          v1::HeartbeatRequest h;
-          h.set_job_id("bench");
-          h.set_member_id(w.member_id);
-          auto r = clients[t]->Heartbeat(h);
-          if (!r.ok()) continue;
-          const int64_t now = absl::ToUnixNanos(absl::Now());
-          w.last_ack_ns.store(now);
-          const uint64_t want = awaited.load();
-          if (want != 0 && r->in_generation() && r->generation() >= want &&
-              w.saw_ns.load() == 0) {
-            w.saw_ns.store(now);
-          }
+ private:
+  void Loop(int t) {
+    while (!stop_.load()) {
+      const absl::Time next = absl::Now() + absl::Seconds(f_.interval);
+      for (int i = t; i < f_.workers; i += f_.threads) {
+        SimWorker& w = workers_[i];
+        if (w.silent.load()) continue;
+        v1::HeartbeatRequest h;
+        h.set_job_id("bench");
+        h.set_member_id(w.member_id);
+        auto r = clients_[t]->Heartbeat(h);
+        if (!r.ok()) continue;
+        const int64_t now = absl::ToUnixNanos(absl::Now());
+        w.last_ack_ns.store(now);
+        const uint64_t want = awaited_.load();
+        if (want != 0 && r->in_generation() && r->generation() >= want && w.saw_ns.load() == 0) {
+          w.saw_ns.store(now);
         }
-        const absl::Duration left = next - absl::Now();
-        if (left > absl::ZeroDuration()) absl::SleepFor(left);
       }
-    });
-  }
-  // Wait for one generation with every worker in it.
-  auto world = [&] {
-    auto st = clients[0]->GetJobStatus({});
-    return st.ok() && st->state() == v1::GenerationInfo::STATE_RUNNING ? st->world_size() : 0;
-  };
-  for (int i = 0; i < 600 && world() != f.workers; ++i) absl::SleepFor(absl::Milliseconds(50));
-  if (world() != f.workers) {
-    std::fprintf(stderr, "no generation of %d formed\n", f.workers);
-    stop = true;
-    for (auto& p : pacers) p.join();
-    return 1;
+      const absl::Duration left = next - absl::Now();
+      if (left > absl::ZeroDuration()) absl::SleepFor(left);
+    }
   }
 
+  const Flags& f_;
+  Clients& clients_;
+  std::vector<SimWorker>& workers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> awaited_{0};
+  std::vector<std::thread> threads_;
+};
+
+// World size of the running generation, 0 when none runs.
+int World(CoordinatorClient& client) {
+  auto st = client.GetJobStatus({});
+  return st.ok() && st->state() == v1::GenerationInfo::STATE_RUNNING ? st->world_size() : 0;
+}
+
+// Milliseconds from a victim's lease expiry to survivors seeing the next
+// generation: each survivor in each trial, and the slowest per trial.
+struct Propagation {
   std::vector<double> per_survivor_ms, every_survivor_ms;
-  int expected_world = f.workers;
-  for (int trial = 0; trial < f.trials; ++trial) {
+};
+
+// Part 2's trials against one coordinator whose workers the pacers keep alive.
+struct Trials {
+  const Flags& f;
+  CoordinatorServer& server;
+  CoordinatorClient& client;
+  Pacers& pacers;
+  std::vector<SimWorker>& workers;
+  int expected_world;  // Workers not yet silenced.
+  Propagation out;
+
+  // Silences the trial's victim and records how long the survivors take to
+  // see the generation without it.
+  void Run(int trial) {
     const int victim = (trial * 137 + 11) % f.workers;
-    if (workers[victim].silent.load()) continue;
+    if (workers[victim].silent.load()) return;
     for (SimWorker& w : workers) w.saw_ns = 0;
-    awaited = (*server)->generation() + 1;
+    pacers.Await(server.generation() + 1);
     workers[victim].silent = true;
     --expected_world;
     const absl::Time deadline = absl::Now() + absl::Seconds(f.lease * 3 + 5);
@@ -235,10 +260,10 @@ int Run(const Flags& f) {
         if (!w.silent.load() && w.saw_ns.load() == 0) all = false;
       }
     }
-    if (!all || world() != expected_world) {
+    if (!all || World(client) != expected_world) {
       std::fprintf(stderr, "trial %d: survivors did not all see a generation of %d\n", trial,
                    expected_world);
-      continue;
+      return;
     }
     const double expiry_ns =
         static_cast<double>(workers[victim].last_ack_ns.load()) + f.lease * 1e9;
@@ -246,13 +271,16 @@ int Run(const Flags& f) {
     for (const SimWorker& w : workers) {
       if (w.silent.load()) continue;
       const double ms = (static_cast<double>(w.saw_ns.load()) - expiry_ns) / 1e6;
-      per_survivor_ms.push_back(ms);
+      out.per_survivor_ms.push_back(ms);
       slowest = std::max(slowest, ms);
     }
-    every_survivor_ms.push_back(slowest);
+    out.every_survivor_ms.push_back(slowest);
   }
-  stop = true;
-  for (auto& p : pacers) p.join();
+};
+
+void PrintPropagation(const Flags& f, const Propagation& p) {
+  const std::vector<double>& per_survivor_ms = p.per_survivor_ms;
+  const std::vector<double>& every_survivor_ms = p.every_survivor_ms;
   const double bound_ms = (f.settle + f.interval) * 1e3 + 25;  // + tick (lease / 4 capped 25 ms)
   std::printf("lease %.2f s, heartbeat interval %.2f s, settle %.2f s, trials %zu\n", f.lease,
               f.interval, f.settle, every_survivor_ms.size());
@@ -263,8 +291,50 @@ int Run(const Flags& f) {
               Percentile(every_survivor_ms, 1.0));
   std::printf("bound tick + settle + interval = %.0f ms; median every-survivor / bound = %.2f\n",
               bound_ms, Percentile(every_survivor_ms, 0.5) / bound_ms);
+}
+
+// Part 2: a fresh coordinator with the real lease; f.trials victims in turn.
+int PropagationPart(const Flags& f) {
+  Clients clients;
+  std::vector<SimWorker> workers(f.workers);
+  auto server = StartAndJoin(f, absl::Seconds(f.lease), workers, clients);
+  if (!server.ok()) return Fail(server.status());
+  Pacers pacers(f, clients, workers);
+  // Wait for one generation with every worker in it.
+  for (int i = 0; i < 600 && World(*clients[0]) != f.workers; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (World(*clients[0]) != f.workers) {
+    std::fprintf(stderr, "no generation of %d formed\n", f.workers);
+    pacers.Stop();
+    return 1;
+  }
+  Trials trials{f, **server, *clients[0], pacers, workers, f.workers, {}};
+  for (int trial = 0; trial < f.trials; ++trial) trials.Run(trial);
+  pacers.Stop();
+  PrintPropagation(f, trials.out);
   (*server)->Shutdown();
   return 0;
+}
+
+// Part 1 against a coordinator whose lease is long enough that the floor
+// runs expire no one.
+int ThroughputPart(const Flags& f) {
+  Clients clients;
+  std::vector<SimWorker> workers(f.workers);
+  auto server = StartAndJoin(f, absl::Seconds(600), workers, clients);
+  if (!server.ok()) return Fail(server.status());
+  // The floor needs a running generation holding the key.
+  absl::StatusOr<uint64_t> generation = PrepareFloor(f, **server, clients);
+  if (!generation.ok()) return Fail(generation.status());
+  MeasureThroughput(f, clients, workers, *generation);
+  (*server)->Shutdown();
+  return 0;
+}
+
+int Run(const Flags& f) {
+  if (int rc = ThroughputPart(f); rc != 0) return rc;
+  return PropagationPart(f);
 }
 
 }  // namespace

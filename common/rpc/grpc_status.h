@@ -3,7 +3,10 @@
 // Thread-safe: pure functions.
 #pragma once
 
+#include <utility>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "grpcpp/support/status.h"
 
 namespace zeroshard {
@@ -13,5 +16,21 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // RPC failed; UNAVAILABLE and DEADLINE_EXCEEDED keep their codes so callers
 // can retry as abseil's guidance says.
 absl::Status FromGrpcStatus(const grpc::Status& status, const char* context);
+
+// For RPC handlers: hands a StatusOr's value to `assign(value, response)`,
+// or returns its error. Every handler that answers with a value goes
+// through here.
+template <typename T, typename Response, typename Assign>
+grpc::Status Reply(absl::StatusOr<T> result, Response* response, Assign assign) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  assign(*std::move(result), response);
+  return grpc::Status::OK;
+}
+
+// The value is the whole response message.
+template <typename T>
+grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+  return Reply(std::move(result), response, [](T value, T* out) { *out = std::move(value); });
+}
 
 }  // namespace zeroshard

@@ -68,10 +68,7 @@ absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
                         const ShardPlan& plan, bool verify_hashes) {
   std::set<std::pair<std::string, int>> seen;
   for (const v1::CheckpointFile& f : m.files()) {
-    const UnitPlan* unit = nullptr;
-    for (const UnitPlan& u : plan.units) {
-      if (u.name == f.unit()) unit = &u;
-    }
+    const UnitPlan* unit = plan.FindUnit(f.unit());
     if (unit == nullptr) return Mismatch(dir, absl::StrCat("file ", f.path(), " names unknown unit \"", f.unit(), "\""));
     if (f.path().empty() || f.path().find('/') != std::string::npos || f.path()[0] == '.') {
       return Mismatch(dir, absl::StrCat("file path \"", f.path(), "\" is not a plain file name"));

@@ -11,10 +11,9 @@ namespace zeroshard::server {
 grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
                                                     const v1::BeginCheckpointRequest* req,
                                                     v1::BeginCheckpointResponse* resp) {
-  absl::StatusOr<std::string> id = store_->Begin(*req);
-  if (!id.ok()) return ToGrpcStatus(id.status());
-  resp->set_checkpoint_id(*std::move(id));
-  return grpc::Status::OK;
+  return Reply(store_->Begin(*req), resp, [](std::string id, v1::BeginCheckpointResponse* out) {
+    out->set_checkpoint_id(std::move(id));
+  });
 }
 
 grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext*,
@@ -38,10 +37,7 @@ grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext*,
 grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext*,
                                                      const v1::CommitCheckpointRequest* req,
                                                      v1::CommitCheckpointResponse* resp) {
-  absl::StatusOr<v1::CommitCheckpointResponse> r = store_->Commit(req->checkpoint_id(), req->rank());
-  if (!r.ok()) return ToGrpcStatus(r.status());
-  *resp = *std::move(r);
-  return grpc::Status::OK;
+  return Reply(store_->Commit(req->checkpoint_id(), req->rank()), resp);
 }
 
 grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext*,
@@ -62,10 +58,7 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
                                                   v1::CheckpointInfo* resp) {
   std::optional<int64_t> step;
   if (req->has_step()) step = req->step();
-  absl::StatusOr<v1::CheckpointInfo> info = store_->Get(req->job_id(), step);
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  *resp = *std::move(info);
-  return grpc::Status::OK;
+  return Reply(store_->Get(req->job_id(), step), resp);
 }
 
 grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,

@@ -1,26 +1,12 @@
 #include "server/rpc/coordinator_service.h"
 
 #include <chrono>
+#include <utility>
 
 #include "common/rpc/grpc_status.h"
 
 namespace zeroshard::server {
 namespace {
-
-// Hands a StatusOr's value to `assign(value, response)`, or returns its
-// error: every handler that answers with a value goes through here.
-template <typename T, typename Response, typename Assign>
-grpc::Status Reply(absl::StatusOr<T> result, Response* response, Assign assign) {
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  assign(*std::move(result), response);
-  return grpc::Status::OK;
-}
-
-// The core answered with the whole response message.
-template <typename T>
-grpc::Status Reply(absl::StatusOr<T> result, T* response) {
-  return Reply(std::move(result), response, [](T value, T* out) { *out = std::move(value); });
-}
 
 // The core answered with the response's `value` field (KvGet, KvAdd).
 constexpr auto kSetValue = [](auto value, auto* out) { out->set_value(std::move(value)); };

@@ -127,15 +127,7 @@ TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
     ChildProcess coord({BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
                         "--checkpoint-dir", dir + "/ckpt", "--keep-checkpoints", "3"},
                        log);
-    std::string addr;
-    const absl::Time give_up = absl::Now() + absl::Seconds(20);
-    while (addr.empty() && absl::Now() < give_up) {
-      const std::string text = ReadFile(log);
-      const size_t at = text.find("listening on ");
-      const size_t end = text.find(" (grpc)");
-      if (at != std::string::npos && end != std::string::npos) addr = text.substr(at + 13, end - at - 13);
-      absl::SleepFor(absl::Milliseconds(20));
-    }
+    const std::string addr = WaitForGrpcAddress(log, absl::Seconds(20));
     ASSERT_FALSE(addr.empty()) << ReadFile(log);
     if (life == 0) {
       for (int r = 0; r < 2; ++r) {

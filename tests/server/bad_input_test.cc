@@ -40,6 +40,70 @@ class BadInputTest : public ::testing::Test {
     EXPECT_NE(s.message().find(field), std::string::npos) << "want \"" << field << "\" in " << s;
   }
 
+  // Heartbeat, Leave, ReportFailure and GetGeneration with bad fields.
+  void ExpectMembershipFieldsRefused() {
+    using C = absl::StatusCode;
+    v1::HeartbeatRequest hb;
+    hb.set_job_id("bad");
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "member_id");
+    hb.set_member_id(999999);
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kNotFound, "member_id");
+    hb.set_member_id(member_);
+    hb.set_generation(1000);
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "generation");
+
+    v1::LeaveRequest leave;
+    leave.set_job_id("bad");
+    leave.set_member_id(12345);
+    ExpectRefused(client_->Leave(leave), C::kNotFound, "member_id");
+
+    v1::ReportFailureRequest f;
+    f.set_job_id("bad");
+    f.set_member_id(member_);
+    f.set_generation(1);
+    f.set_failed_rank(-2);
+    ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "failed_rank");
+    f.set_failed_rank(5);
+    ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "failed_rank");
+    f.set_failed_rank(0);
+    f.set_reason(std::string(5000, 'r'));
+    ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "reason");
+
+    v1::GetGenerationRequest g;
+    g.set_job_id("bad");
+    g.set_member_id(424242);
+    ExpectRefused(client_->GetGeneration(g).status(), C::kNotFound, "member_id");
+  }
+
+  // ReportStep with each bad field in turn, then a good report.
+  void ExpectStepReportFieldsRefused() {
+    using C = absl::StatusCode;
+    v1::StepReport r;
+    r.set_job_id("bad");
+    r.set_member_id(member_);
+    r.set_generation(1);
+    r.set_rank(0);
+    r.set_step(-1);
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "step");
+    r.set_step(1);
+    r.mutable_memory()->set_grads(-5);
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "memory.grads");
+    r.mutable_memory()->set_grads(0);
+    r.set_step_seconds(std::nan(""));
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "step_seconds");
+    r.set_step_seconds(0.1);
+    r.add_comm()->set_op("all_to_all");
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "comm[0].op");
+    r.clear_comm();
+    r.set_rank(3);
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "rank");
+    r.set_rank(0);
+    r.set_generation(7);
+    ExpectRefused(client_->ReportStep(r), C::kAborted, "current generation: 1");
+    r.set_generation(1);
+    EXPECT_TRUE(client_->ReportStep(r).ok());
+  }
+
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<CoordinatorClient> client_;
   uint64_t member_ = 0;
@@ -79,61 +143,8 @@ TEST_F(BadInputTest, JoinFields) {
 
 TEST_F(BadInputTest, MembershipAndStepFields) {
   using C = absl::StatusCode;
-  v1::HeartbeatRequest hb;
-  hb.set_job_id("bad");
-  ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "member_id");
-  hb.set_member_id(999999);
-  ExpectRefused(client_->Heartbeat(hb).status(), C::kNotFound, "member_id");
-  hb.set_member_id(member_);
-  hb.set_generation(1000);
-  ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "generation");
-
-  v1::LeaveRequest leave;
-  leave.set_job_id("bad");
-  leave.set_member_id(12345);
-  ExpectRefused(client_->Leave(leave), C::kNotFound, "member_id");
-
-  v1::ReportFailureRequest f;
-  f.set_job_id("bad");
-  f.set_member_id(member_);
-  f.set_generation(1);
-  f.set_failed_rank(-2);
-  ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "failed_rank");
-  f.set_failed_rank(5);
-  ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "failed_rank");
-  f.set_failed_rank(0);
-  f.set_reason(std::string(5000, 'r'));
-  ExpectRefused(client_->ReportFailure(f).status(), C::kInvalidArgument, "reason");
-
-  v1::GetGenerationRequest g;
-  g.set_job_id("bad");
-  g.set_member_id(424242);
-  ExpectRefused(client_->GetGeneration(g).status(), C::kNotFound, "member_id");
-
-  v1::StepReport r;
-  r.set_job_id("bad");
-  r.set_member_id(member_);
-  r.set_generation(1);
-  r.set_rank(0);
-  r.set_step(-1);
-  ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "step");
-  r.set_step(1);
-  r.mutable_memory()->set_grads(-5);
-  ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "memory.grads");
-  r.mutable_memory()->set_grads(0);
-  r.set_step_seconds(std::nan(""));
-  ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "step_seconds");
-  r.set_step_seconds(0.1);
-  r.add_comm()->set_op("all_to_all");
-  ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "comm[0].op");
-  r.clear_comm();
-  r.set_rank(3);
-  ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "rank");
-  r.set_rank(0);
-  r.set_generation(7);
-  ExpectRefused(client_->ReportStep(r), C::kAborted, "current generation: 1");
-  r.set_generation(1);
-  EXPECT_TRUE(client_->ReportStep(r).ok());
+  ExpectMembershipFieldsRefused();
+  ExpectStepReportFieldsRefused();
 
   v1::GetJobStatusRequest st;
   st.set_job_id("nope");
@@ -172,91 +183,121 @@ TEST_F(BadInputTest, KvFieldsAndOversizedMessages) {
   ExpectRefused(client_->KvAdd(add).status(), C::kInvalidArgument, "key");
 }
 
-TEST_F(BadInputTest, RandomGarbageNeverCrashesOrWedges) {
-  std::mt19937_64 rng(12345);
-  auto text = [&](size_t max) {
-    std::string s(rng() % (max + 1), '\0');
-    for (char& c : s) c = static_cast<char>(rng());
-    return s;
-  };
-  for (int i = 0; i < 300; ++i) {
-    const std::string job = (rng() % 2) ? "bad" : text(8);
-    const uint64_t gen = rng() % 3;
-    const uint64_t member = (rng() % 2) ? member_ : rng();
-    switch (rng() % 7) {
-      case 0: {
-        v1::JoinRequest j;
-        j.set_job_id(job);
-        j.set_worker_id(text(140));
-        j.set_host(text(20));
-        if (rng() % 2) {
-          v1::UnitSpec* u = j.add_units();
-          u->set_name(text(4));
-          v1::TensorSpec* t = u->add_params();
-          t->set_name(text(4));
-          t->add_shape(static_cast<int64_t>(rng()));
-          t->set_dtype(static_cast<v1::DType>(rng() % 6));
-        }
-        client_->Join(j).status().IgnoreError();
-        break;
-      }
-      case 1: {
-        v1::KvSetRequest s;
-        s.set_job_id(job);
-        s.set_generation(gen);
-        s.set_key(text(300));
-        s.set_value(text(64));
-        client_->KvSet(s).IgnoreError();
-        break;
-      }
-      case 2: {
-        v1::KvAddRequest a;
-        a.set_job_id(job);
-        a.set_generation(gen);
-        a.set_key(text(4));
-        a.set_delta(static_cast<int64_t>(rng()));
-        client_->KvAdd(a).status().IgnoreError();
-        break;
-      }
-      case 3: {
-        v1::StepReport r;
-        r.set_job_id(job);
-        r.set_member_id(member);
-        r.set_generation(gen);
-        r.set_rank(static_cast<int32_t>(rng()));
-        r.set_step(static_cast<int64_t>(rng()));
-        r.set_loss(static_cast<double>(static_cast<int64_t>(rng())));
-        client_->ReportStep(r).IgnoreError();
-        break;
-      }
-      case 4: {
-        v1::KvWaitRequest w;
-        w.set_job_id(job);
-        w.set_generation(gen);
-        w.add_keys(text(8));
-        w.set_timeout_ms(static_cast<int64_t>(rng() % 3) - 1);
-        client_->KvWait(w).IgnoreError();
-        break;
-      }
-      case 5: {
-        v1::ReportFailureRequest f;
-        f.set_job_id(job);
-        f.set_member_id(rng());
-        f.set_generation(gen);
-        f.set_failed_rank(static_cast<int32_t>(rng()));
-        client_->ReportFailure(f).status().IgnoreError();
-        break;
-      }
-      default: {
-        v1::HeartbeatRequest h;
-        h.set_job_id(job);
-        h.set_member_id(member);
-        h.set_generation(gen);
-        client_->Heartbeat(h).status().IgnoreError();
-        break;
-      }
+// Sends requests whose every field comes from one seeded random stream (in
+// the same order for every run), ignoring the answers.
+class GarbageSender {
+ public:
+  GarbageSender(CoordinatorClient& client, uint64_t member) : client_(client), member_(member) {}
+
+  // One request of a random kind, for the job "bad" or a random one.
+  void SendOne() {
+    const std::string job = (rng_() % 2) ? "bad" : Text(8);
+    const uint64_t gen = rng_() % 3;
+    const uint64_t member = (rng_() % 2) ? member_ : rng_();
+    switch (rng_() % 7) {
+      case 0:
+        return Join(job);
+      case 1:
+        return KvSet(job, gen);
+      case 2:
+        return KvAdd(job, gen);
+      case 3:
+        return ReportStep(job, gen, member);
+      case 4:
+        return KvWait(job, gen);
+      case 5:
+        return ReportFailure(job, gen);
+      default:
+        return Heartbeat(job, gen, member);
     }
   }
+
+ private:
+  std::string Text(size_t max) {
+    std::string s(rng_() % (max + 1), '\0');
+    for (char& c : s) c = static_cast<char>(rng_());
+    return s;
+  }
+
+  void Join(const std::string& job) {
+    v1::JoinRequest j;
+    j.set_job_id(job);
+    j.set_worker_id(Text(140));
+    j.set_host(Text(20));
+    if (rng_() % 2) {
+      v1::UnitSpec* u = j.add_units();
+      u->set_name(Text(4));
+      v1::TensorSpec* t = u->add_params();
+      t->set_name(Text(4));
+      t->add_shape(static_cast<int64_t>(rng_()));
+      t->set_dtype(static_cast<v1::DType>(rng_() % 6));
+    }
+    client_.Join(j).status().IgnoreError();
+  }
+
+  void KvSet(const std::string& job, uint64_t gen) {
+    v1::KvSetRequest s;
+    s.set_job_id(job);
+    s.set_generation(gen);
+    s.set_key(Text(300));
+    s.set_value(Text(64));
+    client_.KvSet(s).IgnoreError();
+  }
+
+  void KvAdd(const std::string& job, uint64_t gen) {
+    v1::KvAddRequest a;
+    a.set_job_id(job);
+    a.set_generation(gen);
+    a.set_key(Text(4));
+    a.set_delta(static_cast<int64_t>(rng_()));
+    client_.KvAdd(a).status().IgnoreError();
+  }
+
+  void ReportStep(const std::string& job, uint64_t gen, uint64_t member) {
+    v1::StepReport r;
+    r.set_job_id(job);
+    r.set_member_id(member);
+    r.set_generation(gen);
+    r.set_rank(static_cast<int32_t>(rng_()));
+    r.set_step(static_cast<int64_t>(rng_()));
+    r.set_loss(static_cast<double>(static_cast<int64_t>(rng_())));
+    client_.ReportStep(r).IgnoreError();
+  }
+
+  void KvWait(const std::string& job, uint64_t gen) {
+    v1::KvWaitRequest w;
+    w.set_job_id(job);
+    w.set_generation(gen);
+    w.add_keys(Text(8));
+    w.set_timeout_ms(static_cast<int64_t>(rng_() % 3) - 1);
+    client_.KvWait(w).IgnoreError();
+  }
+
+  void ReportFailure(const std::string& job, uint64_t gen) {
+    v1::ReportFailureRequest f;
+    f.set_job_id(job);
+    f.set_member_id(rng_());
+    f.set_generation(gen);
+    f.set_failed_rank(static_cast<int32_t>(rng_()));
+    client_.ReportFailure(f).status().IgnoreError();
+  }
+
+  void Heartbeat(const std::string& job, uint64_t gen, uint64_t member) {
+    v1::HeartbeatRequest h;
+    h.set_job_id(job);
+    h.set_member_id(member);
+    h.set_generation(gen);
+    client_.Heartbeat(h).status().IgnoreError();
+  }
+
+  CoordinatorClient& client_;
+  const uint64_t member_;
+  std::mt19937_64 rng_{12345};
+};
+
+TEST_F(BadInputTest, RandomGarbageNeverCrashesOrWedges) {
+  GarbageSender garbage(*client_, member_);
+  for (int i = 0; i < 300; ++i) garbage.SendOne();
   auto status = client_->GetJobStatus({});
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->job_id(), "bad");

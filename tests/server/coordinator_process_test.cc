@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <fstream>
-#include <regex>
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
@@ -20,6 +19,7 @@ using zeroshard::testing::ChildProcess;
 using zeroshard::testing::MakeTempDir;
 using zeroshard::testing::ReadFile;
 using zeroshard::testing::RunCommand;
+using zeroshard::testing::WaitForGrpcAddress;
 
 // A coordinator child process and its bound gRPC address.
 struct Coordinator {
@@ -39,17 +39,7 @@ Coordinator StartCoordinator(const std::string& state_dir, const std::string& lo
                                "--heartbeat-interval", "0.5", "--lease-timeout", "10",
                                "--job-config-json", R"({"model":"tiny","stage":3})"},
       log);
-  const std::regex port_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
-  const absl::Time deadline = absl::Now() + absl::Seconds(15);
-  while (absl::Now() < deadline && c.process->Running()) {
-    std::smatch m;
-    const std::string text = ReadFile(log);
-    if (std::regex_search(text, m, port_line)) {
-      c.address = m[1];
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  c.address = WaitForGrpcAddress(log, absl::Seconds(15), c.process.get());
   return c;
 }
 
@@ -86,6 +76,55 @@ uint64_t WaitRunning(CoordinatorClient& client, const std::vector<uint64_t>& mem
   return 0;
 }
 
+// Every member reports step 42 with loss 1.75 for `generation`; member i is rank i.
+::testing::AssertionResult ReportStep42(CoordinatorClient& client,
+                                        const std::vector<uint64_t>& members, uint64_t generation) {
+  for (int rank = 0; rank < static_cast<int>(members.size()); ++rank) {
+    v1::StepReport r;
+    r.set_job_id("proc");
+    r.set_member_id(members[rank]);
+    r.set_generation(generation);
+    r.set_rank(rank);
+    r.set_step(42);
+    r.set_loss(1.75);
+    if (absl::Status s = client.ReportStep(r); !s.ok()) {
+      return ::testing::AssertionFailure() << "rank " << rank << ": " << s;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// `zeroshard status` (text and --json) against the live coordinator shows
+// `generation`, step 42 and worker w1.
+void ExpectStatusShowsJob(const std::string& address, uint64_t generation) {
+  auto status = RunCommand(BinPath("zeroshard") + " status --coordinator " + address);
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find("generation " + std::to_string(generation)), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("step 42  loss 1.7500"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("w1"), std::string::npos) << status.output;
+  auto json = RunCommand(BinPath("zeroshard") + " status --json --coordinator " + address);
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.output.find("\"step\": \"42\""), std::string::npos) << json.output;
+}
+
+// `zeroshard status` against a stopped coordinator fails in one line.
+void ExpectStatusUnreachable(const std::string& address) {
+  auto unreachable =
+      RunCommand(BinPath("zeroshard") + " status --timeout 2 --coordinator " + address);
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.output.find("zeroshard status: coordinator"), std::string::npos)
+      << unreachable.output;
+}
+
+// The job config the coordinator hands `member` in GetGeneration.
+std::string JobConfigOf(CoordinatorClient& client, uint64_t member) {
+  v1::GetGenerationRequest g;
+  g.set_job_id("proc");
+  g.set_member_id(member);
+  return client.GetGeneration(g)->job_config_json();
+}
+
 TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
   const std::string dir = MakeTempDir("coord-proc");
   Coordinator first = StartCoordinator(dir + "/state", dir + "/first.log");
@@ -94,32 +133,9 @@ TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
   std::vector<uint64_t> members = {JoinWorker(*client, "w0"), JoinWorker(*client, "w1")};
   const uint64_t old_generation = WaitRunning(*client, members);
   ASSERT_GT(old_generation, 0u);
-
-  v1::GetGenerationRequest g;
-  g.set_job_id("proc");
-  g.set_member_id(members[0]);
-  EXPECT_EQ(client->GetGeneration(g)->job_config_json(), R"({"model":"tiny","stage":3})");
-  for (int rank = 0; rank < 2; ++rank) {
-    v1::StepReport r;
-    r.set_job_id("proc");
-    r.set_member_id(members[rank]);
-    r.set_generation(old_generation);
-    r.set_rank(rank);
-    r.set_step(42);
-    r.set_loss(1.75);
-    ASSERT_TRUE(client->ReportStep(r).ok());
-  }
-
-  // `zeroshard status` against the live coordinator.
-  auto status = RunCommand(BinPath("zeroshard") + " status --coordinator " + first.address);
-  EXPECT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_NE(status.output.find("generation " + std::to_string(old_generation)), std::string::npos)
-      << status.output;
-  EXPECT_NE(status.output.find("step 42  loss 1.7500"), std::string::npos) << status.output;
-  EXPECT_NE(status.output.find("w1"), std::string::npos) << status.output;
-  auto json = RunCommand(BinPath("zeroshard") + " status --json --coordinator " + first.address);
-  EXPECT_EQ(json.exit_code, 0);
-  EXPECT_NE(json.output.find("\"step\": \"42\""), std::string::npos) << json.output;
+  EXPECT_EQ(JobConfigOf(*client, members[0]), R"({"model":"tiny","stage":3})");
+  ASSERT_TRUE(ReportStep42(*client, members, old_generation));
+  ExpectStatusShowsJob(first.address, old_generation);
 
   first.process->Signal(SIGKILL);
   EXPECT_EQ(first.process->Wait(absl::Seconds(5)), 128 + SIGKILL);
@@ -143,17 +159,11 @@ TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
   EXPECT_NE(rejoined[1], members[1]);
   const uint64_t new_generation = WaitRunning(*client, rejoined);
   EXPECT_GT(new_generation, old_generation);
-  g.set_member_id(rejoined[0]);
-  EXPECT_EQ(client->GetGeneration(g)->job_config_json(), R"({"model":"tiny","stage":3})");
+  EXPECT_EQ(JobConfigOf(*client, rejoined[0]), R"({"model":"tiny","stage":3})");
 
   second.process->Signal(SIGTERM);
   EXPECT_EQ(second.process->Wait(absl::Seconds(10)), 0) << ReadFile(second.log);
-
-  auto unreachable =
-      RunCommand(BinPath("zeroshard") + " status --timeout 2 --coordinator " + second.address);
-  EXPECT_EQ(unreachable.exit_code, 1);
-  EXPECT_NE(unreachable.output.find("zeroshard status: coordinator"), std::string::npos)
-      << unreachable.output;
+  ExpectStatusUnreachable(second.address);
 }
 
 TEST(CoordinatorProcessTest, BadFlagsExitTwo) {

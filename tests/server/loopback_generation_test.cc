@@ -4,8 +4,6 @@
 // victim's last heartbeat. The lease (2 s) leaves room for a loaded
 // 2-core machine to delay the survivors' heartbeats without expiring them.
 #include <atomic>
-#include <fstream>
-#include <regex>
 #include <thread>
 
 #include "common/rpc/coordinator_client.h"
@@ -19,6 +17,7 @@ using zeroshard::testing::BinPath;
 using zeroshard::testing::ChildProcess;
 using zeroshard::testing::MakeTempDir;
 using zeroshard::testing::ReadFile;
+using zeroshard::testing::WaitForGrpcAddress;
 
 constexpr int kWorkers = 64;
 constexpr int kThreads = 4;
@@ -33,6 +32,92 @@ struct Worker {
   std::atomic<int64_t> saw_63_at_ns{0};  // Unix ns when it first saw world size 63.
 };
 
+// Joins every worker, recording its member id.
+::testing::AssertionResult JoinAll(CoordinatorClient& client, std::vector<Worker>& workers) {
+  for (int i = 0; i < static_cast<int>(workers.size()); ++i) {
+    v1::JoinRequest j;
+    j.set_job_id("loop");
+    j.set_worker_id("w" + std::to_string(i));
+    auto r = client.Join(j);
+    if (!r.ok()) return ::testing::AssertionFailure() << r.status();
+    workers[i].member_id = r->member_id();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// kThreads threads heartbeat every worker each kInterval, recording what
+// each reply shows, until Stop (or destruction); SilenceVictim stops the
+// victim's heartbeats.
+class Heartbeats {
+ public:
+  Heartbeats(CoordinatorClient& client, std::vector<Worker>& workers)
+      : client_(client), workers_(workers) {
+    for (int t = 0; t < kThreads; ++t) threads_.emplace_back([this, t] { Loop(t); });
+  }
+  ~Heartbeats() { Stop(); }
+
+  void SilenceVictim() { victim_silent_.store(true); }
+  void Stop() {
+    stop_.store(true);
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  // When the victim's last acknowledged heartbeat was sent back.
+  absl::Time victim_last() const { return absl::FromUnixNanos(victim_last_ns_.load()); }
+
+ private:
+  void Loop(int t) {
+    while (!stop_.load()) {
+      for (int i = t; i < kWorkers; i += kThreads) {
+        if (i == kVictim && victim_silent_.load()) continue;
+        v1::HeartbeatRequest h;
+        h.set_job_id("loop");
+        h.set_member_id(workers_[i].member_id);
+        auto r = client_.Heartbeat(h);
+        if (!r.ok()) continue;
+        if (i == kVictim) victim_last_ns_.store(absl::ToUnixNanos(absl::Now()));
+        workers_[i].generation.store(r->generation());
+        const int world = r->in_generation() ? r->world_size() : 0;
+        workers_[i].world_size.store(world);
+        if (world == kWorkers - 1 && workers_[i].saw_63_at_ns.load() == 0) {
+          workers_[i].saw_63_at_ns.store(absl::ToUnixNanos(absl::Now()));
+        }
+      }
+      absl::SleepFor(kInterval);
+    }
+  }
+
+  CoordinatorClient& client_;
+  std::vector<Worker>& workers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> victim_silent_{false};
+  std::atomic<int64_t> victim_last_ns_{0};
+  std::vector<std::thread> threads_;
+};
+
+// Whether every worker (but the victim, with `skip_victim`) last saw `world`.
+bool AllSee(const std::vector<Worker>& workers, int world, bool skip_victim) {
+  for (int i = 0; i < kWorkers; ++i) {
+    if (skip_victim && i == kVictim) continue;
+    if (workers[i].world_size.load() != world) return false;
+  }
+  return true;
+}
+
+// Expects every survivor in a generation after `first`; returns the longest
+// time from `victim_last` to a survivor first seeing the generation of 63.
+absl::Duration SlowestSurvivor(const std::vector<Worker>& workers, uint64_t first,
+                               absl::Time victim_last) {
+  absl::Duration slowest = absl::ZeroDuration();
+  for (int i = 0; i < kWorkers; ++i) {
+    if (i == kVictim) continue;
+    EXPECT_GT(workers[i].generation.load(), first);
+    slowest = std::max(slowest, absl::FromUnixNanos(workers[i].saw_63_at_ns.load()) - victim_last);
+  }
+  return slowest;
+}
+
 TEST(LoopbackGenerationTest, SixtyFourWorkersThenSixtyThreeWithinLeasePlusOneSecond) {
   const std::string dir = MakeTempDir("loopback");
   const std::string log = dir + "/coordinator.log";
@@ -41,80 +126,29 @@ TEST(LoopbackGenerationTest, SixtyFourWorkersThenSixtyThreeWithinLeasePlusOneSec
        "--job-id", "loop", "--min-workers", "2", "--settle", "0.2", "--heartbeat-interval",
        "0.15", "--lease-timeout", "2"},
       log);
-  std::string address;
-  const std::regex port_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
-  for (int i = 0; i < 500 && address.empty() && coordinator.Running(); ++i) {
-    std::smatch m;
-    const std::string text = ReadFile(log);
-    if (std::regex_search(text, m, port_line)) address = m[1];
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  const std::string address = WaitForGrpcAddress(log, absl::Seconds(10), &coordinator);
   ASSERT_FALSE(address.empty()) << ReadFile(log);
-  auto client = std::shared_ptr<CoordinatorClient>(*CoordinatorClient::Connect(address));
+  auto client = *CoordinatorClient::Connect(address);
 
   std::vector<Worker> workers(kWorkers);
-  for (int i = 0; i < kWorkers; ++i) {
-    v1::JoinRequest j;
-    j.set_job_id("loop");
-    j.set_worker_id("w" + std::to_string(i));
-    auto r = client->Join(j);
-    ASSERT_TRUE(r.ok()) << r.status();
-    workers[i].member_id = r->member_id();
+  ASSERT_TRUE(JoinAll(*client, workers));
+  Heartbeats heartbeats(*client, workers);
+  for (int i = 0; i < 200 && !AllSee(workers, kWorkers, false); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
   }
-
-  std::atomic<bool> stop{false};
-  std::atomic<bool> victim_silent{false};
-  std::atomic<int64_t> victim_last_ns{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      while (!stop.load()) {
-        for (int i = t; i < kWorkers; i += kThreads) {
-          if (i == kVictim && victim_silent.load()) continue;
-          v1::HeartbeatRequest h;
-          h.set_job_id("loop");
-          h.set_member_id(workers[i].member_id);
-          auto r = client->Heartbeat(h);
-          if (!r.ok()) continue;
-          if (i == kVictim) victim_last_ns.store(absl::ToUnixNanos(absl::Now()));
-          workers[i].generation.store(r->generation());
-          const int world = r->in_generation() ? r->world_size() : 0;
-          workers[i].world_size.store(world);
-          if (world == kWorkers - 1 && workers[i].saw_63_at_ns.load() == 0) {
-            workers[i].saw_63_at_ns.store(absl::ToUnixNanos(absl::Now()));
-          }
-        }
-        absl::SleepFor(kInterval);
-      }
-    });
-  }
-  auto all_see = [&](int world, bool skip_victim) {
-    for (int i = 0; i < kWorkers; ++i) {
-      if (skip_victim && i == kVictim) continue;
-      if (workers[i].world_size.load() != world) return false;
-    }
-    return true;
-  };
-  for (int i = 0; i < 200 && !all_see(kWorkers, false); ++i) absl::SleepFor(absl::Milliseconds(50));
-  ASSERT_TRUE(all_see(kWorkers, false)) << "no generation of 64 formed";
+  ASSERT_TRUE(AllSee(workers, kWorkers, false)) << "no generation of 64 formed";
   const uint64_t first = workers[0].generation.load();
   for (const Worker& w : workers) EXPECT_EQ(w.generation.load(), first);
 
-  victim_silent.store(true);
+  heartbeats.SilenceVictim();
   absl::SleepFor(absl::Milliseconds(100));  // Let an in-flight victim heartbeat land.
-  for (int i = 0; i < 100 && !all_see(kWorkers - 1, true); ++i) {
+  for (int i = 0; i < 100 && !AllSee(workers, kWorkers - 1, true); ++i) {
     absl::SleepFor(absl::Milliseconds(50));
   }
-  stop.store(true);
-  for (auto& t : threads) t.join();
-  ASSERT_TRUE(all_see(kWorkers - 1, true)) << "survivors did not all see a generation of 63";
-  const absl::Time victim_last = absl::FromUnixNanos(victim_last_ns.load());
-  absl::Duration slowest = absl::ZeroDuration();
-  for (int i = 0; i < kWorkers; ++i) {
-    if (i == kVictim) continue;
-    EXPECT_GT(workers[i].generation.load(), first);
-    slowest = std::max(slowest, absl::FromUnixNanos(workers[i].saw_63_at_ns.load()) - victim_last);
-  }
+  heartbeats.Stop();
+  ASSERT_TRUE(AllSee(workers, kWorkers - 1, true))
+      << "survivors did not all see a generation of 63";
+  const absl::Duration slowest = SlowestSurvivor(workers, first, heartbeats.victim_last());
   EXPECT_LE(slowest, kLease + absl::Seconds(1));
   EXPECT_GE(slowest, kLease - absl::Milliseconds(50));  // Not before the lease expired.
   std::printf("last survivor saw the generation of 63 %s after the victim's last heartbeat\n",

@@ -19,6 +19,12 @@ void HeartbeatAll(CoreHarness& h, const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) ASSERT_TRUE(h.Heartbeat(id).ok()) << id;
 }
 
+// Expects a call made for generation 1 refused while generation 2 runs.
+void ExpectRefusedAsStale(const absl::Status& s) {
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_NE(s.message().find("current generation: 2"), std::string::npos) << s;
+}
+
 TEST(MembershipTest, SixtyFourWorkersFormOneGenerationThenSixtyThreeAfterOneDies) {
   CoreHarness h(TestOptions());
   std::vector<uint64_t> ids;
@@ -117,9 +123,7 @@ TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   set.set_job_id("job");
   set.set_generation(1);
   set.set_key("k");
-  absl::Status s = h.core->KvSet(set);
-  EXPECT_TRUE(absl::IsAborted(s)) << s;
-  EXPECT_NE(s.message().find("current generation: 2"), std::string::npos) << s;
+  ExpectRefusedAsStale(h.core->KvSet(set));
 
   v1::StepReport report;
   report.set_job_id("job");
@@ -127,16 +131,14 @@ TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   report.set_generation(1);
   report.set_rank(0);
   report.set_step(1);
-  s = h.core->ReportStep(report);
-  EXPECT_TRUE(absl::IsAborted(s)) << s;
-  EXPECT_NE(s.message().find("current generation: 2"), std::string::npos) << s;
+  ExpectRefusedAsStale(h.core->ReportStep(report));
 
   v1::ReportFailureRequest failure;
   failure.set_job_id("job");
   failure.set_member_id(b);
   failure.set_generation(1);
   failure.set_failed_rank(-1);
-  s = h.core->ReportFailure(failure).status();
+  const absl::Status s = h.core->ReportFailure(failure).status();
   EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_EQ(h.core->state(), GenerationState::kRunning);  // Generation 2 unharmed.
 

@@ -69,48 +69,64 @@ class MetricsEndpointTest : public ::testing::Test {
     server_ = std::move(*s);
     client_ = *CoordinatorClient::Connect(server_->address());
   }
+
+  // Joins w0 and w1 into `ids` and waits for their generation to run.
+  ::testing::AssertionResult JoinTwoAndWaitRunning(std::vector<uint64_t>& ids,
+                                                   uint64_t& generation) {
+    for (const char* w : {"w0", "w1"}) {
+      v1::JoinRequest j;
+      j.set_job_id("metrics");
+      j.set_worker_id(w);
+      ids.push_back(client_->Join(j)->member_id());
+    }
+    v1::GetGenerationRequest g;
+    g.set_job_id("metrics");
+    g.set_member_id(ids[1]);
+    const absl::Status s =
+        client_->WatchGeneration(g, absl::Seconds(10), [&](const v1::GenerationInfo& info) {
+          generation = info.generation();
+          return info.state() != v1::GenerationInfo::STATE_RUNNING;
+        });
+    if (!s.ok()) return ::testing::AssertionFailure() << s;
+    return ::testing::AssertionSuccess();
+  }
+
+  // Each member (rank i = ids[i]) reports step 3 with loss, throughput,
+  // memory and one all_gather stat.
+  ::testing::AssertionResult ReportStep3(const std::vector<uint64_t>& ids, uint64_t generation) {
+    for (int rank = 0; rank < 2; ++rank) {
+      v1::StepReport r;
+      r.set_job_id("metrics");
+      r.set_member_id(ids[rank]);
+      r.set_generation(generation);
+      r.set_rank(rank);
+      r.set_step(3);
+      r.set_loss(2.5);
+      r.set_tokens_per_second(1000);
+      r.set_step_seconds(0.3);
+      r.mutable_memory()->set_params(1024 * (rank + 1));
+      r.mutable_memory()->set_optimizer(4096);
+      v1::CommStat* c = r.add_comm();
+      c->set_op("all_gather");
+      c->set_bytes(1 << 20);
+      c->set_seconds(0.01);
+      c->set_calls(4);
+      if (absl::Status s = client_->ReportStep(r); !s.ok()) {
+        return ::testing::AssertionFailure() << "rank " << rank << ": " << s;
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<CoordinatorClient> client_;
 };
 
 TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
   std::vector<uint64_t> ids;
-  for (const char* w : {"w0", "w1"}) {
-    v1::JoinRequest j;
-    j.set_job_id("metrics");
-    j.set_worker_id(w);
-    ids.push_back(client_->Join(j)->member_id());
-  }
-  v1::GetGenerationRequest g;
-  g.set_job_id("metrics");
-  g.set_member_id(ids[1]);
   uint64_t generation = 0;
-  ASSERT_TRUE(client_
-                  ->WatchGeneration(g, absl::Seconds(10),
-                                    [&](const v1::GenerationInfo& info) {
-                                      generation = info.generation();
-                                      return info.state() != v1::GenerationInfo::STATE_RUNNING;
-                                    })
-                  .ok());
-  for (int rank = 0; rank < 2; ++rank) {
-    v1::StepReport r;
-    r.set_job_id("metrics");
-    r.set_member_id(ids[rank]);
-    r.set_generation(generation);
-    r.set_rank(rank);
-    r.set_step(3);
-    r.set_loss(2.5);
-    r.set_tokens_per_second(1000);
-    r.set_step_seconds(0.3);
-    r.mutable_memory()->set_params(1024 * (rank + 1));
-    r.mutable_memory()->set_optimizer(4096);
-    v1::CommStat* c = r.add_comm();
-    c->set_op("all_gather");
-    c->set_bytes(1 << 20);
-    c->set_seconds(0.01);
-    c->set_calls(4);
-    ASSERT_TRUE(client_->ReportStep(r).ok());
-  }
+  ASSERT_TRUE(JoinTwoAndWaitRunning(ids, generation));
+  ASSERT_TRUE(ReportStep3(ids, generation));
   const auto response = HttpGet(server_->metrics_port(), "/metrics");
   ASSERT_EQ(response.code, 200);
   const std::string& text = response.body;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "absl/time/clock.h"
@@ -27,6 +28,19 @@ CommandResult RunCommand(const std::string& shell_command) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+std::string WaitForGrpcAddress(const std::string& log, absl::Duration timeout,
+                               ChildProcess* process) {
+  const std::regex listen_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline && (process == nullptr || process->Running())) {
+    std::smatch m;
+    const std::string text = ReadFile(log);
+    if (std::regex_search(text, m, listen_line)) return m[1].str();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return "";
 }
 
 std::string ReadFile(const std::string& path) {

@@ -26,6 +26,12 @@ CommandResult RunCommand(const std::string& shell_command);
 // Child processes a test starts and stops by PID (common/child_process.h).
 using ::zeroshard::ChildProcess;
 
+// Polls `log` (a zeroshard-coordinator's output) every 20 ms for its
+// "listening on 127.0.0.1:PORT (grpc)" line and returns that address; ""
+// once `timeout` passes or, when `process` is given, once it has exited.
+std::string WaitForGrpcAddress(const std::string& log, absl::Duration timeout,
+                               ChildProcess* process = nullptr);
+
 // Reads a whole file; "" if missing.
 std::string ReadFile(const std::string& path);
 // A fresh empty directory under $TMPDIR (or /tmp).

@@ -5,13 +5,13 @@
 // units, so the checkpoint restores under any shard plan.
 #include <signal.h>
 
-#include <fstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "tests/trainer/step_log.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {
@@ -20,15 +20,12 @@ namespace {
 using testing::BinPath;
 using testing::CommandResult;
 using testing::MakeTempDir;
+using testing::ReadStepRecords;
 using testing::RunCommand;
 
 std::map<int64_t, double> LossByStep(const std::string& log_path) {
   std::map<int64_t, double> losses;
-  std::ifstream in(log_path);
-  for (std::string line; std::getline(in, line);) {
-    auto record = StepRecord::FromJsonLine(line);
-    if (record.ok()) losses[record->step] = record->loss;
-  }
+  for (const StepRecord& record : ReadStepRecords(log_path)) losses[record.step] = record.loss;
   return losses;
 }
 

@@ -5,14 +5,13 @@
 // checkpoint under the new shard plan and finish the job.
 #include <signal.h>
 
-#include <fstream>
 #include <map>
-#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "tests/trainer/step_log.h"
 #include "worker/data/text_corpus.h"
 #include "common/job_config.h"
 #include "worker/trainer/step_record.h"
@@ -23,29 +22,8 @@ namespace {
 using testing::BinPath;
 using testing::MakeTempDir;
 using testing::ReadFile;
-
-std::vector<StepRecord> Records(const std::string& path) {
-  std::vector<StepRecord> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto r = StepRecord::FromJsonLine(line);
-    if (r.ok()) out.push_back(*r);
-  }
-  return out;
-}
-
-std::string WaitForAddress(const std::string& log) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  std::smatch m;
-  while (absl::Now() < deadline) {
-    const std::string text = ReadFile(log);
-    if (std::regex_search(text, m, std::regex("listening on (127\\.0\\.0\\.1:[0-9]+)"))) {
-      return m[1].str();
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return "";
-}
+using testing::ReadStepRecords;
+using testing::WaitForGrpcAddress;
 
 JobConfig ElasticJob(const std::string& dir) {
   JobConfig job;
@@ -91,7 +69,7 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
 bool WaitForStep(const std::string& log, int world_size, int64_t step) {
   const absl::Time deadline = absl::Now() + absl::Seconds(90);
   while (absl::Now() < deadline) {
-    auto records = Records(log);
+    auto records = ReadStepRecords(log);
     if (!records.empty() && records.back().world_size == world_size &&
         records.back().step >= step) {
       return true;
@@ -105,7 +83,7 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
   const std::string dir = MakeTempDir("zs_elastic");
   const JobConfig job = ElasticJob(dir);
   auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 3);
-  const std::string address = WaitForAddress(dir + "/coordinator.log");
+  const std::string address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
   ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, address, 3);
   // Kill one worker once the three-rank generation has taken a few steps.
@@ -114,7 +92,7 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
   EXPECT_EQ(workers[0]->Wait(absl::Seconds(120)), 0) << ReadFile(dir + "/worker-0.log");
   EXPECT_EQ(workers[1]->Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/worker-1.log");
 
-  const std::vector<StepRecord> records = Records(job.log_path);
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().step, job.steps);
   EXPECT_EQ(records.back().world_size, 2);
@@ -140,7 +118,7 @@ TEST(ElasticTest, WorkersRejoinARestartedCoordinator) {
   JobConfig job = ElasticJob(dir);
   job.steps = 80;
   auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 2);
-  const std::string address = WaitForAddress(dir + "/coordinator.log");
+  const std::string address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
   ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, address, 2);
   ASSERT_TRUE(WaitForStep(job.log_path, 2, 10)) << ReadFile(dir + "/worker-0.log");
@@ -149,7 +127,7 @@ TEST(ElasticTest, WorkersRejoinARestartedCoordinator) {
   coordinator = StartCoordinator(dir, job, address, 2, 2);
   EXPECT_EQ(workers[0]->Wait(absl::Seconds(120)), 0) << ReadFile(dir + "/worker-0.log");
   EXPECT_EQ(workers[1]->Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/worker-1.log");
-  const std::vector<StepRecord> records = Records(job.log_path);
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().step, job.steps);
   EXPECT_GT(records.back().generation, records.front().generation);

@@ -4,13 +4,13 @@
 #include <signal.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "tests/trainer/step_log.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {
@@ -20,15 +20,12 @@ using testing::BinPath;
 using testing::CommandResult;
 using testing::MakeTempDir;
 using testing::ReadFile;
+using testing::ReadStepRecords;
 using testing::RunCommand;
 
 std::vector<double> Losses(const std::string& log_path) {
   std::vector<double> losses;
-  std::ifstream in(log_path);
-  for (std::string line; std::getline(in, line);) {
-    auto record = StepRecord::FromJsonLine(line);
-    if (record.ok()) losses.push_back(record->loss);
-  }
+  for (const StepRecord& record : ReadStepRecords(log_path)) losses.push_back(record.loss);
   return losses;
 }
 
