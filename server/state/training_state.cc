@@ -62,6 +62,10 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
       peak_memory_metric_(metrics->Gauge("zeroshard_peak_memory_bytes",
                                          "Peak model-state bytes a rank held, by kind.",
                                          {"rank", "kind"})),
+      device_memory_metric_(metrics->Gauge(
+          "zeroshard_device_memory_bytes",
+          "A rank's device memory (GPU, or host RAM on the CPU device), total or free.",
+          {"rank", "device", "state"})),
       comm_bytes_metric_(metrics->Counter("zeroshard_comm_bytes_total",
                                           "Bytes a rank sent into collectives in its generation.",
                                           {"rank", "op"})),
@@ -87,6 +91,13 @@ absl::Status TrainingState::Validate(const v1::StepReport& r) {
   if (auto s = CheckSeconds(r.step_seconds(), "step_seconds"); !s.ok()) return s;
   if (auto s = CheckMemory(r.memory(), "memory"); !s.ok()) return s;
   if (auto s = CheckMemory(r.peak_memory(), "peak_memory"); !s.ok()) return s;
+  const v1::DeviceMemory& d = r.device_memory();
+  if (d.total_bytes() < 0 || d.free_bytes() < 0 || d.free_bytes() > d.total_bytes() ||
+      d.device().size() > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device_memory: free_bytes ", d.free_bytes(), " and total_bytes ", d.total_bytes(),
+        " must satisfy 0 <= free <= total, device name <= 256 bytes"));
+  }
   if (r.comm_size() > 16) {
     return absl::InvalidArgumentError(absl::StrCat("comm has ", r.comm_size(),
                                                    " entries; at most 16"));
@@ -133,6 +144,7 @@ bool TrainingState::Record(const v1::StepReport& r) {
   *rank.mutable_memory() = r.memory();
   *rank.mutable_peak_memory() = r.peak_memory();
   *rank.mutable_comm() = r.comm();
+  *rank.mutable_device_memory() = r.device_memory();
 
   const std::string rank_label = absl::StrCat(r.rank());
   auto set_memory = [&](MetricFamily* f, const v1::MemoryBytes& m) {
@@ -143,6 +155,13 @@ bool TrainingState::Record(const v1::StepReport& r) {
   };
   set_memory(memory_metric_, r.memory());
   set_memory(peak_memory_metric_, r.peak_memory());
+  if (r.has_device_memory()) {
+    const v1::DeviceMemory& d = r.device_memory();
+    device_memory_metric_->Set({rank_label, d.device(), "total"},
+                               static_cast<double>(d.total_bytes()));
+    device_memory_metric_->Set({rank_label, d.device(), "free"},
+                               static_cast<double>(d.free_bytes()));
+  }
   for (const v1::CommStat& c : r.comm()) {
     comm_bytes_metric_->Set({rank_label, c.op()}, static_cast<double>(c.bytes()));
     comm_seconds_metric_->Set({rank_label, c.op()}, c.seconds());
@@ -154,7 +173,7 @@ bool TrainingState::Record(const v1::StepReport& r) {
 void TrainingState::ClearRanks() {
   ranks_.clear();
   for (MetricFamily* f : {memory_metric_, peak_memory_metric_, comm_bytes_metric_,
-                          comm_seconds_metric_, comm_calls_metric_}) {
+                          comm_seconds_metric_, comm_calls_metric_, device_memory_metric_}) {
     f->Clear();
   }
 }

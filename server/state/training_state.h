@@ -56,6 +56,7 @@ class TrainingState {
   MetricFamily* step_seconds_metric_;
   MetricFamily* memory_metric_;
   MetricFamily* peak_memory_metric_;
+  MetricFamily* device_memory_metric_;
   MetricFamily* comm_bytes_metric_;
   MetricFamily* comm_seconds_metric_;
   MetricFamily* comm_calls_metric_;

@@ -95,6 +95,10 @@ class BadInputTest : public ::testing::Test {
     r.add_comm()->set_op("all_to_all");
     ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "comm[0].op");
     r.clear_comm();
+    r.mutable_device_memory()->set_total_bytes(10);
+    r.mutable_device_memory()->set_free_bytes(11);
+    ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "device_memory");
+    r.clear_device_memory();
     r.set_rank(3);
     ExpectRefused(client_->ReportStep(r), C::kInvalidArgument, "rank");
     r.set_rank(0);

@@ -106,6 +106,9 @@ class MetricsEndpointTest : public ::testing::Test {
       r.set_step_seconds(0.3);
       r.mutable_memory()->set_params(1024 * (rank + 1));
       r.mutable_memory()->set_optimizer(4096);
+      r.mutable_device_memory()->set_device("cuda:0 test");
+      r.mutable_device_memory()->set_total_bytes(int64_t{1} << 30);
+      r.mutable_device_memory()->set_free_bytes(int64_t{1} << 29);
       v1::CommStat* c = r.add_comm();
       c->set_op("all_gather");
       c->set_bytes(1 << 20);
@@ -134,6 +137,10 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
        {"zeroshard_generation 1\n", "zeroshard_workers 2\n", "zeroshard_step 3\n",
         "zeroshard_loss 2.5\n", "zeroshard_tokens_per_second 1000\n",
         "zeroshard_memory_bytes{rank=\"1\",kind=\"params\"} 2048\n",
+        "zeroshard_device_memory_bytes{rank=\"1\",device=\"cuda:0 test\",state=\"total\"} "
+        "1073741824\n",
+        "zeroshard_device_memory_bytes{rank=\"0\",device=\"cuda:0 test\",state=\"free\"} "
+        "536870912\n",
         "zeroshard_comm_bytes_total{rank=\"0\",op=\"all_gather\"} 1048576\n",
         "zeroshard_comm_seconds_total{rank=\"0\",op=\"all_gather\"} 0.01\n",
         "zeroshard_step_seconds_bucket{le=\"0.5\"} 1\n", "zeroshard_step_seconds_count 1\n",

@@ -65,6 +65,13 @@ void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
   report.set_step_seconds(record.step_seconds);
   report.set_val_loss(record.val_loss >= 0 ? record.val_loss : std::nan(""));
   const RankStepStats& me = record.ranks[ctx_.rank];
+  const Device& device = engine_->device();
+  if (absl::StatusOr<MemoryInfo> info = device.memory_info(); info.ok()) {
+    v1::DeviceMemory* d = report.mutable_device_memory();
+    d->set_device(device.name());
+    d->set_total_bytes(info->total_bytes);
+    d->set_free_bytes(std::min(info->free_bytes, info->total_bytes));
+  }
   FillMemory(me.memory, report.mutable_memory());
   FillMemory(me.peak_memory, report.mutable_peak_memory());
   const CommStats totals = engine_->comm_stats();
