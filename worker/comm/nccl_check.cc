@@ -1,25 +1,13 @@
 #include "worker/comm/nccl_check.h"
 
 #include "absl/strings/str_cat.h"
+#include "worker/device/cuda_check.h"
 
 namespace zeroshard {
 
+// One mapping of CUDA codes for the whole project: the device layer's.
 absl::Status GpuStatus(cudaError_t e, const char* expr, const char* file, int line) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  const std::string msg = absl::StrCat(file, ":", line, ": ", expr, ": ", cudaGetErrorName(e), " (",
-                                       cudaGetErrorString(e), ")");
-  switch (e) {
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorInvalidDevice:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return absl::FailedPreconditionError(msg);
-    case cudaErrorInvalidValue:
-      return absl::InvalidArgumentError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
+  return CudaStatus(e, expr, file, line);
 }
 
 absl::Status GpuStatus(ncclResult_t r, const char* expr, const char* file, int line) {

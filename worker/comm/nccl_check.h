@@ -10,8 +10,9 @@
 
 namespace zeroshard {
 
-// OK for cudaSuccess; else a code by cause: no device or driver:
-// FAILED_PRECONDITION; bad value: INVALID_ARGUMENT; else INTERNAL.
+// OK for cudaSuccess; else as CudaStatus (worker/device/cuda_check.h): out
+// of memory: RESOURCE_EXHAUSTED; no device or driver: FAILED_PRECONDITION;
+// bad value: INVALID_ARGUMENT; else INTERNAL.
 absl::Status GpuStatus(cudaError_t e, const char* expr, const char* file, int line);
 // OK for ncclSuccess and ncclInProgress (non-blocking communicators report
 // progress through ncclCommGetAsyncError); system/remote errors: UNAVAILABLE;
