@@ -46,7 +46,9 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
                                  absl::StrCat("local-", i), "--threads",
                                  std::to_string(o.job.threads)},
         absl::StrCat(o.run_dir, "/worker-", i, ".log"),
-        std::vector<std::string>{absl::StrCat("OPENBLAS_NUM_THREADS=", o.job.threads)}));
+        // LOCAL_RANK picks worker i's GPU (i mod visible GPUs) with --device cuda.
+        std::vector<std::string>{absl::StrCat("OPENBLAS_NUM_THREADS=", o.job.threads),
+                                 absl::StrCat("LOCAL_RANK=", i)}));
   }
   return workers;
 }
