@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "common/zero_memory.h"
 #include "worker/comm/wait_or_abort.h"
 #include "worker/device/cpu_device.h"
 
@@ -91,13 +92,11 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
 // device (MustAllocate) in a run that could not fit anyway.
 absl::Status ShardedEngine::CheckFits() const {
   ZS_ASSIGN_OR_RETURN(const MemoryInfo info, device_->memory_info());
-  int64_t resident = 0;
-  const int s = options_.stage;
-  for (const UnitPlan& u : plan_.units) {
-    const int64_t P = u.padded_numel, S = u.shard_numel;
-    resident += cbytes() * (s == 3 ? S : P) + gbytes() * (s >= 2 ? S : P) +
-                kAdamStateBytesPerParam * (s >= 1 ? S : P);
-  }
+  // On the padded sizes, which every rank's shards divide exactly.
+  const int64_t resident =
+      ZeroFormulaBytes(options_.stage, plan_.total_padded_numel(), world_size_,
+                       static_cast<int>(cbytes()), static_cast<int>(gbytes()))
+          .model_state();
   const int64_t needed = resident + BufferBytesBound();
   if (needed > info.free_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
