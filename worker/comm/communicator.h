@@ -60,11 +60,28 @@ struct CommStats {
 // all-reduce, 1 for broadcast.
 double BusBandwidthFactor(CommOp op, int world_size);
 
+// [Note: stream-ordered collectives] On a device with a stream (CUDA) a
+// collective can complete on the stream instead of on the host:
+// CompleteOnStream makes device work issued afterwards on the stream of
+// CommunicatorOptions::device wait for the op (an event wait on the device,
+// cudaStreamWaitEvent), so the host issues the next kernels at once. Memory
+// freed on that stream afterwards is stream-ordered too, so it is not reused
+// before the op is done. Such a Work is still Waited later, where the host
+// must read a value or hand the state over (the engine does it before it
+// reads the squared norm); that Wait is where its error and its timeout
+// surface. Backends whose ops complete on the host (Gloo, host-staged)
+// answer UNIMPLEMENTED and the caller Waits before touching the buffers.
 class Work {
  public:
   virtual ~Work() = default;
   // Waits for completion; DEADLINE_EXCEEDED if not done within timeout.
   virtual absl::Status Wait(absl::Duration timeout) = 0;
+  // See the note above. OK: ordered on the device stream; UNIMPLEMENTED: the
+  // backend cannot (Wait instead); another error: the op failed to issue.
+  // Not thread-safe with Wait.
+  virtual absl::Status CompleteOnStream() {
+    return absl::UnimplementedError("this backend completes collectives on the host");
+  }
 };
 
 struct CollectiveOptions {

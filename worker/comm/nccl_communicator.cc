@@ -197,7 +197,7 @@ class NcclCommunicator final : public Communicator {
       if (done != nullptr) cudaEventDestroy(done);
       return CompletedWork(s);
     }
-    return MakeNcclWork(shared_, start, done, op, bytes);
+    return MakeNcclWork(shared_, compute_, start, done, op, bytes);
   }
 
   std::shared_ptr<NcclShared> shared_;

@@ -43,10 +43,12 @@ struct NcclShared {
 };
 
 // A Work that completes when `done` (recorded after the op on its stream)
-// has fired; `start` brackets the op for its device time. Takes ownership
-// of both events.
-std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t start,
-                                   cudaEvent_t done, CommOp op, int64_t bytes);
+// has fired; `start` brackets the op for its device time. CompleteOnStream
+// makes `compute` wait for `done` ([Note: stream-ordered collectives]).
+// Takes ownership of both events.
+std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, cudaStream_t compute,
+                                   cudaEvent_t start, cudaEvent_t done, CommOp op,
+                                   int64_t bytes);
 
 // Bootstrap (nccl_bootstrap.cc): rank 0 creates the ncclUniqueId and sets it
 // under `key` in the store; the others wait for it (bounded by `timeout`).

@@ -11,12 +11,25 @@ namespace {
 
 class NcclWork final : public Work {
  public:
-  NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t start, cudaEvent_t done, CommOp op,
-           int64_t bytes)
-      : shared_(std::move(shared)), start_(start), done_(done), op_(op), bytes_(bytes) {}
+  NcclWork(std::shared_ptr<NcclShared> shared, cudaStream_t compute, cudaEvent_t start,
+           cudaEvent_t done, CommOp op, int64_t bytes)
+      : shared_(std::move(shared)),
+        compute_(compute),
+        start_(start),
+        done_(done),
+        op_(op),
+        bytes_(bytes) {}
   ~NcclWork() override {
     cudaEventDestroy(start_);
     cudaEventDestroy(done_);
+  }
+
+  absl::Status CompleteOnStream() override {
+    if (finished_) return final_;
+    if (shared_->aborted.load()) return absl::AbortedError("communicator aborted");
+    ZS_GPU_RETURN_IF_ERROR(cudaSetDevice(shared_->device));
+    ZS_GPU_RETURN_IF_ERROR(cudaStreamWaitEvent(compute_, done_, 0));
+    return absl::OkStatus();
   }
 
   absl::Status Wait(absl::Duration timeout) override {
@@ -76,6 +89,7 @@ class NcclWork final : public Work {
   }
 
   std::shared_ptr<NcclShared> shared_;
+  cudaStream_t compute_;
   cudaEvent_t start_;
   cudaEvent_t done_;
   const CommOp op_;
@@ -119,9 +133,10 @@ absl::Status WaitNotInProgress(ncclComm_t comm, absl::Time deadline, const char*
   }
 }
 
-std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t start,
-                                   cudaEvent_t done, CommOp op, int64_t bytes) {
-  return std::make_unique<NcclWork>(std::move(shared), start, done, op, bytes);
+std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, cudaStream_t compute,
+                                   cudaEvent_t start, cudaEvent_t done, CommOp op,
+                                   int64_t bytes) {
+  return std::make_unique<NcclWork>(std::move(shared), compute, start, done, op, bytes);
 }
 
 }  // namespace zeroshard

@@ -3,6 +3,7 @@
 #include "worker/device/cuda_device.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -73,6 +74,12 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal) {
   // Non-blocking: the legacy default stream (other libraries' work) does not
   // serialise with ours.
   ZS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // The stream-ordered pool keeps what is freed for the next Allocate.
+  cudaMemPool_t pool = nullptr;
+  uint64_t keep_all = UINT64_MAX;
+  if (cudaDeviceGetDefaultMemPool(&pool, ordinal) == cudaSuccess) {
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
+  }
   void* partials = nullptr;
   const cudaError_t e = cudaMalloc(&partials, device_internal::kSumSquaresBlocks * sizeof(double));
   if (e != cudaSuccess) {
@@ -86,7 +93,8 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal) {
 
 CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
-  cudaFree(partials_);  // Waits for the stream's work that may still use it.
+  cudaStreamSynchronize(AsStream(stream_));  // Stream-ordered frees land.
+  cudaFree(partials_);
   cudaStreamDestroy(AsStream(stream_));
 }
 
@@ -123,12 +131,31 @@ void CudaDevice::FreeWith(const char* what, void* ptr, Release release) {
   if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.ToString().c_str());
 }
 
+// Stream-ordered allocation on the device's stream (cudaMallocAsync): a
+// Free is ordered after the work already on the stream, so it never blocks
+// the host and memory is not reused before that work is done. The pool keeps
+// freed memory (release threshold: unlimited); when an allocation fails the
+// pool is trimmed once, after the stream drains, and the allocation retried.
 absl::StatusOr<void*> CudaDevice::Allocate(int64_t bytes) {
-  return AllocateWith("cudaMalloc", bytes, [](void** p, size_t b) { return cudaMalloc(p, b); });
+  cudaStream_t stream = AsStream(stream_);
+  const int ordinal = ordinal_;
+  return AllocateWith("cudaMallocAsync", bytes, [stream, ordinal](void** p, size_t b) {
+    cudaError_t e = cudaMallocAsync(p, b, stream);
+    if (e != cudaErrorMemoryAllocation) return e;
+    cudaGetLastError();
+    cudaMemPool_t pool = nullptr;
+    if (cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaDeviceGetDefaultMemPool(&pool, ordinal) != cudaSuccess ||
+        cudaMemPoolTrimTo(pool, 0) != cudaSuccess) {
+      return e;
+    }
+    return cudaMallocAsync(p, b, stream);
+  });
 }
 
 void CudaDevice::Free(void* ptr) {
-  FreeWith("cudaFree", ptr, [](void* p) { return cudaFree(p); });
+  cudaStream_t stream = AsStream(stream_);
+  FreeWith("cudaFreeAsync", ptr, [stream](void* p) { return cudaFreeAsync(p, stream); });
 }
 
 absl::StatusOr<void*> CudaDevice::AllocatePinnedHost(int64_t bytes) {

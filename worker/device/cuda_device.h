@@ -68,11 +68,11 @@ class CudaDevice final : public Device {
       : ordinal_(ordinal), name_(std::move(name)), stream_(stream), partials_(partials) {}
   // cudaSetDevice(ordinal_) as a Status.
   absl::Status MakeCurrent() const;
-  // `bytes` through `alloc` (cudaMalloc or cudaMallocHost, as a callable);
+  // `bytes` through `alloc` (cudaMallocAsync or cudaMallocHost, a callable);
   // RESOURCE_EXHAUSTED with the device's free memory when it runs out.
   template <typename Alloc>
   absl::StatusOr<void*> AllocateWith(const char* what, int64_t bytes, Alloc alloc);
-  // `release` (cudaFree or cudaFreeHost) of ptr; errors printed (device.h).
+  // `release` (cudaFreeAsync or cudaFreeHost) of ptr; errors printed (device.h).
   template <typename Release>
   void FreeWith(const char* what, void* ptr, Release release);
 

@@ -4,8 +4,8 @@
 // CpuDevice (cpu_device.h) and CudaDevice (cuda_device.h, built only where
 // nvcc exists); CreateDevice (device_factory.h) picks one from a flag.
 //
-// Memory. Allocate gives device memory: host memory on CPU, cudaMalloc on
-// CUDA. Every pointer given to a stream operation or a primitive must be
+// Memory. Allocate gives device memory: host memory on CPU, stream-ordered
+// cudaMallocAsync on CUDA. Every pointer given to a stream operation or a primitive must be
 // memory the device can address (on CUDA: from Allocate, or pinned host
 // memory through unified addressing, which is slow). AllocatePinnedHost gives
 // host memory for data crossing to the host (cudaMallocHost on CUDA, so copies
@@ -84,10 +84,12 @@ class Device {
 
   // `bytes` >= 0 of uninitialised device memory, aligned to at least 64
   // bytes; 0 bytes gives a distinct non-null pointer. Free takes pointers
-  // from Allocate of this device (null is a no-op). On CUDA, Free waits for
-  // the device to finish work that may still use the memory (cudaFree); a
-  // CUDA error there means the context is already broken, which the next
-  // operation reports, so it is printed to stderr and not returned.
+  // from Allocate of this device (null is a no-op). On CUDA both are
+  // stream-ordered (cudaMallocAsync/cudaFreeAsync on the stream): Free
+  // returns at once and the memory is reused only after the work enqueued
+  // before it, and everything that stream waits on, is done. A CUDA error
+  // in Free means the context is already broken, which the next operation
+  // reports, so it is printed to stderr and not returned.
   virtual absl::StatusOr<void*> Allocate(int64_t bytes) = 0;
   virtual void Free(void* ptr) = 0;
   virtual absl::StatusOr<void*> AllocatePinnedHost(int64_t bytes) = 0;

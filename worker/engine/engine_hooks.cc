@@ -1,6 +1,9 @@
 // The hooks: parameter views (gathers and prefetch at stage 3), gradient views
 // and their reduction (stages 2-3). See sharded_engine.h.
+#include <algorithm>
 #include <utility>
+
+#include "absl/time/clock.h"
 
 #include "common/status_macros.h"
 #include "worker/comm/wait_or_abort.h"
@@ -21,6 +24,33 @@ absl::Status ShardedEngine::Await(std::unique_ptr<Work>& work) {
   work.reset();
   Fail(s);
   return s;
+}
+
+absl::Status ShardedEngine::Sequence(std::unique_ptr<Work>& work) {
+  ZS_CHECK(work != nullptr);
+  absl::Status s = work->CompleteOnStream();
+  if (absl::IsUnimplemented(s)) return Await(work);
+  if (!s.ok()) {
+    // It never made it onto the stream: the generation is broken.
+    comm_->Abort();
+    work.reset();
+    Fail(s);
+    return s;
+  }
+  in_flight_.push_back(std::move(work));
+  return absl::OkStatus();
+}
+
+absl::Status ShardedEngine::AwaitInFlight() {
+  const absl::Time deadline = absl::Now() + options_.collective_timeout;
+  for (std::unique_ptr<Work>& work : in_flight_) {
+    if (!Failed()) {
+      Fail(WaitOrAbort(*comm_, *work, std::max(deadline - absl::Now(), absl::ZeroDuration())));
+    }
+    work.reset();  // After Abort a Work fails fast and holds no buffer.
+  }
+  in_flight_.clear();
+  return status_;
 }
 
 void ShardedEngine::Retire(DeviceBuffer& buffer) {
@@ -57,7 +87,7 @@ const float* ShardedEngine::AcquireParams(int u) {
   const void* full = unit.params.data();
   if (options_.stage == 3) {
     if (!unit.gathered.allocated()) IssueGather(u);
-    if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) {
+    if (unit.gather_work != nullptr && !Sequence(unit.gather_work).ok()) {
       Retire(unit.gathered);  // [Note: failed collective buffers]
       MustAllocate(unit.gathered, P * cbytes());
     }
@@ -157,7 +187,7 @@ void ShardedEngine::DrainOneReduce() {
   PendingReduce& p = pending_.front();
   Unit& unit = units_[p.unit];
   const int64_t S = unit.plan->shard_numel;
-  if (Await(p.work).ok()) {
+  if (Sequence(p.work).ok()) {
     Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, Slice(p.staging, S, gbytes()),
                           options_.reduce_dtype, S));
   } else {

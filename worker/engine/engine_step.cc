@@ -31,7 +31,7 @@ absl::Status ShardedEngine::ReduceGradients() {
                                                S, options_.reduce_dtype, ReduceOp::kSum, copts));
   }
   for (std::unique_ptr<Work>& w : works) {
-    if (absl::Status s = Await(w); !s.ok()) {
+    if (absl::Status s = Sequence(w); !s.ok()) {
       for (Unit& unit : units_) Retire(unit.grads);  // [Note: failed collective buffers]
       return s;
     }
@@ -51,6 +51,8 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
   }
   double sum_sq = 0.0;
   ZS_RETURN_IF_ERROR(device_->Copy(&sum_sq, acc.data(), sizeof(double)));
+  // The host reads a value: every stream-ordered collective is checked here.
+  ZS_RETURN_IF_ERROR(AwaitInFlight());
   ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
   if (options_.stage == 0 || world_size_ == 1) return sum_sq;
   absl::StatusOr<std::vector<double>> global = AllReduceControl(
@@ -83,13 +85,13 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
     ZS_RETURN_IF_ERROR(device_->AdamW(options_.adamw, step_, multiplier,
                                       {unit.master.as<float>(), unit.m.as<float>(),
                                        unit.v.as<float>(), g, n, out, options_.compute_dtype}));
-    grad32.Free();  // On CUDA, Free waits for the update that reads it.
+    grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
     if (stage == 1 || stage == 2) {
       gathers.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
                                          {options_.collective_timeout}));
     }
   }
-  for (std::unique_ptr<Work>& w : gathers) ZS_RETURN_IF_ERROR(Await(w));
+  for (std::unique_ptr<Work>& w : gathers) ZS_RETURN_IF_ERROR(Sequence(w));
   return absl::OkStatus();
 }
 

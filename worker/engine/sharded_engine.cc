@@ -159,6 +159,9 @@ ShardedEngine::~ShardedEngine() {
   for (Unit& unit : units_) {
     if (!settle(unit.gather_work)) lost = true;
   }
+  for (std::unique_ptr<Work>& work : in_flight_) {
+    if (!settle(work)) lost = true;  // Its buffers are stream-ordered frees.
+  }
   if (lost) {
     comm_->Abort();
     for (PendingReduce& p : pending_) retired_.push_back(std::move(p.staging));
@@ -181,7 +184,7 @@ uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
 
 absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
   Unit& unit = At(u);
-  if (Failed()) return status_;
+  ZS_RETURN_IF_ERROR(AwaitInFlight());  // State crosses to the host.
   std::vector<float> out(static_cast<size_t>(unit.plan->numel));
   const int64_t bytes = static_cast<int64_t>(out.size()) * 4;
   if (options_.stage == 0) {
@@ -230,6 +233,7 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
                                                      unit.plan->name, "'"));
     }
   }
+  ZS_RETURN_IF_ERROR(AwaitInFlight());
   ZS_RETURN_IF_ERROR(device_->Copy(unit.master.data(), master.data(), n * 4));
   ZS_RETURN_IF_ERROR(device_->Copy(unit.m.data(), m.data(), n * 4));
   ZS_RETURN_IF_ERROR(device_->Copy(unit.v.data(), v.data(), n * 4));
@@ -249,6 +253,7 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
         "range [", sub.offset, ", ", sub.end(), ") is outside unit ", u, "'s optimizer range [",
         held.offset, ", ", held.end(), ")"));
   }
+  ZS_RETURN_IF_ERROR(AwaitInFlight());
   const OptimizerShardView view = OptimizerShard(u).Slice(sub);
   ZS_RETURN_IF_ERROR(device_->Copy(master, view.master, sub.length * 4));
   ZS_RETURN_IF_ERROR(device_->Copy(m, view.m, sub.length * 4));
@@ -257,7 +262,7 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
 }
 
 absl::Status ShardedEngine::RebuildComputeCopy() {
-  if (Failed()) return status_;
+  ZS_RETURN_IF_ERROR(AwaitInFlight());
   std::vector<std::unique_ptr<Work>> works;
   for (Unit& unit : units_) {
     const int64_t n = unit.opt_range.length;

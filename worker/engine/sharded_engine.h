@@ -32,8 +32,13 @@
 // Device: every buffer is memory of EngineOptions::device (the CPU, or one
 // CUDA GPU), allocated, converted, reduced and updated only through it
 // (worker/device/device.h), so the same engine code runs on both. Device
-// work is ordered on the device's stream; the host blocks where it must:
-// on a collective's Work (Wait), on the squared-norm scalar, and where state
+// work is ordered on the device's stream. Collectives whose backend can
+// complete on that stream (NCCL) do so ([Note: stream-ordered collectives],
+// communicator.h): the host never waits for them in the hooks, and checks
+// them all at once before it reads the squared-norm scalar in Step and
+// before state crosses to the host. Host-completed backends (Gloo,
+// host-staged) are waited where their result is first used. Otherwise the
+// host blocks where it must: on the squared-norm scalar, and where state
 // crosses to the host (GatherFullParams, CopyOptimizerState,
 // LoadShardState). Pointers the hooks hand out are device memory.
 //
@@ -239,6 +244,13 @@ class ShardedEngine final : public UnitHooks {
   void Fail(const absl::Status& status);
   void Retire(DeviceBuffer& buffer);
   absl::Status Await(std::unique_ptr<Work>& work);
+  // Orders `work` before later device work: on the device stream where the
+  // backend can (the Work joins in_flight_), by a host wait (Await)
+  // otherwise. [Note: stream-ordered collectives] in communicator.h.
+  absl::Status Sequence(std::unique_ptr<Work>& work);
+  // Waits for every stream-ordered Work, one deadline for all; the first
+  // error aborts the communicator and becomes status().
+  absl::Status AwaitInFlight();
   bool Failed() const { return !status_.ok(); }
   int64_t cbytes() const { return DTypeSize(options_.compute_dtype); }
   int64_t gbytes() const { return DTypeSize(options_.reduce_dtype); }
@@ -256,6 +268,9 @@ class ShardedEngine final : public UnitHooks {
   MemoryAccountant accountant_;
   std::vector<Unit> units_;
   std::deque<PendingReduce> pending_;
+  // Stream-ordered collectives not yet Waited; their buffers may already be
+  // freed (stream-ordered, so not reused before the op is done).
+  std::vector<std::unique_ptr<Work>> in_flight_;
   std::vector<DeviceBuffer> retired_;  // [Note: failed collective buffers]
   absl::Status status_;
   int64_t step_ = 0;
