@@ -153,6 +153,7 @@ class ShardedEngine final : public UnitHooks {
 
   // The first communication error, or OK.
   absl::Status status() const { return status_; }
+  int rank() const { return rank_; }
 
   // Unit u's fp32 master values, numel elements, unpadded (tests, export,
   // checkpoints). Collective at stages 1-3 (an all-gather): every rank calls

@@ -1,0 +1,233 @@
+#include "worker/trainer/live_reshard.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/comm/control_collectives.h"
+#include "worker/comm/wait_or_abort.h"
+
+namespace zeroshard {
+namespace {
+
+// DescribeHeld's row.
+enum Field { kHas, kGeneration, kWorldSize, kAlignment, kStage, kIndex, kStep, kOptStep, kFields };
+
+ElementRange Intersect(ElementRange a, ElementRange b) {
+  const int64_t lo = std::max(a.offset, b.offset), hi = std::min(a.end(), b.end());
+  return {lo, std::max<int64_t>(0, hi - lo)};
+}
+
+// Copies `part` (inside both) from a buffer over `from` into one over `to`.
+void CopyPart(const float* from, ElementRange from_range, float* to, ElementRange to_range,
+              ElementRange part) {
+  if (part.length == 0) return;
+  std::memcpy(to + (part.offset - to_range.offset), from + (part.offset - from_range.offset),
+              static_cast<size_t>(part.length) * 4);
+}
+
+// The old shard `old_index` of a unit, without its padding.
+ElementRange OldPiece(const UnitPlan& old_unit, int old_index) {
+  return Intersect(old_unit.shard(old_index), {0, old_unit.numel});
+}
+
+bool NeededByOthers(const UnitPlan& new_unit, int stage, int world_size, int sender,
+                    ElementRange piece) {
+  for (int r = 0; r < world_size; ++r) {
+    if (r != sender && Intersect(OptimizerRange(new_unit, stage, r), piece).length > 0) return true;
+  }
+  return false;
+}
+
+// Target buffers for one unit: master, m, v over `range`, zero (padding).
+struct Target {
+  ElementRange range;
+  std::vector<float> master, m, v;
+};
+
+// Moves one old piece into `target`: locally when only its sender needs it,
+// else broadcast from the sender.
+absl::Status MovePiece(Communicator& control, const HeldUnit* mine, ElementRange piece, int sender,
+                       bool broadcast, Target& target, absl::Duration timeout) {
+  const bool sending = sender == control.rank();
+  if (sending && (mine == nullptr || Intersect(mine->range, piece).length != piece.length)) {
+    return absl::InvalidArgumentError(absl::StrCat("held state does not cover elements [",
+                                                   piece.offset, ", ", piece.end(), ")"));
+  }
+  const ElementRange keep = Intersect(target.range, piece);
+  if (!broadcast) {
+    if (!sending) return absl::OkStatus();
+    CopyPart(mine->master.data(), mine->range, target.master.data(), target.range, keep);
+    CopyPart(mine->m.data(), mine->range, target.m.data(), target.range, keep);
+    CopyPart(mine->v.data(), mine->range, target.v.data(), target.range, keep);
+    return absl::OkStatus();
+  }
+  const size_t n = static_cast<size_t>(piece.length);
+  auto buffer = std::make_shared<std::vector<float>>(3 * n);
+  float* b = buffer->data();
+  if (sending) {
+    CopyPart(mine->master.data(), mine->range, b, piece, piece);
+    CopyPart(mine->m.data(), mine->range, b + n, piece, piece);
+    CopyPart(mine->v.data(), mine->range, b + 2 * n, piece, piece);
+  }
+  std::unique_ptr<Work> work = control.Broadcast(b, b, 3 * piece.length, DType::kFp32, sender,
+                                                 {timeout});
+  if (absl::Status s = WaitOrAbort(control, *work, timeout); !s.ok()) {
+    KeepForever(std::shared_ptr<void>(buffer));  // [Note: failed collective buffers]
+    return s;
+  }
+  CopyPart(b, piece, target.master.data(), target.range, keep);
+  CopyPart(b + n, piece, target.m.data(), target.range, keep);
+  CopyPart(b + 2 * n, piece, target.v.data(), target.range, keep);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generation,
+                                        int64_t step) {
+  if (!engine.status().ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot hand off a failed engine's state: ", engine.status().message()));
+  }
+  const ShardPlan& plan = engine.plan();
+  HeldState held;
+  held.generation = generation;
+  held.world_size = plan.world_size;
+  held.alignment = plan.alignment;
+  held.stage = engine.options().stage;
+  held.index = engine.rank();
+  held.step = step;
+  held.optimizer_step = engine.optimizer_step();
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    HeldUnit unit;
+    unit.range = engine.OptimizerShard(static_cast<int>(u)).range;
+    for (auto* b : {&unit.master, &unit.m, &unit.v}) b->resize(unit.range.length);
+    ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(static_cast<int>(u), unit.range,
+                                                 unit.master.data(), unit.m.data(),
+                                                 unit.v.data()));
+    held.units.push_back(std::move(unit));
+  }
+  return held;
+}
+
+std::vector<int64_t> DescribeHeld(const HeldState* held) {
+  std::vector<int64_t> row(kFields, 0);
+  if (held == nullptr) return row;
+  row[kHas] = 1;
+  row[kGeneration] = static_cast<int64_t>(held->generation);
+  row[kWorldSize] = held->world_size;
+  row[kAlignment] = held->alignment;
+  row[kStage] = held->stage;
+  row[kIndex] = held->index;
+  row[kStep] = held->step;
+  row[kOptStep] = held->optimizer_step;
+  return row;
+}
+
+// lizard forgives(length)
+LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage) {
+  LiveState out;
+  int64_t newest = -1;
+  for (const auto& row : rows) {
+    if (row[kHas] == 1) newest = std::max(newest, row[kGeneration]);
+  }
+  if (newest < 0) return out;  // Nobody holds state: not live, nothing to say.
+  const std::vector<int64_t>* first = nullptr;
+  std::vector<int> holder_of;  // Old index -> rank.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    if (row[kHas] != 1 || row[kGeneration] != newest) continue;
+    if (first == nullptr) {
+      first = &row;
+      holder_of.assign(static_cast<size_t>(std::max<int64_t>(0, row[kWorldSize])), -1);
+    }
+    for (Field f : {kWorldSize, kAlignment, kStage, kStep, kOptStep}) {
+      if (row[f] != (*first)[f]) {
+        out.why_not = absl::StrCat("the holders of generation ", newest,
+                                   " disagree on their state (field ", static_cast<int>(f),
+                                   ": ", (*first)[f], " vs ", row[f], " at rank ", r, ")");
+        return out;
+      }
+    }
+    const int64_t index = row[kIndex];
+    if (index >= 0 && index < static_cast<int64_t>(holder_of.size()) && holder_of[index] < 0) {
+      holder_of[index] = static_cast<int>(r);
+    }
+  }
+  const std::vector<int64_t>& f = *first;
+  if (f[kStage] != stage) {
+    out.why_not = absl::StrCat("the held state is sharded for stage ", f[kStage],
+                               ", the job runs stage ", stage);
+    return out;
+  }
+  int any_holder = -1;
+  for (int h : holder_of) any_holder = std::max(any_holder, h);
+  for (size_t j = 0; j < holder_of.size(); ++j) {
+    if (holder_of[j] >= 0) continue;
+    if (stage == 0 && any_holder >= 0) {
+      holder_of[j] = any_holder;  // At stage 0 every holder has every element.
+      continue;
+    }
+    out.why_not = absl::StrCat("shard ", j, " of generation ", newest, "'s plan (",
+                               holder_of.size(), " ranks) has no live holder");
+    return out;
+  }
+  out.live = !holder_of.empty();
+  if (!out.live) out.why_not = "the held state names an empty plan";
+  out.world_size = static_cast<int>(f[kWorldSize]);
+  out.alignment = f[kAlignment];
+  out.stage = static_cast<int>(f[kStage]);
+  out.step = f[kStep];
+  out.optimizer_step = f[kOptStep];
+  out.source = std::move(holder_of);
+  return out;
+}
+
+absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, const HeldState* held,
+                                           int stage, absl::Duration timeout) {
+  ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> all,
+                      AllGatherControl(control, DescribeHeld(held), timeout));
+  std::vector<std::vector<int64_t>> rows;
+  for (int r = 0; r < control.world_size(); ++r) {
+    rows.emplace_back(all.begin() + r * kFields, all.begin() + (r + 1) * kFields);
+  }
+  return DecideLiveState(rows, stage);
+}
+
+absl::Status ReshardInto(Communicator& control, const LiveState& live, const HeldState* held,
+                         const std::vector<UnitSpec>& units, ShardedEngine& engine,
+                         absl::Duration timeout) {
+  if (!live.live) return absl::InvalidArgumentError("ReshardInto needs a live state");
+  ZS_ASSIGN_OR_RETURN(const ShardPlan old_plan,
+                      MakeShardPlan(units, live.world_size, live.alignment));
+  const ShardPlan& plan = engine.plan();
+  if (old_plan.units.size() != plan.units.size() ||
+      (held != nullptr && held->units.size() != plan.units.size())) {
+    return absl::InvalidArgumentError("the held state's units do not match the model's");
+  }
+  const int stage = engine.options().stage;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    Target target;
+    target.range = engine.OptimizerShard(static_cast<int>(u)).range;
+    for (auto* b : {&target.master, &target.m, &target.v}) b->assign(target.range.length, 0.0f);
+    for (int j = 0; j < live.world_size; ++j) {
+      const ElementRange piece = OldPiece(old_plan.units[u], j);
+      if (piece.length == 0) continue;
+      const int sender = live.source[j];
+      const bool broadcast =
+          NeededByOthers(plan.units[u], stage, plan.world_size, sender, piece);
+      ZS_RETURN_IF_ERROR(MovePiece(control, held == nullptr ? nullptr : &held->units[u], piece,
+                                   sender, broadcast, target, timeout));
+    }
+    ZS_RETURN_IF_ERROR(
+        engine.LoadShardState(static_cast<int>(u), target.master, target.m, target.v));
+  }
+  ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
+  engine.set_optimizer_step(live.optimizer_step);
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard
