@@ -21,7 +21,7 @@ absl::Duration Seconds(double s) { return absl::Microseconds(std::llround(s * 1e
 // The command line as parsed; ApplyFlags completes `options` from the rest.
 struct Flags {
   zeroshard::CoordinatorOptions options;
-  double settle = 1, heartbeat = 1, lease = 5;  // Seconds.
+  double settle = 1, heartbeat = 1, lease = 5, handoff_grace = 30;  // Seconds.
   std::string job_config_file, job_config_text;
   int keep_checkpoints = 0;
 };
@@ -56,6 +56,11 @@ void AddJobFlags(CLI::App& app, Flags& f) {
   app.add_option("--lease-timeout", f.lease, "seconds of silence before a member is dropped")
       ->check(CLI::Range(0.002, 3600.0))
       ->capture_default_str();
+  app.add_option("--handoff-grace", f.handoff_grace,
+                 "seconds the ranks get to stop at a step boundary and hand their state to a "
+                 "joiner before the generation is ended under them (0 = at once)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--alignment", core.alignment, "shard plan alignment, elements")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
@@ -80,6 +85,7 @@ absl::Status ApplyFlags(Flags& f) {
   core.settle = Seconds(f.settle);
   core.heartbeat_interval = Seconds(f.heartbeat);
   core.lease_timeout = Seconds(f.lease);
+  core.handoff_grace = Seconds(f.handoff_grace);
   core.job_config_json = f.job_config_text;
   if (!f.job_config_file.empty()) {
     absl::StatusOr<std::string> text = zeroshard::ReadWholeFile(f.job_config_file);

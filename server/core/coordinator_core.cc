@@ -30,6 +30,9 @@ absl::Status ValidateOptions(const CoreOptions& o) {
   if (o.heartbeat_interval <= absl::ZeroDuration() || o.heartbeat_interval > absl::Hours(1)) {
     return absl::InvalidArgumentError("heartbeat_interval is outside (0 s, 3600 s]");
   }
+  if (o.handoff_grace < absl::ZeroDuration() || o.handoff_grace > absl::Hours(1)) {
+    return absl::InvalidArgumentError("handoff_grace is outside [0 s, 3600 s]");
+  }
   if (o.lease_timeout <= o.heartbeat_interval || o.lease_timeout > absl::Hours(1)) {
     return absl::InvalidArgumentError(
         "lease_timeout must exceed heartbeat_interval and be at most 3600 s");
@@ -95,7 +98,7 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
       durable_(std::move(durable)),
       clock_(clock),
       membership_(MembershipOptions{options.min_workers, options.max_workers, options.settle,
-                                    options.lease_timeout},
+                                    options.lease_timeout, options.handoff_grace},
                   snap.generation, snap.restarts << 32,
                   snap.restarts > 0 ? "coordinator_restart" : "start"),
       training_(metrics, snap.last_step, snap.last_loss),
@@ -236,6 +239,7 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::Heart
   out.set_in_generation(m->rank >= 0);
   out.set_rank(m->rank);
   out.set_world_size(membership_.world_size());
+  out.set_change_pending(m->rank >= 0 && membership_.change_pending());
   out.set_state(membership_.state() == GenerationState::kRunning
                     ? v1::GenerationInfo::STATE_RUNNING
                     : v1::GenerationInfo::STATE_WAITING);
@@ -268,7 +272,10 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
                                                    " is not below world size ",
                                                    membership_.world_size()));
   }
-  ZS_RETURN_IF_ERROR(membership_.ReportFailure(r.member_id(), r.generation(), clock_->Now()));
+  ZS_RETURN_IF_ERROR(r.handoff()
+                         ? membership_.Handoff(r.member_id(), r.generation(), clock_->Now())
+                         : membership_.ReportFailure(r.member_id(), r.generation(),
+                                                     clock_->Now()));
   DrainEventsLocked();
   v1::ReportFailureResponse out;
   out.set_generation(membership_.generation());

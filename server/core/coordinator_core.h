@@ -47,6 +47,9 @@ struct CoreOptions {
   absl::Duration settle = absl::Seconds(1);
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration lease_timeout = absl::Seconds(5);
+  // How long a running generation may take to hand off for a joiner
+  // (server/membership/membership.h); 0 = end it at once.
+  absl::Duration handoff_grace = absl::Seconds(30);
   int64_t alignment = 16;        // Shard plan alignment, elements.
   std::string job_config_json;   // "" = keep the persisted one (or "{}").
   size_t max_members = 65536;    // Live members, waiting ones included.

@@ -68,6 +68,16 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
   return absl::OkStatus();
 }
 
+absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::Time now) {
+  if (members_.count(member_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
+  }
+  ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
+  EndGeneration("handoff", now);
+  last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
+  return absl::OkStatus();
+}
+
 absl::Status Membership::CheckRunning(uint64_t generation, const char* field) const {
   if (state_ == GenerationState::kRunning && generation == generation_) return absl::OkStatus();
   return absl::AbortedError(absl::StrCat(
@@ -98,6 +108,7 @@ void Membership::EndGeneration(const std::string& reason, absl::Time now) {
   }
   ranked_.clear();
   state_ = GenerationState::kWaiting;
+  change_pending_since_ = absl::InfiniteFuture();
   pending_reason_ = reason;
   last_change_ = now;
   events_.push_back({MembershipEvent::Kind::kGenerationEnded, generation_, reason, 0});
@@ -132,6 +143,8 @@ void Membership::Tick(absl::Time now) {
     const bool joiner_admissible = members_.size() > ranked_.size() &&
                                    static_cast<int>(ranked_.size()) < options_.max_workers;
     if (!joiner_admissible || !settled) return;
+    if (!change_pending()) change_pending_since_ = now;
+    if (now - change_pending_since_ < options_.handoff_grace) return;
     EndGeneration("join", now);
     last_change_ = now - options_.settle;  // Already settled: form right away.
   }

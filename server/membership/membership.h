@@ -19,8 +19,14 @@
 //   Ranks are dense 0..N-1, assigned in member_id (= join) order; at most
 //   max_workers members get a rank, the rest keep waiting.
 // - While a generation runs, a waiting joiner that could be admitted
-//   (world size < max_workers) ends it once `settle` has passed since the
-//   last change, and the next generation forms in the same Tick.
+//   (world size < max_workers) makes a change pending once `settle` has
+//   passed since the last change (change_pending(), sent in heartbeat
+//   replies). The ranks then stop at their next step boundary, hand their
+//   state over live (worker/trainer/live_reshard.h) and one of them calls
+//   Handoff, which ends the generation (reason "handoff", not a failure);
+//   the next one forms in the same Tick. Ranks that do not hand off within
+//   `handoff_grace` have the generation ended under them (reason "join").
+//   handoff_grace = 0 ends it at once.
 //
 // Thread safety: not thread-safe; the owner (CoordinatorCore) serialises
 // calls under its mutex.
@@ -42,6 +48,7 @@ struct MembershipOptions {
   int max_workers = 1024;
   absl::Duration settle = absl::Seconds(1);
   absl::Duration lease_timeout = absl::Seconds(5);
+  absl::Duration handoff_grace = absl::Seconds(30);
 };
 
 enum class GenerationState { kWaiting, kRunning };
@@ -83,6 +90,13 @@ class Membership {
   // for an unknown reporter; ABORTED if `generation` is not the
   // running one.
   absl::Status ReportFailure(uint64_t member_id, uint64_t generation, absl::Time now);
+  // The ranks stopped at a step boundary with their state handed over:
+  // ends the running generation `generation` (reason "handoff"). NOT_FOUND
+  // for an unknown member; ABORTED if `generation` is not the running one.
+  absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now);
+  // Whether the running generation should stop at its next step boundary
+  // for a membership change.
+  bool change_pending() const { return change_pending_since_ != absl::InfiniteFuture(); }
   // Expires leases and forms or ends generations as the rules above say.
   void Tick(absl::Time now);
 
@@ -119,6 +133,7 @@ class Membership {
   std::vector<uint64_t> ranked_;                    // member_id by rank.
   absl::Time last_change_ = absl::InfinitePast();  // Last join/leave/loss.
   std::string pending_reason_;                      // Why the next generation forms.
+  absl::Time change_pending_since_ = absl::InfiniteFuture();  // Running only.
   std::vector<MembershipEvent> events_;
 };
 

@@ -67,6 +67,7 @@ inline CoreOptions TestOptions() {
   o.settle = absl::Milliseconds(500);
   o.heartbeat_interval = absl::Seconds(1);
   o.lease_timeout = absl::Seconds(3);
+  o.handoff_grace = absl::ZeroDuration();  // A joiner ends the generation at once.
   o.alignment = 4;
   return o;
 }

@@ -109,6 +109,54 @@ TEST(MembershipTest, JoinerWhileRunningIsAdmittedAtNextGeneration) {
   EXPECT_EQ(hb->generation(), 2u);
 }
 
+// With a handoff grace, a joiner makes a change pending (heartbeats say
+// so) instead of ending the generation; a handoff report ends it at once
+// and the next generation forms; without one the grace ends it.
+TEST(MembershipTest, JoinerWaitsForAHandoffAtAStepBoundaryWithinTheGrace) {
+  CoreOptions o = TestOptions();
+  o.handoff_grace = absl::Seconds(5);
+  for (bool hand_off : {true, false}) {
+    CoreHarness h(o);
+    std::vector<uint64_t> ids = {h.Join("a"), h.Join("b")};
+    h.Advance(absl::Seconds(1));
+    ASSERT_EQ(h.core->generation(), 1u);
+    auto hb = h.Heartbeat(ids[0]);
+    ASSERT_TRUE(hb.ok());
+    EXPECT_FALSE(hb->change_pending());
+    ids.push_back(h.Join("c"));
+    h.Advance(absl::Milliseconds(600));  // Settled: a change is pending.
+    HeartbeatAll(h, ids);
+    hb = h.Heartbeat(ids[0]);
+    ASSERT_TRUE(hb.ok());
+    EXPECT_TRUE(hb->change_pending());
+    EXPECT_FALSE(h.Heartbeat(ids[2])->change_pending()) << "only ranks are asked to yield";
+    EXPECT_EQ(h.core->generation(), 1u);
+    EXPECT_EQ(h.core->state(), GenerationState::kRunning);
+    if (hand_off) {
+      v1::ReportFailureRequest r;
+      r.set_job_id("job");
+      r.set_member_id(ids[1]);
+      r.set_generation(1);
+      r.set_failed_rank(-1);
+      r.set_handoff(true);
+      ASSERT_TRUE(h.core->ReportFailure(r).ok());
+      h.Advance(absl::Milliseconds(10));
+      ASSERT_EQ(h.core->generation(), 2u) << "the handoff forms the next generation at once";
+      EXPECT_NE(h.metrics.Render().find("reason=\"handoff\""), std::string::npos);
+    } else {
+      for (int i = 0; i < 4; ++i) {
+        h.Advance(absl::Seconds(1));
+        HeartbeatAll(h, ids);
+      }
+      EXPECT_EQ(h.core->generation(), 1u) << "within the grace";
+      h.Advance(absl::Seconds(1));
+      ASSERT_EQ(h.core->generation(), 2u) << "the grace is over";
+    }
+    EXPECT_EQ(h.Info(ids[2]).world_size(), 3);
+    EXPECT_FALSE(h.Heartbeat(ids[0])->change_pending());
+  }
+}
+
 TEST(MembershipTest, StaleGenerationCallsAreRefusedWithTheCurrentGeneration) {
   CoreHarness h(TestOptions());
   const uint64_t a = h.Join("a");

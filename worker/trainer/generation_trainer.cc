@@ -132,6 +132,11 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     bool requested = false;
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
+    if (yield_ && !last) {
+      ZS_RETURN_IF_ERROR(FinishCheckpoint());
+      yielded_ = yield_;
+      return absl::OkStatus();
+    }
   }
   ZS_RETURN_IF_ERROR(FinishCheckpoint());
   return comm_->Barrier(CollectiveOptions{ctx_.job->collective_timeout()});

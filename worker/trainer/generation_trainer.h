@@ -25,6 +25,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +48,16 @@ struct GenerationContext {
   uint64_t generation = 0;
   int rank = 0;
   int world_size = 1;
+  // Whether this rank wants to leave the job (SIGTERM); null = never.
+  std::function<bool()> leave_requested;
+};
+
+// Why and where the ranks stopped early, all at the same step boundary:
+// a member waits to join (the coordinator's change_pending), or ranks want
+// to leave. The engines are intact at `step`.
+struct YieldInfo {
+  int64_t step = 0;            // Steps completed.
+  std::vector<int> leaving;    // Ranks that leave, ascending.
 };
 
 class GenerationTrainer {
@@ -58,9 +69,12 @@ class GenerationTrainer {
   // memory (worker/engine/host_hooks.h).
   GenerationTrainer(const GenerationContext& ctx, Communicator* control, ShardedEngine* engine,
                     UnitHooks* hooks);
-  // Trains steps [start_step, job.steps). ABORTED when the generation ended
-  // under it; the first engine/communication/data error otherwise.
+  // Trains steps [start_step, job.steps). OK when the job's steps are done
+  // or when the ranks agreed to yield at a step boundary (then yielded() is
+  // set); ABORTED when the generation ended under it; the first
+  // engine/communication/data error otherwise.
   absl::Status Run(int64_t start_step);
+  const std::optional<YieldInfo>& yielded() const { return yielded_; }
 
  private:
   struct StepOutcome {
@@ -78,6 +92,8 @@ class GenerationTrainer {
   absl::StatusOr<double> SumOverRanks(double value);
   absl::Status Publish(int64_t step, const StepOutcome& outcome, double val_loss,
                        double seconds, bool* checkpoint_requested);
+  // This rank's yield flags for the step record's all-gather.
+  double MyYieldFlags() const;
   void ReportToCoordinator(const StepRecord& record);
   absl::Status MaybeCheckpoint(int64_t step, bool requested);
   absl::Status FinishCheckpoint();
@@ -97,6 +113,8 @@ class GenerationTrainer {
   int64_t checkpoint_trigger_seen_ = -1;
   std::unique_ptr<checkpoint::SaveHandle> pending_save_;
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
+  std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
+  std::optional<YieldInfo> yielded_;  // Where Run stopped early.
 };
 
 }  // namespace zeroshard

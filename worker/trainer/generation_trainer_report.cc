@@ -12,7 +12,12 @@
 namespace zeroshard {
 namespace {
 
-constexpr int kGatherDoubles = RankStepStats::kDoubles + 1;  // + checkpoint request.
+// + rank 0's checkpoint request, + each rank's yield flags.
+constexpr int kGatherDoubles = RankStepStats::kDoubles + 2;
+constexpr int kCheckpointSlot = RankStepStats::kDoubles;
+constexpr int kYieldSlot = RankStepStats::kDoubles + 1;
+constexpr int kYieldJoin = 1;   // Rank 0: a member waits to be admitted.
+constexpr int kYieldLeave = 2;  // This rank leaves.
 
 void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_params(m.params);
@@ -28,10 +33,20 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   std::vector<double> mine(kGatherDoubles, 0.0);
   const auto packed = MyStats().Pack();
   std::copy(packed.begin(), packed.end(), mine.begin());
-  if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) mine.back() = PollCheckpointTrigger() ? 1 : 0;
+  if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) {
+    mine[kCheckpointSlot] = PollCheckpointTrigger() ? 1 : 0;
+  }
+  mine[kYieldSlot] = MyYieldFlags();
   ZS_ASSIGN_OR_RETURN(const std::vector<double> all,
                       AllGatherControl(*comm_, mine, ctx_.job->collective_timeout()));
-  *checkpoint_requested = all[kGatherDoubles - 1] != 0;
+  *checkpoint_requested = all[kCheckpointSlot] != 0;
+  yield_.reset();
+  for (int r = 0; r < ctx_.world_size; ++r) {
+    const int flags = static_cast<int>(all[static_cast<size_t>(r) * kGatherDoubles + kYieldSlot]);
+    if (flags == 0) continue;
+    if (!yield_) yield_ = YieldInfo{step, {}};
+    if (flags & kYieldLeave) yield_->leaving.push_back(r);
+  }
 
   StepRecord record;
   record.step = step;
@@ -51,6 +66,13 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   if (log_.is_open()) log_ << record.ToJsonLine() << "\n" << std::flush;
   ReportToCoordinator(record);
   return absl::OkStatus();
+}
+
+double GenerationTrainer::MyYieldFlags() const {
+  int flags = 0;
+  if (ctx_.rank == 0 && ctx_.session->ChangePending()) flags |= kYieldJoin;
+  if (ctx_.leave_requested && ctx_.leave_requested()) flags |= kYieldLeave;
+  return flags;
 }
 
 void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {

@@ -33,14 +33,6 @@ ElementRange OldPiece(const UnitPlan& old_unit, int old_index) {
   return Intersect(old_unit.shard(old_index), {0, old_unit.numel});
 }
 
-bool NeededByOthers(const UnitPlan& new_unit, int stage, int world_size, int sender,
-                    ElementRange piece) {
-  for (int r = 0; r < world_size; ++r) {
-    if (r != sender && Intersect(OptimizerRange(new_unit, stage, r), piece).length > 0) return true;
-  }
-  return false;
-}
-
 // Target buffers for one unit: master, m, v over `range`, zero (padding).
 struct Target {
   ElementRange range;
@@ -197,37 +189,99 @@ absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, const HeldStat
   return DecideLiveState(rows, stage);
 }
 
-absl::Status ReshardInto(Communicator& control, const LiveState& live, const HeldState* held,
-                         const std::vector<UnitSpec>& units, ShardedEngine& engine,
-                         absl::Duration timeout) {
-  if (!live.live) return absl::InvalidArgumentError("ReshardInto needs a live state");
+absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const LiveState& live,
+                                                   const HeldState* held,
+                                                   const std::vector<UnitSpec>& units,
+                                                   const ShardPlan& target_plan,
+                                                   const std::vector<int>& target_index,
+                                                   absl::Duration timeout) {
+  if (!live.live) return absl::InvalidArgumentError("Redistribute needs a live state");
   ZS_ASSIGN_OR_RETURN(const ShardPlan old_plan,
                       MakeShardPlan(units, live.world_size, live.alignment));
-  const ShardPlan& plan = engine.plan();
-  if (old_plan.units.size() != plan.units.size() ||
-      (held != nullptr && held->units.size() != plan.units.size())) {
+  if (old_plan.units.size() != target_plan.units.size() ||
+      (held != nullptr && held->units.size() != target_plan.units.size()) ||
+      static_cast<int>(target_index.size()) != control.world_size()) {
     return absl::InvalidArgumentError("the held state's units do not match the model's");
   }
-  const int stage = engine.options().stage;
-  for (size_t u = 0; u < plan.units.size(); ++u) {
+  const int mine = target_index[control.rank()];
+  std::vector<HeldUnit> out;
+  for (size_t u = 0; u < target_plan.units.size(); ++u) {
+    const UnitPlan& new_unit = target_plan.units[u];
     Target target;
-    target.range = engine.OptimizerShard(static_cast<int>(u)).range;
+    if (mine >= 0) target.range = OptimizerRange(new_unit, live.stage, mine);
     for (auto* b : {&target.master, &target.m, &target.v}) b->assign(target.range.length, 0.0f);
     for (int j = 0; j < live.world_size; ++j) {
       const ElementRange piece = OldPiece(old_plan.units[u], j);
       if (piece.length == 0) continue;
       const int sender = live.source[j];
-      const bool broadcast =
-          NeededByOthers(plan.units[u], stage, plan.world_size, sender, piece);
+      bool broadcast = false;
+      for (int r = 0; r < control.world_size(); ++r) {
+        const int t = target_index[r];
+        if (r != sender && t >= 0 &&
+            Intersect(OptimizerRange(new_unit, live.stage, t), piece).length > 0) {
+          broadcast = true;
+        }
+      }
       ZS_RETURN_IF_ERROR(MovePiece(control, held == nullptr ? nullptr : &held->units[u], piece,
                                    sender, broadcast, target, timeout));
     }
+    out.push_back({target.range, std::move(target.master), std::move(target.m),
+                   std::move(target.v)});
+  }
+  return out;
+}
+
+absl::Status ReshardInto(Communicator& control, const LiveState& live, const HeldState* held,
+                         const std::vector<UnitSpec>& units, ShardedEngine& engine,
+                         absl::Duration timeout) {
+  if (engine.options().stage != live.stage) {
+    return absl::InvalidArgumentError("the held state is for another stage");
+  }
+  std::vector<int> identity(control.world_size());
+  for (int r = 0; r < control.world_size(); ++r) identity[r] = r;
+  ZS_ASSIGN_OR_RETURN(std::vector<HeldUnit> moved,
+                      Redistribute(control, live, held, units, engine.plan(), identity, timeout));
+  for (size_t u = 0; u < moved.size(); ++u) {
     ZS_RETURN_IF_ERROR(
-        engine.LoadShardState(static_cast<int>(u), target.master, target.m, target.v));
+        engine.LoadShardState(static_cast<int>(u), moved[u].master, moved[u].m, moved[u].v));
   }
   ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
   engine.set_optimizer_step(live.optimizer_step);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& control,
+                                                            const HeldState& mine,
+                                                            const std::vector<int>& leaving,
+                                                            const std::vector<UnitSpec>& units,
+                                                            absl::Duration timeout) {
+  const int n = control.world_size();
+  std::vector<int> target_index(n);
+  int survivors = 0;
+  for (int r = 0; r < n; ++r) {
+    const bool leaves = std::find(leaving.begin(), leaving.end(), r) != leaving.end();
+    target_index[r] = leaves ? -1 : survivors++;
+  }
+  if (survivors == 0) return std::optional<HeldState>();  // Everyone leaves: nothing to keep.
+  HeldState out = mine;
+  out.world_size = survivors;
+  out.index = target_index[control.rank()];
+  if (mine.stage == 0) {  // Every rank holds every element: only the labels change.
+    if (out.index < 0) return std::optional<HeldState>();
+    return std::optional<HeldState>(std::move(out));
+  }
+  LiveState live;
+  live.live = true;
+  live.world_size = n;
+  live.alignment = mine.alignment;
+  live.stage = mine.stage;
+  live.source = std::vector<int>(n);
+  for (int r = 0; r < n; ++r) live.source[r] = r;
+  ZS_ASSIGN_OR_RETURN(const ShardPlan target, MakeShardPlan(units, survivors, mine.alignment));
+  ZS_ASSIGN_OR_RETURN(out.units,
+                      Redistribute(control, live, &mine, units, target, target_index, timeout));
+  if (out.index < 0) return std::optional<HeldState>();
+  return std::optional<HeldState>(std::move(out));
 }
 
 }  // namespace zeroshard

@@ -90,6 +90,28 @@ LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int sta
 absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, const HeldState* held,
                                            int stage, absl::Duration timeout);
 
+// Collective: the state `live` describes (`held` null on ranks that hold
+// none) redistributed to `target_plan`, where rank r of `control` takes
+// index target_index[r] (-1: none). Returns this rank's units over
+// OptimizerRange(unit, live.stage, its index); empty ranges for -1.
+absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const LiveState& live,
+                                                   const HeldState* held,
+                                                   const std::vector<UnitSpec>& units,
+                                                   const ShardPlan& target_plan,
+                                                   const std::vector<int>& target_index,
+                                                   absl::Duration timeout);
+
+// Graceful leave, collective over the generation that holds `mine` (every
+// rank at the same step): the ranks in `leaving` (ascending) give their
+// shards to the others, which become a plan of N - |leaving| ranks in rank
+// order. Returns the survivor's new HeldState (same generation tag), or
+// nothing on a leaving rank.
+absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& control,
+                                                            const HeldState& mine,
+                                                            const std::vector<int>& leaving,
+                                                            const std::vector<UnitSpec>& units,
+                                                            absl::Duration timeout);
+
 // Collective: moves the held state (`held` may be null on ranks that hold
 // none) into `engine` under its plan, per `live` (which must be live), then
 // rebuilds the compute copy and sets the optimizer step.

@@ -15,6 +15,7 @@
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
 #include "worker/trainer/generation_trainer.h"
+#include "worker/trainer/state_handoff.h"
 
 namespace zeroshard {
 namespace {
@@ -26,7 +27,10 @@ struct JobContext {
   std::vector<std::vector<float>> initial_units;
   std::unique_ptr<Device> device;  // This worker's, for every generation.
   std::string backend;             // job.backend resolved for the device.
+  std::optional<HeldState> held;   // Handed over by the last generation.
 };
+
+enum class GenerationEnd { kJobDone, kHandedOff, kLeft };
 
 // "auto": NCCL on a CUDA device, Gloo on the CPU. Gloo over device memory
 // is the host-staged backend.
@@ -113,11 +117,13 @@ absl::StatusOr<GenerationComms> ConnectGeneration(const WorkerOptions& options, 
   return comms;
 }
 
-// One generation: rendezvous, engine, optional restore, training.
-absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
-                           std::shared_ptr<CoordinatorClient> client, WorkerSession& session,
-                           checkpoint::CheckpointClient* checkpoints,
-                           const v1::GenerationInfo& info) {
+// One generation: rendezvous, engine, the best state (live or a
+// checkpoint), training, and the handoff when the ranks yield.
+absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobContext& job,
+                                            std::shared_ptr<CoordinatorClient> client,
+                                            WorkerSession& session,
+                                            checkpoint::CheckpointClient* checkpoints,
+                                            const v1::GenerationInfo& info) {
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, ShardPlanFromProto(info.plan()));
   CoordinatorStore store(std::move(client), session.job_id(), info.generation());
   ZS_ASSIGN_OR_RETURN(GenerationComms comms, ConnectGeneration(options, job, store, info));
@@ -134,14 +140,10 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
                                             MakeEngineOptions(job.job, job.device.get(), control),
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
-                        info.generation(), info.rank(), info.world_size()};
-  ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, *control));
-  int64_t start_step = 0;
-  if (restore_step >= 0) {
-    ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, *engine, restore_step));
-    start_step = restore_step;
-    std::cout << "restored checkpoint at step " << start_step << "\n" << std::flush;
-  }
+                        info.generation(), info.rank(), info.world_size(), options.leave_requested};
+  const std::vector<UnitSpec> units = ModelUnits(job.model);
+  ZS_ASSIGN_OR_RETURN(const int64_t start_step,
+                      LoadBestState(ctx, job.held, units, *engine, *control));
   // The CPU model computes on the host: over device buffers it goes through
   // HostHooks (until the model has device kernels).
   std::unique_ptr<HostHooks> host_hooks;
@@ -152,7 +154,11 @@ absl::Status RunGeneration(const WorkerOptions& options, JobContext& job,
     hooks = host_hooks.get();
   }
   GenerationTrainer trainer(ctx, control, engine.get(), hooks);
-  return trainer.Run(start_step);
+  ZS_RETURN_IF_ERROR(trainer.Run(start_step));
+  if (!trainer.yielded()) return GenerationEnd::kJobDone;
+  ZS_ASSIGN_OR_RETURN(const YieldOutcome outcome,
+                      HandOffAtYield(ctx, *trainer.yielded(), units, *engine, *control, job.held));
+  return outcome == YieldOutcome::kLeft ? GenerationEnd::kLeft : GenerationEnd::kHandedOff;
 }
 
 }  // namespace
@@ -196,8 +202,24 @@ absl::Status RunWorker(const WorkerOptions& options) {
     const v1::GenerationInfo& info = *awaited;
     std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
               << info.world_size() << "\n" << std::flush;
-    absl::Status s = RunGeneration(options, job, client, *session, checkpoints.get(), info);
-    if (s.ok()) break;
+    absl::StatusOr<GenerationEnd> end =
+        RunGeneration(options, job, client, *session, checkpoints.get(), info);
+    if (end.ok() && *end == GenerationEnd::kLeft) {
+      std::cout << "left the job after handing off its shard\n" << std::flush;
+      return absl::OkStatus();
+    }
+    if (end.ok() && *end == GenerationEnd::kHandedOff) {
+      --attempt;  // A membership change, not a failure.
+      if (!session->AwaitEnd(info.generation(), options.generation_end_timeout)) {
+        return absl::DeadlineExceededError("the generation did not end after the handoff");
+      }
+      std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
+                << std::flush;
+      continue;
+    }
+    if (end.ok()) break;
+    const absl::Status s = end.status();
+    job.held.reset();  // Whatever was handed over is stale after a failure.
     // A peer that vanished or a generation that ended shows up as a failed
     // collective: report it (the coordinator then forms the next generation
     // at once) and go on in the next one. Anything else is this worker's own

@@ -11,6 +11,7 @@
 // to the next generation, at most 20 times; any other error ends the worker.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -27,6 +28,9 @@ struct WorkerOptions {
   // After a failed collective: how long to wait for the coordinator to end
   // the generation before giving up (covers a lease timeout).
   absl::Duration generation_end_timeout = absl::Seconds(60);
+  // Polled at step boundaries: true = hand off this worker's shard and
+  // leave (SIGTERM). Null = never.
+  std::function<bool()> leave_requested;
 };
 
 // Returns OK when the job's steps are done; UNAVAILABLE when the coordinator

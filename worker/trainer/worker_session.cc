@@ -66,6 +66,7 @@ void WorkerSession::HeartbeatLoop() {
         latest_generation_ = reply->generation();
         in_latest_ = reply->in_generation() &&
                      reply->state() == v1::GenerationInfo::STATE_RUNNING;
+        change_pending_ = in_latest_ && reply->change_pending();
       }
       if (watched_ != 0 && on_end_ && EndedLocked(watched_)) {
         fire = std::move(on_end_);
@@ -141,6 +142,22 @@ void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const st
   request.set_failed_rank(failed_rank);
   request.set_reason(reason);
   (void)client_.ReportFailure(request);  // Best effort: the lease covers a lost report.
+}
+
+void WorkerSession::ReportHandoff(uint64_t generation, int64_t step) {
+  v1::ReportFailureRequest request;
+  request.set_job_id(identity_.job_id);
+  request.set_member_id(member_id_);
+  request.set_generation(generation);
+  request.set_failed_rank(-1);
+  request.set_handoff(true);
+  request.set_reason(absl::StrCat("state handed over live at step ", step));
+  (void)client_.ReportFailure(request);  // Best effort: the handoff grace covers a lost one.
+}
+
+bool WorkerSession::ChangePending() const {
+  absl::MutexLock lock(&mu_);
+  return change_pending_;
 }
 
 void WorkerSession::Leave() {

@@ -54,6 +54,12 @@ class WorkerSession {
   bool AwaitEnd(uint64_t generation, absl::Duration timeout) const;
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
+  // The ranks of `generation` stopped at a step boundary and handed their
+  // state over: ends it as a handoff, not a failure. Best effort.
+  void ReportHandoff(uint64_t generation, int64_t step);
+  // The last heartbeat reply said a member waits to be admitted: the
+  // running generation should stop at its next step boundary.
+  bool ChangePending() const;
   void Leave();
 
   uint64_t member_id() const { return member_id_; }
@@ -73,6 +79,7 @@ class WorkerSession {
   mutable absl::Mutex mu_;
   uint64_t latest_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool in_latest_ ABSL_GUARDED_BY(mu_) = false;
+  bool change_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;  // NOT_FOUND from a heartbeat: lease expired.
   uint64_t watched_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void()> on_end_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,66 @@
+#include "worker/trainer/state_handoff.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "common/status_macros.h"
+#include "worker/trainer/checkpointing.h"
+
+namespace zeroshard {
+
+absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
+                                      std::optional<HeldState>& held,
+                                      const std::vector<UnitSpec>& units, ShardedEngine& engine,
+                                      Communicator& control) {
+  const absl::Duration timeout = ctx.job->collective_timeout();
+  ZS_ASSIGN_OR_RETURN(const LiveState live,
+                      AgreeOnLiveState(control, held ? &*held : nullptr, ctx.job->stage, timeout));
+  if (live.live) {
+    ZS_RETURN_IF_ERROR(ReshardInto(control, live, held ? &*held : nullptr, units, engine, timeout));
+    held.reset();
+    std::cout << "resharded live: step " << live.step << " from a plan of " << live.world_size
+              << " ranks onto " << ctx.world_size << ", no checkpoint read\n"
+              << std::flush;
+    return live.step;
+  }
+  held.reset();
+  if (!live.why_not.empty()) {
+    std::cout << "cannot reshard live (" << live.why_not
+              << "); falling back to the latest checkpoint\n"
+              << std::flush;
+  }
+  ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, control));
+  if (restore_step < 0) return 0;
+  ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, engine, restore_step));
+  std::cout << "restored checkpoint at step " << restore_step << "\n" << std::flush;
+  return restore_step;
+}
+
+absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,
+                                            const std::vector<UnitSpec>& units,
+                                            ShardedEngine& engine, Communicator& control,
+                                            std::optional<HeldState>& held) {
+  const absl::Duration timeout = ctx.job->collective_timeout();
+  ZS_ASSIGN_OR_RETURN(HeldState mine, SnapshotState(engine, ctx.generation, y.step));
+  if (y.leaving.empty()) {
+    held = std::move(mine);
+  } else {
+    ZS_ASSIGN_OR_RETURN(held, HandOffToSurvivors(control, mine, y.leaving, units, timeout));
+  }
+  // Nobody ends the generation before every rank holds its part.
+  ZS_RETURN_IF_ERROR(control.Barrier(CollectiveOptions{timeout}));
+  const bool leaving =
+      std::find(y.leaving.begin(), y.leaving.end(), ctx.rank) != y.leaving.end();
+  if (leaving) {
+    ctx.session->Leave();
+    return YieldOutcome::kLeft;
+  }
+  int first_survivor = 0;
+  while (std::find(y.leaving.begin(), y.leaving.end(), first_survivor) != y.leaving.end()) {
+    ++first_survivor;
+  }
+  if (ctx.rank == first_survivor) ctx.session->ReportHandoff(ctx.generation, y.step);
+  return YieldOutcome::kHandedOff;
+}
+
+}  // namespace zeroshard
