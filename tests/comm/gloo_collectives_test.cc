@@ -144,6 +144,23 @@ TEST_P(GlooCollectivesTest, BroadcastFromEveryRoot) {
   }
 }
 
+// Each rank receives its right neighbour's buffer, twice in a row (the
+// second shift must not pair with the first).
+TEST_P(GlooCollectivesTest, RingShiftReceivesTheRightNeighbours) {
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
+    ParallelFor(n_, [&](int r) {
+      std::vector<uint8_t> send = Encode(Input(r + round * n_, count_), dtype_);
+      auto work = comms_[r]->RingShift(send.data(), recv[r].data(), count_, dtype_);
+      EXPECT_TRUE(work->Wait(absl::Seconds(30)).ok()) << "rank " << r;
+    });
+    for (int r = 0; r < n_; ++r) {
+      ASSERT_EQ(Decode(recv[r], dtype_), Input((r + 1) % n_ + round * n_, count_))
+          << "rank " << r << " round " << round;
+    }
+  }
+}
+
 TEST_P(GlooCollectivesTest, BarrierAndOrderedQueue) {
   // Several ops issued back to back without waiting complete in order.
   std::vector<std::vector<uint8_t>> a(n_), b(n_);

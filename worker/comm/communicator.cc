@@ -1,5 +1,7 @@
 #include "worker/comm/communicator.h"
 
+#include "worker/comm/op_queue.h"
+
 #include "common/status_macros.h"
 
 namespace zeroshard {
@@ -16,6 +18,8 @@ const char* CommOpName(CommOp op) {
       return "broadcast";
     case CommOp::kBarrier:
       return "barrier";
+    case CommOp::kRingShift:
+      return "ring_shift";
     case CommOp::kCount:
       break;
   }
@@ -32,12 +36,18 @@ double BusBandwidthFactor(CommOp op, int world_size) {
     case CommOp::kAllReduce:
       return 2.0 * (n - 1.0) / n;
     case CommOp::kBroadcast:
+    case CommOp::kRingShift:
       return 1.0;
     case CommOp::kBarrier:
     case CommOp::kCount:
       break;
   }
   return 0.0;
+}
+
+std::unique_ptr<Work> Communicator::RingShift(const void*, void*, int64_t, DType,
+                                             const CollectiveOptions&) {
+  return CompletedWork(absl::UnimplementedError("this backend has no ring shift"));
 }
 
 }  // namespace zeroshard

@@ -36,7 +36,15 @@ namespace zeroshard {
 
 enum class ReduceOp { kSum, kMax };
 
-enum class CommOp { kAllGather = 0, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kCount };
+enum class CommOp {
+  kAllGather = 0,
+  kReduceScatter,
+  kAllReduce,
+  kBroadcast,
+  kBarrier,
+  kRingShift,
+  kCount
+};
 // Metric label of an op: "all_gather", "reduce_scatter", ...
 const char* CommOpName(CommOp op);
 
@@ -105,6 +113,14 @@ class Communicator {
   virtual std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count,
                                           DType dtype, int root,
                                           const CollectiveOptions& opts = {}) = 0;
+  // Ring shift: rank r sends `send[0..count)` to rank (r - 1) mod N and
+  // receives rank (r + 1) mod N's into `recv[0..count)` (its right
+  // neighbour's); equal counts on every rank; send and recv must not
+  // overlap. Peer redundancy's neighbour copy travels this way. Backends
+  // without it (NCCL, host-staged: control values only go over Gloo)
+  // answer UNIMPLEMENTED.
+  virtual std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count,
+                                          DType dtype, const CollectiveOptions& opts = {});
   virtual absl::Status Barrier(const CollectiveOptions& opts = {}) = 0;
   // Ends the communicator (its generation ended): pending work fails fast.
   virtual void Abort() = 0;

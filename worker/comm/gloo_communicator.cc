@@ -190,6 +190,17 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
+  std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count, DType dtype,
+                                  const CollectiveOptions& opts) override {
+    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
+    const uint64_t slot = kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits);
+    const auto timeout = GlooTimeout(opts.timeout);
+    return Submit(CommOp::kRingShift, static_cast<int64_t>(bytes), [=, this] {
+      if (bytes > 0) RingShiftBytes(context_, send, recv, bytes, slot, timeout);
+    });
+  }
+
   absl::Status Barrier(const CollectiveOptions& opts) override {
     auto work = Submit(CommOp::kBarrier, 0, [=, this] {
       if (world_size() == 1) return;

@@ -1,6 +1,7 @@
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "common/status_macros.h"
@@ -34,7 +35,7 @@ constexpr int64_t kSegmentElements = int64_t{1} << 18;
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
 void ThrowIfAborted(bool ok, const char* what) {
-  if (!ok) throw ::gloo::IoException(std::string("ring reduce-scatter ") + what + " aborted");
+  if (!ok) throw ::gloo::IoException(std::string("ring ") + what + " aborted");
 }
 
 // One op's state; the steps of "How it works" as its methods.
@@ -147,6 +148,22 @@ void Ring::Exchange(int step, const float* sending) {
 void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
                        const RingReduceScatterArgs& args, RingScratch& scratch) {
   Ring(context, args, scratch).Run();
+}
+
+void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
+                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout) {
+  const int n = context->size, r = context->rank;
+  if (n == 1) {
+    std::memcpy(recv, send, bytes);
+    return;
+  }
+  // Gloo only reads a send buffer.
+  auto out_buf = context->createUnboundBuffer(const_cast<void*>(send), bytes);
+  auto in_buf = context->createUnboundBuffer(recv, bytes);
+  in_buf->recv((r + 1) % n, slot, 0, bytes);
+  out_buf->send((r + n - 1) % n, slot, 0, bytes);
+  ThrowIfAborted(in_buf->waitRecv(timeout), "recv");
+  ThrowIfAborted(out_buf->waitSend(timeout), "send");
 }
 
 }  // namespace zeroshard

@@ -40,4 +40,10 @@ struct RingReduceScatterArgs {
 void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
                        const RingReduceScatterArgs& args, RingScratch& scratch);
 
+// Ring shift (Communicator::RingShift): `bytes` from `send` to rank - 1,
+// rank + 1's into `recv`, as one unbound-buffer message tagged `slot`.
+// Throws gloo::IoException on transport failure or timeout.
+void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
+                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout);
+
 }  // namespace zeroshard
