@@ -71,6 +71,13 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "committed checkpoints kept, oldest deleted first (0 = all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   sub->add_flag("--resume", o.job.resume, "resume from the latest committed checkpoint");
+  sub->add_option("--redundancy", o.job.redundancy,
+                  "1: each rank keeps its ring neighbour's optimizer shard, so a lost rank is "
+                  "rebuilt without a checkpoint")
+      ->check(CLI::Range(0, 1))->capture_default_str();
+  sub->add_option("--redundancy-every", o.job.redundancy_every,
+                  "refresh the neighbour copies every K steps")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
 }
 

@@ -43,6 +43,8 @@ absl::Status JobConfig::Validate() const {
     return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo"));
   }
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
+  if (redundancy != 0 && redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
+  if (redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");
   if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
   }
@@ -72,7 +74,8 @@ std::string JobConfig::ToJson() const {
       {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
       {"collective_timeout_s", collective_timeout_s},
       {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
-      {"trigger_poll_timeout_s", trigger_poll_timeout_s}};
+      {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
+      {"redundancy_every", redundancy_every}};
   return j.dump();
 }
 
@@ -114,6 +117,8 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "checkpoint_timeout_s") c.checkpoint_timeout_s = value.get<double>();
       else if (key == "rpc_timeout_s") c.rpc_timeout_s = value.get<double>();
       else if (key == "trigger_poll_timeout_s") c.trigger_poll_timeout_s = value.get<double>();
+      else if (key == "redundancy") c.redundancy = value.get<int>();
+      else if (key == "redundancy_every") c.redundancy_every = value.get<int64_t>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

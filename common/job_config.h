@@ -44,6 +44,10 @@ struct JobConfig {
   double checkpoint_timeout_s = 600; // Longest checkpoint save or restore transfer, seconds.
   double rpc_timeout_s = 30;         // Deadline of one control RPC (checkpoint lookup), seconds.
   double trigger_poll_timeout_s = 5; // Deadline of rank 0's background checkpoint-now poll, seconds.
+  // Peer redundancy: 1 = each rank also keeps its ring neighbour's
+  // optimizer shard (host memory), so one lost rank is rebuilt live.
+  int redundancy = 0;
+  int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
   absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }

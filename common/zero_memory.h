@@ -22,6 +22,10 @@ struct MemoryByKind {
   int64_t grads = 0;      // Gradients.
   int64_t optimizer = 0;  // fp32 master weights + AdamW moments.
   int64_t buffers = 0;    // Gather/scatter staging buffers.
+  // Peer redundancy (--redundancy 1): host memory holding this rank's last
+  // committed optimizer shard and its ring neighbour's. Not in total(),
+  // which is the device-side state.
+  int64_t redundancy = 0;
   int64_t model_state() const { return params + grads + optimizer; }
   int64_t total() const { return model_state() + buffers; }
 };

@@ -24,6 +24,7 @@ void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_grads(m.grads);
   out->set_optimizer(m.optimizer);
   out->set_buffers(m.buffers);
+  out->set_redundancy(m.redundancy);
 }
 
 }  // namespace

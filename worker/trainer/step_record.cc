@@ -9,7 +9,7 @@ namespace {
 
 nlohmann::json MemoryJson(const MemoryByKind& m) {
   return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
-          {"buffers", m.buffers}};
+          {"buffers", m.buffers}, {"redundancy", m.redundancy}};
 }
 
 void PackMemory(const MemoryByKind& m, double* out) {
@@ -17,11 +17,13 @@ void PackMemory(const MemoryByKind& m, double* out) {
   out[1] = static_cast<double>(m.grads);
   out[2] = static_cast<double>(m.optimizer);
   out[3] = static_cast<double>(m.buffers);
+  out[4] = static_cast<double>(m.redundancy);
 }
 
 MemoryByKind UnpackMemory(const double* in) {
   return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]),
-          static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3])};
+          static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3]),
+          static_cast<int64_t>(in[4])};
 }
 
 }  // namespace
@@ -29,10 +31,10 @@ MemoryByKind UnpackMemory(const double* in) {
 std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
   std::array<double, kDoubles> out{};
   PackMemory(memory, &out[0]);
-  PackMemory(peak_memory, &out[4]);
+  PackMemory(peak_memory, &out[5]);
   for (int i = 0; i < 3; ++i) {
-    out[8 + i] = static_cast<double>(comm_bytes[i]);
-    out[11 + i] = comm_seconds[i];
+    out[10 + i] = static_cast<double>(comm_bytes[i]);
+    out[13 + i] = comm_seconds[i];
   }
   return out;
 }
@@ -40,10 +42,10 @@ std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
 RankStepStats RankStepStats::Unpack(const double* v) {
   RankStepStats s;
   s.memory = UnpackMemory(&v[0]);
-  s.peak_memory = UnpackMemory(&v[4]);
+  s.peak_memory = UnpackMemory(&v[5]);
   for (int i = 0; i < 3; ++i) {
-    s.comm_bytes[i] = static_cast<int64_t>(v[8 + i]);
-    s.comm_seconds[i] = v[11 + i];
+    s.comm_bytes[i] = static_cast<int64_t>(v[10 + i]);
+    s.comm_seconds[i] = v[13 + i];
   }
   return s;
 }
@@ -102,7 +104,8 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
                                 std::pair{"peak_memory_bytes", &s.peak_memory}}) {
         const auto& m = rj.at(field);
         *mem = {m.at("params").get<int64_t>(), m.at("grads").get<int64_t>(),
-                m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>()};
+                m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>(),
+                m.value("redundancy", int64_t{0})};
       }
       for (int i = 0; i < 3; ++i) {
         s.comm_bytes[i] = rj.at("comm_bytes").at(kCommOpSlots[i]).get<int64_t>();
