@@ -70,6 +70,10 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--keep-checkpoints", o.keep_checkpoints,
                   "committed checkpoints kept, oldest deleted first (0 = all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub->add_option("--max-failures", o.job.max_failures,
+                  "failures the job tolerates (lost workers, failed collectives; not joins or "
+                  "leaves) before the coordinator fails it")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}))->capture_default_str();
   sub->add_flag("--resume", o.job.resume, "resume from the latest committed checkpoint");
   sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
 }

@@ -53,6 +53,9 @@ absl::Status JobConfig::Validate() const {
       !(trigger_poll_timeout_s > 0 && trigger_poll_timeout_s <= 3600)) {
     return OutOfRange("rpc_timeout_s/trigger_poll_timeout_s", "must be in (0, 3600]");
   }
+  if (max_failures < 0 || max_failures > 1'000'000) {
+    return OutOfRange("max_failures", absl::StrCat("= ", max_failures, " must be in [0, 1e6]"));
+  }
   if (checkpoint_every > 0 && checkpoint_dir.empty()) {
     return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
   }
@@ -72,7 +75,7 @@ std::string JobConfig::ToJson() const {
       {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
       {"collective_timeout_s", collective_timeout_s},
       {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
-      {"trigger_poll_timeout_s", trigger_poll_timeout_s}};
+      {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"max_failures", max_failures}};
   return j.dump();
 }
 
@@ -114,6 +117,7 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "checkpoint_timeout_s") c.checkpoint_timeout_s = value.get<double>();
       else if (key == "rpc_timeout_s") c.rpc_timeout_s = value.get<double>();
       else if (key == "trigger_poll_timeout_s") c.trigger_poll_timeout_s = value.get<double>();
+      else if (key == "max_failures") c.max_failures = value.get<int64_t>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

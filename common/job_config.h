@@ -44,6 +44,11 @@ struct JobConfig {
   double checkpoint_timeout_s = 600; // Longest checkpoint save or restore transfer, seconds.
   double rpc_timeout_s = 30;         // Deadline of one control RPC (checkpoint lookup), seconds.
   double trigger_poll_timeout_s = 5; // Deadline of rank 0's background checkpoint-now poll, seconds.
+  // Failures the job tolerates (a lost member or a failed collective, each
+  // ending a generation; joins and graceful leaves are not failures). The
+  // coordinator counts them and fails the job at one more. In [0, 1e6].
+  int64_t max_failures = kDefaultMaxFailures;
+  static constexpr int64_t kDefaultMaxFailures = 20;
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
   absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }

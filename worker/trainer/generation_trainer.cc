@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
+#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 namespace {
@@ -119,6 +120,8 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     if (ctx_.session->Ended(ctx_.generation)) {
       return absl::AbortedError(absl::StrCat("generation ", ctx_.generation, " ended"));
     }
+    // SIGTERM/SIGINT (stop_signal.h): leave between steps, never mid-step.
+    if (StopRequested()) return absl::CancelledError("leave requested");
     const absl::Time start = absl::Now();
     ZS_ASSIGN_OR_RETURN(const StepOutcome outcome, TrainStep(step));
     // Step time covers the optimizer step only, not the evaluation below.

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc/plan_proto.h"
+#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 
@@ -87,7 +88,13 @@ absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration
       if (lost_) return absl::NotFoundError(
             "the coordinator no longer knows this member (lease expired or coordinator restarted)");
     }
+    if (StopRequested()) return absl::CancelledError("leave requested");
     auto info = client_.GetGeneration(request);
+    if (info.ok() && info->job_state() == v1::JOB_STATE_FAILED) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", identity_.job_id, " failed: ", info->job_state_reason()));
+    }
+    if (info.ok() && info->job_state() == v1::JOB_STATE_COMPLETED) return info;
     if (info.ok() && info->state() == v1::GenerationInfo::STATE_RUNNING && info->rank() >= 0) {
       return info;
     }
@@ -143,10 +150,11 @@ void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const st
   (void)client_.ReportFailure(request);  // Best effort: the lease covers a lost report.
 }
 
-void WorkerSession::Leave() {
+void WorkerSession::Leave(bool job_completed) {
   v1::LeaveRequest request;
   request.set_job_id(identity_.job_id);
   request.set_member_id(member_id_);
+  request.set_job_completed(job_completed);
   (void)client_.Leave(request);  // Best effort: the lease covers a lost leave.
 }
 

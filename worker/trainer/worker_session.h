@@ -39,8 +39,12 @@ class WorkerSession {
                                                              const std::vector<UnitSpec>& units);
   ~WorkerSession();  // Stops the heartbeat thread (does not Leave).
 
-  // Blocks until a running generation includes this member; DEADLINE_EXCEEDED
-  // after `timeout`; NOT_FOUND if the lease expired (Join again).
+  // Blocks until a running generation includes this member, or the job has
+  // completed (the info's job_state is JOB_STATE_COMPLETED: nothing left to
+  // train). FAILED_PRECONDITION "job ... failed: <reason>" when the job has
+  // failed; CANCELLED "leave requested" once StopRequested()
+  // (stop_signal.h); DEADLINE_EXCEEDED after `timeout`; NOT_FOUND if the
+  // lease expired (Join again).
   absl::StatusOr<v1::GenerationInfo> AwaitGeneration(absl::Duration timeout);
 
   // `on_end` runs (once, on the heartbeat thread) when the heartbeat sees
@@ -54,7 +58,9 @@ class WorkerSession {
   bool AwaitEnd(uint64_t generation, absl::Duration timeout) const;
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
-  void Leave();
+  // Best effort (the lease covers a lost Leave). `job_completed`: this
+  // worker trained the job's last step.
+  void Leave(bool job_completed = false);
 
   uint64_t member_id() const { return member_id_; }
   const std::string& job_id() const { return identity_.job_id; }
