@@ -63,7 +63,9 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
   sub->add_option("--metrics-listen", o.metrics_listen, "embedded coordinator's /metrics address")
       ->capture_default_str();
-  sub->add_option("--run-dir", o.run_dir, "directory for logs and state (default: runs/<time>)");
+  sub->add_option("--run-dir", o.run_dir,
+                  "directory for logs and state (default: runs/<time>); without --resume or "
+                  "--resume-step an earlier job's state there is cleared");
   sub->add_option("--checkpoint-dir", o.job.checkpoint_dir, "where checkpoints are stored");
   sub->add_option("--checkpoint-every", o.job.checkpoint_every, "save a checkpoint every K steps")
       ->check(CLI::NonNegativeNumber);

@@ -41,9 +41,10 @@ void PrintTable(const v1::JobStatus& st) {
   if (!st.job_state_reason().empty()) {
     std::cout << absl::StrFormat("%s: %s\n", JobStateName(st), st.job_state_reason());
   }
-  std::cout << absl::StrFormat("failures %d of %d tolerated\n", st.failures(), st.max_failures());
-  std::cout << absl::StrFormat("step %d%s  loss %s  tokens/s %.1f  step time %.3f s\n", st.step(),
-                               st.steps() > 0 ? absl::StrCat(" of ", st.steps()) : "",
+  std::cout << absl::StrFormat("steps %s  failures %d (max_failures %d)\n",
+                               st.steps() > 0 ? absl::StrCat(st.steps()) : std::string("unknown"),
+                               st.failures(), st.max_failures());
+  std::cout << absl::StrFormat("step %d  loss %s  tokens/s %.1f  step time %.3f s\n", st.step(),
                                std::isnan(st.loss()) ? "n/a" : absl::StrFormat("%.4f", st.loss()),
                                st.tokens_per_second(), st.step_seconds());
   std::cout << absl::StrFormat("%-6s %-12s %-32s %-24s %s\n", "RANK", "MEMBER", "WORKER", "HOST",

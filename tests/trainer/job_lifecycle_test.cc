@@ -2,7 +2,8 @@
 // short job to its last step and exit 0; the coordinator marks it completed
 // (status --json and /metrics). Workers started afterwards are told the job
 // is done and exit 0 at once, and no generation forms, also after the
-// coordinator restarts on the same state dir.
+// coordinator restarts on the same state dir. A job with max_failures 0
+// fails at its first lost worker: the others exit 1 naming the cause.
 #include <signal.h>
 
 #include "gtest/gtest.h"
@@ -64,6 +65,32 @@ TEST(JobLifecycleTest, ACompletedJobTurnsLateWorkersAwayAndFormsNoGeneration) {
   EXPECT_NE(status.find("\"generation_changes\": \"0\""), std::string::npos) << status;
   EXPECT_EQ(MetricValue(c.metrics_port, "zeroshard_job_state{state=\"completed\"}"), "1");
   EXPECT_EQ(MetricValue(c.metrics_port, "zeroshard_workers"), "0");
+  c.process->Signal(SIGTERM);
+  EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0);
+}
+
+TEST(JobLifecycleTest, PastMaxFailuresTheJobFailsAndWorkersExitOneNamingIt) {
+  const std::string dir = testing::MakeTempDir("zs_failed");
+  JobConfig job = testing::SmallJob(dir, 1000);
+  job.max_failures = 0;
+  CoordinatorProcess c = StartCoordinator(dir, job, 2, 3, false, dir + "/coordinator.log");
+  ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (const char* w : {"w0", "w1", "w2"}) workers.push_back(StartWorker(dir, c.address, w));
+  ASSERT_TRUE(testing::WaitForStep(job.log_path, 3, 5)) << ReadFile(dir + "/w0.log");
+  workers[2]->Signal(SIGKILL);
+  const std::string cause = "failed: failure 1 exceeds max_failures 0";
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = absl::StrCat(dir, "/w", i, ".log");
+    EXPECT_EQ(workers[i]->Wait(absl::Seconds(20)), 1) << ReadFile(log);
+    EXPECT_NE(ReadFile(log).find(cause), std::string::npos) << ReadFile(log);
+  }
+  const std::string status = StatusJson(c.address);
+  EXPECT_NE(status.find("\"job_state\": \"JOB_STATE_FAILED\""), std::string::npos) << status;
+  EXPECT_EQ(MetricValue(c.metrics_port, "zeroshard_job_state{state=\"failed\"}"), "1");
+  auto late = StartWorker(dir, c.address, "late");
+  EXPECT_EQ(late->Wait(absl::Seconds(15)), 1) << ReadFile(dir + "/late.log");
+  EXPECT_NE(ReadFile(dir + "/late.log").find(cause), std::string::npos);
   c.process->Signal(SIGTERM);
   EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0);
 }
