@@ -65,7 +65,7 @@ void ExpectFinishedAtTwo(const JobConfig& job, const std::string& status) {
 
 TEST(ElasticLeaveTest, SigtermLeavesWithinFiveSecondsAndTheRestFinishAtTwo) {
   const std::string dir = testing::MakeTempDir("zs_sigterm");
-  JobConfig job = testing::SmallJob(dir, 300);
+  JobConfig job = testing::SmallJob(dir, 150);
   job.checkpoint_dir = dir + "/ckpt";
   job.checkpoint_every = 5;
   CoordinatorProcess c = StartCoordinator(dir, job, 2, kWorkers, true, dir + "/coordinator.log");

@@ -266,6 +266,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<CoordinatorClient> client,
                       CoordinatorClient::Connect(options.coordinator));
   absl::StatusOr<v1::JobStatus> probed = WorkerSession::ProbeJob(*client, absl::Seconds(30));
+  if (StopRequested()) {
+    std::cout << "stop requested before joining: exiting\n" << std::flush;
+    return absl::OkStatus();
+  }
   if (!probed.ok()) {
     return absl::Status(probed.status().code(),
                         absl::StrCat("no reachable coordinator at ", options.coordinator, ": ",

@@ -11,13 +11,14 @@ absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
                                                       absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last;
-  while (absl::Now() < deadline) {
+  while (absl::Now() < deadline && !StopRequested()) {
     auto status = client.GetJobStatus(v1::GetJobStatusRequest());
     if (status.ok()) return status;
     last = status.status();
     if (last.code() != absl::StatusCode::kUnavailable) return last;
     absl::SleepFor(absl::Milliseconds(200));
   }
+  if (StopRequested()) return absl::CancelledError("leave requested");
   return absl::UnavailableError(last.ok() ? "timed out" : std::string(last.message()));
 }
 

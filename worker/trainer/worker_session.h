@@ -30,7 +30,8 @@ class WorkerSession {
   };
 
   // Reads the job (id and config) from the coordinator, retrying while it is
-  // unreachable; UNAVAILABLE with the last error after `timeout`.
+  // unreachable; UNAVAILABLE with the last error after `timeout`; CANCELLED
+  // once StopRequested() (stop_signal.h).
   static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
 
   // Joins with the model's units and starts heartbeats.
