@@ -63,13 +63,19 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
   sub->add_option("--metrics-listen", o.metrics_listen, "embedded coordinator's /metrics address")
       ->capture_default_str();
-  sub->add_option("--run-dir", o.run_dir, "directory for logs and state (default: runs/<time>)");
+  sub->add_option("--run-dir", o.run_dir,
+                  "directory for logs and state (default: runs/<time>); without --resume or "
+                  "--resume-step an earlier job's state there is cleared");
   sub->add_option("--checkpoint-dir", o.job.checkpoint_dir, "where checkpoints are stored");
   sub->add_option("--checkpoint-every", o.job.checkpoint_every, "save a checkpoint every K steps")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--keep-checkpoints", o.keep_checkpoints,
                   "committed checkpoints kept, oldest deleted first (0 = all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub->add_option("--max-failures", o.job.max_failures,
+                  "failures the job tolerates (lost workers, failed collectives; not joins or "
+                  "leaves) before the coordinator fails it")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}))->capture_default_str();
   sub->add_flag("--resume", o.job.resume, "resume from the latest committed checkpoint");
   sub->add_option("--redundancy", o.job.redundancy,
                   "1: each rank keeps its ring neighbour's optimizer shard, so a lost rank is "

@@ -16,6 +16,7 @@
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "common/child_process.h"
+#include "common/dir_lock.h"
 #include "server/rpc/coordinator_stack.h"
 #include "worker/model/model_config.h"
 #include "worker/trainer/worker_session.h"
@@ -162,6 +163,23 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   return CoordinatorHandle{{}, o.coordinator};
 }
 
+// A launch without --resume or --resume-step is a new job: it forgets the
+// run dir's coordinator state, as it truncates the step log (a job that
+// completed there would otherwise turn the new workers away). Refused while
+// another coordinator holds that state.
+absl::Status StartFreshState(const std::string& state_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(state_dir, ec)) return absl::OkStatus();
+  {
+    absl::StatusOr<std::unique_ptr<DirLock>> lock =
+        DirLock::Acquire(state_dir, CoordinatorServer::kStateLockName);
+    if (!lock.ok()) return lock.status();
+  }
+  std::filesystem::remove_all(state_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat(state_dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunLaunch(LaunchOptions o) {
@@ -182,6 +200,12 @@ int RunLaunch(LaunchOptions o) {
   o.run_dir = std::filesystem::absolute(o.run_dir, ec).string();
   if (!external && o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
   if (!external) std::filesystem::remove(o.job.log_path, ec);
+  if (!external && !o.job.resume && o.job.resume_step < 0) {
+    if (absl::Status s = StartFreshState(o.run_dir + "/state"); !s.ok()) {
+      std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << s.message() << "\n";
+      return 1;
+    }
+  }
 
   auto coordinator = external ? UseExternal(o) : StartEmbedded(o);
   if (!coordinator.ok()) {

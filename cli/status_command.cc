@@ -1,7 +1,9 @@
 // `zeroshard status --coordinator HOST:PORT [--json]`: one GetJobStatus
-// call, printed as a table (or as the JobStatus message in JSON). Exit 0 on
-// success, 1 with a one-line error if the coordinator cannot be reached or
-// refuses.
+// call, printed as a table (or as the JobStatus message in JSON, where
+// job_state is e.g. "JOB_STATE_COMPLETED"). The table's first line names the
+// job's state: waiting, running, completed or failed. Exit 0 on success
+// (whatever the job's state), 1 with a one-line error if the coordinator
+// cannot be reached or refuses.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -21,13 +23,27 @@ struct StatusFlags {
   double timeout_seconds = 5;
 };
 
-const char* StateName(v1::GenerationInfo::State s) {
-  return s == v1::GenerationInfo::STATE_RUNNING ? "running" : "waiting";
+// The job's lifecycle state; a coordinator that predates job states
+// reports none, so its generation state stands in.
+const char* JobStateName(const v1::JobStatus& st) {
+  switch (st.job_state()) {
+    case v1::JOB_STATE_WAITING: return "waiting";
+    case v1::JOB_STATE_RUNNING: return "running";
+    case v1::JOB_STATE_COMPLETED: return "completed";
+    case v1::JOB_STATE_FAILED: return "failed";
+    default: return st.state() == v1::GenerationInfo::STATE_RUNNING ? "running" : "waiting";
+  }
 }
 
 void PrintTable(const v1::JobStatus& st) {
-  std::cout << absl::StrFormat("job %s  generation %d  state %s  world size %d\n", st.job_id(),
-                               st.generation(), StateName(st.state()), st.world_size());
+  std::cout << absl::StrFormat("job %s  state %s  generation %d  world size %d\n", st.job_id(),
+                               JobStateName(st), st.generation(), st.world_size());
+  if (!st.job_state_reason().empty()) {
+    std::cout << absl::StrFormat("%s: %s\n", JobStateName(st), st.job_state_reason());
+  }
+  std::cout << absl::StrFormat("steps %s  failures %d (max_failures %d)\n",
+                               st.steps() > 0 ? absl::StrCat(st.steps()) : std::string("unknown"),
+                               st.failures(), st.max_failures());
   std::cout << absl::StrFormat("step %d  loss %s  tokens/s %.1f  step time %.3f s\n", st.step(),
                                std::isnan(st.loss()) ? "n/a" : absl::StrFormat("%.4f", st.loss()),
                                st.tokens_per_second(), st.step_seconds());
@@ -74,7 +90,9 @@ int Run(const StatusFlags& f) {
 }  // namespace
 
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands) {
-  CLI::App* sub = app.add_subcommand("status", "show a job's generation, members, step and loss");
+  CLI::App* sub = app.add_subcommand(
+      "status", "show a job's state (waiting, running, completed, failed), generation, members, "
+                "failures, step and loss");
   auto flags = std::make_shared<StatusFlags>();
   sub->add_option("--coordinator", flags->coordinator, "coordinator address HOST:PORT")
       ->capture_default_str();

@@ -55,6 +55,9 @@ absl::Status JobConfig::Validate() const {
       !(trigger_poll_timeout_s > 0 && trigger_poll_timeout_s <= 3600)) {
     return OutOfRange("rpc_timeout_s/trigger_poll_timeout_s", "must be in (0, 3600]");
   }
+  if (max_failures < 0 || max_failures > 1'000'000) {
+    return OutOfRange("max_failures", absl::StrCat("= ", max_failures, " must be in [0, 1e6]"));
+  }
   if (checkpoint_every > 0 && checkpoint_dir.empty()) {
     return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
   }
@@ -75,7 +78,8 @@ std::string JobConfig::ToJson() const {
       {"collective_timeout_s", collective_timeout_s},
       {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
       {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
-      {"redundancy_every", redundancy_every}};
+      {"redundancy_every", redundancy_every},
+      {"max_failures", max_failures}};
   return j.dump();
 }
 
@@ -119,6 +123,7 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
       else if (key == "trigger_poll_timeout_s") c.trigger_poll_timeout_s = value.get<double>();
       else if (key == "redundancy") c.redundancy = value.get<int>();
       else if (key == "redundancy_every") c.redundancy_every = value.get<int64_t>();
+      else if (key == "max_failures") c.max_failures = value.get<int64_t>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

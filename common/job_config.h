@@ -48,6 +48,11 @@ struct JobConfig {
   // optimizer shard (host memory), so one lost rank is rebuilt live.
   int redundancy = 0;
   int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
+  // Failures the job tolerates (a lost member or a failed collective, each
+  // ending a generation; joins and graceful leaves are not failures). The
+  // coordinator counts them and fails the job at one more. In [0, 1e6].
+  int64_t max_failures = kDefaultMaxFailures;
+  static constexpr int64_t kDefaultMaxFailures = 20;
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
   absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }

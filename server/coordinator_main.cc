@@ -71,7 +71,8 @@ void AddJobFlags(CLI::App& app, Flags& f) {
 }
 
 void AddCheckpointFlags(CLI::App& app, Flags& f) {
-  app.add_option("--checkpoint-dir", f.options.checkpoint_dir, "where checkpoints are written");
+  app.add_option("--checkpoint-dir", f.options.checkpoint_dir,
+                 "where checkpoints are written (default: the job config's checkpoint_dir)");
   app.add_option("--keep-checkpoints", f.keep_checkpoints,
                  "committed checkpoints kept, oldest deleted first (0 = all)")
       ->check(CLI::Range(0, 1 << 30))
@@ -96,6 +97,13 @@ absl::Status ApplyFlags(Flags& f) {
       zeroshard::PrepareServedJobConfig(core.job_config_json, f.options.checkpoint_dir);
   if (!served.ok()) return served.status();
   core.job_config_json = *served;
+  // The job's checkpoint_dir is where the coordinator stores checkpoints:
+  // without --checkpoint-dir, serve that one. Otherwise its workers would
+  // save and restore against a coordinator with no checkpoint service.
+  if (f.options.checkpoint_dir.empty() && !core.job_config_json.empty()) {
+    absl::StatusOr<zeroshard::JobConfig> job = zeroshard::JobConfig::FromJson(core.job_config_json);
+    if (job.ok()) f.options.checkpoint_dir = job->checkpoint_dir;
+  }
   return absl::OkStatus();
 }
 

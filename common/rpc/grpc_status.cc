@@ -14,8 +14,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 absl::Status FromGrpcStatus(const grpc::Status& status, const char* context) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat(context, ": ", status.error_message()));
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  if (!status.error_message().empty()) {
+    return absl::Status(code, absl::StrCat(context, ": ", status.error_message()));
+  }
+  const char* meaning = code == absl::StatusCode::kUnimplemented
+                            ? " (the server does not serve this RPC)"
+                            : " (no message from the server)";
+  return absl::Status(code, absl::StrCat(context, ": ", absl::StatusCodeToString(code), meaning));
 }
 
 }  // namespace zeroshard

@@ -14,7 +14,10 @@ namespace zeroshard {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 // `context` (e.g. "Join") is prefixed to the message so a caller sees which
 // RPC failed; UNAVAILABLE and DEADLINE_EXCEEDED keep their codes so callers
-// can retry as abseil's guidance says.
+// can retry as abseil's guidance says. A status without a message (gRPC
+// answers UNIMPLEMENTED with none when the server does not register the
+// service) gets the code's name and, for UNIMPLEMENTED, what it means, so
+// no error ever reads "GetCheckpoint: " with nothing after it.
 absl::Status FromGrpcStatus(const grpc::Status& status, const char* context);
 
 // For RPC handlers: hands a StatusOr's value to `assign(value, response)`,

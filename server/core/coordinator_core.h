@@ -10,6 +10,17 @@
 // or by tests with a FakeClock. The only real-time waits are KvWait and
 // WaitForGenerationChange, which block for at most the caller's deadline.
 //
+// Job lifecycle (server/membership/membership.h): the core reads the job's
+// `steps` and `max_failures` from job_config_json (a config that is not a
+// JobConfig: no completion, the default budget). A step report or a Leave
+// with job_completed at or past `steps` completes the job; failures past
+// max_failures fail it. Either is persisted, so a restarted coordinator
+// forms no generation for an ended job, unless the config it is started
+// with raises `steps` above the last step (or max_failures to at least the
+// failures counted): then the job runs again. A failure report makes the
+// other members suspects; those silent for two heartbeat intervals
+// (at most the lease) are removed ([Note: suspects after a failure]).
+//
 // Restart ([Note: generation after restart]): a coordinator restarted on a
 // state dir bumps the persisted generation counter by one before serving,
 // so every generation number it reports is above every one reported before
@@ -57,6 +68,12 @@ struct CoreOptions {
 
 class CoordinatorCore {
  public:
+  // The job config's steps (0: unknown) and max_failures.
+  struct JobLimits {
+    int64_t steps = 0;
+    int64_t max_failures = 20;
+  };
+
   // Validates options (INVALID_ARGUMENT naming the option), loads the
   // durable state (FAILED_PRECONDITION if it belongs to another job id) and
   // persists the job and the bumped generation counter. `clock` and
@@ -88,7 +105,7 @@ class CoordinatorCore {
   absl::Status ReportStep(const v1::StepReport& request);
   absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
 
-  // Applies the clock: lease expiry, generation end and formation.
+  // Applies the clock: lease expiry, suspects, generation end and formation.
   void Tick();
   // Wakes every waiter with UNAVAILABLE; later waits return at once.
   void Shutdown();
@@ -96,6 +113,7 @@ class CoordinatorCore {
   // Read-only views for the server and the checkpoint service.
   uint64_t generation() const;
   GenerationState state() const;
+  JobState job_state() const;
   // The running generation's members by rank (empty while waiting).
   std::vector<v1::MemberInfo> RankedMembers() const;
   // The job's units (empty until the first Join that carries them).
@@ -109,10 +127,15 @@ class CoordinatorCore {
 
  private:
   CoordinatorCore(const CoreOptions& options, std::unique_ptr<DurableState> durable,
-                  const Clock* clock, MetricsRegistry* metrics, const DurableSnapshot& snapshot);
+                  const Clock* clock, MetricsRegistry* metrics, const DurableSnapshot& snapshot,
+                  const JobLimits& limits);
 
-  // Acts on membership events: drop keys, persist, count, wake watchers.
+  // Acts on membership events: drop keys, persist, count, log, wake watchers.
   void DrainEventsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PersistLifecycleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Completes the job if `step` reaches its steps.
+  void MaybeCompleteLocked(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::JobState JobStateProtoLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildPlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetUnitsLocked(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -124,6 +147,7 @@ class CoordinatorCore {
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoreOptions options_;
+  const JobLimits limits_;
   std::unique_ptr<DurableState> durable_;
   const Clock* clock_;
 
@@ -151,6 +175,8 @@ class CoordinatorCore {
   MetricFamily* removals_metric_;
   MetricFamily* kv_keys_metric_;
   MetricFamily* kv_bytes_metric_;
+  MetricFamily* job_state_metric_;
+  MetricFamily* failures_metric_;
 };
 
 }  // namespace zeroshard::server

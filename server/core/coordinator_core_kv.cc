@@ -107,6 +107,7 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
                                                      r.member_id(), " has rank ", m->rank));
     }
     advanced = training_.Record(r);
+    MaybeCompleteLocked(r.step());
   }
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.
@@ -128,6 +129,11 @@ absl::StatusOr<v1::JobStatus> CoordinatorCore::GetJobStatus(const v1::GetJobStat
   for (const Member* m : membership_.Waiting()) *out.add_members() = MemberInfoLocked(*m);
   training_.FillStatus(&out);
   out.set_generation_changes(generation_changes_);
+  out.set_job_state(JobStateProtoLocked());
+  out.set_job_state_reason(membership_.job_state_reason());
+  out.set_failures(membership_.failures());
+  out.set_max_failures(limits_.max_failures);
+  out.set_steps(limits_.steps);
   return out;
 }
 

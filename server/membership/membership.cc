@@ -7,21 +7,54 @@
 
 namespace zeroshard::server {
 
+namespace {
+
+// Why a running generation ended, when it is a lost member rather than a
+// scale event ("join", "leave") or the job's own end.
+bool IsFailureReason(const std::string& reason) {
+  return reason == "failure" || reason == "lease_expired" || reason == "rejoin";
+}
+
+}  // namespace
+
 const char* GenerationStateName(GenerationState s) {
   return s == GenerationState::kRunning ? "RUNNING" : "WAITING";
 }
 
-Membership::Membership(MembershipOptions options, uint64_t last_generation,
-                       uint64_t member_id_base, std::string first_reason)
-    : options_(options),
-      generation_(last_generation),
-      next_member_id_(member_id_base + 1),
-      pending_reason_(std::move(first_reason)) {
-  ZS_CHECK(options_.min_workers >= 1 && options_.max_workers >= options_.min_workers);
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kWaiting: return "waiting";
+    case JobState::kRunning: return "running";
+    case JobState::kCompleted: return "completed";
+    case JobState::kFailed: return "failed";
+  }
+  return "waiting";
 }
 
-uint64_t Membership::Join(const std::string& worker_id, const std::string& host,
-                          absl::Time now) {
+Membership::Membership(MembershipOptions options, MembershipStart start)
+    : options_(options),
+      generation_(start.last_generation),
+      next_member_id_(start.member_id_base + 1),
+      pending_reason_(std::move(start.first_reason)),
+      failures_(start.failures) {
+  ZS_CHECK(options_.min_workers >= 1 && options_.max_workers >= options_.min_workers);
+  if (start.ended == JobState::kCompleted || start.ended == JobState::kFailed) {
+    ended_ = start.ended;
+    ended_reason_ = std::move(start.ended_reason);
+  }
+}
+
+JobState Membership::job_state() const {
+  if (job_ended()) return ended_;
+  return state_ == GenerationState::kRunning ? JobState::kRunning : JobState::kWaiting;
+}
+
+absl::StatusOr<uint64_t> Membership::Join(const std::string& worker_id, const std::string& host,
+                                          absl::Time now) {
+  if (job_ended()) {
+    return absl::FailedPreconditionError(absl::StrCat("the job is ", JobStateName(ended_), " (",
+                                                      ended_reason_, "); it admits no members"));
+  }
   // A live member with the same worker_id is a restarted worker: the old
   // incarnation is gone, so it leaves before the new one joins.
   auto existing = by_worker_id_.find(worker_id);
@@ -47,6 +80,8 @@ absl::Status Membership::Heartbeat(uint64_t member_id, absl::Time now) {
         " is not a member (its lease expired, it left, or the coordinator restarted); Join again"));
   }
   it->second.last_heartbeat = std::max(it->second.last_heartbeat, now);
+  auto suspect = suspects_.find(member_id);
+  if (suspect != suspects_.end() && now >= suspect->second) suspects_.erase(suspect);
   return absl::OkStatus();
 }
 
@@ -59,12 +94,16 @@ absl::Status Membership::Leave(uint64_t member_id, absl::Time now) {
 }
 
 absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
-                                       absl::Time now) {
+                                       const std::string& detail, absl::Time now) {
   if (members_.count(member_id) == 0) {
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
-  EndGeneration("failure", now);
+  // [Note: suspects after a failure]
+  for (uint64_t id : ranked_) {
+    if (id != member_id) suspects_[id] = now;
+  }
+  EndGeneration("failure", now, detail);
   return absl::OkStatus();
 }
 
@@ -76,6 +115,42 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
   EndGeneration("handoff", now);
   last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
   return absl::OkStatus();
+}
+
+void Membership::Complete(const std::string& reason, absl::Time now) {
+  (void)now;
+  if (!job_ended()) EndJob(JobState::kCompleted, reason);
+}
+
+void Membership::EndJob(JobState state, const std::string& reason) {
+  ended_ = state;
+  ended_reason_ = reason;
+  suspects_.clear();
+  events_.push_back({MembershipEvent::Kind::kJobEnded, generation_, reason, 0});
+}
+
+void Membership::CountFailure(const std::string& reason, const std::string& detail) {
+  if (job_ended() || !IsFailureReason(reason)) return;
+  ++failures_;
+  events_.push_back({MembershipEvent::Kind::kFailureCounted, generation_, reason, 0});
+  if (options_.max_failures >= 0 && failures_ > options_.max_failures) {
+    EndJob(JobState::kFailed,
+           absl::StrCat("failure ", failures_, " exceeds max_failures ", options_.max_failures,
+                        " (last: generation ", generation_, " ended by ", reason,
+                        detail.empty() ? "" : ": ", detail, ")"));
+  }
+}
+
+void Membership::ExpireSuspects(absl::Time now) {
+  std::vector<uint64_t> silent;
+  for (const auto& [id, reported] : suspects_) {
+    if (now - reported >= options_.suspect_grace) silent.push_back(id);
+  }
+  // The settle clock started at the report; removing the silent members it
+  // was waiting for must not restart it.
+  const absl::Time settle_from = last_change_;
+  for (uint64_t id : silent) Remove(id, "failure", now);
+  if (!silent.empty()) last_change_ = settle_from;
 }
 
 absl::Status Membership::CheckRunning(uint64_t generation, const char* field) const {
@@ -91,6 +166,7 @@ void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Tim
   const bool ranked = it->second.rank >= 0;
   by_worker_id_.erase(it->second.worker_id);
   members_.erase(it);
+  suspects_.erase(member_id);
   events_.push_back({MembershipEvent::Kind::kMemberRemoved, generation_, reason, member_id});
   last_change_ = now;
   if (ranked) {
@@ -100,7 +176,8 @@ void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Tim
   }
 }
 
-void Membership::EndGeneration(const std::string& reason, absl::Time now) {
+void Membership::EndGeneration(const std::string& reason, absl::Time now,
+                               const std::string& detail) {
   if (state_ != GenerationState::kRunning) return;
   for (uint64_t id : ranked_) {
     auto it = members_.find(id);
@@ -112,6 +189,7 @@ void Membership::EndGeneration(const std::string& reason, absl::Time now) {
   pending_reason_ = reason;
   last_change_ = now;
   events_.push_back({MembershipEvent::Kind::kGenerationEnded, generation_, reason, 0});
+  CountFailure(reason, detail);
 }
 
 void Membership::Form(absl::Time now) {
@@ -137,6 +215,8 @@ void Membership::Tick(absl::Time now) {
     if (now - m.last_heartbeat > options_.lease_timeout) expired.push_back(id);
   }
   for (uint64_t id : expired) Remove(id, "lease_expired", now);
+  ExpireSuspects(now);
+  if (job_ended()) return;  // No generation forms again.
 
   const bool settled = now - last_change_ >= options_.settle;
   if (state_ == GenerationState::kRunning) {
@@ -148,7 +228,7 @@ void Membership::Tick(absl::Time now) {
     EndGeneration("join", now);
     last_change_ = now - options_.settle;  // Already settled: form right away.
   }
-  if (state_ == GenerationState::kWaiting &&
+  if (state_ == GenerationState::kWaiting && suspects_.empty() &&
       static_cast<int>(members_.size()) >= options_.min_workers &&
       now - last_change_ >= options_.settle) {
     Form(now);

@@ -21,12 +21,38 @@
 // - While a generation runs, a waiting joiner that could be admitted
 //   (world size < max_workers) makes a change pending once `settle` has
 //   passed since the last change (change_pending(), sent in heartbeat
-//   replies). The ranks then stop at their next step boundary, hand their
-//   state over live (worker/trainer/live_reshard.h) and one of them calls
-//   Handoff, which ends the generation (reason "handoff", not a failure);
-//   the next one forms in the same Tick. Ranks that do not hand off within
-//   `handoff_grace` have the generation ended under them (reason "join").
-//   handoff_grace = 0 ends it at once.
+//   replies to ranked members). The ranks then stop at their next step
+//   boundary, hand their state over live (worker/trainer/live_reshard.h)
+//   and one of them calls Handoff, which ends the generation (reason
+//   "handoff", neither a failure nor a settle wait); the next one forms in
+//   the next Tick. Ranks that do not hand off within `handoff_grace` have
+//   the generation ended under them (reason "join"). handoff_grace = 0
+//   ends it at once.
+//
+// Failure reports ([Note: suspects after a failure]): a member whose
+// collective failed cannot reliably name the dead peer (in a ring, the
+// error it sees may name a live neighbour that merely aborted, and on
+// loopback every member has the same host), so the report is not taken as
+// a verdict on any one rank. Instead every other member of the ended
+// generation becomes a suspect. A suspect that heartbeats after the report
+// is cleared; one still silent `suspect_grace` (the owner uses two
+// heartbeat intervals) after the report is removed, reason "failure". The
+// next generation waits until no suspect is left, so it forms once, without
+// the dead member, about max(settle, suspect_grace) after the report
+// instead of forming with it and then waiting out its lease. A live member
+// heartbeats every interval from its own thread, so only a dead or stopped
+// process (SIGSTOP stops its heartbeat too) stays silent that long.
+//
+// Job lifecycle: job_state() is kWaiting or kRunning (following the
+// generation) until the job ends: kCompleted when the owner calls
+// Complete (the last step is done), kFailed when more than max_failures
+// failures have been counted. A failure is a running generation ending for
+// a lost member: a failure report, a lease expiry or a replaced (restarted)
+// member. Joins and leaves are scale events and never count; neither do
+// the extra reports of one failure (they name an ended generation and are
+// refused). An ended job forms no generation and admits no Join; live
+// members keep heartbeating and may leave (the running generation, if any,
+// goes on until they do, so they can finish the last step's barrier).
 //
 // Thread safety: not thread-safe; the owner (CoordinatorCore) serialises
 // calls under its mutex.
@@ -48,10 +74,28 @@ struct MembershipOptions {
   int max_workers = 1024;
   absl::Duration settle = absl::Seconds(1);
   absl::Duration lease_timeout = absl::Seconds(5);
+  // How long a suspect may stay silent after a failure report before it is
+  // removed ([Note: suspects after a failure]).
+  absl::Duration suspect_grace = absl::Seconds(2);
+  // Failures the job tolerates; the next one fails the job. < 0: no limit.
+  int64_t max_failures = 20;
   absl::Duration handoff_grace = absl::Seconds(30);
 };
 
 enum class GenerationState { kWaiting, kRunning };
+enum class JobState { kWaiting, kRunning, kCompleted, kFailed };
+
+// Where a Membership starts: from scratch, or from durable state after a
+// coordinator restart.
+struct MembershipStart {
+  uint64_t last_generation = 0;  // Highest generation number ever used.
+  uint64_t member_id_base = 0;   // Member ids are member_id_base + 1, + 2, ...
+  std::string first_reason = "start";  // Reason of the first generation formed.
+  int64_t failures = 0;          // Failures counted before.
+  // kCompleted or kFailed if the job had ended; anything else: it had not.
+  JobState ended = JobState::kWaiting;
+  std::string ended_reason;
+};
 
 struct Member {
   uint64_t member_id = 0;
@@ -65,7 +109,15 @@ struct Member {
 // Something that happened, for the owner to act on (drop KV keys, persist
 // the counter, count metrics, wake watchers).
 struct MembershipEvent {
-  enum class Kind { kGenerationEnded, kGenerationFormed, kMemberRemoved };
+  // kFailureCounted: a failure was counted (failures() grew);
+  // kJobEnded: the job became kCompleted or kFailed (job_state_reason()).
+  enum class Kind {
+    kGenerationEnded,
+    kGenerationFormed,
+    kMemberRemoved,
+    kFailureCounted,
+    kJobEnded
+  };
   Kind kind;
   uint64_t generation = 0;  // The generation that ended or formed.
   std::string reason;       // "lease_expired", "leave", "failure", "join", "rejoin", ...
@@ -74,22 +126,27 @@ struct MembershipEvent {
 
 class Membership {
  public:
-  // `last_generation`: the highest generation number ever used (0 if none);
-  // the next one formed is last_generation + 1. `member_id_base`: member
-  // ids are member_id_base + 1, + 2, ... (the owner makes the base unique
-  // across coordinator restarts).
-  Membership(MembershipOptions options, uint64_t last_generation, uint64_t member_id_base,
-             std::string first_reason);
+  // The next generation formed is start.last_generation + 1; the owner
+  // makes start.member_id_base unique across coordinator restarts.
+  Membership(MembershipOptions options, MembershipStart start);
 
   // Returns the new member_id. The caller validated worker_id and host.
-  uint64_t Join(const std::string& worker_id, const std::string& host, absl::Time now);
+  // FAILED_PRECONDITION naming the state once the job has ended.
+  absl::StatusOr<uint64_t> Join(const std::string& worker_id, const std::string& host,
+                                absl::Time now);
   // NOT_FOUND if member_id is not a live member.
   absl::Status Heartbeat(uint64_t member_id, absl::Time now);
   absl::Status Leave(uint64_t member_id, absl::Time now);
-  // Ends the running generation `generation` (reason "failure"). NOT_FOUND
-  // for an unknown reporter; ABORTED if `generation` is not the
+  // Ends the running generation `generation` (reason "failure"), counts a
+  // failure (`detail`, the reporter's reason, goes into the job's failure
+  // reason if this one fails it) and makes the other members suspects.
+  // NOT_FOUND for an unknown reporter; ABORTED if `generation` is not the
   // running one.
-  absl::Status ReportFailure(uint64_t member_id, uint64_t generation, absl::Time now);
+  absl::Status ReportFailure(uint64_t member_id, uint64_t generation, const std::string& detail,
+                             absl::Time now);
+  // The job is done (kCompleted, `reason` e.g. "step 300 of 300 done"); a
+  // no-op once the job has ended. The running generation is left running.
+  void Complete(const std::string& reason, absl::Time now);
   // The ranks stopped at a step boundary with their state handed over:
   // ends the running generation `generation` (reason "handoff"). NOT_FOUND
   // for an unknown member; ABORTED if `generation` is not the running one.
@@ -110,6 +167,13 @@ class Membership {
 
   uint64_t generation() const { return generation_; }
   GenerationState state() const { return state_; }
+  JobState job_state() const;
+  bool job_ended() const { return ended_ != JobState::kWaiting; }
+  // Why the job ended ("" while it has not).
+  const std::string& job_state_reason() const { return ended_reason_; }
+  int64_t failures() const { return failures_; }
+  // Members of the ended generation still silent since a failure report.
+  size_t suspects() const { return suspects_.size(); }
   int world_size() const { return static_cast<int>(ranked_.size()); }
   const Member* Find(uint64_t member_id) const;
   // Members of the running generation, by rank (empty while waiting).
@@ -121,7 +185,10 @@ class Membership {
 
  private:
   void Remove(uint64_t member_id, const std::string& reason, absl::Time now);
-  void EndGeneration(const std::string& reason, absl::Time now);
+  void EndGeneration(const std::string& reason, absl::Time now, const std::string& detail = "");
+  void CountFailure(const std::string& reason, const std::string& detail);
+  void EndJob(JobState state, const std::string& reason);
+  void ExpireSuspects(absl::Time now);
   void Form(absl::Time now);
 
   const MembershipOptions options_;
@@ -135,8 +202,14 @@ class Membership {
   std::string pending_reason_;                      // Why the next generation forms.
   absl::Time change_pending_since_ = absl::InfiniteFuture();  // Running only.
   std::vector<MembershipEvent> events_;
+  int64_t failures_ = 0;
+  JobState ended_ = JobState::kWaiting;  // kCompleted or kFailed once the job ended.
+  std::string ended_reason_;
+  std::map<uint64_t, absl::Time> suspects_;  // member_id -> failure report time.
 };
 
 const char* GenerationStateName(GenerationState s);
+// "waiting", "running", "completed", "failed" (the metric's label values).
+const char* JobStateName(JobState s);
 
 }  // namespace zeroshard::server

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                       server::DurableState::Open(options.state_dir));
   if (!options.state_dir.empty()) {
     ZS_ASSIGN_OR_RETURN(s->state_lock_,
-                        DirLock::Acquire(options.state_dir, ".coordinator-state.lock"));
+                        DirLock::Acquire(options.state_dir, kStateLockName));
   }
   ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(options.core, std::move(durable),
                                                                 clock, &s->metrics_));

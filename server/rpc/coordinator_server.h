@@ -50,6 +50,9 @@ struct CoordinatorOptions {
 
 class CoordinatorServer {
  public:
+  // The lock file a serving coordinator holds in its state dir (DirLock).
+  static constexpr const char* kStateLockName = ".coordinator-state.lock";
+
   // Errors: INVALID_ARGUMENT for a bad option (named); FAILED_PRECONDITION
   // if the state dir belongs to another job; UNAVAILABLE if an address
   // cannot be bound; I/O errors from the state dir. `extra_services` must

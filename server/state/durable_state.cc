@@ -30,6 +30,9 @@ json ToJson(const DurableSnapshot& s) {
           // JSON has no NaN; a loss that is not finite is stored as null.
           {"last_loss", std::isfinite(s.last_loss) ? json(s.last_loss) : json(nullptr)},
           {"restarts", s.restarts},
+          {"failures", s.failures},
+          {"job_ended", s.job_ended},
+          {"job_ended_reason", s.job_ended_reason},
           {"checkpoints", checkpoints}};
 }
 
@@ -47,6 +50,14 @@ absl::StatusOr<DurableSnapshot> FromJson(const std::string& text, const std::str
     s.last_step = j.at("last_step").get<int64_t>();
     s.last_loss = j.at("last_loss").is_null() ? std::nan("") : j.at("last_loss").get<double>();
     s.restarts = j.at("restarts").get<uint64_t>();
+    // Absent from files written before job lifecycles existed.
+    s.failures = j.value("failures", int64_t{0});
+    s.job_ended = j.value("job_ended", std::string());
+    s.job_ended_reason = j.value("job_ended_reason", std::string());
+    if (s.failures < 0 || (!s.job_ended.empty() && s.job_ended != "completed" &&
+                           s.job_ended != "failed")) {
+      return absl::DataLossError(absl::StrCat(path, ": bad failures or job_ended"));
+    }
     for (const json& c : j.at("checkpoints")) {
       s.checkpoints.push_back({c.at("id").get<std::string>(), c.at("step").get<int64_t>(),
                                c.at("manifest_path").get<std::string>(),
@@ -112,6 +123,24 @@ absl::Status DurableState::SetLastStep(int64_t step, double loss) {
   if (step < snapshot_.last_step) return absl::OkStatus();
   snapshot_.last_step = step;
   snapshot_.last_loss = loss;
+  return WriteLocked();
+}
+
+absl::Status DurableState::SetLifecycle(int64_t failures, const std::string& ended,
+                                        const std::string& ended_reason) {
+  if (failures < 0) return absl::InvalidArgumentError("failures is negative");
+  if (!ended.empty() && ended != "completed" && ended != "failed") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_ended \"", ended, "\" is not completed, failed or empty"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (snapshot_.failures == failures && snapshot_.job_ended == ended &&
+      snapshot_.job_ended_reason == ended_reason) {
+    return absl::OkStatus();
+  }
+  snapshot_.failures = failures;
+  snapshot_.job_ended = ended;
+  snapshot_.job_ended_reason = ended_reason;
   return WriteLocked();
 }
 

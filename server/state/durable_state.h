@@ -1,7 +1,8 @@
 // State that must survive a coordinator restart (DESIGN.md, "Coordinator"):
 // the job id and config, the job's units, the generation counter, the last
 // step and loss, a restart counter (which keeps member ids unique across
-// restarts), and committed checkpoints. Everything else is rebuilt from
+// restarts), the job's lifecycle (failures counted, and whether and why it
+// completed or failed), and committed checkpoints. Everything else is rebuilt from
 // heartbeats.
 //
 // Stored as one JSON file, <state_dir>/coordinator_state.json, replaced
@@ -48,6 +49,9 @@ struct DurableSnapshot {
   int64_t last_step = 0;
   double last_loss = std::numeric_limits<double>::quiet_NaN();
   uint64_t restarts = 0;        // Coordinator starts on this state dir, minus one.
+  int64_t failures = 0;         // Failures counted against the job's max_failures.
+  std::string job_ended;        // "completed", "failed", or "" while the job runs.
+  std::string job_ended_reason; // Why it ended ("" while it runs).
   std::vector<CheckpointRecord> checkpoints;  // In commit order.
 };
 
@@ -71,6 +75,11 @@ class DurableState {
   absl::Status SetGeneration(uint64_t generation);
   // Keeps the highest step (a late report of an older step is ignored).
   absl::Status SetLastStep(int64_t step, double loss);
+  // The job's lifecycle: failures counted, and `ended` ("completed",
+  // "failed" or "") with its reason. INVALID_ARGUMENT for another `ended`
+  // or negative failures.
+  absl::Status SetLifecycle(int64_t failures, const std::string& ended,
+                            const std::string& ended_reason);
   // INVALID_ARGUMENT for an empty id, a negative step, or metadata that is
   // not JSON; ALREADY_EXISTS if the id was recorded before.
   absl::Status RecordCheckpoint(const CheckpointRecord& record);

@@ -198,7 +198,7 @@ class GarbageSender {
     const std::string job = (rng_() % 2) ? "bad" : Text(8);
     const uint64_t gen = rng_() % 3;
     const uint64_t member = (rng_() % 2) ? member_ : rng_();
-    switch (rng_() % 7) {
+    switch (rng_() % 8) {
       case 0:
         return Join(job);
       case 1:
@@ -211,6 +211,8 @@ class GarbageSender {
         return KvWait(job, gen);
       case 5:
         return ReportFailure(job, gen);
+      case 6:
+        return Leave(job, member);
       default:
         return Heartbeat(job, gen, member);
     }
@@ -284,6 +286,14 @@ class GarbageSender {
     f.set_generation(gen);
     f.set_failed_rank(static_cast<int32_t>(rng_()));
     client_.ReportFailure(f).status().IgnoreError();
+  }
+
+  void Leave(const std::string& job, uint64_t member) {
+    v1::LeaveRequest l;
+    l.set_job_id(job);
+    l.set_member_id(member);
+    l.set_job_completed(rng_() % 2);
+    client_.Leave(l).IgnoreError();
   }
 
   void Heartbeat(const std::string& job, uint64_t gen, uint64_t member) {

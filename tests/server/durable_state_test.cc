@@ -57,6 +57,34 @@ TEST(DurableStateTest, RoundTripsAndRecordsCheckpoints) {
   EXPECT_EQ(s.checkpoints[0].metadata_json, R"({"a":1})");
 }
 
+TEST(DurableStateTest, LifecycleRoundTripsAndOldFilesLoadWithoutIt) {
+  const std::string dir = zeroshard::testing::MakeTempDir("durable_life");
+  {
+    auto state = DurableState::Open(dir);
+    ASSERT_TRUE(state.ok());
+    ASSERT_TRUE((*state)->SetLifecycle(3, "failed", "failure 3 exceeds max_failures 2").ok());
+    EXPECT_TRUE(absl::IsInvalidArgument((*state)->SetLifecycle(1, "done", "")));
+    EXPECT_TRUE(absl::IsInvalidArgument((*state)->SetLifecycle(-1, "", "")));
+  }
+  auto state = DurableState::Open(dir);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ((*state)->Get().failures, 3);
+  EXPECT_EQ((*state)->Get().job_ended, "failed");
+  EXPECT_EQ((*state)->Get().job_ended_reason, "failure 3 exceeds max_failures 2");
+  // A state file written before job lifecycles existed.
+  const std::string old_dir = zeroshard::testing::MakeTempDir("durable_old");
+  ASSERT_TRUE(WriteFileAtomically(old_dir + "/" + DurableState::kFileName,
+                                  R"({"format":1,"job_id":"j","job_config_json":"{}",)"
+                                  R"("units_json":"","generation":4,"last_step":9,)"
+                                  R"("last_loss":null,"restarts":1,"checkpoints":[]})")
+                  .ok());
+  auto old = DurableState::Open(old_dir);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ((*old)->Get().failures, 0);
+  EXPECT_EQ((*old)->Get().job_ended, "");
+  EXPECT_EQ((*old)->Get().generation, 4u);
+}
+
 TEST(DurableStateTest, CorruptFileIsDataLoss) {
   const std::string dir = zeroshard::testing::MakeTempDir("durable");
   ASSERT_TRUE(WriteFileAtomically(dir + "/" + DurableState::kFileName, "{not json").ok());

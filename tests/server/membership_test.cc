@@ -254,6 +254,8 @@ TEST(MembershipTest, LeaveAndFailureEndTheGenerationAndCountReasons) {
   auto out = h.core->ReportFailure(failure);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(h.core->state(), GenerationState::kWaiting);
+  // The others prove they are alive ([Note: suspects after a failure]).
+  HeartbeatAll(h, {b, c});
   h.Advance(absl::Seconds(1));
   EXPECT_EQ(h.core->generation(), 2u);
   EXPECT_EQ(h.Info(c).world_size(), 3);

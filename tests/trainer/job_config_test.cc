@@ -20,6 +20,7 @@ TEST(JobConfigTest, JsonRoundTrip) {
   c.checkpoint_timeout_s = 90;
   c.rpc_timeout_s = 4;
   c.trigger_poll_timeout_s = 0.5;
+  c.max_failures = 3;
   auto back = JobConfig::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->model, "tiny");
@@ -31,6 +32,8 @@ TEST(JobConfigTest, JsonRoundTrip) {
   EXPECT_EQ(back->checkpoint_timeout(), absl::Seconds(90));
   EXPECT_EQ(back->rpc_timeout(), absl::Seconds(4));
   EXPECT_EQ(back->trigger_poll_timeout(), absl::Milliseconds(500));
+  EXPECT_EQ(back->max_failures, 3);
+  EXPECT_EQ(JobConfig::FromJson("{}")->max_failures, JobConfig::kDefaultMaxFailures);
 }
 
 TEST(JobConfigTest, BadInputNamesTheField) {
@@ -60,6 +63,9 @@ TEST(JobConfigTest, BadInputNamesTheField) {
   EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find(
                 "checkpoint_dir"),
             std::string::npos);
+  EXPECT_EQ(JobConfig::FromJson(R"({"max_failures": -1})").status().message(),
+            "job config: max_failures = -1 must be in [0, 1e6]");
+  EXPECT_TRUE(JobConfig::FromJson(R"({"max_failures": 0})").ok());
 }
 
 TEST(JobConfigTest, WarmupThenCosineToTenth) {

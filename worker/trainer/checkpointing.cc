@@ -1,5 +1,7 @@
 #include "worker/trainer/checkpointing.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -70,28 +72,42 @@ absl::StatusOr<int64_t> ChooseRestoreStep(const GenerationContext& ctx) {
                                        absl::Now() + ctx.job->rpc_timeout());
   if (info.ok()) return info->summary().step();
   if (absl::IsNotFound(info.status()) && !resume) return -1;  // Nothing saved yet.
+  // A coordinator without a checkpoint service holds no checkpoint either:
+  // mid-job, go on from the initial weights rather than end the job.
+  if (absl::IsUnimplemented(info.status()) && !resume) {
+    std::cout << "the coordinator serves no checkpoints (" << info.status().message()
+              << "); starting again from step 0\n" << std::flush;
+    return -1;
+  }
   return info.status();
 }
+
+// [Note: restore decision encoding] A failed decision travels as
+// kFailedBase - code, so every rank returns rank 0's status code (a
+// transient error leads all of them to the next generation, a permanent one
+// ends all of them) and no rank invents a reason of its own.
+constexpr int64_t kFailedBase = -1000;
 
 }  // namespace
 
 absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communicator& comm) {
   if (ctx.checkpoints == nullptr) return -1;  // Same job config on every rank.
-  constexpr int64_t kFailed = -2;
   int64_t decision = -1;
   absl::Status failure;
   if (ctx.rank == 0) {
     auto chosen = ChooseRestoreStep(ctx);
-    decision = chosen.ok() ? *chosen : kFailed;
     if (!chosen.ok()) failure = chosen.status();
+    decision = chosen.ok() ? *chosen : kFailedBase - static_cast<int64_t>(failure.code());
   }
   ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed,
                       BroadcastControl(comm, std::vector<int64_t>{decision}, 0,
                                        ctx.job->collective_timeout()));
   decision = agreed[0];
-  if (decision != kFailed) return decision;
+  if (decision > kFailedBase) return decision;
   if (ctx.rank == 0) return failure;
-  return absl::NotFoundError("rank 0 found no committed checkpoint to restore (see its log)");
+  const auto code = static_cast<absl::StatusCode>(kFailedBase - decision);
+  return absl::Status(code, absl::StrCat("rank 0 could not choose the checkpoint to restore (",
+                                         absl::StatusCodeToString(code), "; see its log)"));
 }
 
 absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,

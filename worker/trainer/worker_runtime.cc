@@ -16,6 +16,7 @@
 #include "worker/trainer/checkpointing.h"
 #include "worker/trainer/generation_trainer.h"
 #include "worker/trainer/state_handoff.h"
+#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 namespace {
@@ -78,8 +79,6 @@ EngineOptions MakeEngineOptions(const JobConfig& job, Device* device, Communicat
   return o;
 }
 
-constexpr int kMaxGenerationRestarts = 20;
-
 // Errors a peer's departure or the generation's end cause in this worker
 // (abseil's retry guidance: UNAVAILABLE and DEADLINE_EXCEEDED retry the call,
 // ABORTED retries higher up: here, the next generation; the coordinator
@@ -140,7 +139,7 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
                                             MakeEngineOptions(job.job, job.device.get(), control),
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
-                        info.generation(), info.rank(), info.world_size(), options.leave_requested};
+                        info.generation(), info.rank(), info.world_size(), &StopRequested};
   const std::vector<UnitSpec> units = ModelUnits(job.model);
   ZS_ASSIGN_OR_RETURN(const int64_t start_step,
                       LoadBestState(ctx, job.held, units, *engine, *control));
@@ -154,11 +153,126 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
     hooks = host_hooks.get();
   }
   GenerationTrainer trainer(ctx, control, engine.get(), hooks);
-  ZS_RETURN_IF_ERROR(trainer.Run(start_step));
+  absl::Status trained = trainer.Run(start_step);
+  if (!trained.ok() && StopRequested()) {
+    // Stopped while the generation broke: leave while this rank's
+    // communicators still exist, so the generation ends as a leave.
+    session.Leave();
+    return GenerationEnd::kLeft;
+  }
+  ZS_RETURN_IF_ERROR(trained);
   if (!trainer.yielded()) return GenerationEnd::kJobDone;
   ZS_ASSIGN_OR_RETURN(const YieldOutcome outcome,
                       HandOffAtYield(ctx, *trainer.yielded(), units, *engine, *control, job.held));
   return outcome == YieldOutcome::kLeft ? GenerationEnd::kLeft : GenerationEnd::kHandedOff;
+}
+
+// A job that has ended, as seen by a worker that has nothing to do in it:
+// OK (with one line) if it completed, its failure otherwise.
+absl::Status EndedJobOutcome(const v1::JobStatus& status) {
+  if (status.job_state() == v1::JOB_STATE_FAILED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", status.job_id(), " failed: ", status.job_state_reason()));
+  }
+  std::cout << "job " << status.job_id() << " is already completed (" << status.job_state_reason()
+            << "); nothing to train: exiting\n" << std::flush;
+  return absl::OkStatus();
+}
+
+bool JobEnded(const v1::JobStatus& status) {
+  return status.job_state() == v1::JOB_STATE_COMPLETED ||
+         status.job_state() == v1::JOB_STATE_FAILED;
+}
+
+// Joins the job. A Join refused because the job ended meanwhile gives a null
+// session with OK (completed) or the job's failure.
+absl::StatusOr<std::unique_ptr<WorkerSession>> JoinJob(CoordinatorClient& client,
+                                                       const WorkerSession::Identity& identity,
+                                                       const ModelConfig& model) {
+  auto session = WorkerSession::Join(client, identity, ModelUnits(model));
+  if (session.ok() || !absl::IsFailedPrecondition(session.status())) return session;
+  v1::GetJobStatusRequest request;
+  request.set_job_id(identity.job_id);
+  auto status = client.GetJobStatus(request);
+  if (!status.ok() || !JobEnded(*status)) return session.status();
+  ZS_RETURN_IF_ERROR(EndedJobOutcome(*status));
+  return std::unique_ptr<WorkerSession>();
+}
+
+struct WorkerState {
+  const WorkerOptions& options;
+  JobContext& job;
+  std::shared_ptr<CoordinatorClient> client;
+  checkpoint::CheckpointClient* checkpoints;
+  WorkerSession::Identity identity;
+  std::unique_ptr<WorkerSession> session;
+};
+
+// Generation after generation until the job is done, this worker leaves, or
+// an error that is not a lost generation. The coordinator keeps the restart
+// budget (the job's max_failures): a worker goes on while the job does, and
+// AwaitGeneration says when it has failed.
+absl::Status RunGenerations(WorkerState& w) {
+  while (true) {
+    auto awaited = w.session->AwaitGeneration(w.options.join_timeout);
+    if (absl::IsNotFound(awaited.status()) && !StopRequested()) {
+      // The coordinator dropped this member (lease expired, or it restarted
+      // and forgot members): join again as a new member.
+      std::cout << "rejoining: " << awaited.status().message() << "\n" << std::flush;
+      w.session.reset();
+      ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*w.client, w.identity, w.job.model));
+      if (w.session == nullptr) return absl::OkStatus();
+      continue;
+    }
+    if (StopRequested()) {
+      std::cout << "stop requested while waiting for a generation: leaving the job\n" << std::flush;
+      w.session->Leave();
+      return absl::OkStatus();
+    }
+    ZS_RETURN_IF_ERROR(awaited.status());
+    const v1::GenerationInfo& info = *awaited;
+    if (info.job_state() == v1::JOB_STATE_COMPLETED) {
+      std::cout << "job " << w.identity.job_id << " completed (" << info.job_state_reason()
+                << "); leaving\n" << std::flush;
+      w.session->Leave();
+      return absl::OkStatus();
+    }
+    std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
+              << info.world_size() << "\n" << std::flush;
+    absl::StatusOr<GenerationEnd> end =
+        RunGeneration(w.options, w.job, w.client, *w.session, w.checkpoints, info);
+    if (end.ok() && *end == GenerationEnd::kJobDone) {
+      std::cout << "job done: " << w.job.job.steps << " steps; leaving\n" << std::flush;
+      w.session->Leave(/*job_completed=*/true);
+      return absl::OkStatus();
+    }
+    if (end.ok() && *end == GenerationEnd::kLeft) {
+      std::cout << "left the job on a stop signal (generation " << info.generation()
+                << "), its shard handed to the others\n" << std::flush;
+      return absl::OkStatus();
+    }
+    if (end.ok()) {  // Handed off for a membership change.
+      if (!w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
+        return absl::DeadlineExceededError("the generation did not end after the handoff");
+      }
+      std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
+                << std::flush;
+      continue;
+    }
+    const absl::Status s = end.status();
+    w.job.held.reset();  // What was handed over is stale after a failure.
+    // A peer that vanished or a generation that ended shows up as a failed
+    // collective: report it (the coordinator then forms the next generation
+    // at once) and go on in the next one. Anything else is this worker's own
+    // error and ends it.
+    w.session->ReportFailure(info.generation(), -1, std::string(s.message()));
+    if (!IsGenerationLoss(s) ||
+        !w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
+      return s;
+    }
+    std::cout << "generation " << info.generation() << " ended (" << s.message()
+              << "); waiting for the next\n" << std::flush;
+  }
 }
 
 }  // namespace
@@ -168,73 +282,34 @@ absl::Status RunWorker(const WorkerOptions& options) {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<CoordinatorClient> client,
                       CoordinatorClient::Connect(options.coordinator));
   absl::StatusOr<v1::JobStatus> probed = WorkerSession::ProbeJob(*client, absl::Seconds(30));
+  if (StopRequested()) {
+    std::cout << "stop requested before joining: exiting\n" << std::flush;
+    return absl::OkStatus();
+  }
   if (!probed.ok()) {
     return absl::Status(probed.status().code(),
                         absl::StrCat("no reachable coordinator at ", options.coordinator, ": ",
                                      probed.status().message()));
   }
   const v1::JobStatus& status = *probed;
+  // A finished job has nothing for a new worker: say so before loading data.
+  if (JobEnded(status)) return EndedJobOutcome(status);
   ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, status.job_id()));
   SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
   if (!job.job.checkpoint_dir.empty()) {
     ZS_ASSIGN_OR_RETURN(checkpoints, checkpoint::CheckpointClient::Connect(options.coordinator));
   }
-  WorkerSession::Identity identity{status.job_id(), options.worker_id, options.host};
-  if (identity.worker_id.empty()) {
+  WorkerState w{options, job, client, checkpoints.get(),
+                {status.job_id(), options.worker_id, options.host}, nullptr};
+  if (w.identity.worker_id.empty()) {
     char host[256] = {};
     gethostname(host, sizeof(host) - 1);
-    identity.worker_id = absl::StrCat(host, ":", getpid());
+    w.identity.worker_id = absl::StrCat(host, ":", getpid());
   }
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSession> session,
-                      WorkerSession::Join(*client, identity, ModelUnits(job.model)));
-  for (int attempt = 0;; ++attempt) {
-    auto awaited = session->AwaitGeneration(options.join_timeout);
-    if (absl::IsNotFound(awaited.status()) && attempt < kMaxGenerationRestarts) {
-      // The coordinator dropped this member (lease expired, or it restarted
-      // and forgot members): join again as a new member.
-      std::cout << "rejoining: " << awaited.status().message() << "\n" << std::flush;
-      session.reset();
-      ZS_ASSIGN_OR_RETURN(session, WorkerSession::Join(*client, identity, ModelUnits(job.model)));
-      continue;
-    }
-    ZS_RETURN_IF_ERROR(awaited.status());
-    const v1::GenerationInfo& info = *awaited;
-    std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
-              << info.world_size() << "\n" << std::flush;
-    absl::StatusOr<GenerationEnd> end =
-        RunGeneration(options, job, client, *session, checkpoints.get(), info);
-    if (end.ok() && *end == GenerationEnd::kLeft) {
-      std::cout << "left the job after handing off its shard\n" << std::flush;
-      return absl::OkStatus();
-    }
-    if (end.ok() && *end == GenerationEnd::kHandedOff) {
-      --attempt;  // A membership change, not a failure.
-      if (!session->AwaitEnd(info.generation(), options.generation_end_timeout)) {
-        return absl::DeadlineExceededError("the generation did not end after the handoff");
-      }
-      std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
-                << std::flush;
-      continue;
-    }
-    if (end.ok()) break;
-    const absl::Status s = end.status();
-    job.held.reset();  // Whatever was handed over is stale after a failure.
-    // A peer that vanished or a generation that ended shows up as a failed
-    // collective: report it (the coordinator then forms the next generation
-    // at once) and go on in the next one. Anything else is this worker's own
-    // error and ends it.
-    session->ReportFailure(info.generation(), -1, std::string(s.message()));
-    if (!IsGenerationLoss(s) || attempt >= kMaxGenerationRestarts ||
-        !session->AwaitEnd(info.generation(), options.generation_end_timeout)) {
-      return s;
-    }
-    std::cout << "generation " << info.generation() << " ended (" << s.message()
-              << "); waiting for the next\n" << std::flush;
-  }
-  std::cout << "job done: " << job.job.steps << " steps; leaving\n" << std::flush;
-  session->Leave();
-  return absl::OkStatus();
+  ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*client, w.identity, job.model));
+  if (w.session == nullptr) return absl::OkStatus();
+  return RunGenerations(w);
 }
 
 }  // namespace zeroshard

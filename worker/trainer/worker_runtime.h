@@ -8,7 +8,19 @@
 // weights if the job keeps none). Every failure is reported to the
 // coordinator, which ends the generation at once; failures a lost peer or an
 // ended generation cause (UNAVAILABLE, ABORTED, DEADLINE_EXCEEDED, ...) lead
-// to the next generation, at most 20 times; any other error ends the worker.
+// to the next generation for as long as the job goes on: the coordinator
+// counts failures against the job config's max_failures and fails the job
+// past it. Any other error ends the worker.
+//
+// How a worker ends:
+// - the job's last step is trained: Leave (job_completed), OK;
+// - the job had completed before it joined (or while it waited): one line
+//   saying so, OK;
+// - SIGTERM/SIGINT (stop_signal.h): at the next step boundary, or at once
+//   while waiting for a generation, Leave, OK; the others go on without it;
+// - the job failed (restart budget spent): FAILED_PRECONDITION
+//   "job <id> failed: <reason>";
+// - its own error (bad config, unreachable coordinator, ...): that error.
 #pragma once
 
 #include <functional>
@@ -33,8 +45,10 @@ struct WorkerOptions {
   std::function<bool()> leave_requested;
 };
 
-// Returns OK when the job's steps are done; UNAVAILABLE when the coordinator
-// cannot be reached; the first unrecoverable error otherwise.
+// Returns OK when the job's steps are done, the job had completed already,
+// or a stop was requested; UNAVAILABLE when the coordinator cannot be
+// reached; FAILED_PRECONDITION when the job failed; the first unrecoverable
+// error otherwise.
 absl::Status RunWorker(const WorkerOptions& options);
 
 }  // namespace zeroshard

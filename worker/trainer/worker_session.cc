@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc/plan_proto.h"
+#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 
@@ -10,13 +11,14 @@ absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
                                                       absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last;
-  while (absl::Now() < deadline) {
+  while (absl::Now() < deadline && !StopRequested()) {
     auto status = client.GetJobStatus(v1::GetJobStatusRequest());
     if (status.ok()) return status;
     last = status.status();
     if (last.code() != absl::StatusCode::kUnavailable) return last;
     absl::SleepFor(absl::Milliseconds(200));
   }
+  if (StopRequested()) return absl::CancelledError("leave requested");
   return absl::UnavailableError(last.ok() ? "timed out" : std::string(last.message()));
 }
 
@@ -88,7 +90,13 @@ absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration
       if (lost_) return absl::NotFoundError(
             "the coordinator no longer knows this member (lease expired or coordinator restarted)");
     }
+    if (StopRequested()) return absl::CancelledError("leave requested");
     auto info = client_.GetGeneration(request);
+    if (info.ok() && info->job_state() == v1::JOB_STATE_FAILED) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", identity_.job_id, " failed: ", info->job_state_reason()));
+    }
+    if (info.ok() && info->job_state() == v1::JOB_STATE_COMPLETED) return info;
     if (info.ok() && info->state() == v1::GenerationInfo::STATE_RUNNING && info->rank() >= 0) {
       return info;
     }
@@ -160,10 +168,11 @@ bool WorkerSession::ChangePending() const {
   return change_pending_;
 }
 
-void WorkerSession::Leave() {
+void WorkerSession::Leave(bool job_completed) {
   v1::LeaveRequest request;
   request.set_job_id(identity_.job_id);
   request.set_member_id(member_id_);
+  request.set_job_completed(job_completed);
   (void)client_.Leave(request);  // Best effort: the lease covers a lost leave.
 }
 

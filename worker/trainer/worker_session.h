@@ -30,7 +30,8 @@ class WorkerSession {
   };
 
   // Reads the job (id and config) from the coordinator, retrying while it is
-  // unreachable; UNAVAILABLE with the last error after `timeout`.
+  // unreachable; UNAVAILABLE with the last error after `timeout`; CANCELLED
+  // once StopRequested() (stop_signal.h).
   static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
 
   // Joins with the model's units and starts heartbeats.
@@ -39,8 +40,12 @@ class WorkerSession {
                                                              const std::vector<UnitSpec>& units);
   ~WorkerSession();  // Stops the heartbeat thread (does not Leave).
 
-  // Blocks until a running generation includes this member; DEADLINE_EXCEEDED
-  // after `timeout`; NOT_FOUND if the lease expired (Join again).
+  // Blocks until a running generation includes this member, or the job has
+  // completed (the info's job_state is JOB_STATE_COMPLETED: nothing left to
+  // train). FAILED_PRECONDITION "job ... failed: <reason>" when the job has
+  // failed; CANCELLED "leave requested" once StopRequested()
+  // (stop_signal.h); DEADLINE_EXCEEDED after `timeout`; NOT_FOUND if the
+  // lease expired (Join again).
   absl::StatusOr<v1::GenerationInfo> AwaitGeneration(absl::Duration timeout);
 
   // `on_end` runs (once, on the heartbeat thread) when the heartbeat sees
@@ -60,7 +65,9 @@ class WorkerSession {
   // The last heartbeat reply said a member waits to be admitted: the
   // running generation should stop at its next step boundary.
   bool ChangePending() const;
-  void Leave();
+  // Best effort (the lease covers a lost Leave). `job_completed`: this
+  // worker trained the job's last step.
+  void Leave(bool job_completed = false);
 
   uint64_t member_id() const { return member_id_; }
   const std::string& job_id() const { return identity_.job_id; }

@@ -1,0 +1,311 @@
+// Construction (options, durable state, the job's limits), membership
+// events, the job lifecycle, units and the shard plan of CoordinatorCore.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "common/job_config.h"
+#include "common/rpc/plan_proto.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "server/core/coordinator_core.h"
+#include "server/core/validation.h"
+
+namespace zeroshard::server {
+namespace {
+
+absl::Status ValidateOptions(const CoreOptions& o) {
+  if (auto s = CheckToken(o.job_id, "job_id", 128, true); !s.ok()) return s;
+  if (o.min_workers < 1 || o.min_workers > 65536) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_workers = ", o.min_workers, " is outside [1, 65536]"));
+  }
+  if (o.max_workers < o.min_workers || o.max_workers > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_workers = ", o.max_workers, " is outside [min_workers = ", o.min_workers, ", 65536]"));
+  }
+  if (o.settle < absl::ZeroDuration() || o.settle > absl::Hours(1)) {
+    return absl::InvalidArgumentError("settle is outside [0 s, 3600 s]");
+  }
+  if (o.handoff_grace < absl::ZeroDuration() || o.handoff_grace > absl::Hours(1)) {
+    return absl::InvalidArgumentError("handoff_grace is outside [0 s, 3600 s]");
+  }
+  if (o.heartbeat_interval <= absl::ZeroDuration() || o.heartbeat_interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError("heartbeat_interval is outside (0 s, 3600 s]");
+  }
+  if (o.lease_timeout <= o.heartbeat_interval || o.lease_timeout > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        "lease_timeout must exceed heartbeat_interval and be at most 3600 s");
+  }
+  if (o.alignment < 1 || o.alignment > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alignment = ", o.alignment, " is outside [1, 2^20]"));
+  }
+  if (!o.job_config_json.empty() && !nlohmann::json::accept(o.job_config_json)) {
+    return absl::InvalidArgumentError("job_config_json is not valid JSON");
+  }
+  return absl::OkStatus();
+}
+
+std::string UnitsToJson(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units) {
+  v1::JoinRequest holder;
+  *holder.mutable_units() = units;
+  std::string out;
+  // Serialising a valid message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(holder, &out);
+  return out;
+}
+
+// The job's limits from its config; a config that is not a JobConfig (an
+// opaque one in tests) has no known steps and the default budget.
+CoordinatorCore::JobLimits LimitsFromConfig(const std::string& json) {
+  CoordinatorCore::JobLimits limits;
+  absl::StatusOr<JobConfig> config = JobConfig::FromJson(json);
+  if (!config.ok()) return limits;
+  limits.steps = config->steps;
+  limits.max_failures = config->max_failures;
+  return limits;
+}
+
+// An ended job stays ended unless the config it is served with now allows
+// more: more steps than were done, or a budget the failures fit in. A state
+// dir from before job lifecycles whose last step reached `steps` completes.
+void ReopenIfConfigAllows(const CoordinatorCore::JobLimits& limits, DurableSnapshot* snap) {
+  if (snap->job_ended == "completed" && limits.steps > snap->last_step) {
+    std::fprintf(stderr, "zeroshard-coordinator: the job completed at step %lld; its config now "
+                 "asks for %lld steps: running again\n", static_cast<long long>(snap->last_step),
+                 static_cast<long long>(limits.steps));
+    snap->job_ended.clear();
+    snap->job_ended_reason.clear();
+  } else if (snap->job_ended == "failed" && snap->failures <= limits.max_failures) {
+    std::fprintf(stderr, "zeroshard-coordinator: the job failed after %lld failures; its config "
+                 "now allows %lld: running again\n", static_cast<long long>(snap->failures),
+                 static_cast<long long>(limits.max_failures));
+    snap->job_ended.clear();
+    snap->job_ended_reason.clear();
+  } else if (snap->job_ended.empty() && limits.steps > 0 && snap->last_step >= limits.steps) {
+    snap->job_ended = "completed";
+    snap->job_ended_reason = absl::StrCat("step ", snap->last_step, " of ", limits.steps, " done");
+  }
+}
+
+MembershipStart StartFrom(const DurableSnapshot& snap) {
+  MembershipStart start;
+  start.last_generation = snap.generation;
+  start.member_id_base = snap.restarts << 32;
+  start.first_reason = snap.restarts > 0 ? "coordinator_restart" : "start";
+  start.failures = snap.failures;
+  if (snap.job_ended == "completed") start.ended = JobState::kCompleted;
+  if (snap.job_ended == "failed") start.ended = JobState::kFailed;
+  start.ended_reason = snap.job_ended_reason;
+  return start;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
+    const CoreOptions& options, std::unique_ptr<DurableState> durable, const Clock* clock,
+    MetricsRegistry* metrics) {
+  ZS_RETURN_IF_ERROR(ValidateOptions(options));
+  DurableSnapshot snap = durable->Get();
+  const bool restarted = !snap.job_id.empty();
+  if (restarted && snap.job_id != options.job_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state dir ", durable->dir(), " belongs to job \"", snap.job_id,
+                     "\", not job_id \"", options.job_id, "\""));
+  }
+  if (!options.job_config_json.empty()) snap.job_config_json = options.job_config_json;
+  if (snap.job_config_json.empty()) snap.job_config_json = "{}";
+  if (restarted) {
+    // [Note: generation after restart]
+    ++snap.restarts;
+    ++snap.generation;
+    ZS_RETURN_IF_ERROR(durable->SetGeneration(snap.generation));
+  }
+  ZS_RETURN_IF_ERROR(durable->SetJob(options.job_id, snap.job_config_json, snap.restarts));
+  const JobLimits limits = LimitsFromConfig(snap.job_config_json);
+  ReopenIfConfigAllows(limits, &snap);
+  ZS_RETURN_IF_ERROR(durable->SetLifecycle(snap.failures, snap.job_ended, snap.job_ended_reason));
+  std::unique_ptr<CoordinatorCore> core(
+      new CoordinatorCore(options, std::move(durable), clock, metrics, snap, limits));
+  if (!snap.units_json.empty()) {
+    v1::JoinRequest holder;
+    if (!google::protobuf::util::JsonStringToMessage(snap.units_json, &holder).ok()) {
+      return absl::DataLossError("the state dir's units_json does not parse");
+    }
+    absl::MutexLock lock(&core->mu_);
+    ZS_RETURN_IF_ERROR(core->SetUnitsLocked(holder.units()));
+  }
+  return core;
+}
+
+CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<DurableState> durable,
+                                 const Clock* clock, MetricsRegistry* metrics,
+                                 const DurableSnapshot& snap, const JobLimits& limits)
+    : options_(options),
+      limits_(limits),
+      durable_(std::move(durable)),
+      clock_(clock),
+      membership_(MembershipOptions{options.min_workers, options.max_workers, options.settle,
+                                    options.lease_timeout,
+                                    std::min(2 * options.heartbeat_interval, options.lease_timeout),
+                                    limits.max_failures, options.handoff_grace},
+                  StartFrom(snap)),
+      training_(metrics, snap.last_step, snap.last_loss),
+      job_config_json_(snap.job_config_json),
+      last_tick_ns_(absl::ToUnixNanos(clock->Now())),
+      generation_metric_(metrics->Gauge("zeroshard_generation",
+                                        "Current generation number (0 = none formed yet).")),
+      workers_metric_(metrics->Gauge("zeroshard_workers", "World size of the running generation.")),
+      waiting_metric_(metrics->Gauge("zeroshard_waiting_workers",
+                                     "Live members waiting for the next generation.")),
+      changes_metric_(metrics->Counter("zeroshard_generation_changes_total",
+                                       "Generations formed, by the reason the previous one ended.",
+                                       {"reason"})),
+      heartbeats_metric_(metrics->Counter("zeroshard_heartbeats_total", "Heartbeats accepted.")),
+      joins_metric_(metrics->Counter("zeroshard_joins_total", "Members admitted by Join.")),
+      removals_metric_(metrics->Counter("zeroshard_member_removals_total",
+                                        "Members removed, by reason.", {"reason"})),
+      kv_keys_metric_(metrics->Gauge("zeroshard_kv_keys", "Keys in the rendezvous store.")),
+      kv_bytes_metric_(
+          metrics->Gauge("zeroshard_kv_bytes", "Bytes of keys and values in the rendezvous store.")),
+      job_state_metric_(metrics->Gauge(
+          "zeroshard_job_state",
+          "1 for the job's lifecycle state (waiting, running, completed, failed), 0 for the others.",
+          {"state"})),
+      failures_metric_(metrics->Counter(
+          "zeroshard_job_failures_total",
+          "Failures counted against the job's max_failures (lost members, failure reports).")) {
+  absl::MutexLock lock(&mu_);
+  kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
+  UpdateGaugesLocked();
+}
+
+void CoordinatorCore::UpdateGaugesLocked() {
+  generation_metric_->Set({}, static_cast<double>(membership_.generation()));
+  workers_metric_->Set({}, membership_.world_size());
+  waiting_metric_->Set({}, static_cast<double>(membership_.Waiting().size()));
+  kv_keys_metric_->Set({}, static_cast<double>(kv_.size()));
+  kv_bytes_metric_->Set({}, static_cast<double>(kv_.bytes()));
+  const JobState job = membership_.job_state();
+  for (JobState s : {JobState::kWaiting, JobState::kRunning, JobState::kCompleted,
+                     JobState::kFailed}) {
+    job_state_metric_->Set({JobStateName(s)}, s == job ? 1 : 0);
+  }
+  failures_metric_->Set({}, static_cast<double>(membership_.failures()));
+}
+
+void CoordinatorCore::PersistLifecycleLocked() {
+  const JobState s = membership_.job_state();
+  const bool ended = s == JobState::kCompleted || s == JobState::kFailed;
+  // A failed write keeps serving: the next change writes again, and a
+  // restart at worst forgets the newest failures.
+  if (auto st = durable_->SetLifecycle(membership_.failures(), ended ? JobStateName(s) : "",
+                                       membership_.job_state_reason());
+      !st.ok()) {
+    std::fprintf(stderr, "zeroshard-coordinator: persisting the job state: %s\n",
+                 st.ToString().c_str());
+  }
+}
+
+void CoordinatorCore::MaybeCompleteLocked(int64_t step) {
+  if (limits_.steps <= 0 || step < limits_.steps || membership_.job_ended()) return;
+  membership_.Complete(absl::StrCat("step ", step, " of ", limits_.steps, " done"),
+                       clock_->Now());
+  DrainEventsLocked();
+}
+
+v1::JobState CoordinatorCore::JobStateProtoLocked() const {
+  switch (membership_.job_state()) {
+    case JobState::kWaiting: return v1::JOB_STATE_WAITING;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kCompleted: return v1::JOB_STATE_COMPLETED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+void CoordinatorCore::DrainEventsLocked() {
+  for (const MembershipEvent& e : membership_.TakeEvents()) {
+    switch (e.kind) {
+      case MembershipEvent::Kind::kMemberRemoved:
+        removals_metric_->Add({e.reason});
+        if (e.reason == "failure") {
+          std::fprintf(stderr, "zeroshard-coordinator: member %llu removed: silent since a "
+                       "failure report in generation %llu\n",
+                       static_cast<unsigned long long>(e.member_id),
+                       static_cast<unsigned long long>(e.generation));
+        }
+        break;
+      case MembershipEvent::Kind::kFailureCounted:
+        PersistLifecycleLocked();
+        break;
+      case MembershipEvent::Kind::kJobEnded:
+        std::fprintf(stderr, "zeroshard-coordinator: job %s %s: %s\n", options_.job_id.c_str(),
+                     JobStateName(membership_.job_state()),
+                     membership_.job_state_reason().c_str());
+        PersistLifecycleLocked();
+        ++change_number_;  // Watchers learn that no generation will form.
+        break;
+      case MembershipEvent::Kind::kGenerationEnded:
+        // The generation's keys die with it; a new communicator must not
+        // read a dead peer's address.
+        kv_.Reset(KvPrefix(options_.job_id, e.generation) + "ended/");
+        training_.ClearRanks();
+        plan_.Clear();
+        ++change_number_;
+        break;
+      case MembershipEvent::Kind::kGenerationFormed:
+        kv_.Reset(KvPrefix(options_.job_id, e.generation));
+        training_.ClearRanks();
+        RebuildPlanLocked();
+        ++generation_changes_;
+        changes_metric_->Add({e.reason});
+        ++change_number_;
+        // A failed write leaves the old counter on disk; the restart bump
+        // still keeps numbers increasing, so serving goes on.
+        if (auto s = durable_->SetGeneration(e.generation); !s.ok()) {
+          std::fprintf(stderr, "zeroshard-coordinator: persisting generation: %s\n",
+                       s.ToString().c_str());
+        }
+        break;
+    }
+  }
+  UpdateGaugesLocked();
+}
+
+void CoordinatorCore::RebuildPlanLocked() {
+  plan_.Clear();
+  if (!units_known_ || membership_.state() != GenerationState::kRunning) return;
+  absl::StatusOr<ShardPlan> plan =
+      MakeShardPlan(units_, membership_.world_size(), options_.alignment);
+  ZS_CHECK(plan.ok());  // Units were validated with MakeShardPlan at Join.
+  ShardPlanToProto(*plan, &plan_);
+}
+
+absl::Status CoordinatorCore::SetUnitsLocked(
+    const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units) {
+  absl::StatusOr<std::vector<UnitSpec>> parsed = UnitSpecsFromProto(units);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("units: ", parsed.status().message()));
+  }
+  if (auto plan = MakeShardPlan(*parsed, 1, options_.alignment); !plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("units: ", plan.status().message()));
+  }
+  if (units_known_) {
+    const std::string diff = DescribeUnitsDifference(units_, *parsed);
+    if (!diff.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the joiner's units differ from the job's: ", diff));
+    }
+    return absl::OkStatus();
+  }
+  units_ = std::move(*parsed);
+  units_known_ = true;
+  RebuildPlanLocked();
+  if (auto s = durable_->SetUnits(UnitsToJson(units)); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard::server

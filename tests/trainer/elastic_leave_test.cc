@@ -1,0 +1,140 @@
+// Losing one of three workers, with real processes on loopback:
+// - SIGTERM: the worker leaves at its next step boundary and exits 0 within
+//   5 s; the others form one generation of two and finish; a graceful leave
+//   is not a failure.
+// - kill -9 while the coordinator holds no checkpoint (it serves the job
+//   config's checkpoint_dir, nothing saved yet): the survivors report the
+//   failed collective, the coordinator drops the silent member within two
+//   heartbeat intervals, exactly one generation of two forms, and they go on
+//   from step 0 to the end. Both tests print the times they measure.
+#include <signal.h>
+
+#include "gtest/gtest.h"
+#include "tests/trainer/job_processes.h"
+
+namespace zeroshard {
+namespace {
+
+using testing::CoordinatorProcess;
+using testing::GenerationLines;
+using testing::ReadFile;
+using testing::ReadStepRecords;
+using testing::StartCoordinator;
+using testing::StartWorker;
+using testing::StatusJson;
+using testing::WaitForStep;
+
+constexpr int kWorkers = 3;
+
+std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
+                                                        const std::string& address) {
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.push_back(StartWorker(dir, address, absl::StrCat("w", i)));
+  }
+  return workers;
+}
+
+// Generation lines worker `name` logged after its first `before` ones.
+std::vector<std::string> LaterGenerations(const std::string& dir, const std::string& name,
+                                          size_t before) {
+  std::vector<std::string> lines = GenerationLines(absl::StrCat(dir, "/", name, ".log"));
+  lines.erase(lines.begin(), lines.begin() + static_cast<long>(std::min(before, lines.size())));
+  return lines;
+}
+
+// Polls the step log until a record at `world_size` appears; the time it took.
+absl::Duration TimeToStepAt(const std::string& log, int world_size, absl::Time since) {
+  const absl::Time deadline = since + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    for (const StepRecord& r : ReadStepRecords(log)) {
+      if (r.world_size == world_size) return absl::Now() - since;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return absl::InfiniteDuration();
+}
+
+void ExpectFinishedAtTwo(const JobConfig& job, const std::string& status) {
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers - 1);
+  EXPECT_NE(status.find("\"job_state\": \"JOB_STATE_COMPLETED\""), std::string::npos) << status;
+}
+
+TEST(ElasticLeaveTest, SigtermLeavesWithinFiveSecondsAndTheRestFinishAtTwo) {
+  const std::string dir = testing::MakeTempDir("zs_sigterm");
+  JobConfig job = testing::SmallJob(dir, 150);
+  job.checkpoint_dir = dir + "/ckpt";
+  job.checkpoint_every = 5;
+  CoordinatorProcess c = StartCoordinator(dir, job, 2, kWorkers, true, dir + "/coordinator.log");
+  ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
+  auto workers = StartWorkers(dir, c.address);
+  ASSERT_TRUE(WaitForStep(job.log_path, kWorkers, 12)) << ReadFile(dir + "/w0.log");
+  const size_t before = GenerationLines(dir + "/w0.log").size();
+  const absl::Time signalled = absl::Now();
+  workers[2]->Signal(SIGTERM);
+  const int code = workers[2]->Wait(absl::Seconds(5));
+  const absl::Duration exit_after = absl::Now() - signalled;
+  std::printf("SIGTERM to exit: %.3f s\n", absl::ToDoubleSeconds(exit_after));
+  EXPECT_EQ(code, 0) << ReadFile(dir + "/w2.log");
+  EXPECT_NE(ReadFile(dir + "/w2.log").find("left the job on a stop signal"), std::string::npos)
+      << ReadFile(dir + "/w2.log");
+  const absl::Duration next = TimeToStepAt(job.log_path, kWorkers - 1, signalled);
+  std::printf("SIGTERM to the next step at N=%d: %.3f s\n", kWorkers - 1,
+              absl::ToDoubleSeconds(next));
+  EXPECT_EQ(workers[0]->Wait(absl::Seconds(40)), 0) << ReadFile(dir + "/w0.log");
+  EXPECT_EQ(workers[1]->Wait(absl::Seconds(10)), 0) << ReadFile(dir + "/w1.log");
+  const std::string status = StatusJson(c.address);
+  ExpectFinishedAtTwo(job, status);
+  EXPECT_NE(status.find("\"failures\": \"0\""), std::string::npos) << status;  // A scale event.
+  const std::vector<std::string> later = LaterGenerations(dir, "w0", before);
+  ASSERT_EQ(later.size(), 1u) << ReadFile(dir + "/w0.log");
+  EXPECT_NE(later[0].find("of 2"), std::string::npos) << later[0];
+  c.process->Signal(SIGTERM);
+  EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0);
+}
+
+TEST(ElasticLeaveTest, KillWithNoCheckpointFormsOneGenerationAndFinishesFromStepZero) {
+  const std::string dir = testing::MakeTempDir("zs_kill_nockpt");
+  JobConfig job = testing::SmallJob(dir, 150);
+  job.checkpoint_dir = dir + "/ckpt";  // Served, but nothing is ever saved.
+  CoordinatorProcess c = StartCoordinator(dir, job, 2, kWorkers, false, dir + "/coordinator.log");
+  ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
+  auto workers = StartWorkers(dir, c.address);
+  ASSERT_TRUE(WaitForStep(job.log_path, kWorkers, 12)) << ReadFile(dir + "/w0.log");
+  const size_t before[2] = {GenerationLines(dir + "/w0.log").size(),
+                            GenerationLines(dir + "/w1.log").size()};
+  const absl::Time killed = absl::Now();
+  workers[2]->Signal(SIGKILL);
+  const absl::Duration next = TimeToStepAt(job.log_path, kWorkers - 1, killed);
+  std::printf("kill -9 to the next completed step at N=%d: %.3f s\n", kWorkers - 1,
+              absl::ToDoubleSeconds(next));
+  EXPECT_LT(next, absl::Seconds(5));  // Under the 5 s lease: no wait for it.
+  EXPECT_EQ(workers[0]->Wait(absl::Seconds(40)), 0) << ReadFile(dir + "/w0.log");
+  EXPECT_EQ(workers[1]->Wait(absl::Seconds(10)), 0) << ReadFile(dir + "/w1.log");
+  const std::string status = StatusJson(c.address);
+  ExpectFinishedAtTwo(job, status);
+  EXPECT_NE(status.find("\"failures\": \"1\""), std::string::npos) << status;
+  for (int i = 0; i < 2; ++i) {
+    const std::string w = absl::StrCat("w", i);
+    const std::vector<std::string> later = LaterGenerations(dir, w, before[i]);
+    ASSERT_EQ(later.size(), 1u) << ReadFile(absl::StrCat(dir, "/", w, ".log"));
+    EXPECT_NE(later[0].find("of 2"), std::string::npos) << later[0];
+  }
+  // From step 0 again: nothing was saved, and the error path never fired.
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  for (const StepRecord& r : records) {
+    if (r.world_size == kWorkers - 1) {
+      EXPECT_EQ(r.step, 1);
+      break;
+    }
+  }
+  EXPECT_EQ(ReadFile(dir + "/w0.log").find("GetCheckpoint"), std::string::npos);
+  c.process->Signal(SIGTERM);
+  EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0);
+}
+
+}  // namespace
+}  // namespace zeroshard
