@@ -9,6 +9,8 @@
 //   from step 0 to the end. Both tests print the times they measure.
 #include <signal.h>
 
+#include <set>
+
 #include "gtest/gtest.h"
 #include "tests/trainer/job_processes.h"
 
@@ -89,6 +91,16 @@ TEST(ElasticLeaveTest, SigtermLeavesWithinFiveSecondsAndTheRestFinishAtTwo) {
   const std::string status = StatusJson(c.address);
   ExpectFinishedAtTwo(job, status);
   EXPECT_NE(status.find("\"failures\": \"0\""), std::string::npos) << status;  // A scale event.
+  // The leaver handed its shard off: the survivors resharded live, read no
+  // checkpoint and trained no step twice.
+  const std::string w0 = ReadFile(dir + "/w0.log");
+  EXPECT_NE(w0.find("resharded live"), std::string::npos) << w0;
+  EXPECT_EQ(w0.find("restored checkpoint"), std::string::npos) << w0;
+  std::set<int64_t> seen;
+  for (const StepRecord& r : ReadStepRecords(job.log_path)) {
+    EXPECT_TRUE(seen.insert(r.step).second) << "step " << r.step << " trained twice";
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), job.steps);
   const std::vector<std::string> later = LaterGenerations(dir, "w0", before);
   ASSERT_EQ(later.size(), 1u) << ReadFile(dir + "/w0.log");
   EXPECT_NE(later[0].find("of 2"), std::string::npos) << later[0];

@@ -208,6 +208,29 @@ struct WorkerState {
   std::unique_ptr<WorkerSession> session;
 };
 
+// After a generation that ended cleanly: the worker's final status (the job
+// is done, or this worker left), or nothing to go on to the next one.
+std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationInfo& info,
+                                          GenerationEnd end) {
+  if (end == GenerationEnd::kJobDone) {
+    std::cout << "job done: " << w.job.job.steps << " steps; leaving\n" << std::flush;
+    w.session->Leave(/*job_completed=*/true);
+    return absl::OkStatus();
+  }
+  if (end == GenerationEnd::kLeft) {
+    std::cout << "left the job on a stop signal (generation " << info.generation()
+              << "), its shard handed to the others\n" << std::flush;
+    return absl::OkStatus();
+  }
+  // Handed off for a membership change.
+  if (!w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
+    return absl::DeadlineExceededError("the generation did not end after the handoff");
+  }
+  std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
+            << std::flush;
+  return std::nullopt;
+}
+
 // Generation after generation until the job is done, this worker leaves, or
 // an error that is not a lost generation. The coordinator keeps the restart
 // budget (the job's max_failures): a worker goes on while the job does, and
@@ -241,22 +264,9 @@ absl::Status RunGenerations(WorkerState& w) {
               << info.world_size() << "\n" << std::flush;
     absl::StatusOr<GenerationEnd> end =
         RunGeneration(w.options, w.job, w.client, *w.session, w.checkpoints, info);
-    if (end.ok() && *end == GenerationEnd::kJobDone) {
-      std::cout << "job done: " << w.job.job.steps << " steps; leaving\n" << std::flush;
-      w.session->Leave(/*job_completed=*/true);
-      return absl::OkStatus();
-    }
-    if (end.ok() && *end == GenerationEnd::kLeft) {
-      std::cout << "left the job on a stop signal (generation " << info.generation()
-                << "), its shard handed to the others\n" << std::flush;
-      return absl::OkStatus();
-    }
-    if (end.ok()) {  // Handed off for a membership change.
-      if (!w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
-        return absl::DeadlineExceededError("the generation did not end after the handoff");
-      }
-      std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
-                << std::flush;
+    if (end.ok()) {
+      std::optional<absl::Status> finished = AfterCleanEnd(w, info, *end);
+      if (finished.has_value()) return *finished;
       continue;
     }
     const absl::Status s = end.status();
