@@ -101,7 +101,9 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
     const bool expect_live = holders == c.old_n || c.stage == 0;
     ASSERT_TRUE(RunRanksAsThreads(c.new_n, "new" + what, [&](int r, Communicator* comm) {
                   const int old_index = holders - 1 - r;
-                  const HeldState* mine = old_index >= 0 ? &held[old_index] : nullptr;
+                  const absl::Span<const HeldState> mine =
+                      old_index >= 0 ? absl::MakeConstSpan(&held[old_index], 1)
+                                     : absl::Span<const HeldState>();
                   ZS_ASSIGN_OR_RETURN(const LiveState live,
                                       AgreeOnLiveState(*comm, mine, c.stage, absl::Seconds(20)));
                   EXPECT_EQ(live.live, expect_live) << what << ": " << live.why_not;
@@ -118,7 +120,38 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
   }
 }
 
-std::vector<int64_t> Row(const HeldState& h) { return DescribeHeld(&h); }
+std::vector<int64_t> Row(const HeldState& h) { return DescribeHeld(absl::MakeConstSpan(&h, 1)); }
+std::vector<int64_t> Rows(const HeldState& own, const HeldState& replica) {
+  const HeldState both[] = {own, replica};
+  return DescribeHeld(both);
+}
+
+// Peer redundancy: old rank 1 of 3 is lost, but old rank 0 kept its copy;
+// the two survivors reshard onto a plan of 2, bit-exactly.
+TEST(LiveReshardTest, ANeighboursCopyStandsInForALostRank) {
+  const int stage = 3;
+  std::vector<HeldState> held(3);
+  ASSERT_TRUE(RunRanksAsThreads(3, "replica_old", [&](int r, Communicator* comm) {
+                ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, stage, 42));
+                Train(*engine, engine->plan(), r, 3, 0, 2);
+                ZS_ASSIGN_OR_RETURN(held[r], SnapshotState(*engine, 9, 2));
+                return absl::OkStatus();
+              }).ok());
+  const Full want = Assemble(held, *MakeShardPlan(MlpUnits(kDims), 3, 2));
+  const std::vector<std::vector<HeldState>> survivors = {{held[0], held[1]}, {held[2]}};
+  ASSERT_TRUE(RunRanksAsThreads(2, "replica_new", [&](int r, Communicator* comm) {
+                ZS_ASSIGN_OR_RETURN(const LiveState live,
+                                    AgreeOnLiveState(*comm, survivors[r], stage, absl::Seconds(20)));
+                EXPECT_TRUE(live.live) << live.why_not;
+                EXPECT_EQ(live.source, (std::vector<int>{0, 0, 1}));
+                EXPECT_EQ(live.source_slot, (std::vector<int>{0, 1, 0}));
+                ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, stage, 1));
+                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kDims),
+                                               *engine, absl::Seconds(20)));
+                ExpectMatches(want, *engine, absl::StrCat("survivor ", r));
+                return absl::OkStatus();
+              }).ok());
+}
 
 TEST(LiveReshardTest, DecisionNamesWhatIsMissingOrInconsistent) {
   HeldState a;
@@ -129,7 +162,7 @@ TEST(LiveReshardTest, DecisionNamesWhatIsMissingOrInconsistent) {
   a.index = 0;
   HeldState b = a;
   b.index = 1;
-  const std::vector<int64_t> none = DescribeHeld(nullptr);
+  const std::vector<int64_t> none = DescribeHeld({});
 
   LiveState d = DecideLiveState({Row(b), none, Row(a)}, 3);
   ASSERT_TRUE(d.live) << d.why_not;
@@ -143,6 +176,25 @@ TEST(LiveReshardTest, DecisionNamesWhatIsMissingOrInconsistent) {
   HeldState late = b;
   late.step = 11;  // One rank finished a step the other did not.
   d = DecideLiveState({Row(a), Row(late)}, 3);
+  EXPECT_FALSE(d.live);
+  EXPECT_NE(d.why_not.find("at step 11 has no live holder"), std::string::npos) << d.why_not;
+
+  // A copy refreshed at an older step does not mix with newer state, but an
+  // older step every shard has is still live.
+  HeldState a9 = a, b9 = b;
+  a9.step = b9.step = 9;
+  d = DecideLiveState({Rows(a, b9), Row(late)}, 3);
+  EXPECT_FALSE(d.live) << "step 10 lacks shard 1 and step 11 shard 0";
+  d = DecideLiveState({Rows(a, b), none}, 3);  // Rank 0 holds its neighbour's copy.
+  ASSERT_TRUE(d.live) << d.why_not;
+  EXPECT_EQ(d.source_slot, (std::vector<int>{0, 1}));
+  d = DecideLiveState({Rows(a9, b9), Row(late)}, 3);
+  ASSERT_TRUE(d.live) << d.why_not;
+  EXPECT_EQ(d.step, 9);
+
+  HeldState other = b;
+  other.optimizer_step = 3;  // Same step, different optimizer step: corrupt.
+  d = DecideLiveState({Row(a), Row(other)}, 3);
   EXPECT_FALSE(d.live);
   EXPECT_NE(d.why_not.find("disagree"), std::string::npos) << d.why_not;
 

@@ -105,92 +105,128 @@ absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generati
   return held;
 }
 
-std::vector<int64_t> DescribeHeld(const HeldState* held) {
-  std::vector<int64_t> row(kFields, 0);
-  if (held == nullptr) return row;
-  row[kHas] = 1;
-  row[kGeneration] = static_cast<int64_t>(held->generation);
-  row[kWorldSize] = held->world_size;
-  row[kAlignment] = held->alignment;
-  row[kStage] = held->stage;
-  row[kIndex] = held->index;
-  row[kStep] = held->step;
-  row[kOptStep] = held->optimizer_step;
-  return row;
+std::vector<int64_t> DescribeHeld(absl::Span<const HeldState> held) {
+  std::vector<int64_t> rows(kHeldSlots * kFields, 0);
+  for (size_t k = 0; k < held.size() && k < kHeldSlots; ++k) {
+    int64_t* row = &rows[k * kFields];
+    const HeldState& h = held[k];
+    row[kHas] = 1;
+    row[kGeneration] = static_cast<int64_t>(h.generation);
+    row[kWorldSize] = h.world_size;
+    row[kAlignment] = h.alignment;
+    row[kStage] = h.stage;
+    row[kIndex] = h.index;
+    row[kStep] = h.step;
+    row[kOptStep] = h.optimizer_step;
+  }
+  return rows;
 }
 
-// lizard forgives(length)
-LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage) {
-  LiveState out;
-  int64_t newest = -1;
-  for (const auto& row : rows) {
-    if (row[kHas] == 1) newest = std::max(newest, row[kGeneration]);
-  }
-  if (newest < 0) return out;  // Nobody holds state: not live, nothing to say.
-  const std::vector<int64_t>* first = nullptr;
-  std::vector<int> holder_of;  // Old index -> rank.
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const auto& row = rows[r];
-    if (row[kHas] != 1 || row[kGeneration] != newest) continue;
-    if (first == nullptr) {
-      first = &row;
-      holder_of.assign(static_cast<size_t>(std::max<int64_t>(0, row[kWorldSize])), -1);
-    }
-    for (Field f : {kWorldSize, kAlignment, kStage, kStep, kOptStep}) {
-      if (row[f] != (*first)[f]) {
-        out.why_not = absl::StrCat("the holders of generation ", newest,
-                                   " disagree on their state (field ", static_cast<int>(f),
-                                   ": ", (*first)[f], " vs ", row[f], " at rank ", r, ")");
-        return out;
+namespace {
+
+struct Slot {
+  int rank, slot;
+  const int64_t* row;
+};
+
+// The holders of `step` cover every shard of their plan: fills `out`.
+// Returns "" when live, else why not.
+std::string TryStep(const std::vector<Slot>& slots, int stage, LiveState& out) {
+  const int64_t* first = slots.front().row;
+  for (const Slot& s : slots) {
+    for (Field f : {kWorldSize, kAlignment, kStage, kOptStep}) {
+      if (s.row[f] != first[f]) {
+        return absl::StrCat("the holders of generation ", first[kGeneration],
+                            " disagree on their state (field ", static_cast<int>(f), ": ",
+                            first[f], " vs ", s.row[f], " at rank ", s.rank, ")");
       }
     }
-    const int64_t index = row[kIndex];
-    if (index >= 0 && index < static_cast<int64_t>(holder_of.size()) && holder_of[index] < 0) {
-      holder_of[index] = static_cast<int>(r);
+  }
+  if (first[kStage] != stage) {
+    return absl::StrCat("the held state is sharded for stage ", first[kStage],
+                        ", the job runs stage ", stage);
+  }
+  const int64_t w = first[kWorldSize];
+  if (w < 1 || w > 65536) return "the held state names an empty plan";
+  out.source.assign(w, -1);
+  out.source_slot.assign(w, -1);
+  for (const Slot& s : slots) {
+    const int64_t j = s.row[kIndex];
+    if (j >= 0 && j < w && out.source[j] < 0) {
+      out.source[j] = s.rank;
+      out.source_slot[j] = s.slot;
     }
   }
-  const std::vector<int64_t>& f = *first;
-  if (f[kStage] != stage) {
-    out.why_not = absl::StrCat("the held state is sharded for stage ", f[kStage],
-                               ", the job runs stage ", stage);
-    return out;
-  }
-  int any_holder = -1;
-  for (int h : holder_of) any_holder = std::max(any_holder, h);
-  for (size_t j = 0; j < holder_of.size(); ++j) {
-    if (holder_of[j] >= 0) continue;
-    if (stage == 0 && any_holder >= 0) {
-      holder_of[j] = any_holder;  // At stage 0 every holder has every element.
+  for (int64_t j = 0; j < w; ++j) {
+    if (out.source[j] >= 0) continue;
+    if (stage == 0) {  // At stage 0 every holder has every element.
+      out.source[j] = slots.front().rank;
+      out.source_slot[j] = slots.front().slot;
       continue;
     }
-    out.why_not = absl::StrCat("shard ", j, " of generation ", newest, "'s plan (",
-                               holder_of.size(), " ranks) has no live holder");
-    return out;
+    return absl::StrCat("shard ", j, " of generation ", first[kGeneration], "'s plan (", w,
+                        " ranks) at step ", first[kStep], " has no live holder");
   }
-  out.live = !holder_of.empty();
-  if (!out.live) out.why_not = "the held state names an empty plan";
-  out.world_size = static_cast<int>(f[kWorldSize]);
-  out.alignment = f[kAlignment];
-  out.stage = static_cast<int>(f[kStage]);
-  out.step = f[kStep];
-  out.optimizer_step = f[kOptStep];
-  out.source = std::move(holder_of);
+  out.world_size = static_cast<int>(w);
+  out.alignment = first[kAlignment];
+  out.stage = static_cast<int>(first[kStage]);
+  out.step = first[kStep];
+  out.optimizer_step = first[kOptStep];
+  return "";
+}
+
+}  // namespace
+
+LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage) {
+  std::vector<Slot> all;
+  int64_t newest = -1;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int k = 0; k * kFields < static_cast<int>(rows[r].size()); ++k) {
+      const int64_t* row = &rows[r][k * kFields];
+      if (row[kHas] != 1) continue;
+      all.push_back({static_cast<int>(r), k, row});
+      newest = std::max(newest, row[kGeneration]);
+    }
+  }
+  LiveState out;
+  if (newest < 0) return out;  // Nobody holds state: not live, nothing to say.
+  std::vector<int64_t> steps;
+  for (const Slot& s : all) {
+    if (s.row[kGeneration] == newest) steps.push_back(s.row[kStep]);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  for (int64_t step : steps) {  // The newest step every shard has.
+    std::vector<Slot> at;
+    for (const Slot& s : all) {
+      if (s.row[kGeneration] == newest && s.row[kStep] == step) at.push_back(s);
+    }
+    LiveState tried;
+    const std::string why = TryStep(at, stage, tried);
+    if (why.empty()) {
+      tried.live = true;
+      return tried;
+    }
+    if (out.why_not.empty()) out.why_not = why;
+  }
   return out;
 }
 
-absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, const HeldState* held,
-                                           int stage, absl::Duration timeout) {
+absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control,
+                                           absl::Span<const HeldState> held, int stage,
+                                           absl::Duration timeout) {
   ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> all,
                       AllGatherControl(control, DescribeHeld(held), timeout));
+  constexpr int kRow = kHeldSlots * kFields;
   std::vector<std::vector<int64_t>> rows;
   for (int r = 0; r < control.world_size(); ++r) {
-    rows.emplace_back(all.begin() + r * kFields, all.begin() + (r + 1) * kFields);
+    rows.emplace_back(all.begin() + r * kRow, all.begin() + (r + 1) * kRow);
   }
   return DecideLiveState(rows, stage);
 }
 
 absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const LiveState& live,
-                                                   const HeldState* held,
+                                                   absl::Span<const HeldState> held,
                                                    const std::vector<UnitSpec>& units,
                                                    const ShardPlan& target_plan,
                                                    const std::vector<int>& target_index,
@@ -198,8 +234,9 @@ absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const 
   if (!live.live) return absl::InvalidArgumentError("Redistribute needs a live state");
   ZS_ASSIGN_OR_RETURN(const ShardPlan old_plan,
                       MakeShardPlan(units, live.world_size, live.alignment));
-  if (old_plan.units.size() != target_plan.units.size() ||
-      (held != nullptr && held->units.size() != target_plan.units.size()) ||
+  bool units_match = old_plan.units.size() == target_plan.units.size();
+  for (const HeldState& h : held) units_match &= h.units.size() == target_plan.units.size();
+  if (!units_match ||
       static_cast<int>(target_index.size()) != control.world_size()) {
     return absl::InvalidArgumentError("the held state's units do not match the model's");
   }
@@ -222,8 +259,13 @@ absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const 
           broadcast = true;
         }
       }
-      ZS_RETURN_IF_ERROR(MovePiece(control, held == nullptr ? nullptr : &held->units[u], piece,
-                                   sender, broadcast, target, timeout));
+      const int slot = live.source_slot[j];
+      const HeldUnit* mine_unit = sender == control.rank() && slot >= 0 &&
+                                          slot < static_cast<int>(held.size())
+                                      ? &held[slot].units[u]
+                                      : nullptr;
+      ZS_RETURN_IF_ERROR(
+          MovePiece(control, mine_unit, piece, sender, broadcast, target, timeout));
     }
     out.push_back({target.range, std::move(target.master), std::move(target.m),
                    std::move(target.v)});
@@ -231,7 +273,8 @@ absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const 
   return out;
 }
 
-absl::Status ReshardInto(Communicator& control, const LiveState& live, const HeldState* held,
+absl::Status ReshardInto(Communicator& control, const LiveState& live,
+                         absl::Span<const HeldState> held,
                          const std::vector<UnitSpec>& units, ShardedEngine& engine,
                          absl::Duration timeout) {
   if (engine.options().stage != live.stage) {
@@ -276,10 +319,11 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
   live.alignment = mine.alignment;
   live.stage = mine.stage;
   live.source = std::vector<int>(n);
+  live.source_slot = std::vector<int>(n, 0);
   for (int r = 0; r < n; ++r) live.source[r] = r;
   ZS_ASSIGN_OR_RETURN(const ShardPlan target, MakeShardPlan(units, survivors, mine.alignment));
   ZS_ASSIGN_OR_RETURN(out.units,
-                      Redistribute(control, live, &mine, units, target, target_index, timeout));
+                      Redistribute(control, live, absl::MakeConstSpan(&mine, 1), units, target, target_index, timeout));
   if (out.index < 0) return std::optional<HeldState>();
   return std::optional<HeldState>(std::move(out));
 }

@@ -40,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/shard_plan.h"
 #include "worker/comm/communicator.h"
 #include "worker/engine/sharded_engine.h"
@@ -77,25 +78,31 @@ struct LiveState {
   int stage = 0;
   int64_t step = 0;
   int64_t optimizer_step = 0;
-  std::vector<int> source;    // Old index -> current rank that sends it.
+  std::vector<int> source;       // Old index -> current rank that sends it.
+  std::vector<int> source_slot;  // ... and which of that rank's held states.
 };
 
-// One row per rank of what it holds; `held` null = nothing.
-std::vector<int64_t> DescribeHeld(const HeldState* held);
-// The decision from every rank's DescribeHeld row (rank order): pure, so
-// every rank reaches the same one.
+// A rank holds at most kHeldSlots states: its own, and with peer
+// redundancy its ring neighbour's.
+inline constexpr int kHeldSlots = 2;
+// This rank's descriptor row block (kHeldSlots rows) of what it holds.
+std::vector<int64_t> DescribeHeld(absl::Span<const HeldState> held);
+// The decision from every rank's DescribeHeld block (rank order): the
+// newest generation's newest step whose holders cover every shard of their
+// plan. Pure, so every rank reaches the same one.
 LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage);
 
 // Collective: all-gathers DescribeHeld over `control` and decides.
-absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, const HeldState* held,
-                                           int stage, absl::Duration timeout);
+absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control,
+                                           absl::Span<const HeldState> held, int stage,
+                                           absl::Duration timeout);
 
-// Collective: the state `live` describes (`held` null on ranks that hold
+// Collective: the state `live` describes (`held` empty on ranks that hold
 // none) redistributed to `target_plan`, where rank r of `control` takes
 // index target_index[r] (-1: none). Returns this rank's units over
 // OptimizerRange(unit, live.stage, its index); empty ranges for -1.
 absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const LiveState& live,
-                                                   const HeldState* held,
+                                                   absl::Span<const HeldState> held,
                                                    const std::vector<UnitSpec>& units,
                                                    const ShardPlan& target_plan,
                                                    const std::vector<int>& target_index,
@@ -112,10 +119,11 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
                                                             const std::vector<UnitSpec>& units,
                                                             absl::Duration timeout);
 
-// Collective: moves the held state (`held` may be null on ranks that hold
+// Collective: moves the held state (`held` may be empty on ranks that hold
 // none) into `engine` under its plan, per `live` (which must be live), then
 // rebuilds the compute copy and sets the optimizer step.
-absl::Status ReshardInto(Communicator& control, const LiveState& live, const HeldState* held,
+absl::Status ReshardInto(Communicator& control, const LiveState& live,
+                         absl::Span<const HeldState> held,
                          const std::vector<UnitSpec>& units, ShardedEngine& engine,
                          absl::Duration timeout);
 

@@ -9,21 +9,21 @@
 namespace zeroshard {
 
 absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
-                                      std::optional<HeldState>& held,
+                                      std::vector<HeldState>& held,
                                       const std::vector<UnitSpec>& units, ShardedEngine& engine,
                                       Communicator& control) {
   const absl::Duration timeout = ctx.job->collective_timeout();
   ZS_ASSIGN_OR_RETURN(const LiveState live,
-                      AgreeOnLiveState(control, held ? &*held : nullptr, ctx.job->stage, timeout));
+                      AgreeOnLiveState(control, held, ctx.job->stage, timeout));
   if (live.live) {
-    ZS_RETURN_IF_ERROR(ReshardInto(control, live, held ? &*held : nullptr, units, engine, timeout));
-    held.reset();
+    ZS_RETURN_IF_ERROR(ReshardInto(control, live, held, units, engine, timeout));
+    held.clear();
     std::cout << "resharded live: step " << live.step << " from a plan of " << live.world_size
               << " ranks onto " << ctx.world_size << ", no checkpoint read\n"
               << std::flush;
     return live.step;
   }
-  held.reset();
+  held.clear();
   if (!live.why_not.empty()) {
     std::cout << "cannot reshard live (" << live.why_not
               << "); falling back to the latest checkpoint\n"
@@ -39,13 +39,16 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
 absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,
                                             const std::vector<UnitSpec>& units,
                                             ShardedEngine& engine, Communicator& control,
-                                            std::optional<HeldState>& held) {
+                                            std::vector<HeldState>& held) {
   const absl::Duration timeout = ctx.job->collective_timeout();
   ZS_ASSIGN_OR_RETURN(HeldState mine, SnapshotState(engine, ctx.generation, y.step));
+  held.clear();
   if (y.leaving.empty()) {
-    held = std::move(mine);
+    held.push_back(std::move(mine));
   } else {
-    ZS_ASSIGN_OR_RETURN(held, HandOffToSurvivors(control, mine, y.leaving, units, timeout));
+    ZS_ASSIGN_OR_RETURN(std::optional<HeldState> kept,
+                        HandOffToSurvivors(control, mine, y.leaving, units, timeout));
+    if (kept.has_value()) held.push_back(*std::move(kept));
   }
   // Nobody ends the generation before every rank holds its part.
   ZS_RETURN_IF_ERROR(control.Barrier(CollectiveOptions{timeout}));

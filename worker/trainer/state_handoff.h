@@ -26,10 +26,10 @@
 namespace zeroshard {
 
 // Loads the best state into `engine` and returns the step to train from.
-// `held` is consumed (reset) once the engine has it, or once it is known to
+// `held` is consumed (cleared) once the engine has it, or once it is known to
 // be incomplete.
 absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
-                                      std::optional<HeldState>& held,
+                                      std::vector<HeldState>& held,
                                       const std::vector<UnitSpec>& units, ShardedEngine& engine,
                                       Communicator& control);
 
@@ -40,6 +40,6 @@ enum class YieldOutcome { kHandedOff, kLeft };
 absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,
                                             const std::vector<UnitSpec>& units,
                                             ShardedEngine& engine, Communicator& control,
-                                            std::optional<HeldState>& held);
+                                            std::vector<HeldState>& held);
 
 }  // namespace zeroshard

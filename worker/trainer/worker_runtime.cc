@@ -28,7 +28,7 @@ struct JobContext {
   std::vector<std::vector<float>> initial_units;
   std::unique_ptr<Device> device;  // This worker's, for every generation.
   std::string backend;             // job.backend resolved for the device.
-  std::optional<HeldState> held;   // Handed over by the last generation.
+  std::vector<HeldState> held;     // Handed over by the last generation.
 };
 
 enum class GenerationEnd { kJobDone, kHandedOff, kLeft };
@@ -270,7 +270,7 @@ absl::Status RunGenerations(WorkerState& w) {
       continue;
     }
     const absl::Status s = end.status();
-    w.job.held.reset();  // What was handed over is stale after a failure.
+    w.job.held.clear();  // What was handed over is stale after a failure.
     // A peer that vanished or a generation that ended shows up as a failed
     // collective: report it (the coordinator then forms the next generation
     // at once) and go on in the next one. Anything else is this worker's own
