@@ -101,6 +101,10 @@ RankStepStats GenerationTrainer::MyStats() {
   RankStepStats s;
   s.memory = engine_->memory();
   s.peak_memory = engine_->peak_memory();
+  if (ctx_.replica != nullptr) {
+    s.memory.redundancy = ctx_.replica->bytes();
+    s.peak_memory.redundancy = ctx_.replica->peak_bytes();
+  }
   const CommStats now = engine_->comm_stats();  // The data plane's.
   const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
   for (int i = 0; i < 3; ++i) {
@@ -129,6 +133,12 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     const bool last = done == job.steps;
     if (last || (job.eval_every > 0 && done % job.eval_every == 0)) {
       ZS_ASSIGN_OR_RETURN(val_loss, Evaluate());
+    }
+    // Peer copies before the step record: the record is the commit, so a
+    // copy never runs ahead of what the log shows.
+    if (ctx_.replica != nullptr && !last && done % job.redundancy_every == 0) {
+      ZS_RETURN_IF_ERROR(ctx_.replica->Refresh(*engine_, *comm_, ctx_.generation, done,
+                                               job.collective_timeout()));
     }
     bool requested = false;
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));

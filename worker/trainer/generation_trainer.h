@@ -34,6 +34,7 @@
 #include "worker/engine/sharded_engine.h"
 #include "worker/model/gpt_model.h"
 #include "common/job_config.h"
+#include "worker/trainer/peer_replica.h"
 #include "worker/trainer/step_record.h"
 #include "worker/trainer/worker_session.h"
 
@@ -50,6 +51,9 @@ struct GenerationContext {
   int world_size = 1;
   // Whether this rank wants to leave the job (SIGTERM); null = never.
   std::function<bool()> leave_requested;
+  // Peer redundancy's copies, refreshed every job.redundancy_every steps;
+  // null = off.
+  PeerReplica* replica = nullptr;
 };
 
 // Why and where the ranks stopped early, all at the same step boundary:

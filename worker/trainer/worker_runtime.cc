@@ -29,6 +29,9 @@ struct JobContext {
   std::unique_ptr<Device> device;  // This worker's, for every generation.
   std::string backend;             // job.backend resolved for the device.
   std::vector<HeldState> held;     // Handed over by the last generation.
+  // --redundancy 1's copies (a pointer: JobContext moves, the copies' byte
+  // counters do not).
+  std::unique_ptr<PeerReplica> replica = std::make_unique<PeerReplica>();
 };
 
 enum class GenerationEnd { kJobDone, kHandedOff, kLeft };
@@ -139,7 +142,8 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
                                             MakeEngineOptions(job.job, job.device.get(), control),
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
-                        info.generation(), info.rank(), info.world_size(), &StopRequested};
+                        info.generation(), info.rank(), info.world_size(), &StopRequested,
+                        job.job.redundancy > 0 ? job.replica.get() : nullptr};
   const std::vector<UnitSpec> units = ModelUnits(job.model);
   ZS_ASSIGN_OR_RETURN(const int64_t start_step,
                       LoadBestState(ctx, job.held, units, *engine, *control));
@@ -162,6 +166,7 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
   }
   ZS_RETURN_IF_ERROR(trained);
   if (!trainer.yielded()) return GenerationEnd::kJobDone;
+  job.replica->Clear();  // The handoff is newer than any copy.
   ZS_ASSIGN_OR_RETURN(const YieldOutcome outcome,
                       HandOffAtYield(ctx, *trainer.yielded(), units, *engine, *control, job.held));
   return outcome == YieldOutcome::kLeft ? GenerationEnd::kLeft : GenerationEnd::kHandedOff;
@@ -270,7 +275,9 @@ absl::Status RunGenerations(WorkerState& w) {
       continue;
     }
     const absl::Status s = end.status();
-    w.job.held.clear();  // What was handed over is stale after a failure.
+    // The peer copies of the last refreshed step, if any; anything handed
+    // over before is stale after a failure.
+    w.job.held = w.job.replica->Take();
     // A peer that vanished or a generation that ended shows up as a failed
     // collective: report it (the coordinator then forms the next generation
     // at once) and go on in the next one. Anything else is this worker's own

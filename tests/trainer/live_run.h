@@ -1,0 +1,138 @@
+// Helpers for the live-resharding process tests: a coordinator and worker
+// processes on loopback for a job with no checkpoints (unless asked), and
+// step-log checks.
+#pragma once
+
+#include <signal.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/job_config.h"
+#include "gtest/gtest.h"
+#include "tests/support/subprocess.h"
+#include "tests/trainer/step_log.h"
+#include "worker/data/text_corpus.h"
+#include "worker/trainer/step_record.h"
+
+namespace zeroshard {
+
+using testing::BinPath;
+using testing::MakeTempDir;
+using testing::ReadFile;
+using testing::ReadStepRecords;
+using testing::WaitForGrpcAddress;
+
+inline JobConfig LiveJob(const std::string& dir) {
+  JobConfig job;
+  job.model = "tiny";
+  job.stage = 3;
+  job.steps = 40;
+  job.global_batch = 12;
+  job.micro_batch = 3;
+  job.data = DefaultDataPaths();
+  job.eval_every = 0;
+  job.log_path = dir + "/steps.jsonl";
+  return job;
+}
+
+struct LiveRun {
+  std::string dir;
+  std::unique_ptr<ChildProcess> coordinator;
+  std::string address;
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+
+  // Starts the coordinator for `job` (whose log lies under `run_dir`).
+  bool Start(const std::string& run_dir, const JobConfig& job, int min_workers) {
+    dir = run_dir;
+    coordinator = std::make_unique<ChildProcess>(
+        std::vector<std::string>{BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
+                                 "--metrics-listen", "", "--min-workers",
+                                 std::to_string(min_workers), "--max-workers", "4", "--settle",
+                                 "0.5", "--heartbeat-interval", "0.2", "--lease-timeout", "2",
+                                 "--job-config-json", job.ToJson()},
+        dir + "/coordinator.log");
+    address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
+    return !address.empty();
+  }
+  void AddWorkers(int n) {
+    for (int i = 0; i < n; ++i) {
+      const size_t k = workers.size();
+      workers.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{BinPath("zeroshard-worker"), "--coordinator", address,
+                                   "--worker-id", absl::StrCat("w", k), "--threads", "1"},
+          absl::StrCat(dir, "/worker-", k, ".log")));
+    }
+  }
+  std::string Logs() const {
+    std::string out = ReadFile(dir + "/coordinator.log");
+    for (size_t k = 0; k < workers.size(); ++k) {
+      out += absl::StrCat("\n--- worker ", k, "\n", ReadFile(absl::StrCat(dir, "/worker-", k, ".log")));
+    }
+    return out;
+  }
+  void Stop() {
+    coordinator->Signal(SIGTERM);
+    EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
+  }
+};
+
+inline bool WaitForStep(const std::string& log, int64_t step) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    auto records = ReadStepRecords(log);
+    if (!records.empty() && records.back().step >= step) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+// Step -> loss; fails the test if any step appears twice, or if more than
+// `max_missing` of the job's steps have no record.
+inline std::map<int64_t, double> LossesOnce(const std::vector<StepRecord>& records, int64_t steps,
+                                            int64_t max_missing = 0) {
+  std::map<int64_t, double> out;
+  for (const StepRecord& r : records) {
+    EXPECT_TRUE(out.emplace(r.step, r.loss).second) << "step " << r.step << " trained twice";
+  }
+  EXPECT_LE(static_cast<int64_t>(out.size()), steps);
+  EXPECT_GE(static_cast<int64_t>(out.size()), steps - max_missing);
+  return out;
+}
+
+inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::map<int64_t, double>& ref) {
+  double worst = 0;
+  for (const auto& [step, loss] : ref) {
+    auto it = got.find(step);
+    ASSERT_NE(it, got.end()) << "step " << step;
+    worst = std::max(worst, std::fabs(it->second - loss) / std::fabs(loss));
+  }
+  std::printf("losses vs the uninterrupted 4-worker run: max relative difference %.2e\n", worst);
+  EXPECT_LE(worst, 1e-5);
+}
+
+
+// The losses of `base` run from start to end by `workers` workers.
+inline std::map<int64_t, double> Uninterrupted(const JobConfig& base, int workers) {
+  LiveRun run;
+  const std::string dir = MakeTempDir("zs_live_ref");
+  JobConfig job = base;
+  job.log_path = dir + "/steps.jsonl";
+  if (!job.checkpoint_dir.empty()) job.checkpoint_dir = dir + "/ckpt";
+  if (!run.Start(dir, job, workers)) {
+    ADD_FAILURE() << run.Logs();
+    return {};
+  }
+  run.AddWorkers(workers);
+  for (auto& w : run.workers) EXPECT_EQ(w->Wait(absl::Seconds(120)), 0) << run.Logs();
+  run.Stop();
+  return LossesOnce(ReadStepRecords(job.log_path), job.steps);
+}
+
+}  // namespace zeroshard
