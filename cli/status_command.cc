@@ -44,6 +44,14 @@ void PrintTable(const v1::JobStatus& st) {
   std::cout << absl::StrFormat("steps %s  failures %d (max_failures %d)\n",
                                st.steps() > 0 ? absl::StrCat(st.steps()) : std::string("unknown"),
                                st.failures(), st.max_failures());
+  if (st.has_last_lost()) {
+    const v1::LostRank& l = st.last_lost();
+    std::cout << absl::StrFormat("last lost: rank %d (worker %s) of generation %d, %s%s\n",
+                                 l.rank(), l.worker_id(), l.generation(),
+                                 l.reason() == "lease_expired" ? "no heartbeat (dead or stopped)"
+                                                               : "silent after a failure report",
+                                 l.operation().empty() ? "" : ", in " + l.operation());
+  }
   std::cout << absl::StrFormat("step %d  loss %s  tokens/s %.1f  step time %.3f s\n", st.step(),
                                std::isnan(st.loss()) ? "n/a" : absl::StrFormat("%.4f", st.loss()),
                                st.tokens_per_second(), st.step_seconds());

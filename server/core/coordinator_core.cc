@@ -105,6 +105,7 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
     out.set_generation(membership_.generation());
     return out;
   }
+  NoteReportLocked(r.generation(), r.reason());
   ZS_RETURN_IF_ERROR(
       membership_.ReportFailure(r.member_id(), r.generation(), r.reason(), clock_->Now()));
   std::fprintf(stderr,

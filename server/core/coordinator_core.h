@@ -177,6 +177,15 @@ class CoordinatorCore {
   MetricFamily* kv_bytes_metric_;
   MetricFamily* job_state_metric_;
   MetricFamily* failures_metric_;
+  MetricFamily* lost_rank_metric_;
+  // The last rank lost to a failure, and the first failure report of each
+  // generation (which names the collective the survivors were in).
+  v1::LostRank last_lost_ ABSL_GUARDED_BY(mu_);
+  uint64_t report_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string first_report_ ABSL_GUARDED_BY(mu_);
+  void NoteLostLocked(const MembershipEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteReportLocked(uint64_t generation, const std::string& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace zeroshard::server

@@ -134,6 +134,7 @@ absl::StatusOr<v1::JobStatus> CoordinatorCore::GetJobStatus(const v1::GetJobStat
   out.set_failures(membership_.failures());
   out.set_max_failures(limits_.max_failures);
   out.set_steps(limits_.steps);
+  if (last_lost_.generation() > 0) *out.mutable_last_lost() = last_lost_;
   return out;
 }
 

@@ -176,7 +176,12 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
           {"state"})),
       failures_metric_(metrics->Counter(
           "zeroshard_job_failures_total",
-          "Failures counted against the job's max_failures (lost members, failure reports).")) {
+          "Failures counted against the job's max_failures (lost members, failure reports).")),
+      lost_rank_metric_(metrics->Gauge(
+          "zeroshard_last_lost_rank",
+          "The last rank lost to a failure (value: its rank), with its worker, the collective "
+          "the survivors were in, and why it was removed.",
+          {"worker_id", "operation", "reason"})) {
   absl::MutexLock lock(&mu_);
   kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
   UpdateGaugesLocked();
@@ -231,6 +236,9 @@ void CoordinatorCore::DrainEventsLocked() {
     switch (e.kind) {
       case MembershipEvent::Kind::kMemberRemoved:
         removals_metric_->Add({e.reason});
+        if (e.rank >= 0 && (e.reason == "failure" || e.reason == "lease_expired")) {
+          NoteLostLocked(e);
+        }
         if (e.reason == "failure") {
           std::fprintf(stderr, "zeroshard-coordinator: member %llu removed: silent since a "
                        "failure report in generation %llu\n",

@@ -81,7 +81,10 @@ absl::Status Membership::Heartbeat(uint64_t member_id, absl::Time now) {
   }
   it->second.last_heartbeat = std::max(it->second.last_heartbeat, now);
   auto suspect = suspects_.find(member_id);
-  if (suspect != suspects_.end() && now >= suspect->second) suspects_.erase(suspect);
+  if (suspect != suspects_.end() && now >= suspect->second) {
+    suspects_.erase(suspect);
+    suspect_ranks_.erase(member_id);
+  }
   return absl::OkStatus();
 }
 
@@ -101,7 +104,9 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
   // [Note: suspects after a failure]
   for (uint64_t id : ranked_) {
-    if (id != member_id) suspects_[id] = now;
+    if (id == member_id) continue;
+    suspects_[id] = now;
+    suspect_ranks_[id] = members_.at(id).rank;
   }
   EndGeneration("failure", now, detail);
   return absl::OkStatus();
@@ -126,13 +131,14 @@ void Membership::EndJob(JobState state, const std::string& reason) {
   ended_ = state;
   ended_reason_ = reason;
   suspects_.clear();
-  events_.push_back({MembershipEvent::Kind::kJobEnded, generation_, reason, 0});
+  suspect_ranks_.clear();
+  events_.push_back({MembershipEvent::Kind::kJobEnded, generation_, reason, 0, "", -1});
 }
 
 void Membership::CountFailure(const std::string& reason, const std::string& detail) {
   if (job_ended() || !IsFailureReason(reason)) return;
   ++failures_;
-  events_.push_back({MembershipEvent::Kind::kFailureCounted, generation_, reason, 0});
+  events_.push_back({MembershipEvent::Kind::kFailureCounted, generation_, reason, 0, "", -1});
   if (options_.max_failures >= 0 && failures_ > options_.max_failures) {
     EndJob(JobState::kFailed,
            absl::StrCat("failure ", failures_, " exceeds max_failures ", options_.max_failures,
@@ -164,10 +170,14 @@ void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Tim
   auto it = members_.find(member_id);
   if (it == members_.end()) return;
   const bool ranked = it->second.rank >= 0;
+  MembershipEvent removed{MembershipEvent::Kind::kMemberRemoved, generation_, reason, member_id,
+                          it->second.worker_id, it->second.rank};
+  if (!ranked && suspect_ranks_.count(member_id) > 0) removed.rank = suspect_ranks_[member_id];
   by_worker_id_.erase(it->second.worker_id);
   members_.erase(it);
   suspects_.erase(member_id);
-  events_.push_back({MembershipEvent::Kind::kMemberRemoved, generation_, reason, member_id});
+  suspect_ranks_.erase(member_id);
+  events_.push_back(std::move(removed));
   last_change_ = now;
   if (ranked) {
     EndGeneration(reason, now);
@@ -188,7 +198,7 @@ void Membership::EndGeneration(const std::string& reason, absl::Time now,
   change_pending_since_ = absl::InfiniteFuture();
   pending_reason_ = reason;
   last_change_ = now;
-  events_.push_back({MembershipEvent::Kind::kGenerationEnded, generation_, reason, 0});
+  events_.push_back({MembershipEvent::Kind::kGenerationEnded, generation_, reason, 0, "", -1});
   CountFailure(reason, detail);
 }
 
@@ -203,7 +213,7 @@ void Membership::Form(absl::Time now) {
     ranked_.push_back(id);
   }
   events_.push_back({MembershipEvent::Kind::kGenerationFormed, generation_,
-                     pending_reason_.empty() ? "join" : pending_reason_, 0});
+                     pending_reason_.empty() ? "join" : pending_reason_, 0, "", -1});
   pending_reason_.clear();
   (void)now;
 }

@@ -122,6 +122,11 @@ struct MembershipEvent {
   uint64_t generation = 0;  // The generation that ended or formed.
   std::string reason;       // "lease_expired", "leave", "failure", "join", "rejoin", ...
   uint64_t member_id = 0;   // kMemberRemoved only.
+  // kMemberRemoved: the member's worker id, and its rank in the running
+  // generation or, for a suspect, in the generation its failure report
+  // ended (-1 if it had none).
+  std::string worker_id;
+  int rank = -1;
 };
 
 class Membership {
@@ -206,6 +211,7 @@ class Membership {
   JobState ended_ = JobState::kWaiting;  // kCompleted or kFailed once the job ended.
   std::string ended_reason_;
   std::map<uint64_t, absl::Time> suspects_;  // member_id -> failure report time.
+  std::map<uint64_t, int> suspect_ranks_;    // member_id -> rank in the ended generation.
 };
 
 const char* GenerationStateName(GenerationState s);

@@ -79,10 +79,10 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
   ExpectSameLosses(losses, Uninterrupted(job, 4));
 }
 
-// The rank each worker process had in the latest generation of 4.
-std::vector<int> RanksOfFour(const LiveRun& run) {
+// The rank each worker process had in the latest generation of `n`.
+std::vector<int> RanksOf(const LiveRun& run, int n) {
   std::vector<int> ranks;
-  const std::regex line("generation [0-9]+: rank ([0-9]+) of 4");
+  const std::regex line(absl::StrCat("generation [0-9]+: rank ([0-9]+) of ", n));
   for (size_t k = 0; k < run.workers.size(); ++k) {
     const std::string log = ReadFile(absl::StrCat(run.dir, "/worker-", k, ".log"));
     int rank = -1;
@@ -105,7 +105,7 @@ TEST(ElasticRedundancyTest, TwoNeighboursLostFallBackToTheCheckpoint) {
   ASSERT_TRUE(run.Start(dir, job, 2)) << run.Logs();
   run.AddWorkers(4);
   ASSERT_TRUE(WaitForStep(job.log_path, 12)) << run.Logs();
-  const std::vector<int> ranks = RanksOfFour(run);
+  const std::vector<int> ranks = RanksOf(run, 4);
   std::vector<bool> victim(4);
   for (int k = 0; k < 4; ++k) victim[k] = ranks[k] == 1 || ranks[k] == 2;
   ASSERT_EQ(std::count(victim.begin(), victim.end(), true), 2) << run.Logs();
@@ -126,6 +126,51 @@ TEST(ElasticRedundancyTest, TwoNeighboursLostFallBackToTheCheckpoint) {
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().step, job.steps);
   EXPECT_EQ(records.back().world_size, 2);
+}
+
+// A rank that is alive but stuck (SIGSTOP): the survivors fail within the
+// collective timeout, go on at N = 2 from the neighbour's copy, and the
+// coordinator names the stuck rank and the collective they were in.
+TEST(ElasticRedundancyTest, AStoppedRankIsNamedWithItsOperation) {
+  LiveRun run;
+  const std::string dir = MakeTempDir("zs_sigstop");
+  JobConfig job = LiveJob(dir);
+  job.steps = 150;
+  job.redundancy = 1;
+  job.collective_timeout_s = 5;
+  ASSERT_TRUE(run.Start(dir, job, 2)) << run.Logs();
+  run.AddWorkers(3);
+  ASSERT_TRUE(WaitForStep(job.log_path, 8)) << run.Logs();
+  const std::vector<int> ranks = RanksOf(run, 3);
+  const size_t stuck = static_cast<size_t>(
+      std::find(ranks.begin(), ranks.end(), 1) - ranks.begin());
+  ASSERT_LT(stuck, 3u) << run.Logs();
+  const int64_t before = LastStep(job.log_path);
+  const absl::Time t = absl::Now();
+  run.workers[stuck]->Signal(SIGSTOP);
+  const absl::Duration took = TimeToStep(job.log_path, 2, before, t);
+  std::printf("SIGSTOP to the next step at N=2: %.2f s\n", absl::ToDoubleSeconds(took));
+  EXPECT_LE(took, absl::Seconds(job.collective_timeout_s + 3)) << run.Logs();
+  const testing::CommandResult status = testing::RunCommand(
+      absl::StrCat(BinPath("zeroshard"), " status --json --coordinator ", run.address));
+  EXPECT_NE(status.output.find("\"last_lost\""), std::string::npos) << status.output;
+  EXPECT_TRUE(std::regex_search(status.output, std::regex("\"operation\": *\"[a-z_]+\"")))
+      << status.output;
+  EXPECT_TRUE(std::regex_search(status.output,
+                                std::regex("\"worker_id\": *\"w" + std::to_string(stuck))))
+      << status.output;
+  const testing::CommandResult table = testing::RunCommand(
+      absl::StrCat(BinPath("zeroshard"), " status --coordinator ", run.address));
+  EXPECT_NE(table.output.find("last lost: rank 1"), std::string::npos) << table.output;
+  run.workers[stuck]->Signal(SIGKILL);
+  for (size_t k = 0; k < 3; ++k) {
+    if (k != stuck) {
+      EXPECT_EQ(run.workers[k]->Wait(absl::Seconds(120)), 0) << run.Logs();
+    }
+  }
+  run.Stop();
+  EXPECT_NE(ReadFile(dir + "/coordinator.log").find("lost rank 1"), std::string::npos)
+      << run.Logs();
 }
 
 }  // namespace

@@ -90,6 +90,8 @@ class Work {
   virtual absl::Status CompleteOnStream() {
     return absl::UnimplementedError("this backend completes collectives on the host");
   }
+  // The operation, for error messages; kCount where unknown.
+  virtual CommOp op() const { return CommOp::kCount; }
 };
 
 struct CollectiveOptions {

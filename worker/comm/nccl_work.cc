@@ -32,6 +32,8 @@ class NcclWork final : public Work {
     return absl::OkStatus();
   }
 
+  CommOp op() const override { return op_; }
+
   absl::Status Wait(absl::Duration timeout) override {
     if (finished_) return final_;
     const absl::Time deadline = absl::Now() + timeout;

@@ -48,7 +48,7 @@ std::unique_ptr<Work> OpQueue::Submit(CommOp op, int64_t bytes, Body body) {
   } else {
     queue_.push_back(Item{op, bytes, absl::Now(), std::move(body), state});
   }
-  return std::make_unique<OpWork>(std::move(state));
+  return std::make_unique<OpWork>(std::move(state), op);
 }
 
 void OpQueue::FailAll(absl::Status status) {

@@ -42,11 +42,14 @@ class OpState {
 // A Work handle over an OpState.
 class OpWork final : public Work {
  public:
-  explicit OpWork(std::shared_ptr<OpState> state) : state_(std::move(state)) {}
+  explicit OpWork(std::shared_ptr<OpState> state, CommOp op = CommOp::kCount)
+      : state_(std::move(state)), op_(op) {}
   absl::Status Wait(absl::Duration timeout) override { return state_->Wait(timeout); }
+  CommOp op() const override { return op_; }
 
  private:
   std::shared_ptr<OpState> state_;
+  CommOp op_;
 };
 
 // A Work that is already complete with `status`.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/base/const_init.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
 namespace zeroshard {
@@ -20,8 +21,11 @@ std::vector<std::shared_ptr<void>>& Graveyard() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gr
 
 absl::Status WaitOrAbort(Communicator& comm, Work& work, absl::Duration timeout) {
   absl::Status s = work.Wait(timeout);
-  if (!s.ok()) comm.Abort();
-  return s;
+  if (s.ok()) return s;
+  comm.Abort();
+  if (work.op() == CommOp::kCount) return s;
+  // The operation first: a failure report then names what the rank was in.
+  return absl::Status(s.code(), absl::StrCat(CommOpName(work.op()), ": ", s.message()));
 }
 
 void KeepForever(void* buffer) {

@@ -24,7 +24,9 @@
 namespace zeroshard {
 
 // Waits for `work` up to `timeout`; on failure aborts `comm` and returns the
-// error (DEADLINE_EXCEEDED, UNAVAILABLE, ABORTED, ... as the backend said).
+// error (DEADLINE_EXCEEDED, UNAVAILABLE, ABORTED, ... as the backend said),
+// its message led by the operation's name ("all_gather: ...") where the
+// Work knows it.
 absl::Status WaitOrAbort(Communicator& comm, Work& work, absl::Duration timeout);
 
 // Keeps `buffer` (host or device memory a backend may still write) alive and

@@ -1,0 +1,66 @@
+// CoordinatorCore: naming the rank the job lost to a failure, and what the
+// survivors were doing then (LostRank in coordinator.proto): in the log, in
+// GetJobStatus and in /metrics (zeroshard_last_lost_rank).
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "server/core/coordinator_core.h"
+
+namespace zeroshard::server {
+namespace {
+
+// The collective a failure report names: WaitOrAbort leads its errors with
+// the operation ("all_gather: ...").
+std::string OperationIn(const std::string& report) {
+  for (const char* op : {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier",
+                         "ring_shift"}) {
+    if (absl::StrContains(report, op)) return op;
+  }
+  return "";
+}
+
+}  // namespace
+
+void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& report) {
+  if (generation > report_generation_) {
+    report_generation_ = generation;
+    first_report_ = report;
+  }
+  // The rank may have been lost (lease expiry) before a survivor's report
+  // said what the survivors were in.
+  if (last_lost_.generation() == generation && last_lost_.report().empty()) {
+    last_lost_.set_report(report);
+    last_lost_.set_operation(OperationIn(report));
+    lost_rank_metric_->Clear();
+    lost_rank_metric_->Set({last_lost_.worker_id(), last_lost_.operation(), last_lost_.reason()},
+                           last_lost_.rank());
+    std::fprintf(stderr, "zeroshard-coordinator: lost rank %d was in %s (report: %s)\n",
+                 last_lost_.rank(),
+                 last_lost_.operation().empty() ? "no named collective"
+                                                : last_lost_.operation().c_str(),
+                 report.c_str());
+  }
+}
+
+void CoordinatorCore::NoteLostLocked(const MembershipEvent& e) {
+  last_lost_.Clear();
+  last_lost_.set_rank(e.rank);
+  last_lost_.set_generation(e.generation);
+  last_lost_.set_worker_id(e.worker_id);
+  last_lost_.set_reason(e.reason);
+  if (report_generation_ == e.generation) {
+    last_lost_.set_report(first_report_);
+    last_lost_.set_operation(OperationIn(first_report_));
+  }
+  lost_rank_metric_->Clear();
+  lost_rank_metric_->Set({e.worker_id, last_lost_.operation(), e.reason}, e.rank);
+  std::fprintf(stderr,
+               "zeroshard-coordinator: lost rank %d (worker %s) of generation %llu: %s%s%s\n",
+               e.rank, e.worker_id.c_str(), static_cast<unsigned long long>(e.generation),
+               e.reason == "lease_expired" ? "no heartbeat (dead or stopped)"
+                                           : "silent after a failure report",
+               last_lost_.operation().empty() ? "" : ", the survivors were in ",
+               last_lost_.operation().c_str());
+}
+
+}  // namespace zeroshard::server
