@@ -136,10 +136,12 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     }
     // Peer copies before the step record: the record is the commit, so a
     // copy never runs ahead of what the log shows.
+    const absl::Time refresh_start = absl::Now();
     if (ctx_.replica != nullptr && !last && done % job.redundancy_every == 0) {
       ZS_RETURN_IF_ERROR(ctx_.replica->Refresh(*engine_, *comm_, ctx_.generation, done,
                                                job.collective_timeout()));
     }
+    refresh_seconds_ = absl::ToDoubleSeconds(absl::Now() - refresh_start);
     bool requested = false;
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));

@@ -118,6 +118,7 @@ class GenerationTrainer {
   std::unique_ptr<checkpoint::SaveHandle> pending_save_;
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
   std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
+  double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
   std::optional<YieldInfo> yielded_;  // Where Run stopped early.
 };
 

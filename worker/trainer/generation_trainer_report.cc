@@ -59,6 +59,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   record.generation = ctx_.generation;
   record.stage = ctx_.job->stage;
   record.step_seconds = seconds;
+  record.redundancy_seconds = refresh_seconds_;
   record.tokens_per_second =
       static_cast<double>(ctx_.job->global_batch) * ctx_.model_config->n_ctx / seconds;
   for (int r = 0; r < ctx_.world_size; ++r) {

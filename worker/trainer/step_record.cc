@@ -67,6 +67,7 @@ std::string StepRecord::ToJsonLine() const {
   nlohmann::json j = {{"step", step}, {"loss", loss}, {"world_size", world_size},
                       {"generation", generation}, {"stage", stage},
                       {"step_seconds", step_seconds}, {"tokens_per_second", tokens_per_second},
+                      {"redundancy_seconds", redundancy_seconds},
                       {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
   if (val_loss >= 0) j["val_loss"] = val_loss;
   return j.dump();
@@ -97,6 +98,7 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
     r.generation = j.at("generation").get<uint64_t>();
     r.stage = j.at("stage").get<int>();
     r.step_seconds = NumberOr(j, "step_seconds", 0.0);
+    r.redundancy_seconds = NumberOr(j, "redundancy_seconds", 0.0);
     r.tokens_per_second = NumberOr(j, "tokens_per_second", 0.0);
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;

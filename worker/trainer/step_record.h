@@ -38,6 +38,7 @@ struct StepRecord {
   uint64_t generation = 0;
   int stage = 0;
   double step_seconds = 0;
+  double redundancy_seconds = 0;  // Rank 0's peer-copy refresh after the step (0 = none).
   double tokens_per_second = 0;
   std::vector<RankStepStats> ranks;  // Indexed by rank.
 
