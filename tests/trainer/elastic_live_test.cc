@@ -6,29 +6,10 @@
 //   boundary, every step is trained exactly once, and the losses equal an
 //   uninterrupted 4-worker run of the same job within 1e-5 relative (fp32;
 //   the data order does not depend on the world size).
-#include <signal.h>
-
-#include <cmath>
-#include <map>
-
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "gtest/gtest.h"
-#include "tests/support/subprocess.h"
-#include "tests/trainer/step_log.h"
-#include "common/job_config.h"
-#include "worker/data/text_corpus.h"
-#include "worker/trainer/step_record.h"
 #include "tests/trainer/live_run.h"
 
 namespace zeroshard {
 namespace {
-
-using testing::BinPath;
-using testing::MakeTempDir;
-using testing::ReadFile;
-using testing::ReadStepRecords;
-using testing::WaitForGrpcAddress;
 
 TEST(ElasticLiveTest, ScaleUpTwoToFourReshardsLiveWithNoStepLost) {
   LiveRun run;

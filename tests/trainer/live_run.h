@@ -17,6 +17,7 @@
 #include "common/job_config.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "tests/trainer/job_processes.h"
 #include "tests/trainer/step_log.h"
 #include "worker/data/text_corpus.h"
 #include "worker/trainer/step_record.h"
@@ -29,16 +30,11 @@ using testing::ReadFile;
 using testing::ReadStepRecords;
 using testing::WaitForGrpcAddress;
 
+// job_processes.h's small job, in micro-batches of 3 (every rank of 1-4
+// runs whole micro-batches).
 inline JobConfig LiveJob(const std::string& dir) {
-  JobConfig job;
-  job.model = "tiny";
-  job.stage = 3;
-  job.steps = 40;
-  job.global_batch = 12;
+  JobConfig job = testing::SmallJob(dir, 40);
   job.micro_batch = 3;
-  job.data = DefaultDataPaths();
-  job.eval_every = 0;
-  job.log_path = dir + "/steps.jsonl";
   return job;
 }
 
