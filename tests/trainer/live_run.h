@@ -44,16 +44,23 @@ struct LiveRun {
   std::string address;
   std::vector<std::unique_ptr<ChildProcess>> workers;
 
-  // Starts the coordinator for `job` (whose log lies under `run_dir`).
-  bool Start(const std::string& run_dir, const JobConfig& job, int min_workers) {
+  // Starts the coordinator for `job` (whose log lies under `run_dir`), with
+  // short timeouts (heartbeat 0.2 s, settle 0.5 s, lease 2 s) or, with
+  // `default_timeouts`, the coordinator's own (1 s, 1 s, 5 s).
+  bool Start(const std::string& run_dir, const JobConfig& job, int min_workers,
+             bool default_timeouts = false) {
     dir = run_dir;
-    coordinator = std::make_unique<ChildProcess>(
-        std::vector<std::string>{BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
-                                 "--metrics-listen", "", "--min-workers",
-                                 std::to_string(min_workers), "--max-workers", "4", "--settle",
-                                 "0.5", "--heartbeat-interval", "0.2", "--lease-timeout", "2",
-                                 "--job-config-json", job.ToJson()},
-        dir + "/coordinator.log");
+    std::vector<std::string> argv = {BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
+                                     "--metrics-listen", "", "--min-workers",
+                                     std::to_string(min_workers), "--max-workers", "4",
+                                     "--job-config-json", job.ToJson()};
+    if (!default_timeouts) {
+      for (const char* a : {"--settle", "0.5", "--heartbeat-interval", "0.2", "--lease-timeout",
+                            "2"}) {
+        argv.push_back(a);
+      }
+    }
+    coordinator = std::make_unique<ChildProcess>(argv, dir + "/coordinator.log");
     address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
     return !address.empty();
   }

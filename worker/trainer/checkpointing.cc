@@ -106,6 +106,12 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
   if (decision > kFailedBase) return decision;
   if (ctx.rank == 0) return failure;
   const auto code = static_cast<absl::StatusCode>(kFailedBase - decision);
+  // NOT_FOUND has one cause (ChooseRestoreStep): nothing to resume from.
+  // Whichever rank's exit is seen first, it must say so.
+  if (code == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(
+        "rank 0 found no committed checkpoint to resume from (see its log)");
+  }
   return absl::Status(code, absl::StrCat("rank 0 could not choose the checkpoint to restore (",
                                          absl::StatusCodeToString(code), "; see its log)"));
 }
