@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "common/rpc/coordinator_client.h"
-#include "google/protobuf/util/json_util.h"
+#include "cli/proto_json.h"
 
 namespace zeroshard::cli {
 namespace {
@@ -82,13 +82,8 @@ int Run(const StatusFlags& f) {
     return 1;
   }
   if (f.json) {
-    std::string text;
-    google::protobuf::util::JsonPrintOptions json_options;
-    json_options.add_whitespace = true;
-    json_options.always_print_primitive_fields = true;
-    json_options.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(*status, &text, json_options);
-    std::cout << text;
+    // Numbers as JSON numbers, NaN (no step yet) as null.
+    std::cout << ProtoToJson(*status).dump(2) << "\n";
     return 0;
   }
   PrintTable(*status);
