@@ -83,7 +83,10 @@ std::string JobConfig::ToJson() const {
   return j.dump();
 }
 
-absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
+namespace {
+
+// The fields of `text`, unvalidated (FromJson validates).
+absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("job config: not a JSON object");
@@ -129,6 +132,13 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("job config: wrong type: ", e.what()));
   }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
+  ZS_ASSIGN_OR_RETURN(JobConfig c, ParseFields(text));
   ZS_RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -136,10 +146,13 @@ absl::StatusOr<JobConfig> JobConfig::FromJson(const std::string& text) {
 absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,
                                                    const std::string& checkpoint_dir) {
   if (json.empty()) return json;
-  ZS_ASSIGN_OR_RETURN(JobConfig config, JobConfig::FromJson(json));
-  if (!config.checkpoint_dir.empty() || checkpoint_dir.empty()) return json;
-  config.checkpoint_dir = checkpoint_dir;
-  return config.ToJson();
+  // The coordinator's --checkpoint-dir first, so checkpoint_every without a
+  // checkpoint_dir of its own is valid when the coordinator gives one.
+  ZS_ASSIGN_OR_RETURN(JobConfig config, ParseFields(json));
+  const bool fill = config.checkpoint_dir.empty() && !checkpoint_dir.empty();
+  if (fill) config.checkpoint_dir = checkpoint_dir;
+  ZS_RETURN_IF_ERROR(config.Validate());
+  return fill ? config.ToJson() : json;
 }
 
 double LearningRateAt(const JobConfig& c, int64_t step) {

@@ -90,8 +90,8 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   r.step_seconds = 0.5;
   r.tokens_per_second = 2048;
   RankStepStats s;
-  s.memory = {1, 2, 3, 4};
-  s.peak_memory = {5, 6, 7, 8};
+  s.memory = {1, 2, 3, 4, 9};
+  s.peak_memory = {5, 6, 7, 8, 10};
   s.comm_bytes = {100, 200, 300};
   s.comm_seconds = {0.1, 0.2, 0.3};
   r.ranks = {s, RankStepStats::Unpack(s.Pack().data())};
@@ -101,9 +101,33 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   EXPECT_EQ(back->val_loss, 2.75);
   ASSERT_EQ(back->ranks.size(), 2u);
   EXPECT_EQ(back->ranks[1].peak_memory.buffers, 8);
+  EXPECT_EQ(back->ranks[1].peak_memory.redundancy, 10);  // Through Pack and the JSON line.
+  EXPECT_EQ(back->ranks[0].memory.redundancy, 9);
   EXPECT_EQ(back->ranks[1].comm_bytes[2], 300);
   EXPECT_DOUBLE_EQ(back->ranks[0].comm_seconds[1], 0.2);
   EXPECT_FALSE(StepRecord::FromJsonLine("{\"step\": 1}").ok());
+}
+
+// The coordinator's --checkpoint-dir is applied before validation, so a
+// job with checkpoint_every and no checkpoint_dir of its own is served.
+TEST(JobConfigTest, ServedConfigTakesTheCoordinatorsCheckpointDirBeforeValidating) {
+  const std::string json = "{\"checkpoint_every\": 5}";
+  EXPECT_FALSE(JobConfig::FromJson(json).ok());
+  auto served = PrepareServedJobConfig(json, "/ckpt");
+  ASSERT_TRUE(served.ok()) << served.status();
+  auto config = JobConfig::FromJson(*served);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->checkpoint_dir, "/ckpt");
+  EXPECT_EQ(config->checkpoint_every, 5);
+  auto refused = PrepareServedJobConfig(json, "");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("checkpoint_every"), std::string::npos)
+      << refused.status();
+  // Redundancy fields round-trip and are validated.
+  EXPECT_FALSE(JobConfig::FromJson("{\"redundancy\": 2}").ok());
+  auto r = JobConfig::FromJson("{\"redundancy\": 1, \"redundancy_every\": 3}");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(JobConfig::FromJson(r->ToJson())->redundancy_every, 3);
 }
 
 }  // namespace
