@@ -1,11 +1,13 @@
 // `zeroshard checkpoint now|list|export`.
-//   now    --coordinator HOST:PORT   asks the trainers to save at their next
+//   now    [--coordinator HOST:PORT] asks the trainers to save at their next
 //                                    step (bumps the coordinator's trigger).
-//   list   --coordinator HOST:PORT   committed checkpoints, oldest first, and
+//   list   [--coordinator HOST:PORT] committed checkpoints, oldest first, and
 //                                    any rejected (manifest/file mismatch).
 //   export --checkpoint DIR --out F  consolidated fp32 master weights as
 //                                    safetensors; DIR is a checkpoint dir
 //                                    (its latest) or one checkpoint's dir.
+// The coordinator defaults as for `status` (commands.h: $ZEROSHARD_COORDINATOR,
+// else 127.0.0.1:50051).
 // Exit codes: 0 done, 1 the operation failed (message on stderr), 2 usage.
 #include <iostream>
 #include <string>
@@ -87,7 +89,7 @@ void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* now = sub->add_subcommand("now", "ask the trainers to checkpoint at their next step");
   CLI::App* list = sub->add_subcommand("list", "list committed checkpoints");
   for (CLI::App* s : {now, list}) {
-    s->add_option("--coordinator", flags.coordinator, "coordinator address HOST:PORT")->required();
+    AddCoordinatorOption(s, &flags.coordinator);
     s->add_option("--timeout", flags.timeout_seconds, "RPC deadline in seconds")
         ->check(CLI::Range(0.1, 3600.0));
   }

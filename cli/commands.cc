@@ -12,6 +12,13 @@ std::vector<Command>& Registry() {
 
 }  // namespace
 
+CLI::Option* AddCoordinatorOption(CLI::App* sub, std::string* target) {
+  if (target->empty()) *target = kDefaultCoordinator;
+  return sub->add_option("--coordinator", *target, "coordinator address HOST:PORT")
+      ->envname("ZEROSHARD_COORDINATOR")
+      ->capture_default_str();
+}
+
 void RegisterCommands(CLI::App& app) {
   RegisterLaunchCommand(app, Registry());
   RegisterStatusCommand(app, Registry());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -16,6 +17,12 @@ struct Command {
 };
 
 void RegisterCommands(CLI::App& app);
+
+// The coordinator a command talks to when --coordinator is not given:
+// $ZEROSHARD_COORDINATOR, else this (the coordinator's default --listen).
+inline constexpr char kDefaultCoordinator[] = "127.0.0.1:50051";
+// Adds --coordinator HOST:PORT to `sub`, defaulting as above, into `*target`.
+CLI::Option* AddCoordinatorOption(CLI::App* sub, std::string* target);
 // Runs the parsed subcommand; returns the process exit code.
 int RunSelected(CLI::App& app);
 

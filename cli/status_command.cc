@@ -17,7 +17,7 @@ namespace zeroshard::cli {
 namespace {
 
 struct StatusFlags {
-  std::string coordinator = "127.0.0.1:50051";
+  std::string coordinator = kDefaultCoordinator;
   std::string job_id;
   bool json = false;
   double timeout_seconds = 5;
@@ -97,8 +97,7 @@ void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands) {
       "status", "show a job's state (waiting, running, completed, failed), generation, members, "
                 "failures, step and loss");
   auto flags = std::make_shared<StatusFlags>();
-  sub->add_option("--coordinator", flags->coordinator, "coordinator address HOST:PORT")
-      ->capture_default_str();
+  AddCoordinatorOption(sub, &flags->coordinator);
   sub->add_option("--job-id", flags->job_id, "job id (default: the coordinator's)");
   sub->add_flag("--json", flags->json, "print the status as JSON");
   sub->add_option("--timeout", flags->timeout_seconds, "seconds to wait for the coordinator")

@@ -44,4 +44,21 @@ TEST(CliTest, SubcommandsHaveHelp) {
   }
 }
 
+// `checkpoint now|list` and `status` need no --coordinator: they take
+// $ZEROSHARD_COORDINATOR, else 127.0.0.1:50051, and say which one they
+// could not reach.
+TEST(CliTest, CoordinatorDefaultsToTheEnvironmentThenTheDefaultAddress) {
+  for (const char* sub : {"checkpoint list --timeout 1", "checkpoint now --timeout 1",
+                          "status --timeout 1"}) {
+    CommandResult r = zeroshard::testing::RunCommand(
+        std::string("env ZEROSHARD_COORDINATOR=127.0.0.1:9 ") + BinPath("") + "zeroshard " + sub);
+    EXPECT_EQ(r.exit_code, 1) << sub << ": " << r.output;
+    EXPECT_NE(r.output.find("127.0.0.1:9"), std::string::npos) << sub << ": " << r.output;
+    EXPECT_EQ(r.output.find("required"), std::string::npos) << sub << ": " << r.output;
+  }
+  CommandResult help = RunBin("zeroshard checkpoint list --help");
+  EXPECT_NE(help.output.find("127.0.0.1:50051"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("ZEROSHARD_COORDINATOR"), std::string::npos) << help.output;
+}
+
 }  // namespace
