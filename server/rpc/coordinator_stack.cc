@@ -1,11 +1,17 @@
 #include "server/rpc/coordinator_stack.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/listen_check.h"
 
 namespace zeroshard {
 
 absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
                                                        int keep_checkpoints) {
+  // One line for a busy or bad address, before gRPC or civetweb try it.
+  if (absl::Status s = CheckCanListen("--listen", options.listen); !s.ok()) return s;
+  if (absl::Status s = CheckCanListen("--metrics-listen", options.metrics_listen); !s.ok()) {
+    return s;
+  }
   CoordinatorStack stack;
   std::vector<grpc::Service*> extra_services;
   if (!options.checkpoint_dir.empty()) {

@@ -1,5 +1,11 @@
 // Every binary answers --help and --version with exit 0, and an unknown flag
-// or a bad value with exit 2 and one line naming the flag.
+// or a bad value with exit 2 and one line naming the flag; a busy port is
+// one line too; commands default their coordinator.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -59,6 +65,31 @@ TEST(CliTest, CoordinatorDefaultsToTheEnvironmentThenTheDefaultAddress) {
   CommandResult help = RunBin("zeroshard checkpoint list --help");
   EXPECT_NE(help.output.find("127.0.0.1:50051"), std::string::npos) << help.output;
   EXPECT_NE(help.output.find("ZEROSHARD_COORDINATOR"), std::string::npos) << help.output;
+}
+
+// A busy port: one line naming the flag and the address, exit 1, before
+// gRPC or civetweb print anything of their own.
+TEST(CliTest, BusyPortIsOneLineNamingTheFlag) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  for (const std::string flag : {"--listen", "--metrics-listen"}) {
+    const std::string other = flag == "--listen" ? " --metrics-listen ''" : " --listen 127.0.0.1:0";
+    CommandResult r =
+        RunBin("zeroshard-coordinator --state-dir '' " + flag + " " + busy + other);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(flag + " " + busy + ": address already in use"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  close(fd);
 }
 
 }  // namespace
