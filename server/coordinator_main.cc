@@ -11,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
+#include "worker/model/model_config.h"
 #include "server/rpc/coordinator_server.h"
 #include "server/rpc/coordinator_stack.h"
 
@@ -97,6 +98,16 @@ absl::Status ApplyFlags(Flags& f) {
       zeroshard::PrepareServedJobConfig(core.job_config_json, f.options.checkpoint_dir);
   if (!served.ok()) return served.status();
   core.job_config_json = *served;
+  // A model no worker knows would be served as ready and fail every worker.
+  if (!core.job_config_json.empty()) {
+    absl::StatusOr<zeroshard::JobConfig> job = zeroshard::JobConfig::FromJson(core.job_config_json);
+    if (job.ok()) {
+      if (auto model = zeroshard::ModelPreset(job->model); !model.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job config: ", model.status().message()));
+      }
+    }
+  }
   // The job's checkpoint_dir is where the coordinator stores checkpoints:
   // without --checkpoint-dir, serve that one. Otherwise its workers would
   // save and restore against a coordinator with no checkpoint service.

@@ -184,6 +184,21 @@ TEST(CoordinatorProcessTest, BadFlagsExitTwo) {
                                      "'{\"stpes\": 40}' --state-dir ''");
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.output.find("stpes"), std::string::npos) << typo.output;
+  // So does a model no worker knows, naming the known ones.
+  const auto model = RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
+                                      "'{\"model\": \"gpt9\"}' --state-dir ''");
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.output.find("unknown model 'gpt9' (known: tiny"), std::string::npos)
+      << model.output;
+  // checkpoint_every with the coordinator's --checkpoint-dir is served.
+  const std::string ckpt = testing::MakeTempDir("zs_ckpt_every");
+  ChildProcess served({bin, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--state-dir", "",
+                       "--checkpoint-dir", ckpt, "--job-config-json", "{\"checkpoint_every\": 5}"},
+                      ckpt + "/coordinator.log");
+  EXPECT_FALSE(testing::WaitForGrpcAddress(ckpt + "/coordinator.log", absl::Seconds(20)).empty())
+      << testing::ReadFile(ckpt + "/coordinator.log");
+  served.Signal(SIGTERM);
+  EXPECT_EQ(served.Wait(absl::Seconds(10)), 0);
   EXPECT_EQ(RunCommand(bin + " --min-workers 4 --max-workers 2 --listen 127.0.0.1:0 "
                              "--metrics-listen ''")
                 .exit_code,
