@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
+#include "common/version.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -182,6 +183,10 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
           "The last rank lost to a failure (value: its rank), with its worker, the collective "
           "the survivors were in, and why it was removed.",
           {"worker_id", "operation", "reason"})) {
+  for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
+  for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
+  metrics->Gauge("zeroshard_build_info", "The coordinator's build (value 1).", {"version"})
+      ->Set({kZeroshardVersion}, 1);
   absl::MutexLock lock(&mu_);
   kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
   UpdateGaugesLocked();

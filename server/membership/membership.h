@@ -108,6 +108,14 @@ struct Member {
 
 // Something that happened, for the owner to act on (drop KV keys, persist
 // the counter, count metrics, wake watchers).
+// Every reason a generation ends (and the next forms), and every reason a
+// member is removed: the owner creates each labelled counter series at 0
+// from the start, so Prometheus's increase() sees the first event of each.
+inline constexpr const char* kGenerationReasons[] = {
+    "start", "coordinator_restart", "join", "leave", "failure", "lease_expired", "rejoin",
+    "handoff"};
+inline constexpr const char* kRemovalReasons[] = {"lease_expired", "leave", "failure", "rejoin"};
+
 struct MembershipEvent {
   // kFailureCounted: a failure was counted (failures() grew);
   // kJobEnded: the job became kCompleted or kFailed (job_state_reason()).

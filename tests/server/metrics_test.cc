@@ -144,7 +144,13 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
         "zeroshard_comm_bytes_total{rank=\"0\",op=\"all_gather\"} 1048576\n",
         "zeroshard_comm_seconds_total{rank=\"0\",op=\"all_gather\"} 0.01\n",
         "zeroshard_step_seconds_bucket{le=\"0.5\"} 1\n", "zeroshard_step_seconds_count 1\n",
-        "zeroshard_generation_changes_total{reason=\"start\"} 1\n"}) {
+        "zeroshard_generation_changes_total{reason=\"start\"} 1\n",
+        // Every reason at 0 from the start, so increase() sees its first event.
+        "zeroshard_generation_changes_total{reason=\"handoff\"} 0\n",
+        "zeroshard_generation_changes_total{reason=\"lease_expired\"} 0\n",
+        "zeroshard_member_removals_total{reason=\"leave\"} 0\n",
+        "zeroshard_memory_bytes{rank=\"1\",kind=\"redundancy\"} 0\n",
+        "zeroshard_build_info{version=\""}) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "\n" << text;
   }
   EXPECT_EQ(HttpGet(server_->metrics_port(), "/healthz").code, 200);
