@@ -77,7 +77,8 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
                                           "Collective calls a rank made in its generation.",
                                           {"rank", "op"})) {
   step_metric_->Set({}, static_cast<double>(step_));
-  loss_metric_->Set({}, loss_);
+  // No loss before the first step: the series is absent, not NaN.
+  if (std::isfinite(loss_)) loss_metric_->Set({}, loss_);
 }
 
 absl::Status TrainingState::Validate(const v1::StepReport& r) {

@@ -129,6 +129,9 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
   std::vector<uint64_t> ids;
   uint64_t generation = 0;
   ASSERT_TRUE(JoinTwoAndWaitRunning(ids, generation));
+  // Before the first step there is no loss series (not a NaN one).
+  const std::string before = HttpGet(server_->metrics_port(), "/metrics").body;
+  EXPECT_EQ(before.find("\nzeroshard_loss "), std::string::npos) << before;
   ASSERT_TRUE(ReportStep3(ids, generation));
   const auto response = HttpGet(server_->metrics_port(), "/metrics");
   ASSERT_EQ(response.code, 200);
