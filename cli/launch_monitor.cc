@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace zeroshard::cli {
@@ -27,10 +28,11 @@ std::vector<StepRecord> StepLogFollower::Poll() {
   return out;
 }
 
-void ProgressState::Add(const StepRecord& r) {
+void ProgressState::Add(const StepRecord& r, absl::Time at) {
   if (first_loss < 0) {
     first_loss = r.loss;
     first_step = r.step;
+    first_seen = at;
   }
   if (r.val_loss >= 0) {
     last_val_loss = r.val_loss;
@@ -46,13 +48,38 @@ void ProgressState::Add(const StepRecord& r) {
   last = r;
 }
 
-std::string ProgressState::Line() const {
-  if (!last) return "waiting for workers to form a generation...";
+namespace {
+
+// "1h02m03s", "4m05s", "12s".
+std::string Clock(absl::Duration d) {
+  const int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(d));
+  if (s >= 3600) return absl::StrFormat("%dh%02dm%02ds", s / 3600, s / 60 % 60, s % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+}  // namespace
+
+std::string ProgressState::Line(absl::Time now) const {
+  if (!last) {
+    return absl::StrCat("waiting for workers to form a generation... (", Clock(now - started),
+                        ")");
+  }
   std::string val = last_val_loss >= 0 ? absl::StrFormat(" | val %.3f", last_val_loss) : "";
+  const int64_t done = last->step - first_step;
+  std::string eta = "ETA -";
+  if (done > 0 && last->step < total_steps) {
+    eta = "ETA " + Clock((now - first_seen) * static_cast<double>(total_steps - last->step) /
+                         static_cast<double>(done));
+  } else if (last->step >= total_steps) {
+    eta = "done";
+  }
   return absl::StrFormat(
-      "step %d/%d | loss %.4f%s | %.0f tok/s | %.2f s/step | gen %d, %d ranks | peak %.2f MiB/rank",
+      "step %d/%d | loss %.4f%s | %.0f tok/s | %.2f s/step | gen %d, %d ranks | peak %.2f "
+      "MiB/rank | %s elapsed, %s",
       last->step, total_steps, last->loss, val, last->tokens_per_second, last->step_seconds,
-      last->generation, last->world_size, peak_per_rank_max.total() / 1048576.0);
+      last->generation, last->world_size, peak_per_rank_max.total() / 1048576.0,
+      Clock(now - started), eta);
 }
 
 }  // namespace zeroshard::cli

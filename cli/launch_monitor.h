@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <fstream>
 #include <optional>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include <string>
 #include <vector>
 
@@ -36,8 +39,13 @@ struct ProgressState {
   int64_t first_step = 0;                 // Step of the first record (> 1 after a resume).
   std::vector<double> tokens_per_second;  // One per step seen.
   MemoryByKind peak_per_rank_max;         // Max over ranks of peak bytes.
-  void Add(const StepRecord& record);
-  std::string Line() const;  // One line, no newline.
+  absl::Time started = absl::Now();       // When the launch began (elapsed time).
+  absl::Time first_seen = absl::InfiniteFuture();  // When the first record arrived.
+  // `at`: when the record was read (tests pass a fixed time).
+  void Add(const StepRecord& record, absl::Time at = absl::Now());
+  // One line, no newline: step, loss, throughput, generation, memory,
+  // elapsed time and the ETA (steps left at the pace since the first record).
+  std::string Line(absl::Time now = absl::Now()) const;
 };
 
 }  // namespace zeroshard::cli
