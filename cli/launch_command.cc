@@ -61,6 +61,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
 
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
+  sub->add_option("--linger", o.linger_seconds,
+                  "seconds the embedded coordinator keeps /metrics up after the job, for a last "
+                  "scrape (default: 5 when --metrics-listen names a fixed port, else 0)")
+      ->check(CLI::Range(0.0, 3600.0));
   sub->add_option("--metrics-listen", o.metrics_listen, "embedded coordinator's /metrics address")
       ->capture_default_str();
   sub->add_option("--run-dir", o.run_dir,

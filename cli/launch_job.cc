@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/launch_checks.h"
@@ -26,6 +27,18 @@ namespace {
 
 std::atomic<int> g_interrupted{0};
 void OnSignal(int) { g_interrupted.store(1); }
+
+// Keeps the embedded coordinator serving /metrics a little after the job, so
+// a Prometheus scraping it sees the last steps; a signal cuts it short.
+void Linger(const LaunchOptions& o) {
+  const bool fixed_port = !o.metrics_listen.empty() && !absl::EndsWith(o.metrics_listen, ":0");
+  const double seconds = o.linger_seconds >= 0 ? o.linger_seconds : (fixed_port ? 5.0 : 0.0);
+  if (seconds <= 0 || g_interrupted.load()) return;
+  std::cout << "zeroshard launch: keeping the coordinator's /metrics up for " << seconds
+            << " s (--linger) for a final scrape\n" << std::flush;
+  const absl::Time until = absl::Now() + absl::Seconds(seconds);
+  while (absl::Now() < until && !g_interrupted.load()) absl::SleepFor(absl::Milliseconds(50));
+}
 
 std::string SiblingBinary(const std::string& name) {
   std::error_code ec;
@@ -223,7 +236,10 @@ int RunLaunch(LaunchOptions o) {
   ProgressState progress;
   progress.total_steps = o.job.steps;
   const int code = Watch(o, workers, progress);
-  if (coordinator->stack.server) coordinator->stack.server->Shutdown();
+  if (coordinator->stack.server) {
+    Linger(o);
+    coordinator->stack.server->Shutdown();
+  }
   if (code != 0) return code;
 
   SummaryInputs summary;

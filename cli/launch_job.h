@@ -19,6 +19,10 @@ struct LaunchOptions {
   std::string run_dir;                           // "" = runs/<time>.
   int keep_checkpoints = 0;                      // Committed checkpoints kept (0 = all).
   int threads = 0;                               // Per worker; 0 = cores / workers.
+  // Seconds the embedded coordinator stays up after the job, for a last
+  // Prometheus scrape; < 0 = 5 s when --metrics-listen names a fixed port,
+  // else 0.
+  double linger_seconds = -1;
 };
 
 // Returns the process exit code: 0 trained, 1 failed, 2 bad request,

@@ -62,6 +62,23 @@ TEST(LaunchTest, LossCurvesAgreeAcrossWorldSizesAndStages) {
   EXPECT_LT(curves[0][9], curves[0][0]);  // It trains.
 }
 
+// --linger keeps the embedded coordinator up after the job (for a last
+// scrape); with /metrics on an ephemeral port the default is not to wait.
+TEST(LaunchTest, LingerKeepsTheCoordinatorUpForAFinalScrape) {
+  const std::string dir = MakeTempDir("zs_launch_linger");
+  const std::string common = absl::StrCat(" --workers 1 --steps 2 --model tiny --eval-every 0",
+                                          " --threads 1 --run-dir ", dir, "/run");
+  const absl::Time start = absl::Now();
+  CommandResult lingered = Launch(common + " --linger 1");
+  EXPECT_EQ(lingered.exit_code, 0) << lingered.output;
+  EXPECT_NE(lingered.output.find("keeping the coordinator's /metrics up for 1 s"),
+            std::string::npos) << lingered.output;
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
+  CommandResult plain = Launch(common);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("keeping the coordinator"), std::string::npos) << plain.output;
+}
+
 TEST(LaunchTest, BadRequestsFailInOneClearLine) {
   const std::string dir = MakeTempDir("zs_launch_bad");
   struct Case { std::string args, expect; int code; };
