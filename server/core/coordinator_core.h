@@ -184,6 +184,7 @@ class CoordinatorCore {
   uint64_t report_generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::string first_report_ ABSL_GUARDED_BY(mu_);
   void NoteLostLocked(const MembershipEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetLostReportLocked(const std::string& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteReportLocked(uint64_t generation, const std::string& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };

@@ -21,6 +21,16 @@ std::string OperationIn(const std::string& report) {
 
 }  // namespace
 
+// The report (and the operation it names) of last_lost_, and its one
+// zeroshard_last_lost_rank series.
+void CoordinatorCore::SetLostReportLocked(const std::string& report) {
+  last_lost_.set_report(report);
+  last_lost_.set_operation(OperationIn(report));
+  lost_rank_metric_->Clear();
+  lost_rank_metric_->Set({last_lost_.worker_id(), last_lost_.operation(), last_lost_.reason()},
+                         last_lost_.rank());
+}
+
 void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& report) {
   if (generation > report_generation_) {
     report_generation_ = generation;
@@ -29,11 +39,7 @@ void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& r
   // The rank may have been lost (lease expiry) before a survivor's report
   // said what the survivors were in.
   if (last_lost_.generation() == generation && last_lost_.report().empty()) {
-    last_lost_.set_report(report);
-    last_lost_.set_operation(OperationIn(report));
-    lost_rank_metric_->Clear();
-    lost_rank_metric_->Set({last_lost_.worker_id(), last_lost_.operation(), last_lost_.reason()},
-                           last_lost_.rank());
+    SetLostReportLocked(report);
     std::fprintf(stderr, "zeroshard-coordinator: lost rank %d was in %s (report: %s)\n",
                  last_lost_.rank(),
                  last_lost_.operation().empty() ? "no named collective"
@@ -48,12 +54,7 @@ void CoordinatorCore::NoteLostLocked(const MembershipEvent& e) {
   last_lost_.set_generation(e.generation);
   last_lost_.set_worker_id(e.worker_id);
   last_lost_.set_reason(e.reason);
-  if (report_generation_ == e.generation) {
-    last_lost_.set_report(first_report_);
-    last_lost_.set_operation(OperationIn(first_report_));
-  }
-  lost_rank_metric_->Clear();
-  lost_rank_metric_->Set({e.worker_id, last_lost_.operation(), e.reason}, e.rank);
+  SetLostReportLocked(report_generation_ == e.generation ? first_report_ : "");
   std::fprintf(stderr,
                "zeroshard-coordinator: lost rank %d (worker %s) of generation %llu: %s%s%s\n",
                e.rank, e.worker_id.c_str(), static_cast<unsigned long long>(e.generation),

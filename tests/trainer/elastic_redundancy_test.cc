@@ -84,7 +84,7 @@ std::vector<int> RanksOf(const LiveRun& run, int n) {
   std::vector<int> ranks;
   const std::regex line(absl::StrCat("generation [0-9]+: rank ([0-9]+) of ", n));
   for (size_t k = 0; k < run.workers.size(); ++k) {
-    const std::string log = ReadFile(absl::StrCat(run.dir, "/worker-", k, ".log"));
+    const std::string log = run.WorkerLog(k);
     int rank = -1;
     for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
       rank = std::stoi((*it)[1]);

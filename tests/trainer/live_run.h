@@ -64,19 +64,17 @@ struct LiveRun {
     address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
     return !address.empty();
   }
+  // Worker k is "w<k>", logging to w<k>.log (job_processes.h's StartWorker).
   void AddWorkers(int n) {
     for (int i = 0; i < n; ++i) {
-      const size_t k = workers.size();
-      workers.push_back(std::make_unique<ChildProcess>(
-          std::vector<std::string>{BinPath("zeroshard-worker"), "--coordinator", address,
-                                   "--worker-id", absl::StrCat("w", k), "--threads", "1"},
-          absl::StrCat(dir, "/worker-", k, ".log")));
+      workers.push_back(testing::StartWorker(dir, address, absl::StrCat("w", workers.size())));
     }
   }
+  std::string WorkerLog(size_t k) const { return ReadFile(absl::StrCat(dir, "/w", k, ".log")); }
   std::string Logs() const {
     std::string out = ReadFile(dir + "/coordinator.log");
     for (size_t k = 0; k < workers.size(); ++k) {
-      out += absl::StrCat("\n--- worker ", k, "\n", ReadFile(absl::StrCat(dir, "/worker-", k, ".log")));
+      out += absl::StrCat("\n--- worker ", k, "\n", WorkerLog(k));
     }
     return out;
   }
