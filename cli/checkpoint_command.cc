@@ -4,8 +4,14 @@
 //   list   [--coordinator HOST:PORT] committed checkpoints, oldest first, and
 //                                    any rejected (manifest/file mismatch).
 //   export --checkpoint DIR --out F  consolidated fp32 master weights as
-//                                    safetensors; DIR is a checkpoint dir
+//          [--format native|hf-gpt2] safetensors; DIR is a checkpoint dir
 //                                    (its latest) or one checkpoint's dir.
+//                                    native (default): F is one file in
+//                                    zeroshard's names; hf-gpt2: F is a
+//                                    directory for transformers'
+//                                    GPT2LMHeadModel (model.safetensors +
+//                                    config.json; server/checkpoint/
+//                                    hf_gpt2_layout.h).
 // The coordinator defaults as for `status` (commands.h: $ZEROSHARD_COORDINATOR,
 // else 127.0.0.1:50051).
 // Exit codes: 0 done, 1 the operation failed (message on stderr), 2 usage.
@@ -27,6 +33,7 @@ struct CheckpointFlags {
   double timeout_seconds = 10;
   std::string checkpoint;
   std::string out;
+  std::string format = "native";
 };
 
 int RunNow(const CheckpointFlags& f) {
@@ -70,13 +77,16 @@ int RunList(const CheckpointFlags& f) {
 }
 
 int RunExport(const CheckpointFlags& f) {
-  auto r = server::ExportSafetensors(f.checkpoint, f.out);
+  const bool hf = f.format == "hf-gpt2";
+  auto r = hf ? server::ExportHfGpt2(f.checkpoint, f.out)
+              : server::ExportSafetensors(f.checkpoint, f.out);
   if (!r.ok()) {
     std::cerr << "zeroshard checkpoint export: " << r.status().message() << "\n";
     return 1;
   }
   std::cout << "exported " << r->checkpoint_dir << " (step " << r->step << "): " << r->tensors
-            << " tensors, " << r->bytes << " bytes of fp32 weights -> " << f.out << "\n";
+            << " tensors, " << r->bytes << " bytes of fp32 weights -> " << f.out
+            << (hf ? " (Hugging Face GPT-2: model.safetensors, config.json)" : "") << "\n";
   return 0;
 }
 
@@ -98,7 +108,13 @@ void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands) {
   exp->add_option("--checkpoint", flags.checkpoint,
                   "checkpoint dir (its latest committed checkpoint) or one checkpoint's dir")
       ->required();
-  exp->add_option("--out", flags.out, "output file, e.g. model.safetensors")->required();
+  exp->add_option("--out", flags.out,
+                  "output: a file (native, e.g. model.safetensors) or a directory (hf-gpt2)")
+      ->required();
+  exp->add_option("--format", flags.format,
+                  "native (zeroshard's names) or hf-gpt2 (transformers' GPT2LMHeadModel)")
+      ->check(CLI::IsMember({"native", "hf-gpt2"}))
+      ->capture_default_str();
   commands.push_back({sub, [now, list, exp] {
     if (now->parsed()) return RunNow(flags);
     if (list->parsed()) return RunList(flags);

@@ -1,7 +1,9 @@
 // Consolidated export of a committed checkpoint: the fp32 master weights, one
 // tensor per named parameter with its shape, in the safetensors format
-// (common/safetensors.h). Parameters are cut from each unit's master file at
-// their plan offsets; padding is dropped. Thread-safe: reads files only.
+// (common/safetensors.h), in zeroshard's own names and [out, in] layouts
+// ("native"), or in Hugging Face GPT-2's ("hf-gpt2"). Parameters are cut from
+// each unit's master file at their plan offsets; padding is dropped.
+// Thread-safe: reads files only.
 #pragma once
 
 #include <string>
@@ -23,5 +25,16 @@ struct ExportResult {
 // do not match; NOT_FOUND if there is no committed checkpoint).
 absl::StatusOr<ExportResult> ExportSafetensors(const std::string& checkpoint_path,
                                                const std::string& out_path);
+
+// The same checkpoint as a Hugging Face transformers GPT2LMHeadModel
+// directory: `out_dir`/model.safetensors (names and Conv1D layouts of
+// hf_gpt2_layout.h) and `out_dir`/config.json; `out_dir` is created when
+// missing, and both files are replaced atomically. FAILED_PRECONDITION, one
+// line saying why, when the checkpoint is not a zeroshard reference model
+// (model config without a preset, or a plan that differs from the preset's
+// units); NOT_FOUND for an unknown preset; otherwise errors as
+// ExportSafetensors. `bytes` counts tensor data written.
+absl::StatusOr<ExportResult> ExportHfGpt2(const std::string& checkpoint_path,
+                                          const std::string& out_dir);
 
 }  // namespace zeroshard::server

@@ -83,7 +83,7 @@ TEST_F(ExportTest, LatestExportParsesAndEqualsGatheredMasterWeights) {
 TEST_F(ExportTest, PythonSafetensorsPackageReadsIt) {
   if (RunCommand("python3 -c 'import safetensors.numpy, numpy'").exit_code != 0) {
     GTEST_SKIP() << "python3 with the safetensors and numpy packages is not installed "
-                    "(scripts/setup.sh installs them)";
+                    "(scripts/setup-test-tools.sh installs them)";
   }
   const std::string out = dir_ + "/model.safetensors";
   ASSERT_TRUE(server::ExportSafetensors(dir_ + "/step-00000008", out).ok());

@@ -5,7 +5,7 @@ and no function over 60 lines, except a function whose body carries a
 lizard's (PyPI), measured from the signature to the closing brace.
 
 Exit codes: 0 clean, 1 a file or function over the limit (each named),
-77 when the lizard module is missing (scripts/setup.sh installs it)."""
+77 when the lizard module is missing (scripts/setup-test-tools.sh installs it)."""
 import os
 import pathlib
 import sys

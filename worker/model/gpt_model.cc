@@ -149,4 +149,14 @@ absl::StatusOr<double> GptModel::Forward(const int32_t* inputs, const int32_t* t
   return RunForward(inputs, targets, hooks);
 }
 
+absl::Status GptModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
+                              std::vector<float>* logits) {
+  // The inputs stand in for targets: Validate checks their range once.
+  ZS_RETURN_IF_ERROR(Validate(inputs, inputs, B, T));
+  Allocate(B, T);
+  RunLogits(inputs, hooks);
+  logits->assign(acts_.logits.begin(), acts_.logits.end());
+  return absl::OkStatus();
+}
+
 }  // namespace zeroshard

@@ -50,6 +50,12 @@ class GptModel {
   absl::StatusOr<double> Forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                                  UnitHooks& hooks);
 
+  // Inference: forward only, writing the LM head's logits (before softmax)
+  // as fp32 [B, T, vocab] row-major into `logits` (resized). Errors as
+  // Forward (inputs only; no targets).
+  absl::Status Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
+                      std::vector<float>* logits);
+
   // Bytes of activation and scratch buffers currently allocated.
   int64_t ActivationBytes() const;
   const ModelConfig& config() const { return config_; }
@@ -73,6 +79,8 @@ class GptModel {
 
   absl::Status Validate(const int32_t* inputs, const int32_t* targets, int B, int T) const;
   void Allocate(int B, int T);
+  // Embedding, blocks, ln_f and the tied head: acts_.logits holds logits.
+  void RunLogits(const int32_t* inputs, UnitHooks& hooks);
   double RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks);
   void RunBackward(const int32_t* inputs, const int32_t* targets, float loss_scale,
                    UnitHooks& hooks);

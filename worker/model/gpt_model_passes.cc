@@ -11,7 +11,7 @@
 
 namespace zeroshard {
 
-double GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks) {
+void GptModel::RunLogits(const int32_t* inputs, UnitHooks& hooks) {
   const int B = acts_.B, T = acts_.T, C = config_.n_embd, V = config_.vocab;
   const int BT = B * T;
   const float* p = hooks.PreForward(0);
@@ -29,6 +29,11 @@ double GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitH
   k_.Matmul(false, true, BT, V, C, 1.0f, acts_.lnf.data(), p + wte_, 0.0f,
             acts_.logits.data());
   hooks.PostForward(0);
+}
+
+double GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks) {
+  const int BT = acts_.B * acts_.T, V = config_.vocab;
+  RunLogits(inputs, hooks);
   // Probabilities overwrite the logits (kept for backward).
   k_.SoftmaxCrossEntropyForward(acts_.logits.data(), targets, BT, V, acts_.logits.data(),
                                 acts_.losses.data());
