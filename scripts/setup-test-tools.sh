@@ -47,10 +47,15 @@ pip_install() {
   return 1
 }
 
+# has_module NAME: installed (found without importing it: quick).
+has_module() {
+  python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)" \
+    2>/dev/null
+}
 py_missing=()
 for entry in "${PY_PACKAGES[@]}"; do
   pip_name="${entry%%:*}"; import_name="${entry#*:}"
-  python3 -c "import $import_name" 2>/dev/null || py_missing+=("$pip_name")
+  has_module "$import_name" || py_missing+=("$pip_name")
 done
 if ((${#py_missing[@]})); then
   echo "setup-test-tools: pip installing ${py_missing[*]}"
@@ -93,7 +98,7 @@ if ! torch_works; then
     || { echo "setup-test-tools: torch could not be installed; the export test skips"; status=1; }
   echo "setup-test-tools: torch took $((SECONDS - start)) s"
 fi
-if ! python3 -c "import transformers" 2>/dev/null; then
+if ! has_module transformers; then
   echo "setup-test-tools: pip installing transformers"
   pip_install transformers \
     || { echo "setup-test-tools: transformers could not be installed; the export test skips"
