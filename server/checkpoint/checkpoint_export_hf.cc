@@ -40,8 +40,12 @@ absl::StatusOr<ExportResult> ExportHfGpt2(const std::string& checkpoint_path,
                                           const std::string& out_dir) {
   ZS_ASSIGN_OR_RETURN(std::string dir, ResolveCheckpointDir(checkpoint_path));
   ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/true));
-  ZS_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigOfJob(m.manifest.model_config_json()));
-  ZS_RETURN_IF_ERROR(CheckPlanIsModel(m.plan, config));
+  absl::StatusOr<ModelConfig> config = ModelConfigOfJob(m.manifest.model_config_json());
+  absl::Status fits = config.ok() ? CheckPlanIsModel(m.plan, *config) : config.status();
+  if (!fits.ok()) {
+    return absl::Status(fits.code(), absl::StrCat(dir, " cannot be exported as hf-gpt2: ",
+                                                  fits.message()));
+  }
   std::map<std::string, std::string> master_file;  // Unit -> file path.
   for (const v1::CheckpointFile& f : m.manifest.files()) {
     if (f.kind() == v1::TENSOR_KIND_MASTER) master_file[f.unit()] = dir + "/" + f.path();
@@ -52,7 +56,7 @@ absl::StatusOr<ExportResult> ExportHfGpt2(const std::string& checkpoint_path,
       sources[p.name] = {master_file.at(u.name), p.offset, p.shape, p.numel};
     }
   }
-  const std::vector<HfTensor> tensors = HfGpt2Tensors(config);
+  const std::vector<HfTensor> tensors = HfGpt2Tensors(*config);
   std::vector<SafetensorsEntry> entries;
   for (const HfTensor& t : tensors) entries.push_back({t.hf_name, t.shape});
   ExportResult out{dir, m.manifest.summary().step(), static_cast<int64_t>(entries.size()), 0};
@@ -74,7 +78,7 @@ absl::StatusOr<ExportResult> ExportHfGpt2(const std::string& checkpoint_path,
         TransposeInto(scratch.data(), s.shape[0], s.shape[1], dst);
         return absl::OkStatus();
       }));
-  ZS_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/config.json", HfGpt2ConfigJson(config)));
+  ZS_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/config.json", HfGpt2ConfigJson(*config)));
   return out;
 }
 

@@ -92,7 +92,7 @@ absl::Status CheckPlanIsModel(const ShardPlan& plan, const ModelConfig& config) 
   const std::vector<UnitSpec> units = ModelUnits(config);
   if (plan.units.size() != units.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpoint has ", plan.units.size(), " units where the model has ", units.size()));
+        "the checkpoint has ", plan.units.size(), " units where its model preset has ", units.size()));
   }
   for (size_t u = 0; u < units.size(); ++u) {
     const UnitPlan& got = plan.units[u];
