@@ -20,12 +20,25 @@ DASHBOARD = dc.DEPLOY / "grafana" / "zeroshard-dashboard.json"
 # Queries users asked for: (what, a fragment the panel's queries must contain).
 REQUIRED = [
     ("memory by kind per rank", "zeroshard_memory_bytes"),
-    ("comm bytes/s by op", "rate(zeroshard_comm_bytes_total"),
-    ("achieved bandwidth by op", "rate(zeroshard_comm_seconds_total"),
+    ("peak memory beside current", "zeroshard_peak_memory_bytes"),
+    ("comm bytes/s per rank and op", "sum by (rank, op) (rate(zeroshard_comm_bytes_total"),
+    ("achieved bandwidth per rank and op", "sum by (rank, op) (rate(zeroshard_comm_seconds_total"),
+    ("time in collectives per rank (stragglers)", "sum by (rank) (rate(zeroshard_comm_seconds_total"),
     ("step time quantiles", "histogram_quantile("),
     ("step time histogram", "zeroshard_step_seconds_bucket"),
-    ("tokens/s", "zeroshard_tokens_per_second"),
+    ("tokens/s from the token counter", "rate(zeroshard_tokens_total"),
     ("loss", "zeroshard_loss"),
+    ("grad norm before clipping", "zeroshard_grad_norm{"),
+    ("grad norm after clipping", "zeroshard_grad_norm_clipped"),
+    ("clipped steps", "zeroshard_grad_clips_total"),
+    ("job state", "zeroshard_job_state"),
+    ("checkpoints committed", "zeroshard_checkpoint_saves_total"),
+    ("checkpoint failures", "zeroshard_checkpoint_failures_total"),
+    ("checkpoint save time", "zeroshard_checkpoint_save_seconds_bucket"),
+    ("last committed checkpoint", "zeroshard_checkpoint_last_step"),
+    ("rank to worker and pod", "zeroshard_rank_info"),
+    ("worker RSS", "zeroshard_worker_rss_bytes"),
+    ("coordinator process", "process_resident_memory_bytes"),
     ("generation", "zeroshard_generation{"),
     ("generation changes by reason", "increase(zeroshard_generation_changes_total"),
     ("workers", "zeroshard_workers"),
@@ -88,12 +101,30 @@ memory = [p for p in panels if any("zeroshard_memory_bytes" in t.get("expr", "")
 c.check(any(p["fieldConfig"]["defaults"].get("custom", {}).get("stacking", {}).get("mode")
             == "normal" and p["fieldConfig"]["defaults"].get("unit") == "bytes" for p in memory),
         "memory panel is stacked, in bytes")
+# Memory per rank must be readable: one panel per rank (repeated over the
+# rank variable) and a table with current beside peak, not 16 stacked series.
+c.check(variables.get("rank", {}).get("type") == "query"
+        and "rank)" in variables.get("rank", {}).get("definition", ""),
+        "a rank template variable (label_values(..., rank))")
+c.check(any(p.get("repeat") == "rank" and "$rank" in p.get("title", "") for p in memory),
+        "a memory panel repeated per rank")
+c.check(any(p.get("type") == "table" and {"zeroshard_memory_bytes", "zeroshard_peak_memory_bytes"}
+            <= set(re.findall(r"zeroshard_\w+", " ".join(t.get("expr", "") for t in p["targets"])))
+            for p in memory), "a table of memory per rank with current beside peak")
+for title, expr, legend in legends:
+    if "by (rank, op)" in expr:
+        c.check("{{rank}}" in legend and "{{op}}" in legend,
+                f"'{title}' names rank and op in its legend (got {legend!r})")
+# A query that sums over ranks hides a straggler: comm panels keep the rank.
+for title, expr in queries:
+    if "zeroshard_comm_" in expr:
+        c.check("rank" in expr, f"'{title}' keeps ranks apart: `{expr}`")
 
 # --- Every query is valid PromQL: promtool parses them as recording rules. ---
 promtool = shutil.which("promtool")
 if promtool:
     rules = {"groups": [{"name": "dashboard", "rules": [
-        {"record": f"dashboard:query_{i}", "expr": e.replace("$instance", ".*")}
+        {"record": f"dashboard:query_{i}", "expr": e.replace("$instance", ".*").replace("$rank", ".*")}
         for i, (_, e) in enumerate(queries)]}]}
     with tempfile.TemporaryDirectory() as d:
         path = pathlib.Path(d) / "dashboard_rules.yml"

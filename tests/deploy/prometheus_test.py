@@ -38,27 +38,36 @@ def promtool_has_kubernetes_sd():
         return run("check", "config", str(probe))[0] == 0
 
 
-# --- promtool check config (and the rule file it names). ---
-config = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text())
+# --- promtool check config: the local config as it is (Debian's Prometheus
+# must start with it), the Kubernetes one as far as this promtool allows. ---
+local = yaml.safe_load((PROM_DIR / "prometheus-local.yml").read_text())
+config = yaml.safe_load((PROM_DIR / "prometheus-k8s.yml").read_text())
+c.check(all("kubernetes_sd_configs" not in j for j in local["scrape_configs"]),
+        "prometheus-local.yml has no kubernetes_sd job (Debian's Prometheus refuses them)")
+local_targets = [t for j in local["scrape_configs"] for s in j.get("static_configs", [])
+                 for t in s["targets"]]
+c.check(local_targets == ["127.0.0.1:9464"],
+        f"the local config scrapes the coordinator's default metrics port (got {local_targets})")
+rc, out = run("check", "config", str(PROM_DIR / "prometheus-local.yml"))
+c.check(rc == 0, f"promtool check config prometheus-local.yml:\n{out}")
 jobs = {j["job_name"]: j for j in config["scrape_configs"]}
 k8s_jobs = [j for j in jobs.values() if "kubernetes_sd_configs" in j]
-c.check(any("static_configs" in j for j in jobs.values()), "a static scrape job for local use")
-c.check(len(k8s_jobs) == 1, "one kubernetes_sd scrape job")
+c.check(len(k8s_jobs) == 1 and len(jobs) == 1, "prometheus-k8s.yml has one kubernetes_sd job")
 if promtool_has_kubernetes_sd():
-    rc, out = run("check", "config", str(PROM_DIR / "prometheus.yml"))
-    c.check(rc == 0, f"promtool check config prometheus.yml:\n{out}")
+    rc, out = run("check", "config", str(PROM_DIR / "prometheus-k8s.yml"))
+    c.check(rc == 0, f"promtool check config prometheus-k8s.yml:\n{out}")
 else:
-    print("note: this promtool has no kubernetes_sd_configs; checking the config without "
+    print("note: this promtool has no kubernetes_sd_configs; checking prometheus-k8s.yml without "
           f"{[j['job_name'] for j in k8s_jobs]} and simulating that job's relabelling below")
     with tempfile.TemporaryDirectory() as d:
-        trimmed = dict(config, scrape_configs=[j for j in config["scrape_configs"]
-                                               if "kubernetes_sd_configs" not in j])
+        trimmed = dict(config, scrape_configs=[])
         (pathlib.Path(d) / "prometheus.yml").write_text(yaml.safe_dump(trimmed))
         for rule_file in config.get("rule_files", []):
             shutil.copy(PROM_DIR / rule_file, pathlib.Path(d) / rule_file)
         rc, out = run("check", "config", str(pathlib.Path(d) / "prometheus.yml"))
-        c.check(rc == 0, f"promtool check config (without kubernetes_sd):\n{out}")
-c.check(config.get("rule_files") == ["alerts.yml"], "prometheus.yml loads alerts.yml")
+        c.check(rc == 0, f"promtool check config (prometheus-k8s.yml without kubernetes_sd):\n{out}")
+for name, cfg in (("prometheus-local.yml", local), ("prometheus-k8s.yml", config)):
+    c.check(cfg.get("rule_files") == ["alerts.yml"], f"{name} loads alerts.yml")
 
 # --- promtool check rules + rule unit tests. ---
 rc, out = run("check", "rules", str(PROM_DIR / "alerts.yml"))
@@ -138,7 +147,7 @@ c.check(len(targets) == 1, f"kubernetes_sd keeps exactly one target per coordina
 if targets:
     name, t = targets[0]
     c.check(name == "zeroshard-coordinator", f"the kept target is the coordinator (got {name})")
-    c.check(t["__address__"] == "10.0.0.7:9100", f"scrapes the metrics port (got {t['__address__']})")
+    c.check(t["__address__"] == "10.0.0.7:9464", f"scrapes the metrics port (got {t['__address__']})")
     c.check(t["__metrics_path__"] == "/metrics", f"scrapes /metrics (got {t['__metrics_path__']})")
     c.check(t.get("namespace") == "ml" and t.get("pod", "").startswith("zeroshard-coordinator"),
             "target carries namespace and pod labels")

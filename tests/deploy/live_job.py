@@ -1,0 +1,142 @@
+"""A coordinator, workers and a Prometheus server on loopback, for the live
+deploy tests: start them, scale the workers, read `zeroshard status --json`,
+and query Prometheus's HTTP API. Every process is started here and stopped
+by PID (SIGTERM, then SIGKILL after a bounded wait)."""
+import json
+import re
+import select
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import deploy_common as dc
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc, timeout=10):
+    """SIGTERM, then SIGKILL; returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+    return proc.returncode
+
+
+def wait_for(what, predicate, timeout, poll=0.25):
+    """Polls predicate() until it returns something truthy; raises
+    TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise TimeoutError(f"{what} within {timeout} s")
+
+
+class Coordinator:
+    """zeroshard-coordinator on 127.0.0.1 with a chosen metrics port and a
+    gRPC port it picks itself (read back from its start line)."""
+
+    def __init__(self, args, metrics_port, log_path):
+        self.metrics_port = metrics_port
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [str(dc.BIN_DIR / "zeroshard-coordinator"), "--listen=127.0.0.1:0",
+             f"--metrics-listen=127.0.0.1:{metrics_port}", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.grpc_port = self._read_port()
+
+    def _read_port(self):
+        seen, deadline = "", time.monotonic() + 15
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if select.select([self.proc.stdout], [], [], 0.2)[0]:
+                line = self.proc.stdout.readline()
+                self.log.write(line)
+                seen += line
+                m = re.search(r":(\d+) \(grpc\)", seen)
+                if m:
+                    return int(m.group(1))
+        raise RuntimeError(f"coordinator did not start: {seen!r}")
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def status(self):
+        out = subprocess.run([str(dc.BIN_DIR / "zeroshard"), "status", "--json",
+                              f"--coordinator={self.address}"],
+                             capture_output=True, text=True, timeout=30)
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+
+    def stop(self):
+        rc = stop(self.proc)
+        rest = self.proc.stdout.read() if self.proc.stdout else ""
+        self.log.write(rest)
+        self.log.close()
+        return rc
+
+
+def start_worker(coordinator, name, log_dir, extra=()):
+    log = open(f"{log_dir}/{name}.log", "w")
+    return subprocess.Popen([str(dc.BIN_DIR / "zeroshard-worker"),
+                             f"--coordinator={coordinator.address}", f"--worker-id={name}",
+                             *extra], stdout=log, stderr=subprocess.STDOUT)
+
+
+def field(status, snake):
+    """A status field by its proto name, whichever JSON spelling is used."""
+    camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), snake)
+    return status.get(snake, status.get(camel))
+
+
+class Prometheus:
+    """Debian's Prometheus on loopback with a given config file."""
+
+    def __init__(self, config_path, data_dir, log_path):
+        self.port = free_port()
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={config_path}", f"--storage.tsdb.path={data_dir}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def api(self, path, **params):
+        url = f"http://127.0.0.1:{self.port}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:  # 400/422: a bad query, with its error
+            return json.loads(e.read() or b"{}")
+        except (urllib.error.URLError, ConnectionError, json.JSONDecodeError) as e:
+            return {"status": "error", "error": str(e)}
+
+    def query(self, expr, at=None):
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        return self.api("query", **params)
+
+    def up(self):
+        r = self.query("up")
+        return r.get("status") == "success" and any(
+            s["value"][1] == "1" for s in r["data"]["result"])
+
+    def stop(self):
+        rc = stop(self.proc)
+        self.log.close()
+        return rc
