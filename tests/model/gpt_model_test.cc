@@ -4,6 +4,7 @@
 // (Loss and gradients against an independent NumPy model: gpt_reference_test.)
 #include "worker/model/gpt_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -106,6 +107,32 @@ TEST(GptModelTest, HookBracketsAndInitialLoss) {
   EXPECT_EQ(hooks.backward_brackets(0), 2);
   EXPECT_EQ(hooks.backward_brackets(2), 1);
   EXPECT_EQ(model.ActivationBytes(), ModelActivationBytes(c, B, T));
+}
+
+// Logits are the pre-softmax scores: their cross-entropy, computed here in
+// double (log-sum-exp minus the target's logit), is Forward's loss.
+TEST(GptModelTest, LogitsGiveForwardsLoss) {
+  const ModelConfig c = Tiny();
+  LocalParams hooks(InitUnits(c, 4));
+  GptModel model(c);
+  const int B = 2, T = 9;
+  const auto x = Tokens(B * T, 5), y = Tokens(B * T, 6);
+  std::vector<float> logits;
+  ASSERT_TRUE(model.Logits(x.data(), B, T, hooks, &logits).ok());
+  ASSERT_EQ(logits.size(), static_cast<size_t>(B * T * c.vocab));
+  EXPECT_EQ(hooks.forward_brackets(0), 2);
+  double want = 0.0;
+  for (int n = 0; n < B * T; ++n) {
+    const float* row = logits.data() + n * c.vocab;
+    double mx = row[0], sum = 0.0;
+    for (int v = 0; v < c.vocab; ++v) mx = std::max(mx, double{row[v]});
+    for (int v = 0; v < c.vocab; ++v) sum += std::exp(row[v] - mx);
+    want += mx + std::log(sum) - row[y[n]];
+  }
+  absl::StatusOr<double> loss = model.Forward(x.data(), y.data(), B, T, hooks);
+  ASSERT_TRUE(loss.ok());
+  EXPECT_NEAR(*loss, want, 1e-5 * want);
+  EXPECT_FALSE(model.Logits(x.data(), B, 17, hooks, &logits).ok());  // T > n_ctx.
 }
 
 TEST(GptModelTest, BadInputIsRefusedBeforeAnyHook) {

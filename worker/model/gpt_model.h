@@ -8,7 +8,7 @@
 // lookup), blocks 1..n_layer in order, PreForward/PostForward(0) again
 // (ln_f + tied LM head); then PreBackward/PostBackward(0) (head + ln_f),
 // blocks n_layer..1, PreBackward/PostBackward(0) (embedding lookup). Forward
-// (evaluation) makes only the forward brackets.
+// (evaluation) and Logits (inference) make only the forward brackets.
 //
 // Activations kept for backward (and backward scratch) are the model's own
 // memory, reused across calls and grown to the largest micro-batch seen.
