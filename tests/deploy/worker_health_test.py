@@ -115,7 +115,8 @@ with tempfile.TemporaryDirectory() as d:
         coordinator.send_signal(signal.SIGSTOP)
         c.check(wait_status(a_port, "/healthz", 503, STALE_S + 10) == 503,
                 f"heartbeats failing for {STALE_S} s: /healthz 503")
-        c.check(wait_status(a_port, "/readyz", 503, 10) == 503, "heartbeats failing: /readyz 503")
+        c.check(wait_status(a_port, "/readyz", 503, 15) == 503,
+                "heartbeats failing (10 s RPC deadline): /readyz 503")
         coordinator.send_signal(signal.SIGCONT)
         c.check(wait_status(a_port, "/healthz", 200, 20) == 200,
                 "coordinator back: /healthz 200 again")
