@@ -69,8 +69,13 @@ with tempfile.TemporaryDirectory() as root:
         for pod in cluster.running_pods():
             c.check(kl.http_status(pod.health_port, "/healthz") == 200,
                     f"{pod.name}: /healthz 200 while training")
-        c.check(any(kl.http_status(p.health_port, "/readyz") == 200
-                    for p in cluster.running_pods()), "a training worker's /readyz is 200")
+        # Readiness follows the heartbeat replies (every --heartbeat-interval).
+        ready_by = time.monotonic() + 10
+        while time.monotonic() < ready_by and not all(
+                kl.http_status(p.health_port, "/readyz") == 200 for p in cluster.running_pods()):
+            time.sleep(0.3)
+        c.check(all(kl.http_status(p.health_port, "/readyz") == 200
+                    for p in cluster.running_pods()), "every training worker's /readyz is 200")
 
         # kubectl patch ... parallelism=completions=min_workers: the highest
         # indexes' pods are deleted (SIGTERM) and must exit 0.
@@ -93,6 +98,7 @@ with tempfile.TemporaryDirectory() as root:
         drained = cluster.pod_of(1)
         drained.terminate()
         c.check(drained.wait(60) == 0, f"{drained.name} exits 0 on SIGTERM: {drained.tail()}")
+        print(f"after the drain: {cluster.metrics()} of {STEPS} steps", flush=True)
         c.check(cluster.metrics()["job_completed"] == 0,
                 f"the job outlasted the scale events (raise STEPS): {cluster.metrics()}")
 
