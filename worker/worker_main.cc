@@ -3,8 +3,10 @@
 // SIGTERM/SIGINT; 1 with one line naming the cause otherwise (e.g. "job X
 // failed: failure 21 exceeds max_failures 20 ...").
 #include <iostream>
+#include <memory>
 
 #include "common/cli.h"
+#include "worker/health/health_http.h"
 #include "worker/trainer/stop_signal.h"
 #include "worker/trainer/worker_runtime.h"
 
@@ -12,11 +14,19 @@ int main(int argc, char** argv) {
   CLI::App app{"zeroshard worker: joins a coordinator and trains its shard", "zeroshard-worker"};
   zeroshard::AddVersionFlag(app);
   zeroshard::WorkerOptions options;
+  std::string health_listen;
+  double health_stale_after_s = 60;
   app.add_option("--coordinator", options.coordinator, "coordinator address HOST:PORT")->required();
   app.add_option("--worker-id", options.worker_id, "stable name of this worker (default host:pid)");
   app.add_option("--host", options.host, "address peers reach this worker on")->capture_default_str();
   app.add_option("--threads", options.threads, "compute threads (0: the job's setting)")
       ->check(CLI::Range(0, 256))->capture_default_str();
+  app.add_option("--health-listen", health_listen,
+                 "serve GET /healthz (heartbeats to the coordinator succeed) and /readyz (a "
+                 "member of a running generation) on HOST:PORT (default: off)");
+  app.add_option("--health-stale-after", health_stale_after_s,
+                 "seconds without a successful heartbeat after which /healthz fails")
+      ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
   app.footer(
       "Signals: SIGTERM or SIGINT leaves the job at the next step boundary and exits 0 "
       "(a second signal exits at once). Exit 1 with one line naming the cause otherwise.");
@@ -24,6 +34,19 @@ int main(int argc, char** argv) {
   // SIGTERM/SIGINT: leave at the next step boundary and exit 0; a second
   // one exits at once.
   zeroshard::InstallStopSignalHandlers();
+  std::unique_ptr<zeroshard::HealthHttpServer> health;
+  if (!health_listen.empty()) {
+    auto started = zeroshard::HealthHttpServer::Start(health_listen,
+                                                      &zeroshard::WorkerHealth::Process(),
+                                                      absl::Seconds(health_stale_after_s));
+    if (!started.ok()) {
+      std::cerr << "zeroshard-worker: " << started.status().message() << "\n";
+      return 1;
+    }
+    health = *std::move(started);
+    std::cout << "health on " << health_listen.substr(0, health_listen.rfind(':')) << ":"
+              << health->port() << " (/healthz, /readyz)\n" << std::flush;
+  }
   const absl::Status status = zeroshard::RunWorker(options);
   if (!status.ok()) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";

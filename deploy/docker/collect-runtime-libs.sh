@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Copies binaries and the shared libraries they load into a staging tree for
-# a slim runtime image: DEST/bin/<binary> and DEST/lib/<soname>.
+# Copies binaries (stripped of symbols and debug info) and the shared
+# libraries they load into a staging tree for a slim runtime image:
+# DEST/bin/<binary> and DEST/lib/<soname>.
 # glibc's own libraries and libstdc++/libgcc are left out (the Debian 12
 # runtime base has the same versions). The CUDA driver (libcuda,
 # libnvidia-ml) is left out too: the NVIDIA container runtime mounts the
@@ -11,6 +12,7 @@ dest="$1"; shift
 mkdir -p "$dest/bin" "$dest/lib"
 for bin in "$@"; do
   install -m 0755 "$bin" "$dest/bin/"
+  strip --strip-all "$dest/bin/$(basename "$bin")"
   # ldd prints "soname => /path (addr)" for every library in the closure.
   while read -r soname arrow path _; do
     [ "$arrow" = "=>" ] || continue

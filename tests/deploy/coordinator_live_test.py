@@ -38,7 +38,7 @@ dep = dc.find(objs, "Deployment", "zeroshard-coordinator")
 (container,) = dc.pod_spec(dep)["containers"]
 mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "data")
 # ConfigMap mounts: mount path -> the folder of the files the kustomization
-# generates them from (deploy/k8s).
+# generates them from (deploy/k8s/base).
 config_mounts = [m["mountPath"].rstrip("/") for m in container["volumeMounts"]
                  if any(v["name"] == m["name"] and "configMap" in v
                         for v in dc.pod_spec(dep)["volumes"])]
@@ -78,7 +78,7 @@ with tempfile.TemporaryDirectory() as volume:
         elif value and value.startswith(mount.rstrip("/") + "/"):
             value = volume + value[len(mount.rstrip("/")):]  # same path on the fake volume
         elif value and any(value.startswith(m + "/") for m in config_mounts):
-            value = str(dc.K8S_DIR / value.rsplit("/", 1)[1])  # the ConfigMap's source file
+            value = str(dc.K8S_BASE / value.rsplit("/", 1)[1])  # the ConfigMap's source file
         argv.append(f"{flag}={value}" if value is not None else flag)
     print("running:", " ".join(argv), flush=True)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

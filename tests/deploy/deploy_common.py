@@ -18,6 +18,7 @@ SOURCE_DIR = pathlib.Path(
 BIN_DIR = pathlib.Path(os.environ.get("ZEROSHARD_BIN_DIR", SOURCE_DIR / "build" / "bin"))
 DEPLOY = SOURCE_DIR / "deploy"
 K8S_DIR = DEPLOY / "k8s"
+K8S_BASE = K8S_DIR / "base"
 
 
 class Checker:
@@ -51,32 +52,74 @@ def require_module(name, pip_name):
     try:
         return __import__(name)
     except ImportError:
-        skip(f"python module {name} is missing (scripts/setup.sh installs {pip_name})")
+        skip(f"python module {name} is missing (scripts/setup-test-tools.sh installs {pip_name})")
 
 
-def kustomization():
+def kustomization(path=None):
     yaml = require_module("yaml", "pyyaml")
-    with open(K8S_DIR / "kustomization.yaml") as f:
+    with open(pathlib.Path(path or K8S_BASE) / "kustomization.yaml") as f:
         return yaml.safe_load(f)
 
 
-def load_resources():
-    """The objects deploy/k8s applies: `kubectl kustomize` output when kubectl
-    is here (what `kubectl apply -k` sends), else the kustomization's
-    resource files read directly. Returns (objects, how)."""
+def render_dirs():
+    """{name: folder} of every kustomization a user applies: the base and
+    each overlay directly under deploy/k8s/overlays (their own helper
+    folders, like overlays/jobset/with-job, are not listed)."""
+    dirs = {"base": K8S_BASE}
+    for d in sorted((K8S_DIR / "overlays").iterdir()):
+        if (d / "kustomization.yaml").is_file():
+            dirs[d.name] = d
+    return dirs
+
+
+def render(path):
+    """`kubectl kustomize PATH` (what `kubectl apply -k PATH` sends) as a
+    list of objects; None when kubectl is not installed."""
     yaml = require_module("yaml", "pyyaml")
     kubectl = shutil.which("kubectl")
-    if kubectl:
-        out = subprocess.run([kubectl, "kustomize", str(K8S_DIR)], capture_output=True,
-                             text=True, timeout=60)
-        if out.returncode != 0:
-            raise SystemExit(f"FAIL: kubectl kustomize {K8S_DIR}: {out.stderr.strip()}")
-        return [d for d in yaml.safe_load_all(out.stdout) if d], "kubectl kustomize"
+    if not kubectl:
+        return None
+    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    if out.returncode != 0:
+        raise SystemExit(f"FAIL: kubectl kustomize {path}: {out.stderr.strip()}")
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def load_resources(path=None):
+    """The objects deploy/k8s/base (or the kustomization at `path`) applies:
+    `kubectl kustomize` output when kubectl is here, else (base only) the
+    kustomization's resource files read directly. Returns (objects, how)."""
+    yaml = require_module("yaml", "pyyaml")
+    path = pathlib.Path(path or K8S_BASE)
+    objs = render(path)
+    if objs is not None:
+        return objs, "kubectl kustomize"
+    if path != K8S_BASE:
+        skip(f"kubectl is not installed: cannot render {path}")
     docs = []
-    for res in kustomization()["resources"]:
-        with open(K8S_DIR / res) as f:
+    for res in kustomization(path)["resources"]:
+        with open(path / res) as f:
             docs.extend(d for d in yaml.safe_load_all(f) if d)
     return docs, "resource files (kubectl absent)"
+
+
+def pod_templates(obj):
+    """Pod templates ({metadata, spec}) an object creates pods from:
+    spec.template of a Deployment/Job/StatefulSet, and the Job template of
+    every replicated Job of a JobSet."""
+    spec = obj.get("spec", {})
+    if obj.get("kind") == "JobSet":
+        return [rj["template"]["spec"]["template"] for rj in spec.get("replicatedJobs", [])]
+    return [spec["template"]] if "template" in spec else []
+
+
+def worker_pod_template(objs):
+    """The worker pod template: the Job's, or the JobSet's (one of them)."""
+    for o in objs:
+        if o["kind"] in ("Job", "JobSet") and o["metadata"]["name"] == "zeroshard-worker":
+            return pod_templates(o)[0]
+    return None
 
 
 def find(objs, kind, name):

@@ -3,8 +3,11 @@
 reading them against the repository: every path they COPY exists, every
 folder the CMake project adds is copied (or the in-image build would fail),
 the binaries they stage are targets the project builds, the runtime stage
-runs as non-root, and collect-runtime-libs.sh stages a real binary so that
-it runs from the staged libraries alone."""
+runs as non-root, builds a Release configuration of only the shipped
+targets, a top-level .dockerignore keeps build dirs, runs/, .git and
+worktrees out of the context, and collect-runtime-libs.sh stages a real
+binary, stripped, so that it runs from the staged libraries alone."""
+import fnmatch
 import os
 import re
 import subprocess
@@ -56,11 +59,18 @@ for name, binary in (("Dockerfile.coordinator", "zeroshard-coordinator"),
         c.check(f in copied, f"{name}: copies {f}")
     c.check(not any(s.startswith("build") for s in copied), f"{name}: copies no build directory")
     run = " ".join(a for k, a in ins if k == "RUN")
-    c.check("scripts/setup.sh" in run and "scripts/build.sh" in run,
-            f"{name}: builds with scripts/setup.sh and scripts/build.sh")
+    c.check("scripts/setup.sh" in run, f"{name}: installs the build dependencies with setup.sh")
+    c.check("-DCMAKE_BUILD_TYPE=Release" in run, f"{name}: configures CMAKE_BUILD_TYPE=Release")
+    builds = re.findall(r"cmake --build (\S+)((?:\s+--target(?:\s+[\w-]+)+)?)", run)
+    c.check("scripts/build.sh" not in run and builds and all(t for _, t in builds),
+            f"{name}: every `cmake --build` names its --target (no whole-tree build)")
+    built = {t for _, ts in builds for t in ts.split() if t != "--target"}
     staged = re.findall(r"collect-runtime-libs\.sh\s+\S+\s+((?:build/bin/[\w-]+\s*)+)", run)
     staged_bins = {p.rsplit("/", 1)[-1] for s in staged for p in s.split()}
-    c.check(binary in staged_bins, f"{name}: stages {binary} (staged {sorted(staged_bins)})")
+    c.check(staged_bins == {binary, "zeroshard"},
+            f"{name}: stages {binary} and the zeroshard CLI (staged {sorted(staged_bins)})")
+    c.check(built == staged_bins, f"{name}: builds exactly the targets it ships "
+            f"(built {sorted(built)}, staged {sorted(staged_bins)})")
     for b in staged_bins:
         c.check(b in executables, f"{name}: {b} is an add_executable target")
     final = text[text.rfind("\nFROM "):]
@@ -78,6 +88,28 @@ for name, binary in (("Dockerfile.coordinator", "zeroshard-coordinator"),
             c.check(path_at < i, f"{name}: PATH has /opt/zeroshard/bin before `RUN {a[:60]}...`")
 coord_text = (DOCKER / "Dockerfile.coordinator").read_text()
 c.check("-DZEROSHARD_CUDA=OFF" in coord_text, "coordinator image configures -DZEROSHARD_CUDA=OFF")
+c.check(re.search(r"^EXPOSE\s+50051\s+9464\s*$", coord_text, re.M) is not None
+        and "--metrics-listen=0.0.0.0:9464" in coord_text,
+        "coordinator image serves metrics on 9464 (EXPOSE and CMD)")
+
+# --- .dockerignore: the build context leaves out what the image never reads. ---
+ignore_file = dc.SOURCE_DIR / ".dockerignore"
+c.check(ignore_file.is_file(), ".dockerignore at the repository root")
+patterns = [ln.strip() for ln in (ignore_file.read_text() if ignore_file.is_file() else "")
+            .splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def ignored(path):
+    return any(fnmatch.fnmatch(path, p.rstrip("/")) for p in patterns if not p.startswith("!"))
+
+
+for path in (".git", "build", "build-asan", "runs", "wt-k8s"):
+    c.check(ignored(path), f".dockerignore leaves out {path}")
+for name in ("Dockerfile.coordinator", "Dockerfile.worker"):
+    for k, a in instructions((DOCKER / name).read_text()):
+        if k == "COPY" and "--from" not in a:
+            for src in a.split()[:-1]:
+                c.check(not ignored(src.rstrip("/")), f".dockerignore keeps {src}, {name} copies it")
 c.check("BUILD_IMAGE" in (DOCKER / "Dockerfile.worker").read_text(),
         "worker image takes a CUDA build image as a build argument")
 
@@ -91,6 +123,13 @@ if binary.is_file():
         c.check(out.returncode == 0, f"collect-runtime-libs.sh: {out.stderr.strip()}")
         staged = pathlib.Path(d) / "bin" / binary.name
         c.check(staged.is_file(), "binary staged under bin/")
+        sections = subprocess.run(["readelf", "-S", "-W", str(staged)], capture_output=True,
+                                  text=True, timeout=30).stdout
+        c.check(".text" in sections and ".symtab" not in sections
+                and ".debug_info" not in sections,
+                "the staged binary is stripped (no .symtab, no .debug_info)")
+        c.check(staged.stat().st_size < binary.stat().st_size,
+                f"stripped {staged.stat().st_size} B < built {binary.stat().st_size} B")
         # Every library the binary needs resolves from the staged lib/ or
         # glibc/libstdc++ (present in the runtime base), never elsewhere.
         env = dict(os.environ, LD_LIBRARY_PATH=str(pathlib.Path(d) / "lib"))

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Keeps the manifests and images honest: every flag that deploy/k8s or a
+"""Keeps the manifests and images honest: every flag that deploy/k8s (the
+base and every overlay) or a
 Dockerfile's CMD passes to zeroshard-coordinator / zeroshard-worker appears
 in that binary's --help. Skipped (77) when the binaries are not built."""
 import re
@@ -31,18 +32,19 @@ if missing:
 
 known = {b: help_flags(b) for b in binaries}
 used = {b: {} for b in binaries}  # binary -> flag -> where
-objs, _ = dc.load_resources()
-for o in objs:
-    if "template" not in o.get("spec", {}):
-        continue
-    spec = dc.pod_spec(o)
-    for container in spec.get("containers", []) + spec.get("initContainers", []):
-        argv = dc.container_argv(container)
-        binary = argv[0].rsplit("/", 1)[-1] if argv else ""
-        if binary not in used:
-            continue
-        for flag in dc.flags_of(argv):
-            used[binary].setdefault(flag, set()).add(f"{o['kind']}/{o['metadata']['name']}")
+for render, path in dc.render_dirs().items():
+    objs, _ = dc.load_resources(path)
+    for o in objs:
+        for tmpl in dc.pod_templates(o):
+            spec = tmpl["spec"]
+            for container in spec.get("containers", []) + spec.get("initContainers", []):
+                argv = dc.container_argv(container)
+                binary = argv[0].rsplit("/", 1)[-1] if argv else ""
+                if binary not in used:
+                    continue
+                for flag in dc.flags_of(argv):
+                    used[binary].setdefault(flag, set()).add(
+                        f"{render}:{o['kind']}/{o['metadata']['name']}")
 for dockerfile, binary in (("Dockerfile.coordinator", "zeroshard-coordinator"),
                            ("Dockerfile.worker", "zeroshard-worker")):
     for flag in dockerfile_cmd_flags(dockerfile):

@@ -22,7 +22,7 @@ c = dc.Checker("prometheus_test")
 yaml = dc.require_module("yaml", "pyyaml")
 promtool = shutil.which("promtool")
 if not promtool:
-    dc.skip("promtool is not installed (Debian package prometheus; scripts/setup.sh installs it)")
+    dc.skip("promtool is not installed (Debian package prometheus; scripts/setup-test-tools.sh installs it)")
 
 
 def run(*args, cwd=None):
@@ -133,7 +133,7 @@ for job in k8s_jobs:
 objs, _ = dc.load_resources()
 targets = []
 for o in objs:
-    if o["kind"] not in ("Deployment", "StatefulSet"):
+    if o["kind"] not in ("Deployment", "Job"):
         continue
     for container in dc.pod_spec(o)["containers"]:
         for port in container.get("ports", []) or [{"containerPort": 0}]:

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc/plan_proto.h"
+#include "worker/health/worker_health.h"
 #include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
@@ -40,12 +41,14 @@ WorkerSession::WorkerSession(CoordinatorClient& client, Identity identity,
       identity_(std::move(identity)),
       member_id_(joined.member_id()),
       interval_(absl::Milliseconds(std::max<int64_t>(50, joined.heartbeat_interval_ms()))) {
+  WorkerHealth::Process().RecordContact(absl::Now(), /*in_running_generation=*/false);
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
 
 WorkerSession::~WorkerSession() {
   stop_.Notify();
   if (heartbeat_.joinable()) heartbeat_.join();
+  WorkerHealth::Process().RecordSessionEnded();
 }
 
 void WorkerSession::HeartbeatLoop() {
@@ -69,6 +72,12 @@ void WorkerSession::HeartbeatLoop() {
         in_latest_ = reply->in_generation() &&
                      reply->state() == v1::GenerationInfo::STATE_RUNNING;
         change_pending_ = in_latest_ && reply->change_pending();
+      }
+      // The probes (worker/health): a reply is a successful heartbeat.
+      if (reply.ok()) {
+        WorkerHealth::Process().RecordContact(absl::Now(), in_latest_);
+      } else {
+        WorkerHealth::Process().RecordFailedContact();
       }
       if (watched_ != 0 && on_end_ && EndedLocked(watched_)) {
         fire = std::move(on_end_);
