@@ -1,7 +1,8 @@
 // zeroshard-worker: one training process (one accelerator, or CPU). Exit 0
-// when the job is done (or was already), or after a graceful leave on
-// SIGTERM/SIGINT; 1 with one line naming the cause otherwise (e.g. "job X
-// failed: failure 21 exceeds max_failures 20 ...").
+// when the job is done (or was already); --leave-exit-code (default 0) after
+// a graceful leave on SIGTERM/SIGINT; 2 for a command-line error; 1 with one
+// line naming the cause otherwise (e.g. "job X failed: failure 21 exceeds
+// max_failures 20 ...").
 #include <iostream>
 #include <memory>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   zeroshard::WorkerOptions options;
   std::string health_listen;
   double health_stale_after_s = 60;
+  int leave_exit_code = 0;
   app.add_option("--coordinator", options.coordinator, "coordinator address HOST:PORT")->required();
   app.add_option("--worker-id", options.worker_id, "stable name of this worker (default host:pid)");
   app.add_option("--host", options.host, "address peers reach this worker on")->capture_default_str();
@@ -27,12 +29,25 @@ int main(int argc, char** argv) {
   app.add_option("--health-stale-after", health_stale_after_s,
                  "seconds without a successful heartbeat after which /healthz fails")
       ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
+  // In a Kubernetes Indexed Job an exit 0 completes the pod's index for
+  // good; a code the Job's podFailurePolicy ignores gets the index a new pod
+  // instead (a drained node's worker comes back elsewhere).
+  app.add_option("--leave-exit-code", leave_exit_code,
+                 "exit status after a graceful leave on SIGTERM/SIGINT (0, or 3-255: 1 and 2 "
+                 "are errors)")
+      ->check(CLI::Range(0, 255))->capture_default_str();
   app.footer(
-      "Signals: SIGTERM or SIGINT leaves the job at the next step boundary and exits 0 "
-      "(a second signal exits at once). Exit 1 with one line naming the cause otherwise.");
+      "Signals: SIGTERM or SIGINT leaves the job at the next step boundary and exits with "
+      "--leave-exit-code (a second signal exits at once). Exit 0 when the job is done, 2 for "
+      "a command-line error, 1 with one line naming the cause otherwise.");
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
-  // SIGTERM/SIGINT: leave at the next step boundary and exit 0; a second
-  // one exits at once.
+  if (leave_exit_code == 1 || leave_exit_code == 2) {
+    std::cerr << "zeroshard-worker: --leave-exit-code " << leave_exit_code
+              << " is reserved (1: an error, 2: a command-line error); use 0 or 3-255\n";
+    return 2;
+  }
+  // SIGTERM/SIGINT: leave at the next step boundary and exit with
+  // --leave-exit-code; a second one exits at once.
   zeroshard::InstallStopSignalHandlers();
   std::unique_ptr<zeroshard::HealthHttpServer> health;
   if (!health_listen.empty()) {
@@ -52,5 +67,5 @@ int main(int argc, char** argv) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";
     return 1;
   }
-  return 0;
+  return zeroshard::StopRequested() ? leave_exit_code : 0;
 }

@@ -122,6 +122,14 @@ def check_worker_job_spec(c, where, job_spec, min_workers, max_workers):
         c.check(r["action"] == "Ignore" or codes.get("operator") != "NotIn",
                 f"{where}: no NotIn rule that would fail or count exit 0 as a crash")
     tmpl = job_spec["template"]
+    (ctr,) = tmpl["spec"]["containers"]
+    leave = int(dc.flags_of(dc.container_argv(ctr)[1:]).get("--leave-exit-code", 0))
+    c.check(leave not in (0, 1, 2), f"{where}: a graceful leave exits with its own code, not 0 "
+            f"(which would complete the index for good) nor 1/2 (got {leave})")
+    c.check(any(r["action"] == "Ignore" and r.get("onExitCodes", {}).get("operator") == "In"
+                and leave in r["onExitCodes"].get("values", []) for r in rules),
+            f"{where}: podFailurePolicy ignores the leave's exit {leave}, so the index gets a "
+            "new pod without counting a failure")
     c.check(tmpl["spec"].get("restartPolicy") == "Never",
             f"{where}: restartPolicy Never (podFailurePolicy needs it)")
 

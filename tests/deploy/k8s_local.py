@@ -244,6 +244,30 @@ class LocalCluster:
         while its index was in range (pods a scale-down deleted do not count)."""
         return {p.index for p in self.pods if p.proc.poll() == 0 and not p.out_of_range}
 
+    def failure_action(self, exit_code):
+        """What the Job's podFailurePolicy does with a pod that exited
+        `exit_code` (non-zero), as the Job controller reads its onExitCodes
+        rules in order: "Ignore", "FailJob", "FailIndex", or "Count" (no rule
+        matched: the failure counts against backoffLimit; the index is
+        retried either way unless the Job fails)."""
+        for rule in self.job_obj["spec"].get("podFailurePolicy", {}).get("rules", []):
+            codes = rule.get("onExitCodes")
+            if not codes or codes.get("containerName", self.worker["name"]) != self.worker["name"]:
+                continue
+            inside = exit_code in codes["values"]
+            if inside == (codes["operator"] == "In"):
+                return rule["action"]
+        return "Count"
+
+    def replace_failed(self, pod):
+        """The Job controller's answer to a failed pod of an index in range:
+        a new pod for the index unless the policy fails the Job or index.
+        Returns (action, the new pod or None)."""
+        action = self.failure_action(pod.proc.returncode)
+        if action in ("Ignore", "Count") and not pod.out_of_range:
+            return action, self.start_pod(pod.index)
+        return action, None
+
     def scale_to(self, n):
         """parallelism = completions = n, as the Job controller applies it:
         pods of indexes >= n are deleted (SIGTERM; returned) and do not

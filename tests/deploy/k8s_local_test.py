@@ -13,9 +13,11 @@ a few steps so that 2 cores finish in time; the manifests stay as shipped.
 
 Scenario, as `kubectl patch job/zeroshard-worker` of parallelism and
 completions would drive it: start `parallelism` indexes; scale down to
---min-workers (the highest indexes get SIGTERM: they hand off and exit 0);
-scale up by one (a new pod for the next index); SIGTERM one pod as a drain
-would (it exits 0, which completes its index); then the job completes: the
+--min-workers (the highest indexes get SIGTERM: they hand off and exit with
+the manifest's --leave-exit-code); scale up by one (a new pod for the next
+index); SIGTERM one pod as a drain would (it exits with the leave code,
+which the Job's podFailurePolicy ignores, so the index gets a new pod that
+rejoins); then the job completes: the
 coordinator reports completed, every remaining worker exits 0, and a late
 worker of the completed job exits 0 at once. Skipped (77) without the
 binaries, kubectl or the job's data."""
@@ -45,6 +47,7 @@ svc = dc.find(objs, "Service", "zeroshard-coordinator")
 (worker_ctr,) = dc.pod_spec(job_obj)["containers"]
 cflags = dc.flags_of(dc.container_argv(coord_ctr)[1:])
 min_workers, parallelism = int(cflags["--min-workers"]), job_obj["spec"]["parallelism"]
+LEAVE_CODE = int(dc.flags_of(dc.container_argv(worker_ctr)[1:]).get("--leave-exit-code", 0))
 c.check(parallelism > min_workers, f"the Job's parallelism {parallelism} > --min-workers "
         f"{min_workers}, so there is room to scale down")
 
@@ -78,9 +81,10 @@ with tempfile.TemporaryDirectory() as root:
                     for p in cluster.running_pods()), "every training worker's /readyz is 200")
 
         # kubectl patch ... parallelism=completions=min_workers: the highest
-        # indexes' pods are deleted (SIGTERM) and must exit 0.
+        # indexes' pods are deleted (SIGTERM) and leave gracefully.
         for pod in cluster.scale_to(min_workers):
-            c.check(pod.wait(60) == 0, f"{pod.name} (scaled down) exits 0: {pod.tail()}")
+            c.check(pod.wait(60) == LEAVE_CODE,
+                    f"{pod.name} (scaled down) exits {LEAVE_CODE}: {pod.tail()}")
         step = cluster.metrics()["step"]
         c.check(cluster.wait_for(lambda m: m["workers"] == min_workers and m["step"] > step,
                                  deadline), f"training goes on with {min_workers} workers: "
@@ -94,10 +98,22 @@ with tempfile.TemporaryDirectory() as root:
                                  deadline), f"the scaled-up generation of {min_workers + 1} "
                 f"trains: {cluster.metrics()}")
 
-        # A drain: SIGTERM to index 1's pod; it hands off and exits 0.
+        # A drain: SIGTERM to index 1's pod; it hands off and exits with the
+        # leave code. Exit 0 would complete index 1 for good (the Job would
+        # go on one worker short); the policy must give the index a new pod.
         drained = cluster.pod_of(1)
         drained.terminate()
-        c.check(drained.wait(60) == 0, f"{drained.name} exits 0 on SIGTERM: {drained.tail()}")
+        c.check(LEAVE_CODE != 0, "a graceful leave does not exit 0 (it would complete the index)")
+        c.check(drained.wait(60) == LEAVE_CODE,
+                f"{drained.name} exits {LEAVE_CODE} on SIGTERM: {drained.tail()}")
+        action, replacement = cluster.replace_failed(drained)
+        c.check(action == "Ignore", f"podFailurePolicy ignores exit {LEAVE_CODE} (got {action})")
+        if replacement:
+            cluster.worker_argv_honest(c, replacement)
+            step = cluster.metrics()["step"]
+            c.check(cluster.wait_for(lambda m: m["workers"] == min_workers + 1
+                                     and m["step"] > step, deadline),
+                    f"index 1's new pod rejoins: {cluster.metrics()}")
         print(f"after the drain: {cluster.metrics()} of {STEPS} steps", flush=True)
         c.check(cluster.metrics()["job_completed"] == 0,
                 f"the job outlasted the scale events (raise STEPS): {cluster.metrics()}")
