@@ -21,18 +21,11 @@ PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_valida
 TORCH_PURE_DEPS=(filelock typing-extensions sympy networkx jinja2 fsspec setuptools)
 
 status=0
-missing=()
-for p in "${DEB_TEST_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup-test-tools: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-      --no-install-recommends "${missing[@]}" >/dev/null; } \
-    || { echo "setup-test-tools: could not install ${missing[*]}; their tests skip"; status=1; }
-fi
+# shellcheck source=scripts/apt_missing.sh
+source "$(dirname "$0")/apt_missing.sh"
+apt_install_missing setup-test-tools "${DEB_TEST_PACKAGES[@]}" \
+  || { echo "setup-test-tools: could not install ${DEB_TEST_PACKAGES[*]}; their tests skip"
+       status=1; }
 
 # pip_install ARGS...: pip into this python3 (Debian's own is "externally
 # managed": then with --break-system-packages), one retry.

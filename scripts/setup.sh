@@ -17,16 +17,7 @@ DEB_PACKAGES=(
   libbenchmark-dev python3
 )
 
-missing=()
-for p in "${DEB_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=scripts/apt_missing.sh
+source "$(dirname "$0")/apt_missing.sh"
+apt_install_missing setup "${DEB_PACKAGES[@]}"
 echo "setup: build dependencies present"
