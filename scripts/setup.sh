@@ -9,7 +9,7 @@ DEB_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgloo-dev libcivetweb-dev civetweb libopenblas-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  libbenchmark-dev prometheus python3
+  libbenchmark-dev prometheus python3 liburing-dev
 )
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
 PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard)
