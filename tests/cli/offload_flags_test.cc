@@ -26,7 +26,8 @@ void ExpectUsageError(const std::string& args, const std::string& names) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
 }
 
-const std::string kLaunch = "zeroshard launch --model tiny --steps 1 -n 1 --run-dir /tmp/zs_offload_flags ";
+const std::string kRun = "zeroshard launch --steps 1 -n 1 --run-dir /tmp/zs_offload_flags ";
+const std::string kLaunch = kRun + "--model tiny ";
 
 TEST(OffloadFlagsTest, LaunchRefusesBadOffloadSettings) {
   ExpectUsageError(kLaunch + "--offload-optimizer disk", "offload_optimizer");
@@ -52,7 +53,7 @@ TEST(OffloadFlagsTest, LaunchRefusesADiskTooSmall) {
     GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): the full-disk refusal is "
                     "covered by offload_io_test's CheckOffloadDir case";
   }
-  ExpectUsageError(kLaunch + "--model medium --offload-optimizer nvme --offload-dir " + dir,
+  ExpectUsageError(kRun + "--model medium --offload-optimizer nvme --offload-dir " + dir,
                    "GiB free, offload needs");
   ::umount(dir.c_str());
   ::rmdir(dir.c_str());
