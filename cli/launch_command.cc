@@ -93,7 +93,7 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "where each rank keeps master weights and AdamW moments: none (device "
                   "memory), host, or nvme (files under --offload-dir)")->capture_default_str();
   sub->add_option("--offload-params", o.job.offload_params,
-                  "none, or nvme: stage-3 parameter shards in files under --offload-dir")
+                  "none (nvme, stage-3 parameter shards in files, is not supported yet)")
       ->capture_default_str();
   sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
   sub->add_option("--offload-prefetch", o.job.offload_prefetch,

@@ -50,8 +50,9 @@ struct JobConfig {
   int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
   // Offload (worker/offload): where each rank keeps its optimizer state,
   // "none" (device memory), "host" or "nvme" (files under offload_dir);
-  // with "nvme" params, stage-3 parameter shards also go to offload_dir,
-  // read offload_prefetch units ahead. Results do not depend on it; a
+  // offload_params "nvme" (stage-3 parameter shards to offload_dir, read
+  // offload_prefetch units ahead) is reserved and refused for now. Results
+  // do not depend on where the state lives; a
   // worker's own --offload-* flags override these.
   std::string offload_optimizer = "none";
   std::string offload_params = "none";
