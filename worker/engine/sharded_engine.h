@@ -42,6 +42,13 @@
 // crosses to the host (GatherFullParams, CopyOptimizerState,
 // LoadShardState). Pointers the hooks hand out are device memory.
 //
+// Optimizer state: master weights, m and v of each unit live in an
+// OptimizerStore (worker/offload/optimizer_store.h, EngineOptions::offload):
+// device memory by default, or host memory / NVMe files, which Step streams
+// in unit order (unit u+1 read while u is updated, u-1 written back) with
+// bit-equal results; the offloaded bytes are memory().offloaded and only
+// the staging slots count as optimizer memory.
+//
 // Mixed precision: master weights, m and v are fp32 and exist only for the
 // optimizer range (the shard; all of P at stage 0). With bf16 compute the
 // model still sees fp32: the engine up-converts into a transient fp32 view

@@ -13,6 +13,8 @@
 namespace zeroshard {
 namespace {
 
+constexpr int kWaitSeconds = 120;  // Longest wait for one chunk.
+
 absl::Status Errno(const char* what, const std::string& path, int err) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(err)));
 }
@@ -78,10 +80,19 @@ absl::Status IoRing::TransferUring(bool write, int fd, uint8_t* buf, int64_t byt
       issued += len;
       ++in_flight;
     }
-    if (io_uring_submit(ring) < 0 && in_flight == 0) return Errno("submit", path, EIO);
+    const int submitted = io_uring_submit(ring);
+    if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
+      return Errno("submit", path, -submitted);
+    }
+    // Bounded: a device that stops answering is an error, not a hang.
     io_uring_cqe* cqe = nullptr;
-    const int rc = io_uring_wait_cqe(ring, &cqe);
+    __kernel_timespec limit{kWaitSeconds, 0};
+    const int rc = io_uring_wait_cqe_timeout(ring, &cqe, &limit);
     if (rc == -EINTR) continue;
+    if (rc == -ETIME) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(write ? "write " : "read ", path, ": no completion in ", kWaitSeconds, " s"));
+    }
     if (rc < 0) return Errno("wait", path, -rc);
     const uint64_t data = io_uring_cqe_get_data64(cqe);
     const int64_t at = static_cast<int64_t>(data >> 20);

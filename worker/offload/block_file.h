@@ -12,7 +12,9 @@
 // Alignment: buffers, offsets and sizes passed to Read/Write must be
 // multiples of kBlockBytes (4096), which O_DIRECT needs; AlignUp rounds.
 // Errors: INTERNAL naming the path and errno's text for a failed open, read
-// or write; DATA_LOSS for a short read (the file ended early).
+// or write; DATA_LOSS for a short read (the file ended early);
+// DEADLINE_EXCEEDED when io_uring completes no chunk in 120 s (the chunks
+// still in flight may land later in the buffer, which callers keep).
 // Thread safety: a BlockFile may be read and written from several threads
 // at once on disjoint ranges; an IoRing by one thread at a time.
 #pragma once
