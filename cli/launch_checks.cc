@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "common/zero_memory.h"
 #include "worker/data/text_corpus.h"
@@ -53,11 +54,26 @@ absl::Status CheckDevice(const JobConfig& job) {
   return CreateDevice({"cuda", -1, 1}).status();
 }
 
+// NVMe offload: the dir exists, is writable and holds every rank's files.
+absl::Status CheckOffload(LaunchOptions& o, const ModelConfig& model) {
+  const JobConfig& j = o.job;
+  const bool opt = j.offload_optimizer == "nvme", params = j.offload_params == "nvme";
+  if (!opt && !params) return absl::OkStatus();
+  std::error_code ec;
+  o.job.offload_dir = std::filesystem::absolute(j.offload_dir, ec).string();
+  const int units = static_cast<int>(ModelUnits(model).size());
+  return CheckOffloadDir(j.offload_dir,
+                         OffloadBytesNeeded(ModelParamCount(model), j.stage, o.workers, opt,
+                                            params, static_cast<int>(DTypeSize(j.compute_dtype)),
+                                            units));
+}
+
 absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
   const int64_t psi = ModelParamCount(model);
   const int c = static_cast<int>(DTypeSize(o.job.compute_dtype));
   // Full grads are fp32 on the CPU; gather buffers and activations on top.
-  const MemoryByKind per_rank = ZeroFormulaBytes(o.job.stage, psi, o.workers, c, 4);
+  MemoryByKind per_rank = ZeroFormulaBytes(o.job.stage, psi, o.workers, c, 4);
+  if (o.job.offload_optimizer == "nvme") per_rank.optimizer = 0;  // Staging is in `buffers`.
   const int64_t buffers = 2 * 4 * psi;  // fp32 views of a gathered unit, bounded by the model.
   const int64_t activations =
       ModelActivationBytes(model, o.job.micro_batch, model.n_ctx);
@@ -100,6 +116,7 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_RETURN_IF_ERROR(CheckDevice(o.job));
   // Loading is the check: a missing path or no text is named in the error.
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
+  ZS_RETURN_IF_ERROR(CheckOffload(o, model));
   return CheckMemory(o, model);
 }
 

@@ -89,6 +89,16 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "refresh the neighbour copies every K steps")
       ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
+  sub->add_option("--offload-optimizer", o.job.offload_optimizer,
+                  "where each rank keeps master weights and AdamW moments: none (device "
+                  "memory), host, or nvme (files under --offload-dir)")->capture_default_str();
+  sub->add_option("--offload-params", o.job.offload_params,
+                  "none (nvme, stage-3 parameter shards in files, is not supported yet)")
+      ->capture_default_str();
+  sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
+  sub->add_option("--offload-prefetch", o.job.offload_prefetch,
+                  "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
+      ->capture_default_str();
 }
 
 }  // namespace

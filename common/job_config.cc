@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "absl/strings/str_cat.h"
+#include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -45,6 +46,14 @@ absl::Status JobConfig::Validate() const {
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (redundancy != 0 && redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
   if (redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");
+  ZS_RETURN_IF_ERROR(CheckOffloadValue("job config: offload_optimizer", offload_optimizer, "none|host|nvme"));
+  ZS_RETURN_IF_ERROR(CheckOffloadValue("job config: offload_params", offload_params, "none|nvme"));
+  if ((offload_optimizer == "nvme" || offload_params == "nvme") && offload_dir.empty()) {
+    return OutOfRange("offload_dir", "is needed for nvme offload");
+  }
+  if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
+  if (offload_params == "nvme") return OutOfRange("offload_params", "nvme is not supported yet (only the optimizer state offloads)");
+  if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
   if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
   }
@@ -78,8 +87,9 @@ std::string JobConfig::ToJson() const {
       {"collective_timeout_s", collective_timeout_s},
       {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
       {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
-      {"redundancy_every", redundancy_every},
-      {"max_failures", max_failures}};
+      {"redundancy_every", redundancy_every}, {"offload_optimizer", offload_optimizer},
+      {"offload_params", offload_params}, {"offload_dir", offload_dir},
+      {"offload_prefetch", offload_prefetch}, {"max_failures", max_failures}};
   return j.dump();
 }
 
@@ -127,6 +137,10 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "redundancy") c.redundancy = value.get<int>();
       else if (key == "redundancy_every") c.redundancy_every = value.get<int64_t>();
       else if (key == "max_failures") c.max_failures = value.get<int64_t>();
+      else if (key == "offload_optimizer") c.offload_optimizer = value.get<std::string>();
+      else if (key == "offload_params") c.offload_params = value.get<std::string>();
+      else if (key == "offload_dir") c.offload_dir = value.get<std::string>();
+      else if (key == "offload_prefetch") c.offload_prefetch = value.get<int>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

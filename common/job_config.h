@@ -48,6 +48,16 @@ struct JobConfig {
   // optimizer shard (host memory), so one lost rank is rebuilt live.
   int redundancy = 0;
   int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
+  // Offload (worker/offload): where each rank keeps its optimizer state,
+  // "none" (device memory), "host" or "nvme" (files under offload_dir);
+  // offload_params "nvme" (stage-3 parameter shards to offload_dir, read
+  // offload_prefetch units ahead) is reserved and refused for now. Results
+  // do not depend on where the state lives; a
+  // worker's own --offload-* flags override these.
+  std::string offload_optimizer = "none";
+  std::string offload_params = "none";
+  std::string offload_dir;
+  int offload_prefetch = 1;
   // Failures the job tolerates (a lost member or a failed collective, each
   // ending a generation; joins and graceful leaves are not failures). The
   // coordinator counts them and fails the job at one more. In [0, 1e6].

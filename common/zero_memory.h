@@ -26,6 +26,11 @@ struct MemoryByKind {
   // committed optimizer shard and its ring neighbour's. Not in total(),
   // which is the device-side state.
   int64_t redundancy = 0;
+  // Optimizer state moved out of device memory by --offload-optimizer (host
+  // memory or NVMe files) and, with --offload-params nvme, the stage-3
+  // parameter shards on NVMe. Not in total(); the staging buffers that
+  // stream it are counted under optimizer / params.
+  int64_t offloaded = 0;
   int64_t model_state() const { return params + grads + optimizer; }
   int64_t total() const { return model_state() + buffers; }
 };

@@ -14,7 +14,7 @@ DEB_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgloo-dev libcivetweb-dev civetweb libopenblas-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  libbenchmark-dev python3
+  libbenchmark-dev python3 liburing-dev
 )
 
 # shellcheck source=scripts/apt_missing.sh

@@ -37,7 +37,8 @@ absl::Status CheckSeconds(double v, const std::string& field) {
 absl::Status CheckMemory(const v1::MemoryBytes& m, const std::string& field) {
   for (auto [v, name] : {std::pair{m.params(), "params"}, std::pair{m.grads(), "grads"},
                          std::pair{m.optimizer(), "optimizer"}, std::pair{m.buffers(), "buffers"},
-                         std::pair{m.redundancy(), "redundancy"}}) {
+                         std::pair{m.redundancy(), "redundancy"},
+                         std::pair{m.offloaded(), "offloaded"}}) {
     if (auto s = CheckBytes(v, absl::StrCat(field, ".", name)); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -155,6 +156,7 @@ bool TrainingState::Record(const v1::StepReport& r) {
     f->Set({rank_label, "optimizer"}, static_cast<double>(m.optimizer()));
     f->Set({rank_label, "buffers"}, static_cast<double>(m.buffers()));
     f->Set({rank_label, "redundancy"}, static_cast<double>(m.redundancy()));
+    f->Set({rank_label, "offloaded"}, static_cast<double>(m.offloaded()));
   };
   set_memory(memory_metric_, r.memory());
   set_memory(peak_memory_metric_, r.peak_memory());

@@ -24,6 +24,7 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.optimizer_threads = 1;
   o.device = config.device;
   o.control_comm = config.control_comm;
+  o.offload = config.offload;
   return o;
 }
 

@@ -32,6 +32,8 @@ struct RunConfig {
   // The control communicator (null: the data one); needed when `comm` takes
   // device pointers.
   Communicator* control_comm = nullptr;
+  // Where the optimizer state lives (default: device memory).
+  OptimizerStoreOptions offload;
 };
 
 EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);

@@ -90,8 +90,8 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   r.step_seconds = 0.5;
   r.tokens_per_second = 2048;
   RankStepStats s;
-  s.memory = {1, 2, 3, 4, 9};
-  s.peak_memory = {5, 6, 7, 8, 10};
+  s.memory = {1, 2, 3, 4, 9, 11};
+  s.peak_memory = {5, 6, 7, 8, 10, 12};
   s.comm_bytes = {100, 200, 300};
   s.comm_seconds = {0.1, 0.2, 0.3};
   r.ranks = {s, RankStepStats::Unpack(s.Pack().data())};
@@ -103,6 +103,8 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   EXPECT_EQ(back->ranks[1].peak_memory.buffers, 8);
   EXPECT_EQ(back->ranks[1].peak_memory.redundancy, 10);  // Through Pack and the JSON line.
   EXPECT_EQ(back->ranks[0].memory.redundancy, 9);
+  EXPECT_EQ(back->ranks[1].peak_memory.offloaded, 12);
+  EXPECT_EQ(back->ranks[0].memory.offloaded, 11);
   EXPECT_EQ(back->ranks[1].comm_bytes[2], 300);
   EXPECT_DOUBLE_EQ(back->ranks[0].comm_seconds[1], 0.2);
   EXPECT_FALSE(StepRecord::FromJsonLine("{\"step\": 1}").ok());
@@ -128,6 +130,22 @@ TEST(JobConfigTest, ServedConfigTakesTheCoordinatorsCheckpointDirBeforeValidatin
   auto r = JobConfig::FromJson("{\"redundancy\": 1, \"redundancy_every\": 3}");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(JobConfig::FromJson(r->ToJson())->redundancy_every, 3);
+}
+
+TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
+  auto c = JobConfig::FromJson(R"({"offload_optimizer": "nvme", "offload_dir": "/scratch"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto back = JobConfig::FromJson(c->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->offload_optimizer, "nvme");
+  EXPECT_EQ(back->offload_dir, "/scratch");
+  EXPECT_EQ(JobConfig{}.offload_optimizer, "none");
+  for (const char* bad : {R"({"offload_optimizer": "disk"})", R"({"offload_optimizer": "nvme"})",
+                          R"({"offload_params": "host"})", R"({"offload_prefetch": -1})"}) {
+    auto r = JobConfig::FromJson(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("offload"), std::string::npos) << r.status();
+  }
 }
 
 }  // namespace

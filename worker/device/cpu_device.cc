@@ -1,5 +1,7 @@
 #include "worker/device/cpu_device.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -145,12 +147,35 @@ absl::StatusOr<MemoryInfo> ParseMeminfo(const std::string& text) {
   return MemoryInfo{total_kb * 1024, available_kb * 1024};
 }
 
+namespace {
+
+// Bytes this process may still map under RLIMIT_DATA (its limit less
+// /proc/self/status VmData), or -1 when there is no limit.
+int64_t DataLimitHeadroom() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_DATA, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  int64_t used_kib = 0;
+  for (std::string line; std::getline(status, line);) {
+    std::istringstream fields(line);
+    if (fields >> key && key == "VmData:" && fields >> used_kib) break;
+  }
+  return std::max<int64_t>(0, static_cast<int64_t>(limit.rlim_cur) - used_kib * 1024);
+}
+
+}  // namespace
+
+// MemAvailable, capped by an RLIMIT_DATA (a test's or a container's limit).
 absl::StatusOr<MemoryInfo> CpuDevice::memory_info() const {
   std::ifstream in("/proc/meminfo");
   if (!in) return absl::FailedPreconditionError("cpu: cannot read /proc/meminfo");
   std::stringstream text;
   text << in.rdbuf();
-  return ParseMeminfo(text.str());
+  ZS_ASSIGN_OR_RETURN(MemoryInfo info, ParseMeminfo(text.str()));
+  const int64_t headroom = DataLimitHeadroom();
+  if (headroom >= 0) info.free_bytes = std::min(info.free_bytes, headroom);
+  return info;
 }
 
 }  // namespace zeroshard

@@ -14,6 +14,7 @@ void MemoryAccountant::Allocated(MemoryKind kind, int64_t bytes) {
   const int k = static_cast<int>(kind);
   current_[k] += bytes;
   peak_[k] = std::max(peak_[k], current_[k]);
+  if (kind == MemoryKind::kOffloaded) return;  // Not device memory.
   current_total_ += bytes;
   peak_total_ = std::max(peak_total_, current_total_);
 }
@@ -22,14 +23,19 @@ void MemoryAccountant::Freed(MemoryKind kind, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   const int k = static_cast<int>(kind);
   current_[k] -= bytes;
-  current_total_ -= bytes;
   ZS_CHECK(current_[k] >= 0);
+  if (kind != MemoryKind::kOffloaded) current_total_ -= bytes;
 }
 
 namespace {
 MemoryBytes FromArray(const int64_t* a) {
-  return {a[static_cast<int>(MemoryKind::kParams)], a[static_cast<int>(MemoryKind::kGrads)],
-          a[static_cast<int>(MemoryKind::kOptimizer)], a[static_cast<int>(MemoryKind::kBuffers)]};
+  MemoryBytes m;
+  m.params = a[static_cast<int>(MemoryKind::kParams)];
+  m.grads = a[static_cast<int>(MemoryKind::kGrads)];
+  m.optimizer = a[static_cast<int>(MemoryKind::kOptimizer)];
+  m.buffers = a[static_cast<int>(MemoryKind::kBuffers)];
+  m.offloaded = a[static_cast<int>(MemoryKind::kOffloaded)];
+  return m;
 }
 }  // namespace
 

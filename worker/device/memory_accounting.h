@@ -20,6 +20,7 @@ enum class MemoryKind : int {
   kGrads,       // Gradients kept between hooks (full or shard, by stage).
   kOptimizer,   // fp32 master weights and AdamW m, v.
   kBuffers,     // Transient gather/scatter staging and fp32 views.
+  kOffloaded,   // Offloaded state (host memory or NVMe files); not in the total.
   kCount
 };
 
@@ -35,7 +36,7 @@ class MemoryAccountant {
   // Each kind's own peak since construction or ResetPeak (the kinds' peaks
   // need not coincide in time).
   MemoryBytes peak() const;
-  // Peak of the sum of all kinds.
+  // Peak of the sum of all kinds but kOffloaded.
   int64_t peak_total() const;
   // Sets each peak to the current value.
   void ResetPeak();

@@ -72,7 +72,9 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
   const int stage = options_.stage;
   DeviceBuffer grad32 = Buffer(MemoryKind::kBuffers);
   std::vector<std::unique_ptr<Work>> gathers;
-  for (Unit& unit : units_) {
+  const int num_units = static_cast<int>(units_.size());
+  for (int u = 0; u < num_units; ++u) {
+    Unit& unit = units_[u];
     const int64_t n = unit.opt_range.length, S = unit.plan->shard_numel;
     const float* g = static_cast<const float*>(ShardGrad(unit));
     if (options_.reduce_dtype != DType::kFp32) {
@@ -82,9 +84,9 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
       g = grad32.as<float>();
     }
     void* out = (stage == 1 || stage == 2) ? Slice(unit.params, S, cbytes()) : unit.params.data();
-    ZS_RETURN_IF_ERROR(device_->AdamW(options_.adamw, step_, multiplier,
-                                      {unit.master.as<float>(), unit.m.as<float>(),
-                                       unit.v.as<float>(), g, n, out, options_.compute_dtype}));
+    // The store streams units: u + 1 is read ahead while u is updated.
+    ZS_RETURN_IF_ERROR(opt_->Update(u, u + 1 < num_units ? u + 1 : 0, options_.adamw, step_,
+                                    multiplier, g, out, options_.compute_dtype));
     grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
     if (stage == 1 || stage == 2) {
       gathers.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
@@ -61,6 +63,7 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
   ZS_RETURN_IF_ERROR(Validate(plan, comm, options, initial_units));
   std::unique_ptr<ShardedEngine> engine(new ShardedEngine(plan, comm, options));
   ZS_RETURN_IF_ERROR(engine->CheckFits());
+  ZS_RETURN_IF_ERROR(engine->InitStore());
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
     ZS_RETURN_IF_ERROR(engine->InitUnit(u, initial_units[u]));
   }
@@ -77,8 +80,9 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
     device_ = owned_device_.get();
   }
   control_comm_ = options_.control_comm != nullptr ? options_.control_comm : comm_;
+  options_.offload.timeout = options_.collective_timeout;
+  if (options_.offload.cpu_threads == 0) options_.offload.cpu_threads = options_.optimizer_threads;
   for (Unit& unit : units_) {
-    for (DeviceBuffer* b : {&unit.master, &unit.m, &unit.v}) *b = Buffer(MemoryKind::kOptimizer);
     unit.params = Buffer(MemoryKind::kParams);
     unit.grads = Buffer(MemoryKind::kGrads);
     for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
@@ -93,10 +97,16 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
 absl::Status ShardedEngine::CheckFits() const {
   ZS_ASSIGN_OR_RETURN(const MemoryInfo info, device_->memory_info());
   // On the padded sizes, which every rank's shards divide exactly.
-  const int64_t resident =
+  MemoryByKind formula =
       ZeroFormulaBytes(options_.stage, plan_.total_padded_numel(), world_size_,
-                       static_cast<int>(cbytes()), static_cast<int>(gbytes()))
-          .model_state();
+                       static_cast<int>(cbytes()), static_cast<int>(gbytes()));
+  // Offloaded state leaves the device (host memory is the CPU device's own).
+  const OffloadTarget target = options_.offload.target;
+  if (target == OffloadTarget::kNvme ||
+      (target == OffloadTarget::kHost && device_->kind() != DeviceKind::kCpu)) {
+    formula.optimizer = StagingBytesFor(options_.offload, OptimizerSizes(), device_->kind());
+  }
+  const int64_t resident = formula.model_state();
   const int64_t needed = resident + BufferBytesBound();
   if (needed > info.free_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -114,6 +124,21 @@ void ShardedEngine::MustAllocate(DeviceBuffer& buffer, int64_t bytes) {
   ZS_CHECK(s.ok());
 }
 
+std::vector<int64_t> ShardedEngine::OptimizerSizes() const {
+  std::vector<int64_t> sizes;
+  for (const UnitPlan& u : plan_.units) {
+    sizes.push_back(OptimizerRange(u, options_.stage, rank_).length);
+  }
+  return sizes;
+}
+
+absl::Status ShardedEngine::InitStore() {
+  OptimizerStoreOptions o = options_.offload;
+  if (o.file_prefix.empty()) o.file_prefix = absl::StrCat("zeroshard-", ::getpid(), "-r", rank_, "-");
+  ZS_ASSIGN_OR_RETURN(opt_, CreateOptimizerStore(o, OptimizerSizes(), device_, &accountant_));
+  return absl::OkStatus();
+}
+
 absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   Unit& unit = units_[u];
   unit.plan = &plan_.units[u];
@@ -126,10 +151,13 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   ZS_RETURN_IF_ERROR(device_->Copy(padded.data(), initial.data(),
                                    static_cast<int64_t>(initial.size()) * 4));
   const float* all = padded.as<float>();
-  const int64_t n = unit.opt_range.length;
-  for (DeviceBuffer* b : {&unit.master, &unit.m, &unit.v}) ZS_RETURN_IF_ERROR(b->Allocate(n * 4));
-  ZS_RETURN_IF_ERROR(
-      device_->Copy(unit.master.data(), all + unit.opt_range.offset, n * 4));
+  // The master weights from the caller's values (zero padding past numel).
+  std::vector<float> master(static_cast<size_t>(unit.opt_range.length), 0.0f);
+  const int64_t numel = static_cast<int64_t>(initial.size());
+  for (int64_t i = unit.opt_range.offset; i < std::min(unit.opt_range.end(), numel); ++i) {
+    master[i - unit.opt_range.offset] = initial[i];
+  }
+  ZS_RETURN_IF_ERROR(opt_->Load(u, master.data(), nullptr, nullptr));
   const int64_t held = stage <= 2 ? P : S;  // Compute copy: full, or the shard at stage 3.
   ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
   ZS_RETURN_IF_ERROR(device_->Convert(all + (stage <= 2 ? 0 : unit.opt_range.offset),
@@ -180,106 +208,6 @@ ShardedEngine::Unit& ShardedEngine::At(int unit) {
 uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
                              int64_t elem_bytes) const {
   return full.as<uint8_t>() + static_cast<int64_t>(rank_) * shard_numel * elem_bytes;
-}
-
-absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
-  Unit& unit = At(u);
-  ZS_RETURN_IF_ERROR(AwaitInFlight());  // State crosses to the host.
-  std::vector<float> out(static_cast<size_t>(unit.plan->numel));
-  const int64_t bytes = static_cast<int64_t>(out.size()) * 4;
-  if (options_.stage == 0) {
-    ZS_RETURN_IF_ERROR(device_->Copy(out.data(), unit.master.data(), bytes));
-    ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
-    return out;
-  }
-  DeviceBuffer full = Buffer(MemoryKind::kBuffers);
-  ZS_RETURN_IF_ERROR(full.Allocate(unit.plan->padded_numel * 4));
-  std::unique_ptr<Work> work = comm_->AllGather(unit.master.data(), full.data(),
-                                                unit.plan->shard_numel, DType::kFp32,
-                                                {options_.collective_timeout});
-  if (absl::Status s = Await(work); !s.ok()) {
-    Retire(full);  // [Note: failed collective buffers]
-    return s;
-  }
-  ZS_RETURN_IF_ERROR(device_->Copy(out.data(), full.data(), bytes));
-  ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
-  return out;
-}
-
-OptimizerShardView OptimizerShardView::Slice(ElementRange sub) const {
-  const int64_t skip = sub.offset - range.offset;
-  ZS_CHECK(skip >= 0 && sub.length >= 0 && skip + sub.length <= range.length);
-  return {sub, master + skip, m + skip, v + skip};
-}
-
-OptimizerShardView ShardedEngine::OptimizerShard(int u) const {
-  ZS_CHECK(u >= 0 && u < static_cast<int>(units_.size()));
-  const Unit& unit = units_[u];
-  return {unit.opt_range, unit.master.as<float>(), unit.m.as<float>(), unit.v.as<float>()};
-}
-
-absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master,
-                                           absl::Span<const float> m,
-                                           absl::Span<const float> v) {
-  if (u < 0 || u >= static_cast<int>(units_.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("unit: ", u, " out of range"));
-  }
-  Unit& unit = units_[u];
-  const size_t n = static_cast<size_t>(unit.opt_range.length);
-  for (auto [name, span] : {std::pair{"master", master}, std::pair{"m", m}, std::pair{"v", v}}) {
-    if (span.size() != n) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": ", span.size(),
-                                                     " elements, expected ", n, " for unit '",
-                                                     unit.plan->name, "'"));
-    }
-  }
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
-  ZS_RETURN_IF_ERROR(device_->Copy(unit.master.data(), master.data(), n * 4));
-  ZS_RETURN_IF_ERROR(device_->Copy(unit.m.data(), m.data(), n * 4));
-  ZS_RETURN_IF_ERROR(device_->Copy(unit.v.data(), v.data(), n * 4));
-  compute_copy_stale_ = true;
-  // The spans are the caller's: the copies must have landed on return.
-  return device_->Synchronize(options_.collective_timeout);
-}
-
-absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* master, float* m,
-                                               float* v) {
-  if (u < 0 || u >= static_cast<int>(units_.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("unit: ", u, " out of range"));
-  }
-  const ElementRange held = units_[u].opt_range;
-  if (sub.offset < held.offset || sub.length < 0 || sub.end() > held.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "range [", sub.offset, ", ", sub.end(), ") is outside unit ", u, "'s optimizer range [",
-        held.offset, ", ", held.end(), ")"));
-  }
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
-  const OptimizerShardView view = OptimizerShard(u).Slice(sub);
-  ZS_RETURN_IF_ERROR(device_->Copy(master, view.master, sub.length * 4));
-  ZS_RETURN_IF_ERROR(device_->Copy(m, view.m, sub.length * 4));
-  ZS_RETURN_IF_ERROR(device_->Copy(v, view.v, sub.length * 4));
-  return device_->Synchronize(options_.collective_timeout);
-}
-
-absl::Status ShardedEngine::RebuildComputeCopy() {
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
-  std::vector<std::unique_ptr<Work>> works;
-  for (Unit& unit : units_) {
-    const int64_t n = unit.opt_range.length;
-    if (options_.stage == 0 || options_.stage == 3) {
-      ZS_RETURN_IF_ERROR(device_->Convert(unit.master.data(), DType::kFp32, unit.params.data(),
-                                          options_.compute_dtype, n));
-      continue;
-    }
-    uint8_t* mine = Slice(unit.params, n, cbytes());
-    ZS_RETURN_IF_ERROR(
-        device_->Convert(unit.master.data(), DType::kFp32, mine, options_.compute_dtype, n));
-    works.push_back(comm_->AllGather(mine, unit.params.data(), n, options_.compute_dtype,
-                                     {options_.collective_timeout}));
-  }
-  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(Await(w));
-  compute_copy_stale_ = false;
-  return absl::OkStatus();
 }
 
 int64_t ShardedEngine::BufferBytesBound() const {

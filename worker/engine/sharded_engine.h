@@ -42,6 +42,13 @@
 // crosses to the host (GatherFullParams, CopyOptimizerState,
 // LoadShardState). Pointers the hooks hand out are device memory.
 //
+// Optimizer state: master weights, m and v of each unit live in an
+// OptimizerStore (worker/offload/optimizer_store.h, EngineOptions::offload):
+// device memory by default, or host memory / NVMe files, which Step streams
+// in unit order (unit u+1 read while u is updated, u-1 written back) with
+// bit-equal results; the offloaded bytes are memory().offloaded and only
+// the staging slots count as optimizer memory.
+//
 // Mixed precision: master weights, m and v are fp32 and exist only for the
 // optimizer range (the shard; all of P at stage 0). With bf16 compute the
 // model still sees fp32: the engine up-converts into a transient fp32 view
@@ -79,6 +86,7 @@
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
+#include "worker/offload/optimizer_store.h"
 #include "worker/optim/adamw.h"
 
 namespace zeroshard {
@@ -99,6 +107,10 @@ struct EngineOptions {
   // null = `comm`, which must then take host pointers (Gloo). With a
   // device-memory backend (NCCL, host-staged) pass the host communicator.
   Communicator* control_comm = nullptr;
+  // Where master, m and v live (worker/offload/optimizer_store.h): device
+  // memory (the default), host memory or NVMe files. Results are bit-equal
+  // whichever. `offload.timeout` is replaced by collective_timeout.
+  OptimizerStoreOptions offload;
 };
 
 struct StepResult {
@@ -110,7 +122,8 @@ struct StepResult {
 
 // The optimizer state one rank holds for a unit: `range` of the unit's
 // padded flat buffer ([Note: optimizer range] in common/shard_plan.h), in
-// device memory (host memory on the CPU device).
+// device memory (host memory on the CPU device). With an offloaded store
+// (EngineOptions::offload) the pointers are null: use CopyOptimizerState.
 struct OptimizerShardView {
   ElementRange range;
   const float* master = nullptr;  // range.length fp32 elements each.
@@ -160,7 +173,8 @@ class ShardedEngine final : public UnitHooks {
   // it for the same units in the same order. Errors: as Step.
   absl::StatusOr<std::vector<float>> GatherFullParams(int unit);
 
-  // The optimizer state held for `unit`, in device memory.
+  // The optimizer state held for `unit`, in device memory (null pointers
+  // when offloaded; `range` always).
   OptimizerShardView OptimizerShard(int unit) const;
   // Copies `sub` (inside OptimizerShard(unit).range; INVALID_ARGUMENT
   // otherwise) of master, m and v into host memory (sub.length floats
@@ -197,8 +211,8 @@ class ShardedEngine final : public UnitHooks {
  private:
   struct Unit {
     const UnitPlan* plan = nullptr;
-    ElementRange opt_range;        // Optimizer state's range of the padded buffer.
-    DeviceBuffer master, m, v;  // kOptimizer, fp32, opt_range.length.
+    ElementRange opt_range;     // Optimizer state's range of the padded buffer; its
+                                // master, m, v are opt_'s unit.
     DeviceBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3).
     DeviceBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
     DeviceBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
@@ -217,7 +231,12 @@ class ShardedEngine final : public UnitHooks {
   };
 
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
+  std::vector<int64_t> OptimizerSizes() const;  // opt_range lengths.
+  absl::Status InitStore();
   absl::Status InitUnit(int u, const std::vector<float>& initial);
+  // Unit u's master weights in device memory: the store's own, or a copy
+  // into `staging` (kBuffers) when offloaded.
+  absl::StatusOr<const float*> MasterOnDevice(int u, DeviceBuffer& staging);
   absl::Status CheckFits() const;
   // A buffer of `kind` on the device, empty.
   DeviceBuffer Buffer(MemoryKind kind) { return DeviceBuffer(device_, &accountant_, kind); }
@@ -268,6 +287,7 @@ class ShardedEngine final : public UnitHooks {
   int world_size_ = 1;
   MemoryAccountant accountant_;
   std::vector<Unit> units_;
+  std::unique_ptr<OptimizerStore> opt_;  // Master, m, v of every unit.
   std::deque<PendingReduce> pending_;
   // Stream-ordered collectives not yet Waited; their buffers may already be
   // freed (stream-ordered, so not reused before the op is done).

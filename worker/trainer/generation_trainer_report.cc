@@ -25,6 +25,7 @@ void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_optimizer(m.optimizer);
   out->set_buffers(m.buffers);
   out->set_redundancy(m.redundancy);
+  out->set_offloaded(m.offloaded);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace {
 
 nlohmann::json MemoryJson(const MemoryByKind& m) {
   return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
-          {"buffers", m.buffers}, {"redundancy", m.redundancy}};
+          {"buffers", m.buffers}, {"redundancy", m.redundancy},
+          {"offloaded", m.offloaded}};
 }
 
 void PackMemory(const MemoryByKind& m, double* out) {
@@ -18,12 +19,13 @@ void PackMemory(const MemoryByKind& m, double* out) {
   out[2] = static_cast<double>(m.optimizer);
   out[3] = static_cast<double>(m.buffers);
   out[4] = static_cast<double>(m.redundancy);
+  out[5] = static_cast<double>(m.offloaded);
 }
 
 MemoryByKind UnpackMemory(const double* in) {
   return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]),
           static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3]),
-          static_cast<int64_t>(in[4])};
+          static_cast<int64_t>(in[4]), static_cast<int64_t>(in[5])};
 }
 
 }  // namespace
@@ -31,10 +33,10 @@ MemoryByKind UnpackMemory(const double* in) {
 std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
   std::array<double, kDoubles> out{};
   PackMemory(memory, &out[0]);
-  PackMemory(peak_memory, &out[5]);
+  PackMemory(peak_memory, &out[6]);
   for (int i = 0; i < 3; ++i) {
-    out[10 + i] = static_cast<double>(comm_bytes[i]);
-    out[13 + i] = comm_seconds[i];
+    out[12 + i] = static_cast<double>(comm_bytes[i]);
+    out[15 + i] = comm_seconds[i];
   }
   return out;
 }
@@ -42,10 +44,10 @@ std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
 RankStepStats RankStepStats::Unpack(const double* v) {
   RankStepStats s;
   s.memory = UnpackMemory(&v[0]);
-  s.peak_memory = UnpackMemory(&v[5]);
+  s.peak_memory = UnpackMemory(&v[6]);
   for (int i = 0; i < 3; ++i) {
-    s.comm_bytes[i] = static_cast<int64_t>(v[10 + i]);
-    s.comm_seconds[i] = v[13 + i];
+    s.comm_bytes[i] = static_cast<int64_t>(v[12 + i]);
+    s.comm_seconds[i] = v[15 + i];
   }
   return s;
 }
@@ -107,7 +109,7 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
         const auto& m = rj.at(field);
         *mem = {m.at("params").get<int64_t>(), m.at("grads").get<int64_t>(),
                 m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>(),
-                m.value("redundancy", int64_t{0})};
+                m.value("redundancy", int64_t{0}), m.value("offloaded", int64_t{0})};
       }
       for (int i = 0; i < 3; ++i) {
         s.comm_bytes[i] = rj.at("comm_bytes").at(kCommOpSlots[i]).get<int64_t>();

@@ -23,7 +23,7 @@ struct RankStepStats {
   std::array<int64_t, 3> comm_bytes{};
   std::array<double, 3> comm_seconds{};
 
-  static constexpr int kDoubles = 16;
+  static constexpr int kDoubles = 18;
   std::array<double, kDoubles> Pack() const;
   static RankStepStats Unpack(const double* values);
 };

@@ -7,6 +7,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
+#include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
@@ -45,13 +46,31 @@ std::string ResolveBackend(const std::string& backend, DeviceKind device) {
   return backend;
 }
 
-absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const std::string& job_id) {
+// The worker's --offload-* flags override the job's; an nvme dir is checked
+// for room before any training (one rank's files).
+absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const ModelConfig& model) {
+  if (!options.offload_optimizer.empty()) job.offload_optimizer = options.offload_optimizer;
+  if (!options.offload_params.empty()) job.offload_params = options.offload_params;
+  if (!options.offload_dir.empty()) job.offload_dir = options.offload_dir;
+  ZS_RETURN_IF_ERROR(job.Validate());
+  const bool opt = job.offload_optimizer == "nvme", params = job.offload_params == "nvme";
+  if (!opt && !params) return absl::OkStatus();
+  const int64_t psi = ModelParamCount(model);
+  return CheckOffloadDir(job.offload_dir,
+                         OffloadBytesNeeded(psi, job.stage, 1, opt, params,
+                                            static_cast<int>(DTypeSize(job.compute_dtype)),
+                                            static_cast<int>(ModelUnits(model).size())));
+}
+
+absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOptions& options,
+                                   const std::string& job_id) {
   v1::GetGenerationRequest request;
   request.set_job_id(job_id);
   ZS_ASSIGN_OR_RETURN(const v1::GenerationInfo info, client.GetGeneration(request));
   JobContext ctx;
   ZS_ASSIGN_OR_RETURN(ctx.job, JobConfig::FromJson(info.job_config_json()));
   ZS_ASSIGN_OR_RETURN(ctx.model, ModelPreset(ctx.job.model));
+  ZS_RETURN_IF_ERROR(ApplyOffload(options, ctx.job, ctx.model));
   // The same default as `zeroshard launch`: Python's stdlib sources.
   if (ctx.job.data.empty()) ctx.job.data = DefaultDataPaths();
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
@@ -79,6 +98,10 @@ EngineOptions MakeEngineOptions(const JobConfig& job, Device* device, Communicat
   o.collective_timeout = job.collective_timeout();
   o.device = device;
   o.control_comm = control;
+  o.offload.target = job.offload_optimizer == "host"   ? OffloadTarget::kHost
+                     : job.offload_optimizer == "nvme" ? OffloadTarget::kNvme
+                                                       : OffloadTarget::kDevice;
+  o.offload.dir = job.offload_dir;
   return o;
 }
 
@@ -311,7 +334,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   const v1::JobStatus& status = *probed;
   // A finished job has nothing for a new worker: say so before loading data.
   if (JobEnded(status)) return EndedJobOutcome(status);
-  ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, status.job_id()));
+  ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, options, status.job_id()));
   SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
   if (!job.job.checkpoint_dir.empty()) {

@@ -36,6 +36,8 @@ struct WorkerOptions {
   std::string worker_id;    // "" = "<hostname>:<pid>".
   std::string host = "127.0.0.1";  // Address peers reach this worker on (Gloo).
   int threads = 1;          // Compute threads; 0 = the job's setting.
+  // Override the job's offload settings when non-empty (common/offload_config.h).
+  std::string offload_optimizer, offload_params, offload_dir;
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
   // After a failed collective: how long to wait for the coordinator to end
   // the generation before giving up (covers a lease timeout).

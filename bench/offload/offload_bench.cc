@@ -1,0 +1,120 @@
+// Offload cost, measured in one run (medians of --reps):
+//   1. step time of the engine (one rank, stage 1, CPU device, fp32) over
+//      --units units of --elements parameters with a synthetic gradient,
+//      with the optimizer state in device memory (none), host memory and
+//      NVMe files, as ratios to none;
+//   2. NVMe store write and read throughput (Load / Read of whole units, the
+//      store's own path: staging slot, io_uring, O_DIRECT) against a plain
+//      sequential O_DIRECT pwrite / pread loop of the same bytes in 4 MiB
+//      requests (offload_io_bench.cc). Goal: >= 80%.
+// The load average is printed: this machine may be shared.
+//
+// Usage: offload_bench [--dir D (default /tmp)] [--units U (24)]
+//                      [--elements N (1Mi)] [--reps R (5)] [--steps S (3)]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "bench/offload/offload_bench.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/in_memory_store.h"
+#include "worker/engine/sharded_engine.h"
+
+namespace zeroshard::bench {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+namespace {
+
+struct Args {
+  std::string dir = "/tmp";
+  int units = 24;
+  long elements = 1 << 20;
+  int reps = 5;
+  int steps = 3;
+};
+
+// Seconds per step (median over reps, each the mean of `steps` steps).
+double StepSeconds(const Args& a, Communicator* comm, OffloadTarget target) {
+  std::vector<UnitSpec> specs;
+  for (int u = 0; u < a.units; ++u) {
+    specs.push_back({absl::StrCat("u", u), {{absl::StrCat("w", u), {a.elements}, DType::kFp32}}});
+  }
+  ShardPlan plan = *MakeShardPlan(specs, 1, 1);
+  EngineOptions o;
+  o.stage = 1;
+  o.optimizer_threads = 0;
+  o.offload = {target, a.dir, "", false};
+  std::vector<std::vector<float>> init(a.units, std::vector<float>(a.elements, 0.25f));
+  auto engine = ShardedEngine::Create(plan, comm, o, init);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "offload_bench: %s\n", std::string(engine.status().message()).c_str());
+    std::exit(1);
+  }
+  std::vector<double> times;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    double total = 0;
+    for (int s = 0; s < a.steps; ++s) {
+      for (int u = 0; u < a.units; ++u) {
+        UnitBackwardView view = (*engine)->PreBackward(u);
+        for (long i = 0; i < a.elements; ++i) view.grads[i] += 1e-3f * static_cast<float>(i % 97);
+        (*engine)->PostBackward(u);
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!(*engine)->Step().ok()) std::exit(1);
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    times.push_back(total / a.steps);
+  }
+  return Median(times);
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dir") a.dir = v;
+    else if (k == "--units") a.units = std::atoi(v.c_str());
+    else if (k == "--elements") a.elements = std::atol(v.c_str());
+    else if (k == "--reps") a.reps = std::atoi(v.c_str());
+    else if (k == "--steps") a.steps = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "offload_bench: unknown flag %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+}  // namespace
+}  // namespace zeroshard::bench
+
+int main(int argc, char** argv) {
+  using namespace zeroshard;
+  const bench::Args a = bench::Parse(argc, argv);
+  std::ifstream load("/proc/loadavg");
+  std::string l1;
+  load >> l1;
+  std::printf("offload_bench: %d units x %ld fp32, %d reps, dir %s, load average %s\n", a.units,
+              a.elements, a.reps, a.dir.c_str(), l1.c_str());
+  InMemoryStore store;
+  auto comm = CreateGlooCommunicator(store, "bench", 0, 1, {"127.0.0.1", absl::Seconds(20)});
+  if (!comm.ok()) return 1;
+  // The update step only (the synthetic backward is outside the timing).
+  const double none = bench::StepSeconds(a, comm->get(), OffloadTarget::kDevice);
+  const double host = bench::StepSeconds(a, comm->get(), OffloadTarget::kHost);
+  const double nvme = bench::StepSeconds(a, comm->get(), OffloadTarget::kNvme);
+  std::printf("step (Step(): reduce, clip, AdamW, write-back), median seconds:\n");
+  std::printf("  none %.4f   host %.4f (x%.2f)   nvme %.4f (x%.2f)\n", none, host, host / none,
+              nvme, nvme / none);
+  bench::StoreThroughput(a.dir, a.units, a.elements, a.reps);
+  return 0;
+}

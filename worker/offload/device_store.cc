@@ -1,0 +1,84 @@
+// kDevice: the state in device memory (DeviceBuffers, kOptimizer), updated
+// by Device::AdamW on the device's stream. The engine's behaviour before
+// offload existed.
+#include <array>
+
+#include "common/status_macros.h"
+#include "worker/device/device_buffer.h"
+#include "worker/offload/stores.h"
+
+namespace zeroshard::offload_internal {
+namespace {
+
+class DeviceStore final : public OptimizerStore {
+ public:
+  DeviceStore(std::vector<int64_t> sizes, Device* device, absl::Duration timeout)
+      : OptimizerStore(std::move(sizes)), device_(device), timeout_(timeout) {}
+
+  absl::Status Init(MemoryAccountant* accountant) {
+    units_.resize(num_units());
+    for (int u = 0; u < num_units(); ++u) {
+      for (DeviceBuffer& b : units_[u]) {
+        b = DeviceBuffer(device_, accountant, MemoryKind::kOptimizer);
+        ZS_RETURN_IF_ERROR(b.Allocate(size(u) * 4));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  OffloadTarget target() const override { return OffloadTarget::kDevice; }
+
+  absl::Status Load(int u, const float* master, const float* m, const float* v) override {
+    ZS_RETURN_IF_ERROR(CheckUnit(u));
+    const float* src[3] = {master, m, v};
+    for (int k = 0; k < 3; ++k) {
+      DeviceBuffer& b = units_[u][k];
+      ZS_RETURN_IF_ERROR(src[k] == nullptr ? device_->Memset(b.data(), 0, b.bytes())
+                                           : device_->Copy(b.data(), src[k], b.bytes()));
+    }
+    return device_->Synchronize(timeout_);  // The caller's arrays are read.
+  }
+
+  absl::Status Read(int u, int64_t offset, int64_t length, float* master, float* m,
+                    float* v) override {
+    ZS_RETURN_IF_ERROR(CheckRange(u, offset, length));
+    float* dst[3] = {master, m, v};
+    for (int k = 0; k < 3; ++k) {
+      if (dst[k] == nullptr) continue;
+      ZS_RETURN_IF_ERROR(device_->Copy(dst[k], units_[u][k].as<float>() + offset, length * 4));
+    }
+    return device_->Synchronize(timeout_);
+  }
+
+  absl::Status Update(int u, int /*next*/, const AdamWHyperparams& hp, int64_t step,
+                      float grad_scale, const float* grad, void* out, DType dtype) override {
+    ZS_RETURN_IF_ERROR(CheckUnit(u));
+    const UnitState s = Resident(u);
+    return device_->AdamW(hp, step, grad_scale, {s.master, s.m, s.v, grad, s.n, out, dtype});
+  }
+
+  absl::Status Flush() override { return absl::OkStatus(); }
+
+  UnitState Resident(int u) const override {
+    const auto& b = units_[u];
+    return {b[0].as<float>(), b[1].as<float>(), b[2].as<float>(), size(u)};
+  }
+
+ private:
+  Device* device_;
+  absl::Duration timeout_;
+  std::vector<std::array<DeviceBuffer, 3>> units_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateDeviceStore(std::vector<int64_t> sizes,
+                                                                  Device* device,
+                                                                  MemoryAccountant* accountant,
+                                                                  absl::Duration timeout) {
+  auto store = std::make_unique<DeviceStore>(std::move(sizes), device, timeout);
+  ZS_RETURN_IF_ERROR(store->Init(accountant));
+  return store;
+}
+
+}  // namespace zeroshard::offload_internal

@@ -1,0 +1,61 @@
+#include "worker/offload/optimizer_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "worker/offload/block_file.h"
+#include "worker/offload/stores.h"
+
+namespace zeroshard {
+
+namespace offload_internal {
+int64_t MaxSize(const std::vector<int64_t>& sizes) {
+  int64_t n = 0;
+  for (int64_t s : sizes) n = std::max(n, s);
+  return n;
+}
+}  // namespace offload_internal
+
+absl::Status OptimizerStore::CheckUnit(int u) const {
+  if (u < 0 || u >= num_units()) {
+    return absl::InvalidArgumentError(absl::StrCat("unit ", u, " out of range [0, ", num_units(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OptimizerStore::CheckRange(int u, int64_t offset, int64_t length) const {
+  if (absl::Status s = CheckUnit(u); !s.ok()) return s;
+  if (offset < 0 || length < 0 || offset + length > size(u)) {
+    return absl::InvalidArgumentError(absl::StrCat("range [", offset, ", ", offset + length,
+                                                   ") outside unit ", u, "'s ", size(u),
+                                                   " elements"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateOptimizerStore(
+    const OptimizerStoreOptions& options, std::vector<int64_t> sizes, Device* device,
+    MemoryAccountant* accountant) {
+  switch (options.target) {
+    case OffloadTarget::kDevice:
+      return offload_internal::CreateDeviceStore(std::move(sizes), device, accountant,
+                                                 options.timeout);
+    case OffloadTarget::kHost:
+      return offload_internal::CreateHostStore(options, std::move(sizes), device, accountant);
+    case OffloadTarget::kNvme:
+      return offload_internal::CreateNvmeStore(options, std::move(sizes), device, accountant);
+  }
+  return absl::InvalidArgumentError("unknown offload target");
+}
+
+int64_t StagingBytesFor(const OptimizerStoreOptions& options, const std::vector<int64_t>& sizes,
+                        DeviceKind device) {
+  if (options.target == OffloadTarget::kDevice) return 0;
+  const int64_t max_n = offload_internal::MaxSize(sizes);
+  // Pinned gradient and compute-shard copies for the host update on a GPU.
+  const int64_t host_update = device == DeviceKind::kCuda ? 8 * max_n : 0;
+  if (options.target == OffloadTarget::kHost) return host_update;
+  return kStagingSlots * 3 * AlignUp(4 * max_n) + host_update;
+}
+
+}  // namespace zeroshard
