@@ -1,5 +1,9 @@
 #include "worker/trainer/worker_session.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc/plan_proto.h"
@@ -28,6 +32,11 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
   request.set_job_id(identity.job_id);
   request.set_worker_id(identity.worker_id);
   request.set_host(identity.host);
+  // For zeroshard_rank_info: the machine, and the pod under Kubernetes
+  // (POD_NAME from the Downward API).
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof(hostname) - 1) == 0) request.set_hostname(hostname);
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr) request.set_pod(pod);
   UnitSpecsToProto(units, request.mutable_units());
   auto joined = client.Join(request);
   if (!joined.ok()) return joined.status();
