@@ -114,7 +114,7 @@ MetricFamily* MetricsRegistry::Declare(const std::string& name, const std::strin
   absl::MutexLock lock(&mu_);
   ZS_CHECK(families_.count(name) == 0);
   std::unique_ptr<MetricFamily> family(
-      new MetricFamily(type, std::move(label_names), std::move(buckets)));
+      new MetricFamily(type, help, std::move(label_names), std::move(buckets)));
   switch (type) {
     case MetricFamily::Type::kCounter:
       family->counters_ = &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
@@ -155,12 +155,31 @@ void MetricsRegistry::AddCollectable(std::shared_ptr<prometheus::Collectable> co
 }
 
 std::string MetricsRegistry::Render() const {
-  std::vector<prometheus::MetricFamily> families = registry_->Collect();
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& c : collectables_) {
-      for (prometheus::MetricFamily& f : c->Collect()) families.push_back(std::move(f));
+  std::map<std::string, prometheus::MetricFamily> collected;
+  for (prometheus::MetricFamily& f : registry_->Collect()) {
+    std::string name = f.name;
+    collected.emplace(std::move(name), std::move(f));
+  }
+  std::vector<prometheus::MetricFamily> families;
+  absl::MutexLock lock(&mu_);
+  // By name; prometheus-cpp leaves out a family without series, but its
+  // HELP and TYPE still tell scrapers (and dashboard checks) it exists.
+  for (const auto& [name, family] : families_) {
+    auto it = collected.find(name);
+    if (it != collected.end()) {
+      families.push_back(std::move(it->second));
+      continue;
     }
+    prometheus::MetricFamily empty;
+    empty.name = name;
+    empty.help = family->help_;
+    empty.type = family->type_ == MetricFamily::Type::kCounter ? prometheus::MetricType::Counter
+                 : family->type_ == MetricFamily::Type::kGauge ? prometheus::MetricType::Gauge
+                                                               : prometheus::MetricType::Histogram;
+    families.push_back(std::move(empty));
+  }
+  for (const auto& c : collectables_) {
+    for (prometheus::MetricFamily& f : c->Collect()) families.push_back(std::move(f));
   }
   return prometheus::TextSerializer().Serialize(families);
 }

@@ -15,8 +15,9 @@
 //
 // Naming follows Prometheus conventions: base units in the name (`_bytes`,
 // `_seconds`), counters end in `_total`. Families are declared once and live
-// as long as the registry; series appear on first use (a family with no
-// series is absent from the output) and can be removed.
+// as long as the registry; series appear on first use and can be removed. A
+// family without series still shows its HELP and TYPE lines, no samples
+// (so zeroshard_loss has no NaN sample before the first step).
 //
 // Thread safety: every method is safe to call from any thread.
 #pragma once
@@ -64,12 +65,17 @@ class MetricFamily {
     prometheus::Gauge* gauge = nullptr;
     prometheus::Histogram* histogram = nullptr;
   };
-  MetricFamily(Type type, std::vector<std::string> label_names, std::vector<double> buckets)
-      : type_(type), label_names_(std::move(label_names)), buckets_(std::move(buckets)) {}
+  MetricFamily(Type type, std::string help, std::vector<std::string> label_names,
+               std::vector<double> buckets)
+      : type_(type),
+        help_(std::move(help)),
+        label_names_(std::move(label_names)),
+        buckets_(std::move(buckets)) {}
   Series& SeriesFor(const LabelValues& labels) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveLocked(const Series& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Type type_;
+  const std::string help_;
   const std::vector<std::string> label_names_;
   const std::vector<double> buckets_;  // Histogram upper bounds, without +Inf.
   // Exactly one is set, by type_; owned by the registry.
@@ -98,7 +104,7 @@ class MetricsRegistry {
   // ProcessMetrics). Its names must not clash with declared families.
   void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
 
-  // Every family with at least one series, then the collectables, in text
+  // Every declared family sorted by name, then the collectables, in text
   // exposition format 0.0.4 (prometheus::TextSerializer).
   std::string Render() const;
   // The underlying registry (e.g. for a prometheus::Exposer).

@@ -66,6 +66,20 @@ absl::Status Report(CoreHarness& h, uint64_t member, int rank, const Step& s, in
   return h.core->ReportStep(r);
 }
 
+// Heartbeats `ids` and ticks until `generation` runs (bounded).
+bool AdvanceToGeneration(CoreHarness& h, const std::vector<uint64_t>& ids, uint64_t generation) {
+  for (int i = 0; i < 20; ++i) {
+    for (uint64_t id : ids) {
+      if (!h.Heartbeat(id).ok()) return false;
+    }
+    h.Advance(absl::Milliseconds(200));
+    if (h.core->generation() == generation && h.core->state() == GenerationState::kRunning) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Samples Scrape(CoreHarness& h) { return ParseExposition(h.metrics.Render()); }
 
 TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
@@ -108,19 +122,33 @@ TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
   EXPECT_EQ(status->members(0).hostname(), "node-1");
   EXPECT_EQ(status->members(0).pod(), "zs-worker-0");
 
-  // A third worker ends the generation (no handoff grace): rank series of
-  // the old generation go, throughput reads 0 until the next step.
+  // A third worker ends the generation once settled (no handoff grace) and
+  // the next forms with three ranks: the old ranks' series are gone,
+  // throughput reads 0 until the next step, counters keep their totals.
   const uint64_t c = JoinAs(h, "c", "node-3", "zs-worker-2");
+  ASSERT_TRUE(AdvanceToGeneration(h, {a, b, c}, 2));
   m = Scrape(h);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_per_second"), 0.0);
-  EXPECT_EQ(CountSeries(m, "zeroshard_rank_info"), 0);
   EXPECT_EQ(CountSeries(m, "zeroshard_worker_rss_bytes"), 0);
-  for (uint64_t id : {a, b, c}) ASSERT_TRUE(h.Heartbeat(id).ok());
-  h.Advance(absl::Seconds(1));
-  ASSERT_EQ(h.core->state(), GenerationState::kRunning);
-  m = Scrape(h);
   EXPECT_EQ(CountSeries(m, "zeroshard_rank_info"), 3);
-  EXPECT_EQ(Sample(m, "zeroshard_tokens_total"), 4.0 * kTokensPerStep);  // Counters keep.
+  EXPECT_EQ(Sample(m, "zeroshard_tokens_total"), 4.0 * kTokensPerStep);
+  int c_series = 0;
+  for (const auto& [key, value] : m) {
+    c_series += key.find("pod=\"zs-worker-2\"") != std::string::npos &&
+                key.find("worker_id=\"c\"") != std::string::npos;
+  }
+  EXPECT_EQ(c_series, 1);
+  // c leaves: the next generation has two ranks and no series of c.
+  v1::LeaveRequest leave;
+  leave.set_job_id("job");
+  leave.set_member_id(c);
+  ASSERT_TRUE(h.core->Leave(leave).ok());
+  ASSERT_TRUE(AdvanceToGeneration(h, {a, b}, 3));
+  m = Scrape(h);
+  EXPECT_EQ(CountSeries(m, "zeroshard_rank_info"), 2);
+  for (const auto& [key, value] : m) {
+    EXPECT_EQ(key.find("worker_id=\"c\""), std::string::npos) << key;
+  }
 }
 
 TEST(StepMetricsTest, ThroughputIsZeroOnceTheJobCompletes) {
