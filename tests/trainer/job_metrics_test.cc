@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "gtest/gtest.h"
@@ -67,6 +68,14 @@ void CheckRunningSeries(const Samples& m) {
 
 // After the job: the totals against the config, the disk and the step log.
 void CheckFinalMetrics(const Samples& m, const JobConfig& job) {
+  std::printf("tokens_total %.0f, checkpoint bytes %.0f in %.0f saves, %.3f s saving, grad_norm "
+              "%.4g clipped to %.4g\n",
+              Sample(m, "zeroshard_tokens_total").value_or(-1),
+              Sample(m, "zeroshard_checkpoint_bytes_total").value_or(-1),
+              Sample(m, "zeroshard_checkpoint_saves_total").value_or(-1),
+              Sample(m, "zeroshard_checkpoint_save_seconds_sum").value_or(-1),
+              Sample(m, "zeroshard_grad_norm").value_or(-1),
+              Sample(m, "zeroshard_grad_norm_clipped").value_or(-1));
   EXPECT_EQ(Sample(m, "zeroshard_tokens_total"),
             static_cast<double>(kSteps * job.global_batch * kTinyContext));
   EXPECT_EQ(Sample(m, "zeroshard_grad_clips_total"), static_cast<double>(kSteps));
