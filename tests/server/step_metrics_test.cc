@@ -82,25 +82,35 @@ bool AdvanceToGeneration(CoreHarness& h, const std::vector<uint64_t>& ids, uint6
 
 Samples Scrape(CoreHarness& h) { return ParseExposition(h.metrics.Render()); }
 
-TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
-  CoreHarness h(JobOptions(100));
-  const uint64_t a = JoinAs(h, "a", "node-1", "zs-worker-0");
-  const uint64_t b = JoinAs(h, "b", "node-2", "");
+// Two workers in generation 1 ("a" on node-1 in pod zs-worker-0, "b" on
+// node-2 outside Kubernetes) report steps 1..4; clipping scales 2 and 4.
+struct FourSteps {
+  uint64_t a = 0, b = 0;
+};
+
+FourSteps RunFourSteps(CoreHarness& h) {
+  FourSteps w;
+  w.a = JoinAs(h, "a", "node-1", "zs-worker-0");
+  w.b = JoinAs(h, "b", "node-2", "");
   h.Advance(absl::Seconds(1));
-  ASSERT_EQ(h.core->state(), GenerationState::kRunning);
-  Samples m = Scrape(h);
+  EXPECT_EQ(h.core->state(), GenerationState::kRunning);
+  const Samples m = Scrape(h);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_total"), 0.0);
   EXPECT_EQ(Sample(m, "zeroshard_grad_clips_total"), 0.0);
   EXPECT_EQ(CountSeries(m, "zeroshard_grad_norm"), 0);  // No step yet.
-
-  // Steps 1..4 from both ranks; clipping scales steps 2 and 4.
   const Step steps[] = {{1, 0.5, 1.0}, {2, 4.0, 0.25}, {3, 0.9, 1.0}, {4, 2.0, 0.5}};
   for (const Step& s : steps) {
-    ASSERT_TRUE(Report(h, a, 0, s, 100 << 20).ok());
-    ASSERT_TRUE(Report(h, b, 1, s, 200 << 20).ok());
+    EXPECT_TRUE(Report(h, w.a, 0, s, 100 << 20).ok());
+    EXPECT_TRUE(Report(h, w.b, 1, s, 200 << 20).ok());
   }
-  ASSERT_TRUE(Report(h, b, 1, steps[2], 300 << 20).ok());  // A late report of step 3.
-  m = Scrape(h);
+  EXPECT_TRUE(Report(h, w.b, 1, steps[2], 300 << 20).ok());  // A late report of step 3.
+  return w;
+}
+
+TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
+  CoreHarness h(JobOptions(100));
+  RunFourSteps(h);
+  const Samples m = Scrape(h);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_total"), 4.0 * kTokensPerStep);
   EXPECT_EQ(Sample(m, "zeroshard_grad_clips_total"), 2.0);
   EXPECT_EQ(Sample(m, "zeroshard_grad_norm"), 2.0);  // Step 4's, not the late step 3's.
@@ -121,13 +131,18 @@ TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
   ASSERT_GE(status->members_size(), 1);
   EXPECT_EQ(status->members(0).hostname(), "node-1");
   EXPECT_EQ(status->members(0).pod(), "zs-worker-0");
+}
 
+TEST(StepMetricsTest, RankSeriesFollowTheRunningGeneration) {
+  CoreHarness h(JobOptions(100));
+  const FourSteps w = RunFourSteps(h);
+  const uint64_t a = w.a, b = w.b;
   // A third worker ends the generation once settled (no handoff grace) and
   // the next forms with three ranks: the old ranks' series are gone,
   // throughput reads 0 until the next step, counters keep their totals.
   const uint64_t c = JoinAs(h, "c", "node-3", "zs-worker-2");
   ASSERT_TRUE(AdvanceToGeneration(h, {a, b, c}, 2));
-  m = Scrape(h);
+  Samples m = Scrape(h);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_per_second"), 0.0);
   EXPECT_EQ(CountSeries(m, "zeroshard_worker_rss_bytes"), 0);
   EXPECT_EQ(CountSeries(m, "zeroshard_rank_info"), 3);
