@@ -188,6 +188,8 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
           "1 for each rank of the running generation, with its worker id, the worker's "
           "hostname and its Kubernetes pod (\"\" outside Kubernetes).",
           {"rank", "worker_id", "host", "pod"})) {
+  heartbeats_metric_->Add({}, 0);  // Counters exist at 0, so increase() sees the first event.
+  joins_metric_->Add({}, 0);
   for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
   for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
   metrics->Gauge("zeroshard_build_info", "The coordinator's build (value 1).", {"version"})

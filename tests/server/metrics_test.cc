@@ -214,6 +214,7 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
         "zeroshard_generation_changes_total{reason=\"handoff\"} 0\n",
         "zeroshard_generation_changes_total{reason=\"lease_expired\"} 0\n",
         "zeroshard_member_removals_total{reason=\"leave\"} 0\n",
+        "zeroshard_heartbeats_total 0\n", "zeroshard_joins_total 2\n",
         "zeroshard_memory_bytes{kind=\"redundancy\",rank=\"1\"} 0\n",
         "zeroshard_build_info{version=\"",
         // Counted once per step, not per rank: both ranks reported step 3.

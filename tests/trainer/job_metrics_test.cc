@@ -120,13 +120,15 @@ TEST(JobMetricsTest, MetricsMatchWhatTheJobDid) {
   auto a = testing::StartWorker(dir, c.address, "a");
   ::unsetenv("POD_NAME");
   auto b = testing::StartWorker(dir, c.address, "b");
-  // While running (a scrape that shows a step): one rank_info series per
-  // rank, pod from POD_NAME, host the machine's.
+  // While running (a scrape after both ranks reported a step): one
+  // rank_info series per rank, pod from POD_NAME, host the machine's.
   const absl::Time deadline = absl::Now() + absl::Seconds(40);
   while (absl::Now() < deadline) {
     m = Scrape(c.metrics_port);
+    // Each rank's first report may land a moment after the other's.
     if (Sample(m, "zeroshard_step").value_or(0) >= 1 &&
-        testing::CountSeries(m, "zeroshard_rank_info") > 0) {
+        testing::CountSeries(m, "zeroshard_rank_info") > 0 &&
+        testing::CountSeries(m, "zeroshard_worker_rss_bytes") >= 2) {
       break;
     }
     absl::SleepFor(absl::Milliseconds(5));
