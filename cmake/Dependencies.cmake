@@ -5,6 +5,7 @@ find_package(gRPC CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(Gloo CONFIG REQUIRED)
 find_package(civetweb CONFIG REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)  # Debian prometheus-cpp-dev 1.0.1
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(GTest CONFIG REQUIRED)

@@ -1,176 +1,132 @@
 #include "common/metrics.h"
 
-#include <charconv>
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "prometheus/check_names.h"
+#include "prometheus/text_serializer.h"
 
 namespace zeroshard {
-namespace {
-
-bool ValidName(const std::string& s, bool allow_colon) {
-  if (s.empty()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                       (allow_colon && c == ':');
-    const bool digit = c >= '0' && c <= '9';
-    if (!(alpha || (i > 0 && digit))) return false;
-  }
-  return true;
-}
-
-// Label values escape backslash, double quote and newline; HELP text
-// escapes backslash and newline (exposition format 0.0.4).
-std::string Escape(const std::string& s, bool quotes) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (quotes && c == '"') {
-      out += "\\\"";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-const char* TypeName(MetricFamily::Type t) {
-  switch (t) {
-    case MetricFamily::Type::kCounter: return "counter";
-    case MetricFamily::Type::kGauge: return "gauge";
-    case MetricFamily::Type::kHistogram: return "histogram";
-  }
-  return "untyped";
-}
-
-}  // namespace
-
-std::string FormatMetricValue(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, r.ptr);
-}
-
-MetricFamily::MetricFamily(std::string name, std::string help, Type type,
-                           std::vector<std::string> label_names, std::vector<double> buckets)
-    : name_(std::move(name)),
-      help_(std::move(help)),
-      type_(type),
-      label_names_(std::move(label_names)),
-      buckets_(std::move(buckets)) {}
 
 MetricFamily::Series& MetricFamily::SeriesFor(const LabelValues& labels) {
   ZS_CHECK(labels.size() == label_names_.size());
-  Series& s = series_[labels];
-  if (type_ == Type::kHistogram && s.bucket_counts.empty()) {
-    s.bucket_counts.assign(buckets_.size(), 0);
+  auto it = series_.find(labels);
+  if (it != series_.end()) return it->second;
+  prometheus::Labels named;
+  for (size_t i = 0; i < labels.size(); ++i) named[label_names_[i]] = labels[i];
+  Series s;
+  switch (type_) {
+    case Type::kCounter: s.counter = &counters_->Add(named); break;
+    case Type::kGauge: s.gauge = &gauges_->Add(named); break;
+    case Type::kHistogram: s.histogram = &histograms_->Add(named, buckets_); break;
   }
-  return s;
+  return series_.emplace(labels, s).first->second;
+}
+
+void MetricFamily::RemoveLocked(const Series& s) {
+  if (s.counter != nullptr) counters_->Remove(s.counter);
+  if (s.gauge != nullptr) gauges_->Remove(s.gauge);
+  if (s.histogram != nullptr) histograms_->Remove(s.histogram);
 }
 
 void MetricFamily::Add(const LabelValues& labels, double by) {
   ZS_CHECK(type_ != Type::kHistogram);
   if (type_ == Type::kCounter && !(by >= 0)) return;
   absl::MutexLock lock(&mu_);
-  SeriesFor(labels).value += by;
+  Series& s = SeriesFor(labels);
+  if (s.counter != nullptr) {
+    s.counter->Increment(by);
+  } else {
+    s.gauge->Increment(by);
+  }
 }
 
 void MetricFamily::Set(const LabelValues& labels, double value) {
   ZS_CHECK(type_ != Type::kHistogram);
   absl::MutexLock lock(&mu_);
-  SeriesFor(labels).value = value;
+  Series& s = SeriesFor(labels);
+  if (s.gauge != nullptr) {
+    s.gauge->Set(value);
+    return;
+  }
+  if (!(value >= 0)) return;  // A counter cannot hold a negative or NaN total.
+  const double delta = value - s.counter->Value();
+  if (delta < 0) {
+    // A reset: the series restarts at 0 (a fresh prometheus::Counter).
+    counters_->Remove(s.counter);
+    prometheus::Labels named;
+    for (size_t i = 0; i < labels.size(); ++i) named[label_names_[i]] = labels[i];
+    s.counter = &counters_->Add(named);
+    s.counter->Increment(value);
+    return;
+  }
+  s.counter->Increment(delta);
 }
 
 void MetricFamily::Observe(const LabelValues& labels, double value) {
   ZS_CHECK(type_ == Type::kHistogram);
   if (std::isnan(value)) return;  // Not an observation of anything.
   absl::MutexLock lock(&mu_);
-  Series& s = SeriesFor(labels);
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    if (value <= buckets_[i]) {
-      ++s.bucket_counts[i];
-      break;
-    }
-  }
-  ++s.count;
-  s.sum += value;
+  SeriesFor(labels).histogram->Observe(value);
 }
 
 void MetricFamily::Remove(const LabelValues& labels) {
   absl::MutexLock lock(&mu_);
-  series_.erase(labels);
+  auto it = series_.find(labels);
+  if (it == series_.end()) return;
+  RemoveLocked(it->second);
+  series_.erase(it);
 }
 
 void MetricFamily::Clear() {
   absl::MutexLock lock(&mu_);
+  for (const auto& [labels, s] : series_) RemoveLocked(s);
   series_.clear();
 }
 
 double MetricFamily::Value(const LabelValues& labels) const {
   absl::MutexLock lock(&mu_);
   auto it = series_.find(labels);
-  return it == series_.end() ? 0.0 : it->second.value;
+  if (it == series_.end()) return 0.0;
+  if (it->second.counter != nullptr) return it->second.counter->Value();
+  if (it->second.gauge != nullptr) return it->second.gauge->Value();
+  return 0.0;
 }
 
-std::string MetricFamily::LabelText(const LabelValues& values, const std::string& extra_name,
-                                    const std::string& extra_value) const {
-  std::string out;
-  for (size_t i = 0; i < label_names_.size(); ++i) {
-    absl::StrAppend(&out, out.empty() ? "" : ",", label_names_[i], "=\"",
-                    Escape(values[i], true), "\"");
-  }
-  if (!extra_name.empty()) {
-    absl::StrAppend(&out, out.empty() ? "" : ",", extra_name, "=\"", extra_value, "\"");
-  }
-  return out.empty() ? out : absl::StrCat("{", out, "}");
-}
-
-void MetricFamily::Render(std::string* out) const {
-  absl::StrAppend(out, "# HELP ", name_, " ", Escape(help_, false), "\n");
-  absl::StrAppend(out, "# TYPE ", name_, " ", TypeName(type_), "\n");
+bool MetricFamily::Has(const LabelValues& labels) const {
   absl::MutexLock lock(&mu_);
-  for (const auto& [labels, s] : series_) {
-    if (type_ != Type::kHistogram) {
-      absl::StrAppend(out, name_, LabelText(labels, "", ""), " ", FormatMetricValue(s.value),
-                      "\n");
-      continue;
-    }
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < buckets_.size(); ++i) {
-      cumulative += s.bucket_counts[i];
-      absl::StrAppend(out, name_, "_bucket",
-                      LabelText(labels, "le", FormatMetricValue(buckets_[i])), " ", cumulative,
-                      "\n");
-    }
-    absl::StrAppend(out, name_, "_bucket", LabelText(labels, "le", "+Inf"), " ", s.count, "\n");
-    absl::StrAppend(out, name_, "_sum", LabelText(labels, "", ""), " ", FormatMetricValue(s.sum),
-                    "\n");
-    absl::StrAppend(out, name_, "_count", LabelText(labels, "", ""), " ", s.count, "\n");
-  }
+  return series_.count(labels) > 0;
 }
 
-MetricFamily* MetricsRegistry::Add(const std::string& name, const std::string& help,
-                                   MetricFamily::Type type, std::vector<std::string> label_names,
-                                   std::vector<double> buckets) {
-  ZS_CHECK(ValidName(name, /*allow_colon=*/true));
+MetricsRegistry::MetricsRegistry() : registry_(std::make_shared<prometheus::Registry>()) {}
+
+MetricFamily* MetricsRegistry::Declare(const std::string& name, const std::string& help,
+                                       MetricFamily::Type type,
+                                       std::vector<std::string> label_names,
+                                       std::vector<double> buckets) {
+  ZS_CHECK(prometheus::CheckMetricName(name));
   for (const std::string& l : label_names) {
-    ZS_CHECK(ValidName(l, /*allow_colon=*/false) && l != "le");
+    ZS_CHECK(prometheus::CheckLabelName(l) && l != "le");
   }
   for (size_t i = 0; i < buckets.size(); ++i) {
     ZS_CHECK(std::isfinite(buckets[i]) && (i == 0 || buckets[i] > buckets[i - 1]));
   }
   absl::MutexLock lock(&mu_);
   ZS_CHECK(families_.count(name) == 0);
-  auto family = std::make_unique<MetricFamily>(name, help, type, std::move(label_names),
-                                               std::move(buckets));
+  std::unique_ptr<MetricFamily> family(
+      new MetricFamily(type, help, std::move(label_names), std::move(buckets)));
+  switch (type) {
+    case MetricFamily::Type::kCounter:
+      family->counters_ = &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+      break;
+    case MetricFamily::Type::kGauge:
+      family->gauges_ = &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+      break;
+    case MetricFamily::Type::kHistogram:
+      family->histograms_ =
+          &prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+      break;
+  }
   MetricFamily* raw = family.get();
   families_.emplace(name, std::move(family));
   return raw;
@@ -178,26 +134,54 @@ MetricFamily* MetricsRegistry::Add(const std::string& name, const std::string& h
 
 MetricFamily* MetricsRegistry::Counter(const std::string& name, const std::string& help,
                                        std::vector<std::string> label_names) {
-  return Add(name, help, MetricFamily::Type::kCounter, std::move(label_names), {});
+  return Declare(name, help, MetricFamily::Type::kCounter, std::move(label_names), {});
 }
 
 MetricFamily* MetricsRegistry::Gauge(const std::string& name, const std::string& help,
                                      std::vector<std::string> label_names) {
-  return Add(name, help, MetricFamily::Type::kGauge, std::move(label_names), {});
+  return Declare(name, help, MetricFamily::Type::kGauge, std::move(label_names), {});
 }
 
 MetricFamily* MetricsRegistry::Histogram(const std::string& name, const std::string& help,
                                          std::vector<double> buckets,
                                          std::vector<std::string> label_names) {
-  return Add(name, help, MetricFamily::Type::kHistogram, std::move(label_names),
-             std::move(buckets));
+  return Declare(name, help, MetricFamily::Type::kHistogram, std::move(label_names),
+                 std::move(buckets));
+}
+
+void MetricsRegistry::AddCollectable(std::shared_ptr<prometheus::Collectable> collectable) {
+  absl::MutexLock lock(&mu_);
+  collectables_.push_back(std::move(collectable));
 }
 
 std::string MetricsRegistry::Render() const {
-  std::string out;
+  std::map<std::string, prometheus::MetricFamily> collected;
+  for (prometheus::MetricFamily& f : registry_->Collect()) {
+    std::string name = f.name;
+    collected.emplace(std::move(name), std::move(f));
+  }
+  std::vector<prometheus::MetricFamily> families;
   absl::MutexLock lock(&mu_);
-  for (const auto& [name, family] : families_) family->Render(&out);
-  return out;
+  // By name; prometheus-cpp leaves out a family without series, but its
+  // HELP and TYPE still tell scrapers (and dashboard checks) it exists.
+  for (const auto& [name, family] : families_) {
+    auto it = collected.find(name);
+    if (it != collected.end()) {
+      families.push_back(std::move(it->second));
+      continue;
+    }
+    prometheus::MetricFamily empty;
+    empty.name = name;
+    empty.help = family->help_;
+    empty.type = family->type_ == MetricFamily::Type::kCounter ? prometheus::MetricType::Counter
+                 : family->type_ == MetricFamily::Type::kGauge ? prometheus::MetricType::Gauge
+                                                               : prometheus::MetricType::Histogram;
+    families.push_back(std::move(empty));
+  }
+  for (const auto& c : collectables_) {
+    for (prometheus::MetricFamily& f : c->Collect()) families.push_back(std::move(f));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace zeroshard

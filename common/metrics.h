@@ -1,13 +1,23 @@
-// A small metrics registry and a Prometheus text exposition writer (format
-// 0.0.4: https://prometheus.io/docs/instrumenting/exposition_formats/).
-// No Prometheus C++ client is packaged here, so this keeps to what the
-// coordinator needs: counters, gauges and histograms, each a family of
-// series keyed by label values.
+// The coordinator's metrics: a thin layer over the Prometheus C++ client
+// (prometheus-cpp: prometheus::Registry, Family<Counter/Gauge/Histogram>,
+// and prometheus::TextSerializer for the text exposition format 0.0.4).
+//
+// What the layer adds over prometheus-cpp, and nothing more:
+//   - series addressed by label values in the order the family declared its
+//     label names (`{"3", "all_gather"}`), instead of name/value maps;
+//   - Set on a counter, for mirroring a cumulative total kept elsewhere (a
+//     worker's comm bytes): it increments by the delta, and a smaller value
+//     is a reset (the series restarts at 0 and counts up to the value, which
+//     Prometheus's rate() reads as a counter reset);
+//   - removing every series of a family at once (a generation ended);
+//   - extra collectables (e.g. process metrics) serialised beside the
+//     registry by Render.
 //
 // Naming follows Prometheus conventions: base units in the name (`_bytes`,
 // `_seconds`), counters end in `_total`. Families are declared once and live
-// as long as the registry; series appear on first use and can be removed
-// (e.g. the ranks of a generation that ended).
+// as long as the registry; series appear on first use and can be removed. A
+// family without series still shows its HELP and TYPE lines, no samples
+// (so zeroshard_loss has no NaN sample before the first step).
 //
 // Thread safety: every method is safe to call from any thread.
 #pragma once
@@ -18,6 +28,12 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 
 namespace zeroshard {
 
@@ -26,53 +42,56 @@ using LabelValues = std::vector<std::string>;  // One value per label name, in o
 class MetricFamily {
  public:
   enum class Type { kCounter, kGauge, kHistogram };
-  MetricFamily(std::string name, std::string help, Type type,
-               std::vector<std::string> label_names, std::vector<double> buckets);
 
-  // Counter: adds `by` (>= 0; negative is ignored as a bug guard).
-  // Gauge: adds `by` (any sign).
+  // Counter: adds `by` (>= 0; a negative or NaN `by` is ignored as a bug
+  // guard). Gauge: adds `by` (any sign). Creates the series at 0 first, so
+  // Add(labels, 0) pre-creates a series.
   void Add(const LabelValues& labels, double by = 1.0);
-  // Counter or gauge: sets the value. For a counter this is for mirroring a
-  // cumulative total kept elsewhere (e.g. a worker's comm bytes); a smaller
-  // value reads as a counter reset, which Prometheus handles.
+  // Gauge: sets the value. Counter: mirrors a cumulative total (see above).
   void Set(const LabelValues& labels, double value);
-  // Histogram: records one observation.
+  // Histogram: records one observation (NaN is ignored).
   void Observe(const LabelValues& labels, double value);
   // Removes one series, or every series.
   void Remove(const LabelValues& labels);
   void Clear();
   // The current value of a counter or gauge series; 0 if absent.
   double Value(const LabelValues& labels) const;
-
-  // Appends this family in text exposition format.
-  void Render(std::string* out) const;
+  bool Has(const LabelValues& labels) const;
 
  private:
+  friend class MetricsRegistry;
   struct Series {
-    double value = 0;                  // Counter or gauge.
-    std::vector<uint64_t> bucket_counts;  // Histogram: per bucket, not cumulative.
-    uint64_t count = 0;
-    double sum = 0;
+    prometheus::Counter* counter = nullptr;
+    prometheus::Gauge* gauge = nullptr;
+    prometheus::Histogram* histogram = nullptr;
   };
+  MetricFamily(Type type, std::string help, std::vector<std::string> label_names,
+               std::vector<double> buckets)
+      : type_(type),
+        help_(std::move(help)),
+        label_names_(std::move(label_names)),
+        buckets_(std::move(buckets)) {}
   Series& SeriesFor(const LabelValues& labels) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LabelText(const LabelValues& values, const std::string& extra_name,
-                        const std::string& extra_value) const;
+  void RemoveLocked(const Series& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::string name_;
-  const std::string help_;
   const Type type_;
+  const std::string help_;
   const std::vector<std::string> label_names_;
-  const std::vector<double> buckets_;  // Upper bounds, ascending, without +Inf.
+  const std::vector<double> buckets_;  // Histogram upper bounds, without +Inf.
+  // Exactly one is set, by type_; owned by the registry.
+  prometheus::Family<prometheus::Counter>* counters_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* gauges_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* histograms_ = nullptr;
   mutable absl::Mutex mu_;
   std::map<LabelValues, Series> series_ ABSL_GUARDED_BY(mu_);
 };
 
 class MetricsRegistry {
  public:
-  // Declares a family. The name must match [a-zA-Z_:][a-zA-Z0-9_:]* and be
-  // new, and label names [a-zA-Z_][a-zA-Z0-9_]*; anything else is a
-  // programming error (ZS_CHECK). Returned pointers live as long as the
-  // registry.
+  MetricsRegistry();
+  // Declares a family. The name must be a valid Prometheus metric name and
+  // new, the label names valid and not "le"; anything else is a programming
+  // error (ZS_CHECK). Returned pointers live as long as the registry.
   MetricFamily* Counter(const std::string& name, const std::string& help,
                         std::vector<std::string> label_names = {});
   MetricFamily* Gauge(const std::string& name, const std::string& help,
@@ -81,19 +100,23 @@ class MetricsRegistry {
   MetricFamily* Histogram(const std::string& name, const std::string& help,
                           std::vector<double> buckets,
                           std::vector<std::string> label_names = {});
+  // Adds a collectable serialised after the registry's own families (e.g.
+  // ProcessMetrics). Its names must not clash with declared families.
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
 
-  // Every family, sorted by name, in text exposition format.
+  // Every declared family sorted by name, then the collectables, in text
+  // exposition format 0.0.4 (prometheus::TextSerializer).
   std::string Render() const;
+  // The underlying registry (e.g. for a prometheus::Exposer).
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
  private:
-  MetricFamily* Add(const std::string& name, const std::string& help, MetricFamily::Type type,
-                    std::vector<std::string> label_names, std::vector<double> buckets);
+  MetricFamily* Declare(const std::string& name, const std::string& help, MetricFamily::Type type,
+                        std::vector<std::string> label_names, std::vector<double> buckets);
+  const std::shared_ptr<prometheus::Registry> registry_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<MetricFamily>> families_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_ ABSL_GUARDED_BY(mu_);
 };
-
-// Formats a sample value as Prometheus reads it: shortest round-trip
-// decimal, "NaN", "+Inf" or "-Inf".
-std::string FormatMetricValue(double v);
 
 }  // namespace zeroshard

@@ -211,7 +211,7 @@ absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequ
   ZS_ASSIGN_OR_RETURN(Placement placed, JoinOrCreate(req, *std::move(plan)));
   const std::shared_ptr<Pending>& p = placed.pending;
   for (const auto& s : placed.stale) {
-    DropPending(s, absl::AbortedError(absl::StrCat("replaced by ", p->id)));
+    DropPending(s, absl::AbortedError(absl::StrCat("replaced by ", p->id)), "abandoned");
   }
   absl::MutexLock plock(&p->mu);  // [Note: files before the id]
   if (p->done) {
@@ -238,7 +238,7 @@ absl::StatusOr<CheckpointStore::Placement> CheckpointStore::JoinOrCreate(
     files = CreateFilesLocked(*fresh);
     if (files.ok()) return placed;
   }
-  DropPending(fresh, files);
+  DropPending(fresh, files, FailureReasonOf(files));
   return files;
 }
 
@@ -264,6 +264,7 @@ absl::StatusOr<CheckpointStore::Placement> CheckpointStore::Place(
   }
   AddOldestBeyondLimit(pending_, &placed.stale);
   InitPending(req, std::move(plan), options_.dir, *fresh);
+  fresh->begun_unix_ms = options_.now_unix_ms();
   pending_[fresh->id] = fresh;
   placed.pending = fresh;
   placed.created = true;
@@ -291,15 +292,19 @@ absl::Status CheckpointStore::CreateFilesLocked(Pending& p) {
   return absl::OkStatus();
 }
 
-void CheckpointStore::DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why) {
+void CheckpointStore::DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why,
+                                  const char* reason) {
+  bool first_failure = false;
   {
     absl::MutexLock plock(&p->mu);
     if (p->done) return;
     p->done = true;
-    if (p->failed.ok()) p->failed = why;
+    first_failure = p->failed.ok();  // A checksum failure was told already.
+    if (first_failure) p->failed = why;
     std::error_code ec;
     fs::remove_all(p->dir, ec);
   }
+  if (first_failure) NoteFailed(reason);
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(p->id);
   if (it != pending_.end() && it->second == p) pending_.erase(it);
@@ -317,8 +322,26 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::FindP
 
 absl::Status CheckpointStore::Abort(const std::string& checkpoint_id) {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Pending> p, FindPending(checkpoint_id));
-  DropPending(p, absl::AbortedError(absl::StrCat("checkpoint ", checkpoint_id, " was aborted")));
+  DropPending(p, absl::AbortedError(absl::StrCat("checkpoint ", checkpoint_id, " was aborted")),
+              "aborted");
   return absl::OkStatus();
+}
+
+void CheckpointStore::NoteFailed(const char* reason) const {
+  if (CheckpointObserver* o = observer_.load(); o != nullptr) o->Failed(reason);
+}
+
+void CheckpointStore::NoteCommitted(const Pending& p) const {
+  CheckpointObserver* o = observer_.load();
+  if (o == nullptr) return;
+  int64_t bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = committed_.find(p.step); it != committed_.end()) {
+      bytes = it->second->summary.bytes();
+    }
+  }
+  o->Committed(p.step, bytes, static_cast<double>(options_.now_unix_ms() - p.begun_unix_ms) / 1e3);
 }
 
 int CheckpointStore::PendingCount() const {

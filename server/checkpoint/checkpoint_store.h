@@ -28,6 +28,7 @@
 // ranks proceed in parallel.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -44,6 +45,29 @@
 #include "zeroshard/v1/checkpoint.pb.h"
 
 namespace zeroshard::server {
+
+// Why a save did not commit (zeroshard_checkpoint_failures_total{reason}):
+//   disk_full  a write hit ENOSPC/EDQUOT;  io_error  any other file error;
+//   checksum   a chunk's xxhash64 did not match (it can never commit);
+//   aborted    a rank called Abort;
+//   abandoned  replaced by a newer attempt, superseded by a later commit, or
+//              dropped beyond the pending limit.
+inline constexpr const char* kCheckpointFailureReasons[] = {"disk_full", "io_error", "checksum",
+                                                            "aborted", "abandoned"};
+
+// Told the outcome of every save, once per pending checkpoint, on the thread
+// of the call that decided it and without the store's locks held. Must be
+// thread-safe.
+class CheckpointObserver {
+ public:
+  virtual ~CheckpointObserver() = default;
+  // A checkpoint committed: its step, data bytes on disk, and seconds from
+  // its first Begin to the commit.
+  virtual void Committed(int64_t step, int64_t bytes, double seconds) = 0;
+  // A pending save failed or was dropped; `reason` is one of
+  // kCheckpointFailureReasons.
+  virtual void Failed(const char* reason) = 0;
+};
 
 struct CheckpointStoreOptions {
   std::string dir;    // Created if absent.
@@ -84,6 +108,8 @@ class CheckpointStore {
                          const std::function<absl::Status(const v1::RangeChunk&)>& sink);
 
   int PendingCount() const;
+  // Sets (or, with nullptr, clears) the observer; it must outlive its use.
+  void SetObserver(CheckpointObserver* observer) { observer_.store(observer); }
   const std::string& dir() const { return options_.dir; }
 
   struct Pending;
@@ -118,7 +144,12 @@ class CheckpointStore {
   // pending saves of earlier steps.
   absl::Status Install(const Pending& p);
   absl::Status Publish(Pending& p);
-  void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why);
+  // `reason`: one of kCheckpointFailureReasons, told to the observer if
+  // this is the save's first failure.
+  void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why,
+                   const char* reason);
+  void NoteFailed(const char* reason) const;
+  void NoteCommitted(const Pending& p) const;  // After Install.
   void ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CheckpointStoreOptions options_;
@@ -126,6 +157,7 @@ class CheckpointStore {
   std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<Committed>> committed_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> rejected_ ABSL_GUARDED_BY(mu_);
+  std::atomic<CheckpointObserver*> observer_{nullptr};
 };
 
 }  // namespace zeroshard::server

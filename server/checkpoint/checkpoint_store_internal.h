@@ -31,6 +31,7 @@ struct CheckpointStore::Pending {
   v1::BeginCheckpointRequest meta;  // First Begin, rng_state cleared.
   ShardPlan plan;
   std::map<std::string, int> unit_index;  // Unit name -> index in plan.units.
+  int64_t begun_unix_ms = 0;              // When the first Begin created it.
 
   std::string DataPath(int unit, v1::TensorKind k) const {
     return dir + "/" + DataFileName(unit, k);
@@ -65,5 +66,12 @@ struct CheckpointStore::Committed {
 absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_t step,
                                                                           const std::string& dir,
                                                                           bool verified);
+
+// The failure reason (kCheckpointFailureReasons) of a file-level error.
+inline const char* FailureReasonOf(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kResourceExhausted) return "disk_full";
+  if (s.code() == absl::StatusCode::kDataLoss) return "checksum";
+  return "io_error";
+}
 
 }  // namespace zeroshard::server

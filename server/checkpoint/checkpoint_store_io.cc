@@ -87,8 +87,13 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
         "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
         p->id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), hash,
         chunk.xxhash64()));
-    absl::MutexLock plock(&p->mu);
-    if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
+    bool first_failure = false;
+    {
+      absl::MutexLock plock(&p->mu);
+      first_failure = p->failed.ok() && !p->done;
+      if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
+    }
+    if (first_failure) NoteFailed("checksum");
     return bad;
   }
   {
@@ -117,7 +122,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
   if (!st.ok()) {
     // Free the space now; committed checkpoints are untouched.
     absl::Status why = absl::Status(st.code(), absl::StrCat("checkpoint ", p->id, " dropped: ", st.message()));
-    DropPending(p, why);
+    DropPending(p, why, FailureReasonOf(st));
     return why;
   }
   absl::MutexLock plock(&p->mu);
@@ -154,11 +159,12 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
     if (st.ok()) p->done = true;
   }
   if (!st.ok()) {
-    DropPending(p, st);
+    DropPending(p, st, FailureReasonOf(st));
     return st;
   }
   ZS_RETURN_IF_ERROR(Install(*p));
   out.set_committed(true);
+  NoteCommitted(*p);
   return out;
 }
 
@@ -191,7 +197,7 @@ absl::Status CheckpointStore::Install(const Pending& p) {
   }
   // Saves older than a committed one can only be abandoned ones.
   for (const auto& o : older) {
-    DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p.id)));
+    DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p.id)), "abandoned");
   }
   return absl::OkStatus();
 }

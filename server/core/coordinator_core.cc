@@ -17,6 +17,8 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckToken(r.worker_id(), "worker_id", kMaxWorkerIdBytes, true));
   ZS_RETURN_IF_ERROR(CheckToken(r.host(), "host", kMaxHostBytes, false));
+  ZS_RETURN_IF_ERROR(CheckToken(r.hostname(), "hostname", kMaxHostBytes, false));
+  ZS_RETURN_IF_ERROR(CheckToken(r.pod(), "pod", kMaxHostBytes, false));
   absl::MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (membership_.live_members() >= options_.max_members) {
@@ -30,6 +32,7 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
   }
   if (r.units_size() > 0) ZS_RETURN_IF_ERROR(SetUnitsLocked(r.units()));
   ZS_ASSIGN_OR_RETURN(const uint64_t id, membership_.Join(r.worker_id(), r.host(), clock_->Now()));
+  RememberLabelsLocked(id, r);
   joins_metric_->Add({});
   DrainEventsLocked();
   v1::JoinResponse out;
@@ -125,6 +128,10 @@ v1::MemberInfo CoordinatorCore::MemberInfoLocked(const Member& m) const {
   info.set_member_id(m.member_id);
   info.set_worker_id(m.worker_id);
   info.set_host(m.host);
+  if (auto it = member_labels_.find(m.member_id); it != member_labels_.end()) {
+    info.set_hostname(it->second.hostname);
+    info.set_pod(it->second.pod);
+  }
   info.set_rank(m.rank);
   info.set_last_heartbeat_age_seconds(
       absl::ToDoubleSeconds(clock_->Now() - m.last_heartbeat));

@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -178,6 +179,18 @@ class CoordinatorCore {
   MetricFamily* job_state_metric_;
   MetricFamily* failures_metric_;
   MetricFamily* lost_rank_metric_;
+  // zeroshard_rank_info{rank,worker_id,host,pod}: one series per rank of the
+  // running generation (coordinator_core_ranks.cc).
+  MetricFamily* rank_info_metric_;
+  struct MemberLabels {
+    std::string hostname;  // JoinRequest.hostname
+    std::string pod;       // JoinRequest.pod
+  };
+  std::map<uint64_t, MemberLabels> member_labels_ ABSL_GUARDED_BY(mu_);  // By member id.
+  void RememberLabelsLocked(uint64_t member_id, const v1::JoinRequest& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rebuilds rank_info for the running generation (none while waiting).
+  void UpdateRankInfoLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The last rank lost to a failure, and the first failure report of each
   // generation (which names the collective the survivors were in).
   v1::LostRank last_lost_ ABSL_GUARDED_BY(mu_);

@@ -108,6 +108,9 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
     }
     advanced = training_.Record(r);
     MaybeCompleteLocked(r.step());
+    // The last reports of a completed job are recorded, but no more steps
+    // will run.
+    if (membership_.job_ended()) training_.ThroughputStopped();
   }
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.

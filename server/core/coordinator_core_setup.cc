@@ -182,7 +182,14 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
           "zeroshard_last_lost_rank",
           "The last rank lost to a failure (value: its rank), with its worker, the collective "
           "the survivors were in, and why it was removed.",
-          {"worker_id", "operation", "reason"})) {
+          {"worker_id", "operation", "reason"})),
+      rank_info_metric_(metrics->Gauge(
+          "zeroshard_rank_info",
+          "1 for each rank of the running generation, with its worker id, the worker's "
+          "hostname and its Kubernetes pod (\"\" outside Kubernetes).",
+          {"rank", "worker_id", "host", "pod"})) {
+  heartbeats_metric_->Add({}, 0);  // Counters exist at 0, so increase() sees the first event.
+  joins_metric_->Add({}, 0);
   for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
   for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
   metrics->Gauge("zeroshard_build_info", "The coordinator's build (value 1).", {"version"})
@@ -241,6 +248,7 @@ void CoordinatorCore::DrainEventsLocked() {
     switch (e.kind) {
       case MembershipEvent::Kind::kMemberRemoved:
         removals_metric_->Add({e.reason});
+        member_labels_.erase(e.member_id);
         if (e.rank >= 0 && (e.reason == "failure" || e.reason == "lease_expired")) {
           NoteLostLocked(e);
         }
@@ -259,6 +267,7 @@ void CoordinatorCore::DrainEventsLocked() {
                      JobStateName(membership_.job_state()),
                      membership_.job_state_reason().c_str());
         PersistLifecycleLocked();
+        training_.ThroughputStopped();
         ++change_number_;  // Watchers learn that no generation will form.
         break;
       case MembershipEvent::Kind::kGenerationEnded:
@@ -266,12 +275,14 @@ void CoordinatorCore::DrainEventsLocked() {
         // read a dead peer's address.
         kv_.Reset(KvPrefix(options_.job_id, e.generation) + "ended/");
         training_.ClearRanks();
+        rank_info_metric_->Clear();
         plan_.Clear();
         ++change_number_;
         break;
       case MembershipEvent::Kind::kGenerationFormed:
         kv_.Reset(KvPrefix(options_.job_id, e.generation));
         training_.ClearRanks();
+        UpdateRankInfoLocked();
         RebuildPlanLocked();
         ++generation_changes_;
         changes_metric_->Add({e.reason});

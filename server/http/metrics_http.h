@@ -1,8 +1,11 @@
 // The coordinator's HTTP endpoints (civetweb): GET /metrics (Prometheus
-// text exposition 0.0.4, from a MetricsRegistry), GET /healthz (200 while
+// text exposition 0.0.4: MetricsRegistry::Render, i.e. prometheus-cpp's
+// TextSerializer over its registry), GET /healthz (200 while
 // the coordinator's state machine keeps ticking, 503 if it has stalled) and
 // GET /readyz (200 while serving, 503 once shutting down). Kubernetes
-// probes and Prometheus scrapes use these.
+// probes and Prometheus scrapes use these. civetweb serves all three on the
+// one metrics port (9464 by default) rather than prometheus::Exposer, which
+// owns its own port and has no place for the probes.
 //
 // Thread safety: civetweb serves requests on its own threads; the callbacks
 // it calls are thread-safe. Start/Stop from one owner thread.

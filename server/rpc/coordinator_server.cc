@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/process_metrics.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -28,6 +29,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
   }
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(options));
+  s->metrics_.AddCollectable(std::make_shared<ProcessMetrics>());  // process_* metrics.
   const Clock* clock = options.clock != nullptr ? options.clock : RealClock::Get();
 
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<server::DurableState> durable,

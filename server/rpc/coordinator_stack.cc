@@ -26,6 +26,11 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
   auto server = CoordinatorServer::Start(options, extra_services);
   if (!server.ok()) return server.status();
   stack.server = *std::move(server);
+  if (stack.checkpoints != nullptr) {
+    stack.checkpoint_metrics =
+        std::make_unique<server::CheckpointMetrics>(stack.server->metrics());
+    stack.checkpoint_metrics->Attach(stack.checkpoints->store());
+  }
   return stack;
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/checkpoint/checkpoint_host.h"
+#include "server/checkpoint/checkpoint_metrics.h"
 #include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
@@ -16,6 +17,10 @@ namespace zeroshard {
 struct CoordinatorStack {
   // Declared first so it outlives the server that serves it.
   std::unique_ptr<server::CheckpointHost> checkpoints;  // Null without a checkpoint dir.
+  // The checkpoint metrics, over the server's registry; observed by the
+  // store, so declared before the server (whose RPCs call it) and after the
+  // store.
+  std::unique_ptr<server::CheckpointMetrics> checkpoint_metrics;
   std::unique_ptr<CoordinatorServer> server;
 };
 

@@ -76,7 +76,8 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
                                             {"rank", "op"})),
       comm_calls_metric_(metrics->Counter("zeroshard_comm_calls_total",
                                           "Collective calls a rank made in its generation.",
-                                          {"rank", "op"})) {
+                                          {"rank", "op"})),
+      step_metrics_(metrics) {
   step_metric_->Set({}, static_cast<double>(step_));
   // No loss before the first step: the series is absent, not NaN.
   if (std::isfinite(loss_)) loss_metric_->Set({}, loss_);
@@ -101,6 +102,7 @@ absl::Status TrainingState::Validate(const v1::StepReport& r) {
         "device_memory: free_bytes ", d.free_bytes(), " and total_bytes ", d.total_bytes(),
         " must satisfy 0 <= free <= total, device name <= 256 bytes"));
   }
+  if (auto s = StepMetrics::Validate(r); !s.ok()) return s;
   if (r.comm_size() > 16) {
     return absl::InvalidArgumentError(absl::StrCat("comm has ", r.comm_size(),
                                                    " entries; at most 16"));
@@ -126,7 +128,9 @@ absl::Status TrainingState::Validate(const v1::StepReport& r) {
 
 bool TrainingState::Record(const v1::StepReport& r) {
   const bool advanced = r.step() > step_;
-  if (r.step() >= step_) {
+  const bool current = r.step() >= step_;
+  step_metrics_.Record(r, current, advanced);
+  if (current) {
     step_ = r.step();
     loss_ = r.loss();
     tokens_per_second_ = r.tokens_per_second();
@@ -175,8 +179,12 @@ bool TrainingState::Record(const v1::StepReport& r) {
   return advanced;
 }
 
+void TrainingState::ThroughputStopped() { tokens_metric_->Set({}, 0); }
+
 void TrainingState::ClearRanks() {
   ranks_.clear();
+  step_metrics_.ClearRanks();
+  ThroughputStopped();
   for (MetricFamily* f : {memory_metric_, peak_memory_metric_, comm_bytes_metric_,
                           comm_seconds_metric_, comm_calls_metric_, device_memory_metric_}) {
     f->Clear();

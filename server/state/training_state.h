@@ -7,6 +7,10 @@
 // The job's step is the highest step any rank reported; loss, tokens/s and
 // step time follow the newest report of that step. Per-rank figures belong
 // to the running generation and are cleared when it ends (ranks renumber).
+// zeroshard_tokens_per_second drops to 0 when a generation ends or the job
+// stops (ClearRanks, ThroughputStopped), so it never holds a stale figure
+// through a stall; StepMetrics (step_metrics.h) adds the token, gradient
+// and worker RSS metrics.
 //
 // Thread safety: not thread-safe; CoordinatorCore serialises access. The
 // metric families it writes are themselves thread-safe.
@@ -17,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "common/metrics.h"
+#include "server/state/step_metrics.h"
 #include "zeroshard/v1/coordinator.pb.h"
 
 namespace zeroshard::server {
@@ -33,8 +38,11 @@ class TrainingState {
 
   // Records a validated report. Returns true if the job's step advanced.
   bool Record(const v1::StepReport& report);
-  // Forgets per-rank figures (a generation ended).
+  // Forgets per-rank figures (a generation ended) and sets the throughput
+  // gauge to 0.
   void ClearRanks();
+  // No steps are running (the job ended): the throughput gauge reads 0.
+  void ThroughputStopped();
 
   // Fills step, loss, tokens/s, step time, val loss and per-rank status.
   void FillStatus(v1::JobStatus* status) const;
@@ -60,6 +68,7 @@ class TrainingState {
   MetricFamily* comm_bytes_metric_;
   MetricFamily* comm_seconds_metric_;
   MetricFamily* comm_calls_metric_;
+  StepMetrics step_metrics_;
 };
 
 }  // namespace zeroshard::server

@@ -98,7 +98,8 @@ class GenerationTrainer {
                        double seconds, bool* checkpoint_requested);
   // This rank's yield flags for the step record's all-gather.
   double MyYieldFlags() const;
-  void ReportToCoordinator(const StepRecord& record);
+  // `clip_coef`: the step's clipping multiplier (StepResult::clip_coef).
+  void ReportToCoordinator(const StepRecord& record, double clip_coef);
   absl::Status MaybeCheckpoint(int64_t step, bool requested);
   absl::Status FinishCheckpoint();
   bool PollCheckpointTrigger();  // Rank 0: has `zeroshard checkpoint now` been asked since?

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/process_metrics.h"
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
 #include "worker/trainer/checkpointing.h"
@@ -67,7 +68,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
     record.ranks.push_back(RankStepStats::Unpack(&all[static_cast<size_t>(r) * kGatherDoubles]));
   }
   if (log_.is_open()) log_ << record.ToJsonLine() << "\n" << std::flush;
-  ReportToCoordinator(record);
+  ReportToCoordinator(record, outcome.result.clip_coef);
   return absl::OkStatus();
 }
 
@@ -78,7 +79,7 @@ double GenerationTrainer::MyYieldFlags() const {
   return flags;
 }
 
-void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
+void GenerationTrainer::ReportToCoordinator(const StepRecord& record, double clip_coef) {
   v1::StepReport report;
   report.set_job_id(ctx_.session->job_id());
   report.set_member_id(ctx_.session->member_id());
@@ -89,6 +90,12 @@ void GenerationTrainer::ReportToCoordinator(const StepRecord& record) {
   report.set_tokens_per_second(record.tokens_per_second);
   report.set_step_seconds(record.step_seconds);
   report.set_val_loss(record.val_loss >= 0 ? record.val_loss : std::nan(""));
+  report.set_tokens(int64_t{ctx_.job->global_batch} * ctx_.model_config->n_ctx);
+  report.set_grad_norm(record.grad_norm);
+  report.set_clip_coef(clip_coef);
+  if (std::optional<double> rss = ResidentMemoryBytes()) {
+    report.set_rss_bytes(static_cast<int64_t>(*rss));
+  }
   const RankStepStats& me = record.ranks[ctx_.rank];
   const Device& device = engine_->device();
   if (absl::StatusOr<MemoryInfo> info = device.memory_info(); info.ok()) {

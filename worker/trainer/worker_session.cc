@@ -1,5 +1,10 @@
 #include "worker/trainer/worker_session.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc/plan_proto.h"
@@ -29,6 +34,21 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
   request.set_job_id(identity.job_id);
   request.set_worker_id(identity.worker_id);
   request.set_host(identity.host);
+  // For zeroshard_rank_info: the machine, and the pod under Kubernetes
+  // (POD_NAME from the Downward API). Labels only: a value the coordinator
+  // would refuse (not printable ASCII, over 255 bytes) is left out rather
+  // than costing the Join.
+  auto label = [](const char* v) {
+    const std::string s = v == nullptr ? "" : v;
+    if (s.size() > 255) return std::string();
+    for (char c : s) {
+      if (c <= 0x20 || c >= 0x7f) return std::string();
+    }
+    return s;
+  };
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof(hostname) - 1) == 0) request.set_hostname(label(hostname));
+  request.set_pod(label(std::getenv("POD_NAME")));
   UnitSpecsToProto(units, request.mutable_units());
   auto joined = client.Join(request);
   if (!joined.ok()) return joined.status();

@@ -1,0 +1,26 @@
+// CoordinatorCore: the rank -> worker mapping (zeroshard_rank_info). Each
+// member's hostname and pod come from its Join and are kept until it is
+// removed; the metric holds one series per rank of the running generation
+// and is rebuilt when a generation forms (cleared when one ends).
+#include "absl/strings/str_cat.h"
+#include "server/core/coordinator_core.h"
+
+namespace zeroshard::server {
+
+void CoordinatorCore::RememberLabelsLocked(uint64_t member_id, const v1::JoinRequest& r) {
+  member_labels_[member_id] = MemberLabels{r.hostname(), r.pod()};
+}
+
+void CoordinatorCore::UpdateRankInfoLocked() {
+  rank_info_metric_->Clear();
+  if (membership_.state() != GenerationState::kRunning) return;
+  for (const Member* m : membership_.Ranked()) {
+    MemberLabels labels;
+    if (auto it = member_labels_.find(m->member_id); it != member_labels_.end()) {
+      labels = it->second;
+    }
+    rank_info_metric_->Set({absl::StrCat(m->rank), m->worker_id, labels.hostname, labels.pod}, 1);
+  }
+}
+
+}  // namespace zeroshard::server
