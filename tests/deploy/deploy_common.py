@@ -157,7 +157,7 @@ def flags_of(argv):
 
 
 # Quoted string literals that are whole metric names, e.g. "zeroshard_loss".
-_METRIC_LITERAL = re.compile(r'"(zeroshard_[a-z0-9_]+)"')
+_METRIC_LITERAL = re.compile(r'"((?:zeroshard|process)_[a-z0-9_]+)"')
 METRIC_CODE_DIRS = ("server", "common")
 
 

@@ -231,7 +231,7 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
 
   const std::string promtool = "promtool";
   if (zeroshard::testing::RunCommand("command -v promtool").exit_code != 0) {
-    GTEST_SKIP() << "promtool is not installed (scripts/setup.sh installs it)";
+    GTEST_SKIP() << "promtool is not installed (scripts/setup-test-tools.sh installs it)";
   }
   const std::string path = zeroshard::testing::MakeTempDir("metrics") + "/metrics.txt";
   std::ofstream(path) << text;
