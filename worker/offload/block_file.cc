@@ -115,12 +115,12 @@ absl::StatusOr<std::unique_ptr<BlockFile>> BlockFile::Create(const std::string& 
   bool direct = fd >= 0;
   if (fd < 0 && errno == EINVAL) fd = ::open(path.c_str(), kFlags, 0600);
   if (fd < 0) return Errno("open", path, errno);
+  // Unlinked at once: the open descriptor keeps the blocks, and no kill
+  // (SIGKILL, OOM) can leave scratch files behind.
+  ::unlink(path.c_str());
   return std::unique_ptr<BlockFile>(new BlockFile(path, fd, direct));
 }
 
-BlockFile::~BlockFile() {
-  ::close(fd_);
-  ::unlink(path_.c_str());
-}
+BlockFile::~BlockFile() { ::close(fd_); }
 
 }  // namespace zeroshard

@@ -1,7 +1,8 @@
 // BlockFile: one scratch file of the NVMe offload store, read and written in
 // whole aligned blocks. Opened with O_DIRECT where the filesystem allows it
 // (tmpfs and some overlay filesystems refuse: then buffered I/O), created
-// fresh (O_TRUNC) and unlinked by the destructor: offload files are scratch,
+// fresh (O_TRUNC) and unlinked as soon as it is open (the descriptor keeps the
+// blocks, so even a killed process leaves no file): offload files are scratch,
 // never fsynced; checkpoints stay the durable record.
 //
 // I/O goes through io_uring (liburing) when the kernel offers it, keeping up
@@ -59,7 +60,7 @@ class BlockFile {
  public:
   // Creates (truncating) `path`, O_DIRECT when the filesystem takes it.
   static absl::StatusOr<std::unique_ptr<BlockFile>> Create(const std::string& path);
-  ~BlockFile();  // Closes and unlinks.
+  ~BlockFile();  // Closes (the file has no name since Create).
   BlockFile(const BlockFile&) = delete;
   BlockFile& operator=(const BlockFile&) = delete;
 

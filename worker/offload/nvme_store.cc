@@ -1,7 +1,7 @@
 // kNvme: one file per unit shard (master | m | v, each AlignUp(4n) bytes)
 // under the offload dir, streamed through kStagingSlots aligned host slots
 // by a read thread and a write thread (optimizer_store.h "How streaming
-// works"). Files are unlinked when the store is destroyed and never fsynced.
+// works"). Files are unlinked as soon as they are open and never fsynced.
 #include <unistd.h>
 
 #include <cstring>
