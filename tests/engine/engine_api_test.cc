@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
+#include "worker/device/cpu_device.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -62,12 +63,38 @@ TEST(EngineApiTest, CreateRejectsBadArgumentsNamingTheField) {
     o = {};
     o.collective_timeout = absl::ZeroDuration();
     expect_bad(o, good, "collective_timeout");
+    o = {};
+    o.reserved_bytes = -1;
+    expect_bad(o, good, "reserved_bytes");
     std::vector<std::vector<float>> short_unit = good;
     short_unit[1].pop_back();
     expect_bad({}, short_unit, "initial_units[1]");
     absl::StatusOr<ShardPlan> plan2 = MakeShardPlan(MlpUnits(kDims), 2, 1);
     EXPECT_EQ(ShardedEngine::Create(*plan2, comm, {}, good).status().code(),
               absl::StatusCode::kInvalidArgument);
+    return absl::OkStatus();
+  }).ok());
+}
+
+// The caller's reserve (activations, work buffers) counts in Create's fit
+// check: a reserve beyond the device's free memory is refused, naming it;
+// the same engine without the reserve is created. (1 GiB over, not 1 byte:
+// the CPU device's free memory is the host's MemAvailable, which moves.)
+TEST(EngineApiTest, ReservedBytesCountInTheFitCheck) {
+  ASSERT_TRUE(RunRanksAsThreads(1, "api_reserve", [](int, Communicator* comm) {
+    absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), 1, 1);
+    CpuDevice device(1);
+    absl::StatusOr<MemoryInfo> info = device.memory_info();
+    if (!info.ok()) return info.status();
+    EngineOptions o;
+    o.device = &device;
+    o.reserved_bytes = info->free_bytes + (int64_t{1} << 30);
+    auto refused = ShardedEngine::Create(*plan, comm, o, MlpInit(*plan, 1));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    EXPECT_NE(refused.status().message().find("activations and work buffers"),
+              std::string::npos) << refused.status();
+    o.reserved_bytes = 0;
+    EXPECT_TRUE(ShardedEngine::Create(*plan, comm, o, MlpInit(*plan, 1)).ok());
     return absl::OkStatus();
   }).ok());
 }

@@ -43,6 +43,7 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
   if (!(o.collective_timeout > absl::ZeroDuration())) {
     return bad("collective_timeout: must be positive");
   }
+  if (o.reserved_bytes < 0) return bad("reserved_bytes: must be >= 0");
   if (initial.size() != plan.units.size()) {
     return bad("initial_units: ", initial.size(), " units, plan has ", plan.units.size());
   }
@@ -107,11 +108,12 @@ absl::Status ShardedEngine::CheckFits() const {
     formula.optimizer = StagingBytesFor(options_.offload, OptimizerSizes(), device_->kind());
   }
   const int64_t resident = formula.model_state();
-  const int64_t needed = resident + BufferBytesBound();
+  const int64_t needed = resident + BufferBytesBound() + options_.reserved_bytes;
   if (needed > info.free_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the engine needs ", needed, " bytes on ", device_->name(), " (model state ", resident,
-        ", transient buffers ", BufferBytesBound(), "); ", info.free_bytes, " are free"));
+        ", transient buffers ", BufferBytesBound(), ", activations and work buffers ",
+        options_.reserved_bytes, "); ", info.free_bytes, " are free"));
   }
   return absl::OkStatus();
 }

@@ -111,6 +111,11 @@ struct EngineOptions {
   // memory (the default), host memory or NVMe files. Results are bit-equal
   // whichever. `offload.timeout` is replaced by collective_timeout.
   OptimizerStoreOptions offload;
+  // Device bytes the caller will allocate beside the engine (the model's
+  // activations and scratch, a BLAS work buffer), added to the engine's own
+  // need in Create's memory check so a run that cannot fit is refused there
+  // rather than failing mid-step. Count only what is not allocated yet.
+  int64_t reserved_bytes = 0;
 };
 
 struct StepResult {

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -34,11 +35,16 @@ int& ThreadsSetting() {
   return threads;
 }
 
+// Set by the first sgemm: OpenBLAS then holds its work buffer.
+std::atomic<bool> g_sgemm_ran{false};
+constexpr int64_t kOpenBlasBufferBytes = (int64_t{128} << 20) + 4096;
+
 class CpuKernelsImpl final : public Kernels {
  public:
   void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
               const float* B, float beta, float* C) override {
     ThreadsSetting();  // Applies the default thread count to OpenBLAS once.
+    g_sgemm_ran.store(true, std::memory_order_relaxed);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, trans_a ? M : K, B,
                 trans_b ? K : N, beta, C, N);
@@ -202,6 +208,10 @@ class CpuKernelsImpl final : public Kernels {
 Kernels& CpuKernels() {
   static CpuKernelsImpl* kernels = new CpuKernelsImpl();
   return *kernels;
+}
+
+int64_t CpuKernelsPendingBytes() {
+  return g_sgemm_ran.load(std::memory_order_relaxed) ? 0 : kOpenBlasBufferBytes;
 }
 
 void SetComputeThreads(int threads) {

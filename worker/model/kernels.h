@@ -85,6 +85,14 @@ class Kernels {
 // across the compute threads. One process-wide instance; stateless.
 Kernels& CpuKernels();
 
+// Bytes CpuKernels has yet to allocate for OpenBLAS: its first sgemm in this
+// process allocates a work buffer (BUFFER_SIZE of Debian's x86-64 build,
+// 128 MiB, plus a page) and keeps it for the process's life; 0 once an
+// sgemm has run. For start-time memory checks (EngineOptions::
+// reserved_bytes), so a run that cannot fit is refused before OpenBLAS meets
+// a failed malloc (it retries forever). Thread-safe.
+int64_t CpuKernelsPendingBytes();
+
 // Threads the CPU kernels use (OpenBLAS and attention). Several worker
 // processes may share a few cores, so the default is $ZEROSHARD_THREADS or
 // 1. Values < 1 are treated as 1. Call from the training thread only.

@@ -12,6 +12,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
 #include "worker/engine/host_hooks.h"
+#include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
@@ -83,8 +84,16 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   return ctx;
 }
 
-EngineOptions MakeEngineOptions(const JobConfig& job, Device* device, Communicator* control) {
+EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, Device* device,
+                                Communicator* control) {
   EngineOptions o;
+  // The CPU model's activations and OpenBLAS's buffer share the device's
+  // (host) memory with the engine; on a GPU they are host memory, not the
+  // device's.
+  if (device->kind() == DeviceKind::kCpu) {
+    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx) +
+                       CpuKernelsPendingBytes();
+  }
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
   o.reduce_dtype = job.reduce_dtype;
@@ -162,7 +171,7 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
   absl::Cleanup stop_watching = [&session] { session.StopWatching(); };
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
                       ShardedEngine::Create(plan, data,
-                                            MakeEngineOptions(job.job, job.device.get(), control),
+                                            MakeEngineOptions(job.job, job.model, job.device.get(), control),
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size(), &StopRequested,
