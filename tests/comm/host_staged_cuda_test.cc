@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/comm/host_staged_util.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard::testing {
@@ -89,12 +90,5 @@ INSTANTIATE_TEST_SUITE_P(SharedGpu, HostStagedCudaTest,
 }  // namespace zeroshard::testing
 
 int main(int argc, char** argv) {
-  const absl::StatusOr<std::unique_ptr<zeroshard::Device>> gpu =
-      zeroshard::CreateDevice({.kind = "cuda", .ordinal = 0});
-  if (!gpu.ok()) {
-    std::printf("SKIP: no usable GPU: %s\n", std::string(gpu.status().message()).c_str());
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return zeroshard::testing::RunGpuTestsOrSkip("host_staged_cuda_test", argc, argv);
 }

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/device/device_test_util.h"
 #include "worker/device/cpu_device.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard {
@@ -192,12 +193,5 @@ TEST(CudaDevice, EventWaitTimesOutThenCompletes) {
 }  // namespace zeroshard
 
 int main(int argc, char** argv) {
-  const absl::StatusOr<std::unique_ptr<zeroshard::Device>> gpu =
-      zeroshard::CreateDevice({.kind = "cuda"});
-  if (!gpu.ok()) {
-    std::printf("SKIP: %s\n", std::string(gpu.status().message()).c_str());
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return zeroshard::testing::RunGpuTestsOrSkip("device_cuda_test", argc, argv);
 }

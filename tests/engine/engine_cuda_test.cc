@@ -18,6 +18,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard::testing {
@@ -100,14 +101,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, EngineCudaTest,
 }  // namespace
 }  // namespace zeroshard::testing
 
-// Skips (exit 77) with the reason when this process sees no GPU.
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  absl::StatusOr<std::unique_ptr<zeroshard::Device>> probe = zeroshard::CreateDevice({"cuda", 0});
-  if (!probe.ok()) {
-    std::printf("SKIP engine_cuda_test: %s\n", std::string(probe.status().message()).c_str());
-    return 77;
-  }
-  probe->reset();
-  return RUN_ALL_TESTS();
+  return zeroshard::testing::RunGpuTestsOrSkip("engine_cuda_test", argc, argv);
 }

@@ -15,6 +15,7 @@
 #include "tests/engine/engine_runner.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard::testing {
@@ -66,15 +67,6 @@ TEST(EngineOffloadCudaTest, HostAndNvmeStoresBitEqualToGpuMemory) {
 }  // namespace
 }  // namespace zeroshard::testing
 
-// Skips (exit 77) with the reason when this process sees no GPU.
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  absl::StatusOr<std::unique_ptr<zeroshard::Device>> probe = zeroshard::CreateDevice({"cuda", 0});
-  if (!probe.ok()) {
-    std::printf("SKIP engine_offload_cuda_test: %s\n",
-                std::string(probe.status().message()).c_str());
-    return 77;
-  }
-  probe->reset();
-  return RUN_ALL_TESTS();
+  return zeroshard::testing::RunGpuTestsOrSkip("engine_offload_cuda_test", argc, argv);
 }
