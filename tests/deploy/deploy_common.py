@@ -8,6 +8,7 @@ import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -41,6 +42,13 @@ class Checker:
         failed = len(self.failures)
         print(f"{self.name}: {self.passed} passed, {failed} failed", flush=True)
         sys.exit(1 if failed else 0)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def skip(reason):

@@ -20,19 +20,12 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 
 import deploy_common as dc
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_status(port, path):
@@ -112,7 +105,7 @@ class LocalCluster:
         job_file.write_text(json.dumps(job))
         argv = dc.container_argv(self.coord)
         flags = dc.flags_of(argv[1:])
-        self.grpc_port, self.metrics_port = free_port(), free_port()
+        self.grpc_port, self.metrics_port = dc.free_port(), dc.free_port()
         for flag, value in flags.items():
             if flag == "--listen":
                 flags[flag] = f"127.0.0.1:{self.grpc_port}"
@@ -208,7 +201,7 @@ class LocalCluster:
         argv = dc.container_argv(self.worker)
         flags = {k: expand(v, env) if v is not None else None
                  for k, v in dc.flags_of(argv[1:]).items()}
-        health = free_port()
+        health = dc.free_port()
         flags["--coordinator"] = f"127.0.0.1:{self.grpc_port}"
         flags["--health-listen"] = f"127.0.0.1:{health}"
         launched = [str(dc.BIN_DIR / argv[0])] + argv_of(flags)

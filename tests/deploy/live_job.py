@@ -6,7 +6,6 @@ import json
 import re
 import select
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -14,12 +13,6 @@ import urllib.parse
 import urllib.request
 
 import deploy_common as dc
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(proc, timeout=10):
@@ -106,7 +99,7 @@ class Prometheus:
     """Debian's Prometheus on loopback with a given config file."""
 
     def __init__(self, config_path, data_dir, log_path):
-        self.port = free_port()
+        self.port = dc.free_port()
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
             ["prometheus", f"--config.file={config_path}", f"--storage.tsdb.path={data_dir}",

@@ -159,7 +159,7 @@ def check_generation_count(prom, coord, start):
 
 
 def main(tmp):
-    metrics_port = lj.free_port()
+    metrics_port = dc.free_port()
     (pathlib.Path(tmp) / "job.json").write_text(json.dumps(JOB))
     coord = lj.Coordinator(
         [f"--state-dir={tmp}/state", f"--checkpoint-dir={tmp}/checkpoints",

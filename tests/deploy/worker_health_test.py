@@ -84,7 +84,7 @@ with tempfile.TemporaryDirectory() as d:
                         f"naming the flag ({out.returncode}, {out.stderr!r})")
 
         # No coordinator yet: alive (joining has its own deadline), not ready.
-        grpc = kl.free_port()
+        grpc = dc.free_port()
         early, early_port, early_log = worker(d, "early", f"127.0.0.1:{grpc}")
         c.check(kl.http_status(early_port, "/healthz") == 200, "/healthz 200 before joining")
         c.check(kl.http_status(early_port, "/readyz") == 503, "/readyz 503 before joining")
@@ -93,7 +93,7 @@ with tempfile.TemporaryDirectory() as d:
         c.check(early.wait(timeout=30) == 0, f"SIGTERM before joining exits 0: "
                 f"{early_log.read_text()[-300:]}")
 
-        metrics = kl.free_port()
+        metrics = dc.free_port()
         job = {"model": "tiny", "steps": 100000, "global_batch": 4, "micro_batch": 2,
                "eval_every": 0, "threads": 1}
         coordinator = start([coordinator_bin, f"--listen=127.0.0.1:{grpc}",
