@@ -32,7 +32,7 @@ int64_t Find(const UnitPlan& unit, const std::string& name) {
 
 }  // namespace
 
-int64_t ModelActivationBytes(const ModelConfig& c, int B, int T) {
+int64_t ModelActivationBytes(const ModelConfig& c, int B, int T, ActivationCheckpointing mode) {
   const ActSizes s = Sizes(c, B, T);
   // Per layer: ln1, atty, res2, ln2, res3 (5 x btc), 4 LayerNorm stats,
   // qkv, att, fch and fch_gelu.
@@ -40,6 +40,11 @@ int64_t ModelActivationBytes(const ModelConfig& c, int B, int T) {
   // encoded, lnf, lnf stats, logits (probs in place), losses; scratch:
   // dresidual, dln, datty, dqkv, dfch, dfch_gelu.
   const int64_t rest = 2 * s.btc + 3 * s.bt + s.logits + 3 * s.btc + s.qkv + 2 * s.fc;
+  if (mode == ActivationCheckpointing::kBlocks) {
+    // Each block's output res3 (the next block's input) stays; one block's
+    // other buffers are the recompute workspace.
+    return 4 * (s.btc * c.n_layer + (layer - s.btc) + rest);
+  }
   return 4 * (layer * c.n_layer + rest);
 }
 

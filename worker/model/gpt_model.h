@@ -27,7 +27,10 @@ namespace zeroshard {
 
 // Bytes of activations and backward scratch GptModel holds for a micro-batch
 // of `batch` sequences of `seq_len` tokens (exact for this implementation).
-int64_t ModelActivationBytes(const ModelConfig& config, int batch, int seq_len);
+// kBlocks: every block's input (B*T*C floats each) plus one block's
+// activations, the recompute workspace, instead of every block's.
+int64_t ModelActivationBytes(const ModelConfig& config, int batch, int seq_len,
+                             ActivationCheckpointing mode = ActivationCheckpointing::kNone);
 
 class GptModel {
  public:

@@ -144,4 +144,15 @@ std::vector<std::vector<float>> InitUnits(const ModelConfig& c, uint64_t seed) {
   return out;
 }
 
+absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(const std::string& text) {
+  if (text == "none") return ActivationCheckpointing::kNone;
+  if (text == "blocks") return ActivationCheckpointing::kBlocks;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--activation-checkpointing: unknown value '", text, "' (none|blocks)"));
+}
+
+const char* ActivationCheckpointingName(ActivationCheckpointing mode) {
+  return mode == ActivationCheckpointing::kBlocks ? "blocks" : "none";
+}
+
 }  // namespace zeroshard

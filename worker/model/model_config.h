@@ -55,6 +55,17 @@ int64_t ModelParamCount(const ModelConfig& config);
 int64_t ModelParamBytes(const ModelConfig& config);
 // (Activation memory: ModelActivationBytes in gpt_model.h.)
 
+// What the model keeps for backward (`--activation-checkpointing`):
+//   kNone:   every block's activations, from forward to backward;
+//   kBlocks: each block keeps only its input; its forward is recomputed
+//            during backward (Chen et al., 2016, "Training Deep Nets with
+//            Sublinear Memory Cost", section 3).
+enum class ActivationCheckpointing { kNone, kBlocks };
+
+// "none" | "blocks"; INVALID_ARGUMENT naming the value and the choices.
+absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(const std::string& text);
+const char* ActivationCheckpointingName(ActivationCheckpointing mode);
+
 // Deterministic GPT-2 style initialisation: linear and embedding weights
 // normal(0, 0.02), the two residual projections per block (attn.proj,
 // mlp.proj) normal(0, 0.02 / sqrt(2 * n_layer)), LayerNorm gamma 1 and beta
