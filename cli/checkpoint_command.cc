@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cli/commands.h"
+#include "common/rpc/security_flags.h"
 #include "server/checkpoint/checkpoint_export.h"
 #include "worker/checkpoint/checkpoint_client.h"
 
@@ -34,10 +35,11 @@ struct CheckpointFlags {
   std::string checkpoint;
   std::string out;
   std::string format = "native";
+  ClientSecurity security;
 };
 
 int RunNow(const CheckpointFlags& f) {
-  auto client = checkpoint::CheckpointClient::Connect(f.coordinator);
+  auto client = checkpoint::CheckpointClient::Connect(f.coordinator, {}, f.security);
   if (!client.ok()) {
     std::cerr << "zeroshard checkpoint now: " << client.status().message() << "\n";
     return 1;
@@ -53,7 +55,7 @@ int RunNow(const CheckpointFlags& f) {
 }
 
 int RunList(const CheckpointFlags& f) {
-  auto client = checkpoint::CheckpointClient::Connect(f.coordinator);
+  auto client = checkpoint::CheckpointClient::Connect(f.coordinator, {}, f.security);
   if (!client.ok()) {
     std::cerr << "zeroshard checkpoint list: " << client.status().message() << "\n";
     return 1;
@@ -100,6 +102,7 @@ void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* list = sub->add_subcommand("list", "list committed checkpoints");
   for (CLI::App* s : {now, list}) {
     AddCoordinatorOption(s, &flags.coordinator);
+    AddClientSecurityFlags(*s, &flags.security);
     s->add_option("--timeout", flags.timeout_seconds, "RPC deadline in seconds")
         ->check(CLI::Range(0.1, 3600.0));
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/launch_job.h"
+#include "common/rpc/security_flags.h"
 #include "common/dtype.h"
 
 namespace zeroshard::cli {
@@ -61,6 +62,11 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
 
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
+  // One set of files for both sides: the embedded coordinator serves
+  // --tls-cert/--tls-key (mTLS with --tls-ca) and reads --token-file's
+  // "role token" lines; the workers present the same certificate and the
+  // file's first token (make that line a worker or admin token).
+  AddClientSecurityFlags(*sub, &o.security);
   sub->add_option("--linger", o.linger_seconds,
                   "seconds the embedded coordinator keeps /metrics up after the job, for a last "
                   "scrape (default: 5 when --metrics-listen names a fixed port, else 0)")

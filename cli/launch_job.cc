@@ -54,11 +54,19 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
                                                         const std::string& address) {
   std::vector<std::unique_ptr<ChildProcess>> workers;
   const std::string bin = SiblingBinary("zeroshard-worker");
+  std::vector<std::string> args{bin, "--coordinator", address, "--threads",
+                                std::to_string(o.job.threads)};
+  const std::pair<const char*, const std::string*> security[] = {
+      {"--tls-ca", &o.security.tls.ca}, {"--tls-cert", &o.security.tls.cert},
+      {"--tls-key", &o.security.tls.key}, {"--token-file", &o.security.token_file}};
+  for (const auto& [flag, value] : security) {
+    if (!value->empty()) args.insert(args.end(), {flag, *value});
+  }
   for (int i = 0; i < o.workers; ++i) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--worker-id", absl::StrCat("local-", i)});
     workers.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{bin, "--coordinator", address, "--worker-id",
-                                 absl::StrCat("local-", i), "--threads",
-                                 std::to_string(o.job.threads)},
+        argv,
         absl::StrCat(o.run_dir, "/worker-", i, ".log"),
         // LOCAL_RANK picks worker i's GPU (i mod visible GPUs) with --device cuda.
         std::vector<std::string>{absl::StrCat("OPENBLAS_NUM_THREADS=", o.job.threads),
@@ -143,6 +151,9 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.core.settle = absl::Milliseconds(200);
   copts.core.job_config_json = o.job.ToJson();
   copts.checkpoint_dir = o.job.checkpoint_dir;
+  copts.security.tls = o.security.tls;
+  copts.security.token_file = o.security.token_file;
+  if (auto model = ModelPreset(o.job.model); model.ok()) copts.core.units = ModelUnits(*model);
   auto stack = StartCoordinatorStack(copts, o.keep_checkpoints);
   if (!stack.ok()) return stack.status();
   CoordinatorHandle handle;
@@ -157,7 +168,9 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
 
 // Joins an external coordinator: its job config replaces the local flags.
 absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
-  auto client = CoordinatorClient::Connect(o.coordinator);
+  CoordinatorClient::Options client_options;
+  client_options.security = o.security;
+  auto client = CoordinatorClient::Connect(o.coordinator, client_options);
   if (!client.ok()) return client.status();
   auto status = WorkerSession::ProbeJob(**client, absl::Seconds(10));
   if (!status.ok()) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/job_config.h"
+#include "common/rpc/rpc_security.h"
 
 namespace zeroshard::cli {
 
@@ -23,6 +24,9 @@ struct LaunchOptions {
   // Prometheus scrape; < 0 = 5 s when --metrics-listen names a fixed port,
   // else 0.
   double linger_seconds = -1;
+  // TLS files and token file, for the embedded coordinator's port and for
+  // the workers and this launch's client (rpc_security.h).
+  ClientSecurity security;
 };
 
 // Returns the process exit code: 0 trained, 1 failed, 2 bad request,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "common/rpc/coordinator_client.h"
+#include "common/rpc/security_flags.h"
 #include "cli/proto_json.h"
 
 namespace zeroshard::cli {
@@ -21,6 +22,7 @@ struct StatusFlags {
   std::string job_id;
   bool json = false;
   double timeout_seconds = 5;
+  ClientSecurity security;
 };
 
 // The job's lifecycle state; a coordinator that predates job states
@@ -68,6 +70,7 @@ void PrintTable(const v1::JobStatus& st) {
 int Run(const StatusFlags& f) {
   CoordinatorClient::Options options;
   options.timeout = absl::Seconds(f.timeout_seconds);
+  options.security = f.security;
   auto client = CoordinatorClient::Connect(f.coordinator, options);
   if (!client.ok()) {
     std::cerr << "zeroshard status: " << client.status().message() << "\n";
@@ -98,6 +101,7 @@ void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands) {
                 "failures, step and loss");
   auto flags = std::make_shared<StatusFlags>();
   AddCoordinatorOption(sub, &flags->coordinator);
+  AddClientSecurityFlags(*sub, &flags->security);
   sub->add_option("--job-id", flags->job_id, "job id (default: the coordinator's)");
   sub->add_flag("--json", flags->json, "print the status as JSON");
   sub->add_option("--timeout", flags->timeout_seconds, "seconds to wait for the coordinator")

@@ -1,5 +1,6 @@
 # Every third-party dependency is found here, once. See shared/TOOLCHAIN.md.
 find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED)  # libssl-dev: HMAC and random bytes for member secrets
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)

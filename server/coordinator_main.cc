@@ -11,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
+#include "common/rpc/security_flags.h"
 #include "worker/model/model_config.h"
 #include "server/rpc/coordinator_server.h"
 #include "server/rpc/coordinator_stack.h"
@@ -34,6 +35,14 @@ void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_option("--metrics-listen", o.metrics_listen,
                  "HTTP address for /metrics, /healthz, /readyz (HOST:PORT; \"\" = off)")
       ->capture_default_str();
+  zeroshard::AddServerTlsFlags(app, &o.security.tls);
+  app.add_option("--token-file", o.security.token_file,
+                 "tokens callers must present, one \"role token\" per line (roles reader, "
+                 "worker, admin; '#' comments); default: none required")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", o.security.insecure,
+               "serve a non-loopback --listen without TLS and tokens (logged, and shown in "
+               "zeroshard_build_info{insecure=\"true\"})");
   app.add_option("--state-dir", o.state_dir,
                  "directory for durable state (job config, generation counter, last step); "
                  "\"\" = nothing persisted");
@@ -102,10 +111,13 @@ absl::Status ApplyFlags(Flags& f) {
   if (!core.job_config_json.empty()) {
     absl::StatusOr<zeroshard::JobConfig> job = zeroshard::JobConfig::FromJson(core.job_config_json);
     if (job.ok()) {
-      if (auto model = zeroshard::ModelPreset(job->model); !model.ok()) {
+      auto model = zeroshard::ModelPreset(job->model);
+      if (!model.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("job config: ", model.status().message()));
       }
+      // The model definition is the job config's, never a joiner's (issue 16).
+      core.units = zeroshard::ModelUnits(*model);
     }
   }
   // The job's checkpoint_dir is where the coordinator stores checkpoints:

@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "common/offload_config.h"
+#include "common/rpc/security_flags.h"
 #include "worker/health/health_http.h"
 #include "worker/trainer/stop_signal.h"
 #include "worker/trainer/worker_runtime.h"
@@ -36,6 +37,7 @@ void AddOffloadOptions(CLI::App& app, zeroshard::WorkerOptions& o) {
 void AddOptions(CLI::App& app, Flags& f) {
   zeroshard::WorkerOptions& o = f.options;
   app.add_option("--coordinator", o.coordinator, "coordinator address HOST:PORT")->required();
+  zeroshard::AddClientSecurityFlags(app, &o.security);
   app.add_option("--worker-id", o.worker_id, "stable name of this worker (default host:pid)");
   app.add_option("--host", o.host, "address peers reach this worker on")->capture_default_str();
   app.add_option("--threads", o.threads, "compute threads (0: the job's setting)")

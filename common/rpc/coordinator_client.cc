@@ -4,8 +4,6 @@
 
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 
 namespace zeroshard {
@@ -17,19 +15,27 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
   if (target.empty()) return absl::InvalidArgumentError("coordinator address is empty");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (options.identity == nullptr) {
+    ZS_ASSIGN_OR_RETURN(options.identity, NewCallIdentity(options.security));
+  }
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                      OpenChannel(target, options.security, args, options.identity));
   return std::make_unique<CoordinatorClient>(std::move(channel), options);
 }
 
 CoordinatorClient::CoordinatorClient(std::shared_ptr<grpc::Channel> channel, Options options)
-    : options_(options), stub_(v1::Coordinator::NewStub(std::move(channel))) {}
+    : options_(options), channel_(std::move(channel)), stub_(v1::Coordinator::NewStub(channel_)) {}
 
 absl::Time CoordinatorClient::Deadline(absl::Duration extra) const {
   return absl::Now() + options_.timeout + extra;
 }
 
 absl::StatusOr<v1::JoinResponse> CoordinatorClient::Join(const v1::JoinRequest& request) {
-  return Call(&Stub::Join, request, "Join");
+  absl::StatusOr<v1::JoinResponse> joined = Call(&Stub::Join, request, "Join");
+  if (joined.ok() && options_.identity != nullptr && !joined->member_secret().empty()) {
+    options_.identity->AddMember(joined->member_id(), joined->member_secret());
+  }
+  return joined;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(

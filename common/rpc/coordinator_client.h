@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc/rpc_security.h"
 #include "common/rpc/unary_call.h"
 #include "grpcpp/channel.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
@@ -26,6 +27,10 @@ namespace zeroshard {
 struct CoordinatorClientOptions {
   absl::Duration timeout = absl::Seconds(10);  // Per-call deadline.
   int max_receive_message_bytes = 64 << 20;    // Generation infos of big plans.
+  ClientSecurity security;                     // TLS files and token file (rpc_security.h).
+  // The credentials calls carry; null = a new one from `security`'s token
+  // file. A successful Join adds its member credential to it.
+  std::shared_ptr<CallIdentity> identity;
 };
 
 class CoordinatorClient {
@@ -34,7 +39,7 @@ class CoordinatorClient {
 
   // `target`: "HOST:PORT". Creates the channel; connects lazily, so an
   // unreachable coordinator shows up as UNAVAILABLE on the first call.
-  // INVALID_ARGUMENT for an empty target.
+  // INVALID_ARGUMENT for an empty target or an unreadable TLS or token file.
   static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& target,
                                                                    Options options = {});
   CoordinatorClient(std::shared_ptr<grpc::Channel> channel, Options options);
@@ -65,6 +70,9 @@ class CoordinatorClient {
   absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
 
   const Options& options() const { return options_; }
+  // The channel (TLS and identity included), for other services' stubs on
+  // the same port (the checkpoint service).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
  private:
   // Now + Options::timeout + extra.
@@ -77,6 +85,7 @@ class CoordinatorClient {
   }
 
   Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };
 

@@ -65,6 +65,14 @@ struct CoreOptions {
   int64_t alignment = 16;        // Shard plan alignment, elements.
   std::string job_config_json;   // "" = keep the persisted one (or "{}").
   size_t max_members = 65536;    // Live members, waiting ones included.
+  // The job's model definition, from its job config (the model preset's
+  // units); a Join whose units differ is refused naming the first
+  // difference. Empty = the first Join that carries units defines them
+  // (a standalone coordinator without a job config).
+  std::vector<UnitSpec> units;
+  // Served without TLS and tokens on a non-loopback address (--insecure):
+  // shown as zeroshard_build_info{insecure="true"}.
+  bool insecure = false;
 };
 
 class CoordinatorCore {
@@ -117,8 +125,12 @@ class CoordinatorCore {
   JobState job_state() const;
   // The running generation's members by rank (empty while waiting).
   std::vector<v1::MemberInfo> RankedMembers() const;
-  // The job's units (empty until the first Join that carries them).
+  // The job's units (CoreOptions::units, else the first Join's; empty until known).
   std::vector<UnitSpec> units() const;
+  // For the RPC layer's member binding (server/rpc/auth_gate.h): whether
+  // `member_id` is live, and the live member with `worker_id`, if any.
+  bool IsLiveMember(uint64_t member_id) const;
+  std::optional<uint64_t> LiveMemberOf(const std::string& worker_id) const;
   int64_t alignment() const { return options_.alignment; }
   const std::string& job_id() const { return options_.job_id; }
   DurableState* durable() { return durable_.get(); }

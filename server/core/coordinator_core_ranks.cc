@@ -23,4 +23,19 @@ void CoordinatorCore::UpdateRankInfoLocked() {
   }
 }
 
+bool CoordinatorCore::IsLiveMember(uint64_t member_id) const {
+  absl::MutexLock lock(&mu_);
+  return membership_.Find(member_id) != nullptr;
+}
+
+std::optional<uint64_t> CoordinatorCore::LiveMemberOf(const std::string& worker_id) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& group : {membership_.Ranked(), membership_.Waiting()}) {
+    for (const Member* m : group) {
+      if (m->worker_id == worker_id) return m->member_id;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace zeroshard::server

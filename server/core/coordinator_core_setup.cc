@@ -130,7 +130,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   ZS_RETURN_IF_ERROR(durable->SetLifecycle(snap.failures, snap.job_ended, snap.job_ended_reason));
   std::unique_ptr<CoordinatorCore> core(
       new CoordinatorCore(options, std::move(durable), clock, metrics, snap, limits));
-  if (!snap.units_json.empty()) {
+  if (!options.units.empty()) {
+    // The job config's model wins over units a Join wrote before (issue 16).
+    v1::JoinRequest holder;
+    UnitSpecsToProto(options.units, holder.mutable_units());
+    absl::MutexLock lock(&core->mu_);
+    ZS_RETURN_IF_ERROR(core->SetUnitsLocked(holder.units()));
+  } else if (!snap.units_json.empty()) {
     v1::JoinRequest holder;
     if (!google::protobuf::util::JsonStringToMessage(snap.units_json, &holder).ok()) {
       return absl::DataLossError("the state dir's units_json does not parse");
@@ -192,8 +198,11 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
   joins_metric_->Add({}, 0);
   for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
   for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
-  metrics->Gauge("zeroshard_build_info", "The coordinator's build (value 1).", {"version"})
-      ->Set({kZeroshardVersion}, 1);
+  metrics->Gauge("zeroshard_build_info",
+                 "The coordinator's build (value 1); insecure=\"true\" when it serves a "
+                 "non-loopback address without TLS and tokens (--insecure).",
+                 {"version", "insecure"})
+      ->Set({kZeroshardVersion, options_.insecure ? "true" : "false"}, 1);
   absl::MutexLock lock(&mu_);
   kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
   UpdateGaugesLocked();

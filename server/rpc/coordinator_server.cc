@@ -7,6 +7,8 @@
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "common/rpc/rpc_security.h"
+#include "server/rpc/auth_services.h"
 #include "server/rpc/coordinator_service.h"
 
 namespace zeroshard {
@@ -28,6 +30,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (options.max_receive_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
   }
+  ZS_RETURN_IF_ERROR(server::CheckExposure(options.listen, options.security));
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      MakeServerCredentials(options.security.tls));
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(options));
   s->metrics_.AddCollectable(std::make_shared<ProcessMetrics>());  // process_* metrics.
   const Clock* clock = options.clock != nullptr ? options.clock : RealClock::Get();
@@ -38,15 +43,28 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     ZS_ASSIGN_OR_RETURN(s->state_lock_,
                         DirLock::Acquire(options.state_dir, kStateLockName));
   }
-  ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(options.core, std::move(durable),
+  server::CoreOptions core_options = options.core;
+  core_options.insecure = options.security.insecure;
+  ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(core_options, std::move(durable),
                                                                 clock, &s->metrics_));
+  server::CoordinatorCore* core = s->core_.get();
+  ZS_ASSIGN_OR_RETURN(s->gate_, server::AuthGate::Create(options.security.token_file, [core](uint64_t id) {
+                        return core->IsLiveMember(id);
+                      }));
 
-  s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get());
+  auto service = std::make_unique<server::CoordinatorService>(core);
+  s->guarded_service_ = server::GuardCoordinatorService(service.get(), s->gate_.get(), core);
+  s->service_ = std::move(service);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(64 << 20);
-  builder.RegisterService(s->service_.get());
+  builder.RegisterService(s->guarded_service_.get());
+  if (options.checkpoint_service != nullptr) {
+    s->guarded_checkpoints_ =
+        server::GuardCheckpointService(options.checkpoint_service, s->gate_.get());
+    builder.RegisterService(s->guarded_checkpoints_.get());
+  }
   for (grpc::Service* extra : extra_services) builder.RegisterService(extra);
   s->grpc_server_ = builder.BuildAndStart();
   if (s->grpc_server_ == nullptr || s->port_ <= 0) {
@@ -54,7 +72,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
 
   if (!options.metrics_listen.empty()) {
-    server::CoordinatorCore* core = s->core_.get();
     const absl::Duration stall = std::max(absl::Seconds(5), TickInterval(options) * 20);
     CoordinatorServer* raw = s.get();
     server::HttpProbes probes{

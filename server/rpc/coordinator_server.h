@@ -27,6 +27,8 @@
 #include "grpcpp/server.h"
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
+#include "server/rpc/auth_gate.h"
+#include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "server/state/durable_state.h"
 
 namespace zeroshard {
@@ -46,6 +48,12 @@ struct CoordinatorOptions {
   // settle, lease_timeout) / 4, clamped to [5 ms, 100 ms].
   absl::Duration tick_interval = absl::ZeroDuration();
   const Clock* clock = nullptr;  // nullptr = RealClock. Must outlive the server.
+  // TLS, tokens and --insecure (server/rpc/auth_gate.h); the default is
+  // plaintext without tokens, which only a loopback `listen` allows.
+  server::ServerSecurity security;
+  // The checkpoint service, served on the same port behind the same
+  // AuthGate as the Coordinator service; null = none. Must outlive the server.
+  v1::CheckpointService::Service* checkpoint_service = nullptr;
 };
 
 class CoordinatorServer {
@@ -53,10 +61,12 @@ class CoordinatorServer {
   // The lock file a serving coordinator holds in its state dir (DirLock).
   static constexpr const char* kStateLockName = ".coordinator-state.lock";
 
-  // Errors: INVALID_ARGUMENT for a bad option (named); FAILED_PRECONDITION
+  // Errors: INVALID_ARGUMENT for a bad option (named), a bad TLS or token
+  // file, or a non-loopback `listen` without TLS and tokens (CheckExposure);
+  // FAILED_PRECONDITION
   // if the state dir belongs to another job; UNAVAILABLE if an address
   // cannot be bound; I/O errors from the state dir. `extra_services` must
-  // outlive the server.
+  // outlive the server; they are served without the AuthGate (tests).
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
       const CoordinatorOptions& options, std::vector<grpc::Service*> extra_services = {});
   ~CoordinatorServer();
@@ -91,6 +101,9 @@ class CoordinatorServer {
   MetricsRegistry metrics_;
   std::unique_ptr<server::CoordinatorCore> core_;
   std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<server::AuthGate> gate_;
+  std::unique_ptr<grpc::Service> guarded_service_;      // service_ behind gate_.
+  std::unique_ptr<grpc::Service> guarded_checkpoints_;  // options.checkpoint_service behind gate_.
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<server::MetricsHttpServer> http_;
   std::thread ticker_;

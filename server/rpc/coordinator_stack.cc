@@ -13,7 +13,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
     return s;
   }
   CoordinatorStack stack;
-  std::vector<grpc::Service*> extra_services;
+  CoordinatorOptions served = options;
   if (!options.checkpoint_dir.empty()) {
     auto host = server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints);
     if (!host.ok()) {
@@ -21,9 +21,9 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
                           absl::StrCat("--checkpoint-dir: ", host.status().message()));
     }
     stack.checkpoints = *std::move(host);
-    extra_services.push_back(stack.checkpoints->service());
+    served.checkpoint_service = stack.checkpoints->service();
   }
-  auto server = CoordinatorServer::Start(options, extra_services);
+  auto server = CoordinatorServer::Start(served);
   if (!server.ok()) return server.status();
   stack.server = *std::move(server);
   if (stack.checkpoints != nullptr) {

@@ -10,7 +10,6 @@
 #include "common/rpc/plan_proto.h"
 #include "common/rpc/unary_call.h"
 #include "common/status_macros.h"
-#include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/checkpoint/reshard.h"
 
@@ -51,12 +50,12 @@ CheckpointClient::CheckpointClient(std::shared_ptr<grpc::Channel> channel, Optio
     : stub_(v1::CheckpointService::NewStub(std::move(channel))), options_(options) {}
 
 absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(
-    const std::string& target, Options options) {
+    const std::string& target, Options options, const ClientSecurity& security) {
   if (target.empty()) return absl::InvalidArgumentError("coordinator address is empty");
   ZS_RETURN_IF_ERROR(ValidateOptions(options));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
-  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, OpenChannel(target, security, args));
   return std::make_unique<CheckpointClient>(std::move(channel), options);
 }
 

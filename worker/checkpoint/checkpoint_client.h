@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/rpc/rpc_security.h"
 #include "common/rpc/unary_call.h"
 #include "common/shard_plan.h"
 #include "grpcpp/channel.h"
@@ -94,10 +95,12 @@ class CheckpointClient {
  public:
   using Options = CheckpointClientOptions;
   CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options = {});
-  // "HOST:PORT", insecure channel; INVALID_ARGUMENT if empty or if
-  // options.chunk_bytes is out of range.
-  static absl::StatusOr<std::unique_ptr<CheckpointClient>> Connect(const std::string& target,
-                                                                   Options options = {});
+  // "HOST:PORT" with `security`'s TLS and token (rpc_security.h); a worker
+  // passes its CoordinatorClient's channel to the constructor instead, so
+  // uploads carry its member credential. INVALID_ARGUMENT if the target is
+  // empty, options.chunk_bytes is out of range or a TLS/token file is bad.
+  static absl::StatusOr<std::unique_ptr<CheckpointClient>> Connect(
+      const std::string& target, Options options = {}, const ClientSecurity& security = {});
 
   // Uploads `shards` (this rank's) and commits. INVALID_ARGUMENT for a view
   // whose unit is not in meta.plan, whose range leaves the rank's shard, or

@@ -328,8 +328,10 @@ absl::Status RunGenerations(WorkerState& w) {
 
 absl::Status RunWorker(const WorkerOptions& options) {
   std::cout << "connecting to the coordinator at " << options.coordinator << "\n" << std::flush;
+  CoordinatorClient::Options client_options;
+  client_options.security = options.security;
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<CoordinatorClient> client,
-                      CoordinatorClient::Connect(options.coordinator));
+                      CoordinatorClient::Connect(options.coordinator, client_options));
   absl::StatusOr<v1::JobStatus> probed = WorkerSession::ProbeJob(*client, absl::Seconds(30));
   if (StopRequested()) {
     std::cout << "stop requested before joining: exiting\n" << std::flush;
@@ -347,7 +349,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
   SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
   if (!job.job.checkpoint_dir.empty()) {
-    ZS_ASSIGN_OR_RETURN(checkpoints, checkpoint::CheckpointClient::Connect(options.coordinator));
+    // The coordinator client's channel: uploads carry this worker's member credential.
+    checkpoints = std::make_unique<checkpoint::CheckpointClient>(client->channel());
   }
   WorkerState w{options, job, client, checkpoints.get(),
                 {status.job_id(), options.worker_id, options.host}, nullptr};

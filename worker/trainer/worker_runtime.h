@@ -28,11 +28,13 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/rpc/rpc_security.h"
 
 namespace zeroshard {
 
 struct WorkerOptions {
   std::string coordinator;  // HOST:PORT.
+  ClientSecurity security;  // TLS files and token file for the coordinator (rpc_security.h).
   std::string worker_id;    // "" = "<hostname>:<pid>".
   std::string host = "127.0.0.1";  // Address peers reach this worker on (Gloo).
   int threads = 1;          // Compute threads; 0 = the job's setting.

@@ -1,0 +1,74 @@
+// GuardCheckpointService (auth_services.h): the CheckpointService behind
+// the AuthGate.
+#include "common/rpc/grpc_status.h"
+#include "server/rpc/auth_services.h"
+
+namespace zeroshard::server {
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+
+class GuardedCheckpoints final : public v1::CheckpointService::Service {
+ public:
+  GuardedCheckpoints(v1::CheckpointService::Service* inner, const AuthGate* gate)
+      : inner_(inner), gate_(gate) {}
+
+  Status BeginCheckpoint(ServerContext* c, const v1::BeginCheckpointRequest* q,
+                         v1::BeginCheckpointResponse* a) override {
+    return Guard(c, "CheckpointService/BeginCheckpoint", [&] { return inner_->BeginCheckpoint(c, q, a); });
+  }
+  Status UploadShard(ServerContext* c, grpc::ServerReader<v1::ShardChunk>* r,
+                     v1::UploadShardResponse* a) override {
+    return Guard(c, "CheckpointService/UploadShard", [&] { return inner_->UploadShard(c, r, a); });
+  }
+  Status CommitCheckpoint(ServerContext* c, const v1::CommitCheckpointRequest* q,
+                          v1::CommitCheckpointResponse* a) override {
+    return Guard(c, "CheckpointService/CommitCheckpoint", [&] { return inner_->CommitCheckpoint(c, q, a); });
+  }
+  Status AbortCheckpoint(ServerContext* c, const v1::AbortCheckpointRequest* q,
+                         v1::AbortCheckpointResponse* a) override {
+    return Guard(c, "CheckpointService/AbortCheckpoint", [&] { return inner_->AbortCheckpoint(c, q, a); });
+  }
+  Status ListCheckpoints(ServerContext* c, const v1::ListCheckpointsRequest* q,
+                         v1::ListCheckpointsResponse* a) override {
+    return Guard(c, "CheckpointService/ListCheckpoints", [&] { return inner_->ListCheckpoints(c, q, a); });
+  }
+  Status GetCheckpoint(ServerContext* c, const v1::GetCheckpointRequest* q,
+                       v1::CheckpointInfo* a) override {
+    return Guard(c, "CheckpointService/GetCheckpoint", [&] { return inner_->GetCheckpoint(c, q, a); });
+  }
+  Status DownloadRange(ServerContext* c, const v1::DownloadRangeRequest* q,
+                       grpc::ServerWriter<v1::RangeChunk>* w) override {
+    return Guard(c, "CheckpointService/DownloadRange", [&] { return inner_->DownloadRange(c, q, w); });
+  }
+  Status RequestCheckpoint(ServerContext* c, const v1::RequestCheckpointRequest* q,
+                           v1::RequestCheckpointResponse* a) override {
+    return Guard(c, "CheckpointService/RequestCheckpoint", [&] { return inner_->RequestCheckpoint(c, q, a); });
+  }
+  Status GetCheckpointTrigger(ServerContext* c, const v1::GetCheckpointTriggerRequest* q,
+                              v1::GetCheckpointTriggerResponse* a) override {
+    return Guard(c, "CheckpointService/GetCheckpointTrigger",
+                 [&] { return inner_->GetCheckpointTrigger(c, q, a); });
+  }
+
+ private:
+  template <typename Call>
+  Status Guard(ServerContext* c, const char* method, Call call) {
+    absl::StatusOr<Role> role = gate_->Authorize(*c, method);
+    if (!role.ok()) return ToGrpcStatus(role.status());
+    return call();
+  }
+
+  v1::CheckpointService::Service* const inner_;
+  const AuthGate* const gate_;
+};
+
+}  // namespace
+
+std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
+    v1::CheckpointService::Service* inner, const AuthGate* gate) {
+  return std::make_unique<GuardedCheckpoints>(inner, gate);
+}
+
+}  // namespace zeroshard::server

@@ -1,0 +1,106 @@
+// Who may call which coordinator RPC: bearer tokens with roles, and member
+// credentials that bind a call to the member it names (issue 16).
+//
+// Roles are ordered reader < worker < admin; a role may call everything a
+// lower one may. The policy (auth_policy.cc) names every RPC of the
+// Coordinator and CheckpointService services:
+//   reader: GetJobStatus, ListCheckpoints, GetCheckpoint, DownloadRange;
+//   worker: membership, KV, step reports, generation reads, checkpoint
+//           uploads and the checkpoint trigger poll;
+//   admin:  RequestCheckpoint ("checkpoint now"), and acting for any member.
+// The coordinator's --token-file holds one "role token" per line ('#'
+// starts a comment; tokens are 16..256 printable characters). Without a
+// token file no token is needed and every role is granted.
+//
+// Member binding (with or without tokens): an RPC that names a member
+// (Heartbeat, Leave, ReportFailure, ReportStep) must carry that member's
+// credential "<member_id>:<secret>" in the x-zeroshard-member header; KV
+// writes and checkpoint uploads must carry a live member's. An admin token
+// acts for any member. The secret is HMAC-SHA256(key, member_id) under a
+// key drawn at start, so it needs no table and dies with the process.
+//
+// Errors: UNAUTHENTICATED naming the missing or unknown token;
+// PERMISSION_DENIED naming the role needed or the member credential missing.
+// Thread safety: const methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/rpc/rpc_security.h"
+#include "grpcpp/server_context.h"
+
+namespace zeroshard::server {
+
+enum class Role { kReader = 1, kWorker = 2, kAdmin = 3 };
+const char* RoleName(Role role);
+
+// Which member, if any, a call must prove it is.
+enum class MemberRule {
+  kNone,       // No member credential needed.
+  kSelf,       // The member the request names (its member_id field).
+  kAnyMember,  // Any live member (KV writes, checkpoint uploads).
+};
+
+struct RpcPolicy {
+  const char* method;  // "<Service>/<Rpc>", e.g. "Coordinator/Join".
+  Role role;
+  MemberRule member;
+};
+
+// Every RPC's policy; nullptr for a method the table lacks (refused).
+const RpcPolicy* FindPolicy(absl::string_view method);
+const std::vector<RpcPolicy>& AllPolicies();
+
+// The token file's entries. INVALID_ARGUMENT naming the file and line.
+absl::StatusOr<absl::flat_hash_map<std::string, Role>> ReadTokenFile(const std::string& path);
+
+// The coordinator's side of rpc_security.h, from its flags.
+struct ServerSecurity {
+  TlsFiles tls;            // --tls-cert, --tls-key, --tls-ca (mTLS when ca is set).
+  std::string token_file;  // --token-file: "role token" lines; "" = no tokens.
+  bool insecure = false;   // --insecure: allow a non-loopback address without TLS and tokens.
+};
+
+// Safe defaults: a `listen` address that is not loopback (127.0.0.0/8,
+// localhost, ::1) needs TLS and tokens, or `insecure` (then a warning goes
+// to stderr). INVALID_ARGUMENT naming the address and what is missing.
+absl::Status CheckExposure(const std::string& listen, const ServerSecurity& security);
+
+class AuthGate {
+ public:
+  // `token_file` "" = no tokens required. `is_live(member_id)` says whether
+  // a member is live (for MemberRule::kAnyMember); it must outlive the gate.
+  static absl::StatusOr<std::unique_ptr<AuthGate>> Create(const std::string& token_file,
+                                                          std::function<bool(uint64_t)> is_live);
+
+  // The caller's role for `method` (admin when tokens are off), after the
+  // token and member checks; `member_id` is the id the request names
+  // (MemberRule::kSelf).
+  absl::StatusOr<Role> Authorize(const grpc::ServerContextBase& ctx, absl::string_view method,
+                                 uint64_t member_id = 0) const;
+  // Whether the call carries a valid credential of `member_id`.
+  bool Proves(const grpc::ServerContextBase& ctx, uint64_t member_id) const;
+  // The secret Join hands member `member_id` (64 hex characters).
+  std::string SecretFor(uint64_t member_id) const;
+  bool tokens_required() const { return !tokens_.empty(); }
+
+ private:
+  AuthGate(absl::flat_hash_map<std::string, Role> tokens, std::function<bool(uint64_t)> is_live);
+  absl::StatusOr<Role> CheckToken(const grpc::ServerContextBase& ctx, const RpcPolicy& p) const;
+  // Member ids with a valid credential on the call.
+  std::vector<uint64_t> ProvenMembers(const grpc::ServerContextBase& ctx) const;
+
+  const absl::flat_hash_map<std::string, Role> tokens_;
+  const std::function<bool(uint64_t)> is_live_;
+  std::string key_;  // HMAC key, 32 random bytes.
+};
+
+}  // namespace zeroshard::server

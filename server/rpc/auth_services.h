@@ -1,0 +1,25 @@
+// The coordinator's gRPC services behind its AuthGate (auth_gate.h): each
+// RPC is authorized (token role, member credential) and then handed to the
+// wrapped service unchanged. Join also refuses a worker_id that a live
+// member holds unless the call proves that member, and hands the new member
+// its secret (JoinResponse.member_secret).
+//
+// Thread safety: as the wrapped services. `inner`, `gate` and `core` must
+// outlive the returned service.
+#pragma once
+
+#include <memory>
+
+#include "server/core/coordinator_core.h"
+#include "server/rpc/auth_gate.h"
+#include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "zeroshard/v1/coordinator.grpc.pb.h"
+
+namespace zeroshard::server {
+
+std::unique_ptr<v1::Coordinator::Service> GuardCoordinatorService(
+    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
+std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
+    v1::CheckpointService::Service* inner, const AuthGate* gate);
+
+}  // namespace zeroshard::server
