@@ -114,7 +114,7 @@ class AuthTableTest : public ::testing::Test {
   std::unique_ptr<v1::CheckpointService::Stub> ckpt_;
 };
 
-grpc::Status Run(const Call& call, const char* token) {
+grpc::Status RunWith(const Call& call, const char* token) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (token != nullptr) ctx.AddMetadata("authorization", std::string("Bearer ") + token);
@@ -136,12 +136,12 @@ TEST_F(AuthTableTest, EveryRpcChecksTokenAndRole) {
       ++methods;
       ASSERT_TRUE(calls.count(name)) << "no table row for " << name;
       const Call& call = calls[name];
-      grpc::Status none = Run(call, nullptr);
+      grpc::Status none = RunWith(call, nullptr);
       EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED) << name;
       EXPECT_NE(none.error_message().find("missing bearer token"), std::string::npos) << name;
-      grpc::Status wrong = Run(call, "not-a-token-0123456789");
+      grpc::Status wrong = RunWith(call, "not-a-token-0123456789");
       EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED) << name;
-      grpc::Status reader = Run(call, kReader);
+      grpc::Status reader = RunWith(call, kReader);
       if (reader_rpcs.count(name)) {
         EXPECT_NE(reader.error_code(), grpc::StatusCode::UNAUTHENTICATED) << name;
         EXPECT_NE(reader.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name;
@@ -155,7 +155,7 @@ TEST_F(AuthTableTest, EveryRpcChecksTokenAndRole) {
   }
   EXPECT_EQ(methods, static_cast<int>(calls.size()));
   // A worker token without a member credential may not act as a member.
-  grpc::Status kv = Run(calls["Coordinator/KvSet"], kWorker);
+  grpc::Status kv = RunWith(calls["Coordinator/KvSet"], kWorker);
   EXPECT_EQ(kv.error_code(), grpc::StatusCode::PERMISSION_DENIED) << kv.error_message();
 }
 

@@ -152,7 +152,7 @@ def test_mtls_launch(d):
 
 def main():
     for tool, path in [("openssl", shutil.which("openssl")),
-                       ("zeroshard", (BIN / "zeroshard").exists() or None)]:
+                       ("zeroshard", (BIN / "zeroshard").exists())]:
         if not path:
             print(f"skipped: {tool} not found")
             return 77
