@@ -48,28 +48,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(core_options, std::move(durable),
                                                                 clock, &s->metrics_));
   server::CoordinatorCore* core = s->core_.get();
-  ZS_ASSIGN_OR_RETURN(s->gate_, server::AuthGate::Create(options.security.token_file, [core](uint64_t id) {
-                        return core->IsLiveMember(id);
-                      }));
-
-  auto service = std::make_unique<server::CoordinatorService>(core);
-  s->guarded_service_ = server::GuardCoordinatorService(service.get(), s->gate_.get(), core);
-  s->service_ = std::move(service);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &s->port_);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  builder.SetMaxSendMessageSize(64 << 20);
-  builder.RegisterService(s->guarded_service_.get());
-  if (options.checkpoint_service != nullptr) {
-    s->guarded_checkpoints_ =
-        server::GuardCheckpointService(options.checkpoint_service, s->gate_.get());
-    builder.RegisterService(s->guarded_checkpoints_.get());
-  }
-  for (grpc::Service* extra : extra_services) builder.RegisterService(extra);
-  s->grpc_server_ = builder.BuildAndStart();
-  if (s->grpc_server_ == nullptr || s->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", options.listen));
-  }
+  ZS_RETURN_IF_ERROR(s->StartGrpc(extra_services, credentials));
 
   if (!options.metrics_listen.empty()) {
     const absl::Duration stall = std::max(absl::Seconds(5), TickInterval(options) * 20);
@@ -93,6 +72,33 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     raw->TickLoop(interval);
   });
   return s;
+}
+
+absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& extra_services,
+                                          std::shared_ptr<grpc::ServerCredentials> credentials) {
+  server::CoordinatorCore* core = core_.get();
+  ZS_ASSIGN_OR_RETURN(gate_, server::AuthGate::Create(options_.security.token_file, [core](uint64_t id) {
+                        return core->IsLiveMember(id);
+                      }));
+  auto service = std::make_unique<server::CoordinatorService>(core);
+  guarded_service_ = server::GuardCoordinatorService(service.get(), gate_.get(), core);
+  service_ = std::move(service);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, credentials, &port_);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.RegisterService(guarded_service_.get());
+  if (options_.checkpoint_service != nullptr) {
+    guarded_checkpoints_ =
+        server::GuardCheckpointService(options_.checkpoint_service, gate_.get());
+    builder.RegisterService(guarded_checkpoints_.get());
+  }
+  for (grpc::Service* extra : extra_services) builder.RegisterService(extra);
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", options_.listen));
+  }
+  return absl::OkStatus();
 }
 
 void CoordinatorServer::TickLoop(absl::Duration interval) {

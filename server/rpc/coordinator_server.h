@@ -24,6 +24,7 @@
 #include "common/dir_lock.h"
 #include "common/metrics.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
@@ -96,6 +97,9 @@ class CoordinatorServer {
   explicit CoordinatorServer(const CoordinatorOptions& options) : options_(options) {}
   std::unique_ptr<DirLock> state_lock_;  // One coordinator per state dir.
   void TickLoop(absl::Duration interval);
+  // The AuthGate, the guarded services and the gRPC server on options_.listen.
+  absl::Status StartGrpc(const std::vector<grpc::Service*>& extra_services,
+                         std::shared_ptr<grpc::ServerCredentials> credentials);
 
   const CoordinatorOptions options_;
   MetricsRegistry metrics_;
