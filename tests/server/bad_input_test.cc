@@ -45,9 +45,11 @@ class BadInputTest : public ::testing::Test {
     using C = absl::StatusCode;
     v1::HeartbeatRequest hb;
     hb.set_job_id("bad");
-    ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "member_id");
+    // A member id the caller holds no credential of is refused before its
+    // fields are looked at (server/rpc/auth_gate.h).
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kPermissionDenied, "member 0");
     hb.set_member_id(999999);
-    ExpectRefused(client_->Heartbeat(hb).status(), C::kNotFound, "member_id");
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kPermissionDenied, "member 999999");
     hb.set_member_id(member_);
     hb.set_generation(1000);
     ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "generation");
@@ -55,7 +57,7 @@ class BadInputTest : public ::testing::Test {
     v1::LeaveRequest leave;
     leave.set_job_id("bad");
     leave.set_member_id(12345);
-    ExpectRefused(client_->Leave(leave), C::kNotFound, "member_id");
+    ExpectRefused(client_->Leave(leave), C::kPermissionDenied, "member 12345");
 
     v1::ReportFailureRequest f;
     f.set_job_id("bad");
