@@ -8,8 +8,12 @@
 //            sequential read of the baseline file.
 // Both reads find the data in the page cache (it was just written); the
 // ratio compares equal conditions. MB = 10^6 bytes. Medians of --runs.
+// With --tls-dir (ca.pem, server.pem/.key, client.pem/.key, as
+// `python3 tests/security/certs.py DIR` makes them), a second service on
+// mTLS (the product's MakeServerCredentials/OpenChannel) is measured in the
+// same runs, interleaved with the plaintext one: TLS's cost on save/restore.
 // Usage: checkpoint_bench [--mib 256] [--ranks 2] [--runs 5] [--dir /tmp]
-//                         [--chunk-kib 1024]
+//                         [--chunk-kib 1024] [--tls-dir DIR]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,8 +27,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/server_credentials.h"
+#include "common/rpc/rpc_security.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/checkpoint/checkpoint_service.h"
@@ -67,6 +70,7 @@ struct Flags {
   int ranks = 2, runs = 5;
   int64_t chunk_kib = 1024;
   std::string base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  std::string tls_dir;  // "" = plaintext only.
 };
 
 // False (after naming the flag on stderr) for an unknown flag.
@@ -83,6 +87,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.base = argv[i + 1];
     } else if (f == "--chunk-kib") {
       flags.chunk_kib = std::atoll(argv[i + 1]);
+    } else if (f == "--tls-dir") {
+      flags.tls_dir = argv[i + 1];
     } else {
       std::fprintf(stderr, "unknown flag %s\n", f.c_str());
       return false;
@@ -109,28 +115,39 @@ struct Service {
   int port = 0;
 };
 
-Service StartService(const std::string& dir) {
+// `tls` empty = plaintext; else mTLS with the server certificate.
+Service StartService(const std::string& dir, const zs::TlsFiles& tls) {
   Service s;
-  s.store = *zs::server::CheckpointStore::Open({dir + "/ckpt", 1, nullptr, nullptr});
+  s.store = *zs::server::CheckpointStore::Open({dir, 1, nullptr, nullptr});
   s.impl = std::make_unique<zs::server::CheckpointServiceImpl>(s.store.get());
+  auto creds = zs::MakeServerCredentials(tls);
+  if (!creds.ok()) {
+    std::fprintf(stderr, "%s\n", creds.status().ToString().c_str());
+    std::exit(1);
+  }
   grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &s.port);
+  b.AddListeningPort("127.0.0.1:0", *creds, &s.port);
   b.RegisterService(s.impl.get());
   b.SetMaxReceiveMessageSize(8 << 20);
   s.server = b.BuildAndStart();
   return s;
 }
 
-std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(int port, int ranks,
-                                                                           int64_t chunk_kib) {
+// `security` empty = plaintext; channels from the product's OpenChannel.
+std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
+    int port, int ranks, int64_t chunk_kib, const zs::ClientSecurity& security) {
   std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> clients;
   for (int r = 0; r < ranks; ++r) {
     grpc::ChannelArguments args;
     args.SetInt("zeroshard_rank", r);  // A distinct channel (TCP connection) per rank.
     args.SetMaxReceiveMessageSize(8 << 20);
+    auto channel = zs::OpenChannel("127.0.0.1:" + std::to_string(port), security, args);
+    if (!channel.ok()) {
+      std::fprintf(stderr, "%s\n", channel.status().ToString().c_str());
+      std::exit(1);
+    }
     clients.push_back(std::make_unique<zs::checkpoint::CheckpointClient>(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args),
-        zs::checkpoint::CheckpointClientOptions{chunk_kib << 10}));
+        *channel, zs::checkpoint::CheckpointClientOptions{chunk_kib << 10}));
   }
   return clients;
 }
@@ -218,10 +235,26 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
   return absl::ToDoubleSeconds(absl::Now() - t0);
 }
 
-// Per-run seconds of each measurement.
+// Per-run seconds of each measurement (tls_*: the mTLS service's).
 struct Timings {
-  std::vector<double> save_s, write_s, restore_s, read_s;
+  std::vector<double> save_s, write_s, restore_s, read_s, tls_save_s, tls_restore_s;
 };
+
+void PrintTls(int64_t total_bytes, const Timings& t) {
+  if (t.tls_save_s.empty()) return;
+  const double mb = static_cast<double>(total_bytes) / 1e6;
+  const double save = mb / Median(t.save_s), restore = mb / Median(t.restore_s);
+  const double tls_save = mb / Median(t.tls_save_s), tls_restore = mb / Median(t.tls_restore_s);
+  std::printf("  save    over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
+              tls_save, save, tls_save / save);
+  std::printf("  restore over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
+              tls_restore, restore, tls_restore / restore);
+  std::printf("  save runs (s) plaintext:");
+  for (double v : t.save_s) std::printf(" %.3f", v);
+  std::printf("  mTLS:");
+  for (double v : t.tls_save_s) std::printf(" %.3f", v);
+  std::printf("\n");
+}
 
 void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
@@ -233,6 +266,7 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
               save / write);
   std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
               restore / read);
+  PrintTls(total_bytes, t);
 }
 
 }  // namespace
@@ -245,8 +279,17 @@ int main(int argc, char** argv) {
   const zs::ShardPlan plan = BenchPlan(flags.mib, flags.ranks);
   const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
 
-  Service service = StartService(dir);
-  Clients clients = MakeClients(service.port, flags.ranks, flags.chunk_kib);
+  Service service = StartService(dir + "/ckpt", {});
+  Clients clients = MakeClients(service.port, flags.ranks, flags.chunk_kib, {});
+  const bool tls = !flags.tls_dir.empty();
+  const std::string& td = flags.tls_dir;
+  Service tls_service;
+  Clients tls_clients;
+  if (tls) {
+    tls_service = StartService(dir + "/ckpt-tls", {td + "/ca.pem", td + "/server.pem", td + "/server.key"});
+    tls_clients = MakeClients(tls_service.port, flags.ranks, flags.chunk_kib,
+                              {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
+  }
   const Shards shards = FillShards(plan, flags.ranks);
 
   Timings t;
@@ -258,9 +301,14 @@ int main(int argc, char** argv) {
     t.save_s.push_back(TimeSave(plan, clients, shards, run + 1));
     t.restore_s.push_back(TimeRestore(plan, clients, shards, run + 1));
     t.read_s.push_back(PlainRead(plain, buf));
+    if (tls) {
+      t.tls_save_s.push_back(TimeSave(plan, tls_clients, shards, run + 1));
+      t.tls_restore_s.push_back(TimeRestore(plan, tls_clients, shards, run + 1));
+    }
   }
   Print(flags, total_bytes, t);
   service.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  if (tls) tls_service.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   std::filesystem::remove_all(dir);
   return 0;
 }

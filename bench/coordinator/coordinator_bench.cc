@@ -14,6 +14,11 @@
 //    survivor (median, p99 over all trials) and per trial for the last
 //    survivor ("every survivor sees it"), against the bound tick + settle +
 //    one heartbeat interval.
+// Each simulated worker has its own channel from the product's OpenChannel
+// (a connection each) carrying its member credential from Join. With
+// --tls-dir (made by `python3 tests/security/certs.py DIR`), part 1 runs
+// against a plaintext and an mTLS coordinator, runs interleaved (TLS's cost
+// on heartbeats/s); part 2 is skipped.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -22,24 +27,19 @@
 
 #include "common/cli.h"
 #include "common/rpc/coordinator_client.h"
-#include "grpcpp/create_channel.h"
 #include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
 namespace {
 
 struct Flags {
-  int workers = 1000;
-  int threads = 8;
-  int runs = 3;
-  double seconds = 3;
-  int trials = 7;
-  double lease = 2;
-  double interval = 0.25;
-  double settle = 0.1;
+  int workers = 1000, threads = 8, runs = 3, trials = 7;
+  double seconds = 3, lease = 2, interval = 0.25, settle = 0.1;
+  std::string tls_dir;  // "" = plaintext only.
 };
 
 struct SimWorker {
+  std::unique_ptr<CoordinatorClient> client;  // Its own channel and identity.
   uint64_t member_id = 0;
   std::atomic<bool> silent{false};
   std::atomic<int64_t> last_ack_ns{0};
@@ -53,27 +53,30 @@ double Percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-std::vector<std::unique_ptr<CoordinatorClient>> MakeClients(const std::string& address, int n) {
-  std::vector<std::unique_ptr<CoordinatorClient>> out;
-  for (int i = 0; i < n; ++i) {
-    grpc::ChannelArguments args;
-    args.SetInt("zeroshard.bench_channel", i);  // Distinct args: a connection per thread.
-    out.push_back(std::make_unique<CoordinatorClient>(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args),
-        CoordinatorClient::Options{}));
-  }
-  return out;
+// A worker's client: its own channel (distinct args: its own connection)
+// and identity (no token: the bench's coordinators have no token file).
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
+                                                                 int index,
+                                                                 const ClientSecurity& security) {
+  grpc::ChannelArguments args;
+  args.SetInt("zeroshard.bench_worker", index);
+  CoordinatorClient::Options options;
+  options.security = security;
+  options.identity = std::make_shared<CallIdentity>("");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      OpenChannel(address, security, args, options.identity);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<CoordinatorClient>(*channel, options);
 }
 
-// Closed-loop heartbeats for `seconds`; returns successful calls per
-// second. With `floor`, KvGet of the 1-byte key "floor" instead.
-double HeartbeatRate(std::vector<std::unique_ptr<CoordinatorClient>>& clients,
-                     const std::vector<SimWorker>& workers, double seconds, bool floor,
+// Closed-loop heartbeats from `t_count` threads for `seconds`; returns
+// successful calls per second. With `floor`, KvGet of the 1-byte key
+// "floor" instead.
+double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double seconds, bool floor,
                      uint64_t generation) {
   std::atomic<int64_t> calls{0};
   const absl::Time end = absl::Now() + absl::Seconds(seconds);
   std::vector<std::thread> threads;
-  const int t_count = static_cast<int>(clients.size());
   for (int t = 0; t < t_count; ++t) {
     threads.emplace_back([&, t] {
       int64_t mine = 0;
@@ -85,12 +88,12 @@ double HeartbeatRate(std::vector<std::unique_ptr<CoordinatorClient>>& clients,
           g.set_job_id("bench");
           g.set_generation(generation);
           g.set_key("floor");
-          ok = clients[t]->KvGet(g).ok();
+          ok = workers[i].client->KvGet(g).ok();
         } else {
           v1::HeartbeatRequest h;
           h.set_job_id("bench");
           h.set_member_id(workers[i].member_id);
-          ok = clients[t]->Heartbeat(h).ok();
+          ok = workers[i].client->Heartbeat(h).ok();
         }
         if (ok) ++mine;
       }
@@ -101,10 +104,11 @@ double HeartbeatRate(std::vector<std::unique_ptr<CoordinatorClient>>& clients,
   return static_cast<double>(calls.load()) / seconds;
 }
 
-// Starts a coordinator and joins every worker to it.
-absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(
-    const Flags& f, absl::Duration lease, std::vector<SimWorker>& workers,
-    std::vector<std::unique_ptr<CoordinatorClient>>& clients) {
+// Starts a coordinator (with `tls` when set) and joins every worker to it.
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
+                                                                absl::Duration lease,
+                                                                std::vector<SimWorker>& workers,
+                                                                bool tls = false) {
   CoordinatorOptions o;
   o.core.job_id = "bench";
   o.metrics_listen = "";
@@ -113,21 +117,27 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(
   o.core.settle = absl::Seconds(f.settle);
   o.core.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
   o.core.lease_timeout = lease;
+  ClientSecurity security;
+  if (tls) {
+    const std::string& d = f.tls_dir;
+    o.security.tls = {d + "/ca.pem", d + "/server.pem", d + "/server.key"};
+    security.tls = {d + "/ca.pem", d + "/client.pem", d + "/client.key"};
+  }
   auto server = CoordinatorServer::Start(o);
   if (!server.ok()) return server.status();
-  clients = MakeClients((*server)->address(), f.threads);
   for (int i = 0; i < f.workers; ++i) {
+    auto client = WorkerClient((*server)->address(), i, security);
+    if (!client.ok()) return client.status();
+    workers[i].client = *std::move(client);
     v1::JoinRequest j;
     j.set_job_id("bench");
     j.set_worker_id("sim-" + std::to_string(i));
-    auto r = clients[i % f.threads]->Join(j);
+    auto r = workers[i].client->Join(j);
     if (!r.ok()) return r.status();
     workers[i].member_id = r->member_id();
   }
   return server;
 }
-
-using Clients = std::vector<std::unique_ptr<CoordinatorClient>>;
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "coordinator_bench: %s\n", s.ToString().c_str());
@@ -136,7 +146,8 @@ int Fail(const absl::Status& s) {
 
 // Waits for every worker to hold a rank, then sets the 1-byte key the floor
 // reads in that generation; returns the generation.
-absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server, Clients& clients) {
+absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server,
+                                      std::vector<SimWorker>& workers) {
   for (int i = 0;
        i < 600 && server.core()->RankedMembers().size() != static_cast<size_t>(f.workers); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
@@ -147,26 +158,25 @@ absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server,
   set.set_generation(generation);
   set.set_key("floor");
   set.set_value("x");
-  if (absl::Status s = clients[0]->KvSet(set); !s.ok()) return s;
+  if (absl::Status s = workers[0].client->KvSet(set); !s.ok()) return s;
   return generation;
 }
 
-// Part 1: heartbeat rate against the floor, f.runs times each; prints both.
-void MeasureThroughput(const Flags& f, Clients& clients, const std::vector<SimWorker>& workers,
-                       uint64_t generation) {
-  std::vector<double> rates, floors;
-  for (int run = 0; run < f.runs; ++run) {
-    rates.push_back(HeartbeatRate(clients, workers, f.seconds, false, generation));
-    floors.push_back(HeartbeatRate(clients, workers, f.seconds, true, generation));
+// Part 1's figures of one coordinator: per-run heartbeat and floor rates.
+struct Rates {
+  std::vector<double> heartbeats, floors;
+  void Measure(const Flags& f, const std::vector<SimWorker>& workers, uint64_t generation) {
+    heartbeats.push_back(HeartbeatRate(f.threads, workers, f.seconds, false, generation));
+    floors.push_back(HeartbeatRate(f.threads, workers, f.seconds, true, generation));
   }
-  const double rate = Percentile(rates, 0.5), floor_rate = Percentile(floors, 0.5);
-  std::printf("workers %d, client threads %d, runs %d x %.1f s\n", f.workers, f.threads, f.runs,
-              f.seconds);
-  std::printf("heartbeats/s: median %.0f (runs:", rate);
-  for (double r : rates) std::printf(" %.0f", r);
-  std::printf(")\nfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
-              floor_rate,
-              rate / floor_rate);
+};
+
+void PrintRates(const char* name, const Rates& r) {
+  const double rate = Percentile(r.heartbeats, 0.5), floor_rate = Percentile(r.floors, 0.5);
+  std::printf("%sheartbeats/s: median %.0f (runs:", name, rate);
+  for (double v : r.heartbeats) std::printf(" %.0f", v);
+  std::printf(")\n%sfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
+              name, floor_rate, rate / floor_rate);
 }
 
 // Paced heartbeats, as workers send them: f.threads threads heartbeat their
@@ -174,8 +184,7 @@ void MeasureThroughput(const Flags& f, Clients& clients, const std::vector<SimWo
 // acknowledgement and when it first saw generation `awaited` (0: none).
 class Pacers {
  public:
-  Pacers(const Flags& f, Clients& clients, std::vector<SimWorker>& workers)
-      : f_(f), clients_(clients), workers_(workers) {
+  Pacers(const Flags& f, std::vector<SimWorker>& workers) : f_(f), workers_(workers) {
     for (int t = 0; t < f_.threads; ++t) threads_.emplace_back([this, t] { Loop(t); });
   }
   ~Pacers() { Stop(); }
@@ -198,7 +207,7 @@ class Pacers {
         v1::HeartbeatRequest h;
         h.set_job_id("bench");
         h.set_member_id(w.member_id);
-        auto r = clients_[t]->Heartbeat(h);
+        auto r = w.client->Heartbeat(h);
         if (!r.ok()) continue;
         const int64_t now = absl::ToUnixNanos(absl::Now());
         w.last_ack_ns.store(now);
@@ -213,7 +222,6 @@ class Pacers {
   }
 
   const Flags& f_;
-  Clients& clients_;
   std::vector<SimWorker>& workers_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> awaited_{0};
@@ -295,21 +303,21 @@ void PrintPropagation(const Flags& f, const Propagation& p) {
 
 // Part 2: a fresh coordinator with the real lease; f.trials victims in turn.
 int PropagationPart(const Flags& f) {
-  Clients clients;
   std::vector<SimWorker> workers(f.workers);
-  auto server = StartAndJoin(f, absl::Seconds(f.lease), workers, clients);
+  auto server = StartAndJoin(f, absl::Seconds(f.lease), workers);
   if (!server.ok()) return Fail(server.status());
-  Pacers pacers(f, clients, workers);
+  Pacers pacers(f, workers);
+  CoordinatorClient& client = *workers[0].client;
   // Wait for one generation with every worker in it.
-  for (int i = 0; i < 600 && World(*clients[0]) != f.workers; ++i) {
+  for (int i = 0; i < 600 && World(client) != f.workers; ++i) {
     absl::SleepFor(absl::Milliseconds(50));
   }
-  if (World(*clients[0]) != f.workers) {
+  if (World(client) != f.workers) {
     std::fprintf(stderr, "no generation of %d formed\n", f.workers);
     pacers.Stop();
     return 1;
   }
-  Trials trials{f, **server, *clients[0], pacers, workers, f.workers, {}};
+  Trials trials{f, **server, client, pacers, workers, f.workers, {}};
   for (int trial = 0; trial < f.trials; ++trial) trials.Run(trial);
   pacers.Stop();
   PrintPropagation(f, trials.out);
@@ -317,24 +325,54 @@ int PropagationPart(const Flags& f) {
   return 0;
 }
 
-// Part 1 against a coordinator whose lease is long enough that the floor
-// runs expire no one.
+// One coordinator of part 1 (lease long enough that the floor runs expire
+// no one) with its workers joined and the floor's key set.
+struct ThroughputStack {
+  std::vector<SimWorker> workers;
+  std::unique_ptr<CoordinatorServer> server;
+  uint64_t generation = 0;
+  Rates rates;
+
+  absl::Status Start(const Flags& f, bool tls) {
+    workers = std::vector<SimWorker>(f.workers);
+    auto started = StartAndJoin(f, absl::Seconds(600), workers, tls);
+    if (!started.ok()) return started.status();
+    server = *std::move(started);
+    absl::StatusOr<uint64_t> g = PrepareFloor(f, *server, workers);
+    if (!g.ok()) return g.status();
+    generation = *g;
+    return absl::OkStatus();
+  }
+};
+
+// Part 1: heartbeat rate against the floor, f.runs times; with --tls-dir a
+// plaintext and an mTLS coordinator, runs interleaved.
 int ThroughputPart(const Flags& f) {
-  Clients clients;
-  std::vector<SimWorker> workers(f.workers);
-  auto server = StartAndJoin(f, absl::Seconds(600), workers, clients);
-  if (!server.ok()) return Fail(server.status());
-  // The floor needs a running generation holding the key.
-  absl::StatusOr<uint64_t> generation = PrepareFloor(f, **server, clients);
-  if (!generation.ok()) return Fail(generation.status());
-  MeasureThroughput(f, clients, workers, *generation);
-  (*server)->Shutdown();
+  ThroughputStack plain, tls;
+  if (absl::Status s = plain.Start(f, false); !s.ok()) return Fail(s);
+  if (!f.tls_dir.empty()) {
+    if (absl::Status s = tls.Start(f, true); !s.ok()) return Fail(s);
+  }
+  for (int run = 0; run < f.runs; ++run) {
+    plain.rates.Measure(f, plain.workers, plain.generation);
+    if (tls.server) tls.rates.Measure(f, tls.workers, tls.generation);
+  }
+  std::printf("workers %d (a connection each), client threads %d, runs %d x %.1f s\n", f.workers,
+              f.threads, f.runs, f.seconds);
+  PrintRates(tls.server ? "plaintext " : "", plain.rates);
+  if (tls.server) {
+    PrintRates("mTLS      ", tls.rates);
+    std::printf("mTLS/plaintext heartbeats/s: %.2f\n", Percentile(tls.rates.heartbeats, 0.5) /
+                                                          Percentile(plain.rates.heartbeats, 0.5));
+    tls.server->Shutdown();
+  }
+  plain.server->Shutdown();
   return 0;
 }
 
 int Run(const Flags& f) {
   if (int rc = ThroughputPart(f); rc != 0) return rc;
-  return PropagationPart(f);
+  return f.tls_dir.empty() ? PropagationPart(f) : 0;
 }
 
 }  // namespace
@@ -351,6 +389,8 @@ int main(int argc, char** argv) {
   app.add_option("--lease", f.lease)->check(CLI::Range(0.1, 60.0));
   app.add_option("--interval", f.interval)->check(CLI::Range(0.01, 10.0));
   app.add_option("--settle", f.settle)->check(CLI::Range(0.0, 10.0));
+  app.add_option("--tls-dir", f.tls_dir, "certificates (tests/security/certs.py): TLS vs plaintext")
+      ->check(CLI::ExistingDirectory);
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   return zeroshard::Run(f);
 }

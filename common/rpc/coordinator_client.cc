@@ -1,7 +1,10 @@
 #include "common/rpc/coordinator_client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -36,6 +39,27 @@ absl::StatusOr<v1::JoinResponse> CoordinatorClient::Join(const v1::JoinRequest& 
     options_.identity->AddMember(joined->member_id(), joined->member_secret());
   }
   return joined;
+}
+
+absl::StatusOr<v1::JoinResponse> CoordinatorClient::JoinRetryingHeldId(
+    const v1::JoinRequest& request, absl::Duration wait, const std::function<bool()>& stop) {
+  const absl::Time deadline = absl::Now() + wait;
+  absl::Duration backoff = absl::Milliseconds(200);
+  bool logged = false;
+  while (true) {
+    absl::StatusOr<v1::JoinResponse> joined = Join(request);
+    if (!IsWorkerIdHeld(joined.status()) || absl::Now() + backoff > deadline) return joined;
+    if (stop && stop()) return absl::CancelledError("Join: stop requested");
+    if (!logged) {
+      std::cout << "worker id " << request.worker_id()
+                << " is still held by a live member (an earlier run of this worker?); retrying "
+                   "Join until its lease lapses (up to "
+                << absl::FormatDuration(deadline - absl::Now()) << ")\n" << std::flush;
+      logged = true;
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
 }
 
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorClient::Heartbeat(

@@ -45,6 +45,15 @@ class CoordinatorClient {
   CoordinatorClient(std::shared_ptr<grpc::Channel> channel, Options options);
 
   absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request);
+  // Join, retried while it is refused because a live member holds
+  // request.worker_id (IsWorkerIdHeld, rpc_security.h: e.g. a restarted
+  // worker before its previous run's lease lapsed), with backoff (0.2 s
+  // doubling to 2 s) for up to `wait`, logging one line to stdout on the
+  // first refusal. Returns the last Join's result; CANCELLED as soon as
+  // `stop` (null = never) returns true between tries.
+  absl::StatusOr<v1::JoinResponse> JoinRetryingHeldId(const v1::JoinRequest& request,
+                                                      absl::Duration wait,
+                                                      const std::function<bool()>& stop);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::Status Leave(const v1::LeaveRequest& request);
   absl::StatusOr<v1::ReportFailureResponse> ReportFailure(

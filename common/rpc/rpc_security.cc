@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_file.h"
 #include "common/status_macros.h"
@@ -84,6 +85,10 @@ std::shared_ptr<gx::FileWatcherCertificateProvider> Provider(const TlsFiles& tls
 }
 
 }  // namespace
+
+bool IsWorkerIdHeld(const absl::Status& status) {
+  return absl::IsPermissionDenied(status) && absl::StrContains(status.message(), kWorkerIdHeldPhrase);
+}
 
 void CallIdentity::AddMember(uint64_t member_id, const std::string& secret) {
   absl::MutexLock lock(&mu_);

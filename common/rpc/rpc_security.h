@@ -33,6 +33,11 @@ inline constexpr char kAuthorizationHeader[] = "authorization";
 inline constexpr char kMemberHeader[] = "x-zeroshard-member";
 // Environment variable naming the client's token file when --token-file is not given.
 inline constexpr char kTokenFileEnv[] = "ZEROSHARD_TOKEN_FILE";
+// Join's refusal (PERMISSION_DENIED) of a worker_id that a live member
+// holds names it with this phrase; IsWorkerIdHeld tells it from other
+// refusals, so a restarted worker can retry until the old lease lapses.
+inline constexpr char kWorkerIdHeldPhrase[] = "is held by live member";
+bool IsWorkerIdHeld(const absl::Status& status);
 // How often watched certificate files are re-read, seconds.
 inline constexpr unsigned kTlsRefreshSeconds = 1;
 

@@ -2,6 +2,7 @@
 // the AuthGate.
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
+#include "common/rpc/rpc_security.h"
 #include "server/rpc/auth_services.h"
 
 namespace zeroshard::server {
@@ -26,7 +27,7 @@ class GuardedCoordinator final : public v1::Coordinator::Service {
     const bool admin = gate_->tokens_required() && *role == Role::kAdmin;
     if (holder.has_value() && !admin && !gate_->Proves(*c, *holder)) {
       return ToGrpcStatus(absl::PermissionDeniedError(absl::StrCat(
-          "Join: worker_id \"", q->worker_id(), "\" belongs to live member ", *holder,
+          "Join: worker_id \"", q->worker_id(), "\" ", kWorkerIdHeldPhrase, " ", *holder,
           "; a Join that replaces it must carry that member's credential, or wait for its "
           "lease to expire")));
     }

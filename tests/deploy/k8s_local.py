@@ -13,19 +13,30 @@ launched command line to:
 - "listen": a bind address (0.0.0.0:PORT) -> 127.0.0.1 and a free port;
 - "volume": a path on the claim (PVC) -> the same path under a temp dir,
   the ConfigMap's job.json -> a temp file; /tmp (emptyDir) -> a temp dir as
-  TMPDIR and HOME.
+  TMPDIR and HOME;
+- "secret": a path in a mounted Secret (the manifests mount Secrets they do
+  not define: the operator or cert-manager creates them) -> the same item
+  under a temp dir, filled as deploy/README.md says: TLS Secrets with
+  tls.crt, tls.key, ca.crt (certificates made by tests/security/certs.py: a
+  CA, the coordinator's certificate, a client certificate for workers), the
+  token Secret with `tokens` ("role token" lines) and `worker-token`.
 """
 import json
 import os
 import pathlib
 import re
+import secrets
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 
 import deploy_common as dc
+
+sys.path.insert(0, str(dc.SOURCE_DIR / "tests" / "security"))
+import certs  # noqa: E402  (tests/security/certs.py)
 
 
 def http_status(port, path):
@@ -41,6 +52,20 @@ def http_status(port, path):
 def expand(value, env):
     """Kubernetes $(VAR) expansion (an undefined VAR stays as written)."""
     return re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), value)
+
+
+def secret_contents(root):
+    """The Secrets the manifests mount, by name: {key: file text}."""
+    d = certs.make_all(root)
+
+    def tls(leaf):
+        return {"tls.crt": (d / f"{leaf}.pem").read_text(),
+                "tls.key": (d / f"{leaf}.key").read_text(), "ca.crt": (d / "ca.pem").read_text()}
+    worker = secrets.token_hex(16)
+    tokens = (f"worker {worker}\nreader {secrets.token_hex(16)}\n"
+              f"admin {secrets.token_hex(16)}\n")
+    return {"zeroshard-coordinator-tls": tls("server"), "zeroshard-worker-tls": tls("client"),
+            "zeroshard-tokens": {"tokens": tokens, "worker-token": worker + "\n"}}
 
 
 def argv_of(flags):
@@ -79,9 +104,39 @@ class LocalCluster:
                              if "persistentVolumeClaim" in self.volumes[m["name"]]]
         self.claim = root / "claim"
         self.claim.mkdir()
+        (root / "pki").mkdir()
+        self.secrets = secret_contents(root / "pki")
+        self.coord_secrets = self.mount_secrets(self.coord, dep, "coord")
+        self.worker_secrets = self.mount_secrets(self.worker, job_obj, "worker")
         self.pods = []
         self.coordinator = None
         self.grpc_port = self.metrics_port = None
+
+    def mount_secrets(self, ctr, obj, name):
+        """Writes `ctr`'s Secret volumes (their items, else every key) under
+        a temp dir, read-only; returns {mountPath: that dir}."""
+        volumes = {v["name"]: v for v in dc.pod_spec(obj).get("volumes", [])}
+        out = {}
+        for m in ctr.get("volumeMounts", []):
+            sec = volumes[m["name"]].get("secret")
+            if sec is None:
+                continue
+            data = self.secrets[sec["secretName"]]
+            items = sec.get("items") or [{"key": k, "path": k} for k in data]
+            d = self.root / f"secret-{name}-{m['name']}"
+            d.mkdir()
+            for it in items:
+                (d / it["path"]).write_text(data[it["key"]])
+                (d / it["path"]).chmod(0o440)
+            out[m["mountPath"].rstrip("/")] = str(d)
+        return out
+
+    @staticmethod
+    def on_secret(path, mounts):
+        for mount, d in mounts.items():
+            if path.startswith(mount + "/"):
+                return d + path[len(mount):]
+        return path
 
     # --- the coordinator ---------------------------------------------------
     def on_volume(self, path):
@@ -114,7 +169,7 @@ class LocalCluster:
             elif flag == "--job-config":
                 flags[flag] = str(job_file)
             elif value is not None:
-                flags[flag] = self.on_volume(value)
+                flags[flag] = self.on_volume(self.on_secret(value, self.coord_secrets))
         launched = [str(dc.BIN_DIR / argv[0])] + argv_of(flags)
         print("coordinator:", " ".join(launched), flush=True)
         self.coord_log_path = self.root / "coordinator.log"
@@ -148,8 +203,12 @@ class LocalCluster:
         for flag, value in want.items():
             kind = ("listen" if flag in ("--listen", "--metrics-listen") else
                     "volume" if flag == "--job-config" or self.on_volume(value or "") != value
+                    else "secret" if self.on_secret(value or "", self.coord_secrets) != value
                     else None)
-            if kind == "listen":
+            if kind == "secret":
+                ok &= c.check(got[flag] == self.on_secret(value, self.coord_secrets),
+                              f"coordinator {flag}: Secret item -> temp dir ({got[flag]})")
+            elif kind == "listen":
                 ok &= c.check(got[flag].startswith("127.0.0.1:") and value.startswith("0.0.0.0:"),
                               f"coordinator {flag}: bind address -> loopback ({got[flag]})")
             elif kind == "volume":
@@ -204,6 +263,8 @@ class LocalCluster:
         health = dc.free_port()
         flags["--coordinator"] = f"127.0.0.1:{self.grpc_port}"
         flags["--health-listen"] = f"127.0.0.1:{health}"
+        flags = {k: self.on_secret(v, self.worker_secrets) if v is not None else None
+                 for k, v in flags.items()}
         launched = [str(dc.BIN_DIR / argv[0])] + argv_of(flags)
         pod = Pod(index, name, launched, env, health, self.root / f"{name}.log")
         self.pods.append(pod)
@@ -221,6 +282,9 @@ class LocalCluster:
             elif value.startswith("0.0.0.0:"):
                 c.check(got[flag].startswith("127.0.0.1:"),
                         f"{pod.name} {flag}: bind address -> loopback ({got[flag]})")
+            elif self.on_secret(value, self.worker_secrets) != value:
+                c.check(got[flag] == self.on_secret(value, self.worker_secrets),
+                        f"{pod.name} {flag}: Secret item -> temp dir ({got[flag]})")
             else:
                 c.check(got[flag] == expand(value, pod.env),
                         f"{pod.name} {flag} is the manifest's {value!r} with the Downward API "

@@ -56,3 +56,11 @@ def make_all(d):
     make_leaf(d, "wrongca", "wrongclient")
     make_expired(d, "ca", "expired")
     return d
+
+
+if __name__ == "__main__":
+    # `python3 tests/security/certs.py DIR`: the certificates in DIR (for the
+    # benches' --tls-dir: ca.pem, server.pem/.key, client.pem/.key).
+    import sys
+    pathlib.Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+    print(make_all(sys.argv[1]))

@@ -68,6 +68,7 @@ TEST_F(ImpersonationTest, AnotherMembersIdIsRefused) {
   hb.set_job_id("imp");
   hb.set_member_id(a_id_);
   ExpectDenied(b_->Heartbeat(hb).status());
+  EXPECT_FALSE(IsWorkerIdHeld(b_->Heartbeat(hb).status())) << "not a refusal a worker retries";
   EXPECT_TRUE(a_->Heartbeat(hb).ok());
 
   v1::StepReport step;
@@ -96,6 +97,7 @@ TEST_F(ImpersonationTest, JoinWithALiveWorkersIdIsRefused) {
   absl::Status s = Join(**evil, "worker-a").status();
   ExpectDenied(s);
   EXPECT_TRUE(absl::StrContains(s.message(), "worker-a")) << s;
+  EXPECT_TRUE(IsWorkerIdHeld(s)) << s;
   v1::HeartbeatRequest hb;
   hb.set_job_id("imp");
   hb.set_member_id(a_id_);
@@ -133,6 +135,40 @@ TEST_F(ImpersonationTest, JoinWithDifferentUnitsIsRefusedNamingTheUnit) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "embed")) << s;
   EXPECT_EQ(server_->core()->units().front().params.front().shape.front(), 8);
+}
+
+// A restarted worker (a new client, without the old run's credential) that
+// keeps its worker id: refused while the old member's lease runs, joined by
+// JoinRetryingHeldId as soon as the lease lapses; a wait shorter than the
+// lease gives the refusal back.
+TEST(HeldWorkerIdTest, RetriedJoinSucceedsOnceTheOldLeaseLapses) {
+  CoordinatorOptions o;
+  o.core.job_id = "held";
+  o.metrics_listen = "";
+  o.core.lease_timeout = absl::Milliseconds(1500);
+  auto server = CoordinatorServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  v1::JoinRequest j;
+  j.set_job_id("held");
+  j.set_worker_id("worker-0");
+  auto old_run = *CoordinatorClient::Connect((*server)->address());
+  const absl::Time joined_at = absl::Now();
+  ASSERT_TRUE(old_run->Join(j).ok());  // Then silent: no heartbeats, as if killed.
+  auto restarted = *CoordinatorClient::Connect((*server)->address());
+  absl::Status early = restarted->JoinRetryingHeldId(j, absl::Milliseconds(100), nullptr).status();
+  EXPECT_TRUE(IsWorkerIdHeld(early)) << early;
+  auto joined = restarted->JoinRetryingHeldId(j, absl::Seconds(20), nullptr);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_GE(absl::Now() - joined_at, absl::Milliseconds(1500)) << "joined before the lease lapsed";
+  EXPECT_LT(absl::Now() - joined_at, absl::Seconds(10)) << "not retried soon after the lease lapsed";
+  bool stop_asked = false;
+  auto third = *CoordinatorClient::Connect((*server)->address());
+  absl::Status stopped = third->JoinRetryingHeldId(j, absl::Seconds(20), [&] {
+    stop_asked = true;
+    return true;
+  }).status();
+  EXPECT_TRUE(stop_asked);
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled) << stopped;
 }
 
 }  // namespace

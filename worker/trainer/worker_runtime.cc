@@ -225,8 +225,9 @@ bool JobEnded(const v1::JobStatus& status) {
 // session with OK (completed) or the job's failure.
 absl::StatusOr<std::unique_ptr<WorkerSession>> JoinJob(CoordinatorClient& client,
                                                        const WorkerSession::Identity& identity,
-                                                       const ModelConfig& model) {
-  auto session = WorkerSession::Join(client, identity, ModelUnits(model));
+                                                       const ModelConfig& model,
+                                                       absl::Duration held_id_wait) {
+  auto session = WorkerSession::Join(client, identity, ModelUnits(model), held_id_wait);
   if (session.ok() || !absl::IsFailedPrecondition(session.status())) return session;
   v1::GetJobStatusRequest request;
   request.set_job_id(identity.job_id);
@@ -280,7 +281,8 @@ absl::Status RunGenerations(WorkerState& w) {
       // and forgot members): join again as a new member.
       std::cout << "rejoining: " << awaited.status().message() << "\n" << std::flush;
       w.session.reset();
-      ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*w.client, w.identity, w.job.model));
+      ZS_ASSIGN_OR_RETURN(w.session,
+                          JoinJob(*w.client, w.identity, w.job.model, w.options.held_id_wait));
       if (w.session == nullptr) return absl::OkStatus();
       continue;
     }
@@ -359,7 +361,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     gethostname(host, sizeof(host) - 1);
     w.identity.worker_id = absl::StrCat(host, ":", getpid());
   }
-  ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*client, w.identity, job.model));
+  ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*client, w.identity, job.model, options.held_id_wait));
   if (w.session == nullptr) return absl::OkStatus();
   return RunGenerations(w);
 }

@@ -41,6 +41,10 @@ struct WorkerOptions {
   // Override the job's offload settings when non-empty (common/offload_config.h).
   std::string offload_optimizer, offload_params, offload_dir;
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
+  // A Join refused because a live member holds this worker id (this
+  // worker's previous run, e.g. a restarted pod, before its lease lapsed) is
+  // retried this long; keep it above the coordinator's --lease-timeout.
+  absl::Duration held_id_wait = absl::Seconds(60);
   // After a failed collective: how long to wait for the coordinator to end
   // the generation before giving up (covers a lease timeout).
   absl::Duration generation_end_timeout = absl::Seconds(60);

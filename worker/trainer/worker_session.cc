@@ -29,7 +29,8 @@ absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
 }
 
 absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
-    CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units) {
+    CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units,
+    absl::Duration held_id_wait) {
   v1::JoinRequest request;
   request.set_job_id(identity.job_id);
   request.set_worker_id(identity.worker_id);
@@ -50,7 +51,7 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
   if (::gethostname(hostname, sizeof(hostname) - 1) == 0) request.set_hostname(label(hostname));
   request.set_pod(label(std::getenv("POD_NAME")));
   UnitSpecsToProto(units, request.mutable_units());
-  auto joined = client.Join(request);
+  auto joined = client.JoinRetryingHeldId(request, held_id_wait, StopRequested);
   if (!joined.ok()) return joined.status();
   return std::unique_ptr<WorkerSession>(new WorkerSession(client, identity, *joined));
 }

@@ -34,10 +34,14 @@ class WorkerSession {
   // once StopRequested() (stop_signal.h).
   static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
 
-  // Joins with the model's units and starts heartbeats.
-  static absl::StatusOr<std::unique_ptr<WorkerSession>> Join(CoordinatorClient& client,
-                                                             const Identity& identity,
-                                                             const std::vector<UnitSpec>& units);
+  // Joins with the model's units and starts heartbeats. A Join refused
+  // because a live member holds the worker id (this worker's previous run,
+  // e.g. a restarted pod, whose lease has not lapsed yet) is retried for up
+  // to `held_id_wait` (CoordinatorClient::JoinRetryingHeldId; CANCELLED once
+  // StopRequested()). Other errors: the Join's, at once.
+  static absl::StatusOr<std::unique_ptr<WorkerSession>> Join(
+      CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units,
+      absl::Duration held_id_wait = absl::ZeroDuration());
   ~WorkerSession();  // Stops the heartbeat thread (does not Leave).
 
   // Blocks until a running generation includes this member, or the job has
