@@ -133,7 +133,8 @@ TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
     ASSERT_FALSE(addr.empty()) << ReadFile(log);
     if (life == 0) {
       for (int r = 0; r < 2; ++r) {
-        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0"},
+        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0",
+                         "--join"},
                         dir + "/up.log");
         ASSERT_EQ(up.Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/up.log");
       }
