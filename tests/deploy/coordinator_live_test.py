@@ -2,7 +2,8 @@
 """Runs the built zeroshard-coordinator with the exact flags of
 deploy/k8s/coordinator-deployment.yaml (addresses moved to 127.0.0.1 port 0,
 state and checkpoint dirs moved to a fresh temporary "volume", as an empty
-PersistentVolumeClaim would be) and checks what Kubernetes and Prometheus
+PersistentVolumeClaim would be, and the mounted Secrets' files to generated
+certificates and tokens, k8s_local.py's "secret" kind) and checks what Kubernetes and Prometheus
 will see: it starts, creates its dirs, answers the liveness and readiness
 probe paths, and its /metrics declares every metric the dashboard and the
 alerts use. Skipped (77) when the coordinator is not built or cannot serve
@@ -20,6 +21,7 @@ import urllib.error
 import urllib.request
 
 import deploy_common as dc
+import k8s_local as kl
 
 START_DEADLINE_S = 15
 STOP_DEADLINE_S = 10
@@ -70,10 +72,15 @@ def read_ports(proc, deadline):
     return None, None, seen
 
 
-with tempfile.TemporaryDirectory() as volume:
+with tempfile.TemporaryDirectory() as volume, tempfile.TemporaryDirectory() as secrets:
+    (pathlib.Path(secrets) / "pki").mkdir()
+    secret_mounts = kl.mount_secrets(secrets, kl.secret_contents(pathlib.Path(secrets) / "pki"),
+                                     container, dep, "coord")
     argv = [str(binary)]
     for flag, value in dc.flags_of(dc.container_argv(container)[1:]).items():
-        if flag in ("--listen", "--metrics-listen"):
+        if value and kl.on_secret(value, secret_mounts) != value:
+            value = kl.on_secret(value, secret_mounts)
+        elif flag in ("--listen", "--metrics-listen"):
             value = "127.0.0.1:0"
         elif value and value.startswith(mount.rstrip("/") + "/"):
             value = volume + value[len(mount.rstrip("/")):]  # same path on the fake volume

@@ -68,6 +68,34 @@ def secret_contents(root):
             "zeroshard-tokens": {"tokens": tokens, "worker-token": worker + "\n"}}
 
 
+def mount_secrets(root, contents, ctr, obj, name):
+    """Writes `ctr`'s Secret volumes (their items, else every key; contents
+    from secret_contents) under `root`, read-only; returns {mountPath: dir}."""
+    volumes = {v["name"]: v for v in dc.pod_spec(obj).get("volumes", [])}
+    out = {}
+    for m in ctr.get("volumeMounts", []):
+        sec = volumes[m["name"]].get("secret")
+        if sec is None:
+            continue
+        data = contents[sec["secretName"]]
+        items = sec.get("items") or [{"key": k, "path": k} for k in data]
+        d = pathlib.Path(root) / f"secret-{name}-{m['name']}"
+        d.mkdir()
+        for it in items:
+            (d / it["path"]).write_text(data[it["key"]])
+            (d / it["path"]).chmod(0o440)
+        out[m["mountPath"].rstrip("/")] = str(d)
+    return out
+
+
+def on_secret(path, mounts):
+    """`path` in a mounted Secret -> the same item under its temp dir."""
+    for mount, d in mounts.items():
+        if path.startswith(mount + "/"):
+            return d + path[len(mount):]
+    return path
+
+
 def argv_of(flags):
     return [f"{k}={v}" if v is not None else k for k, v in flags.items()]
 
@@ -106,37 +134,11 @@ class LocalCluster:
         self.claim.mkdir()
         (root / "pki").mkdir()
         self.secrets = secret_contents(root / "pki")
-        self.coord_secrets = self.mount_secrets(self.coord, dep, "coord")
-        self.worker_secrets = self.mount_secrets(self.worker, job_obj, "worker")
+        self.coord_secrets = mount_secrets(root, self.secrets, self.coord, dep, "coord")
+        self.worker_secrets = mount_secrets(root, self.secrets, self.worker, job_obj, "worker")
         self.pods = []
         self.coordinator = None
         self.grpc_port = self.metrics_port = None
-
-    def mount_secrets(self, ctr, obj, name):
-        """Writes `ctr`'s Secret volumes (their items, else every key) under
-        a temp dir, read-only; returns {mountPath: that dir}."""
-        volumes = {v["name"]: v for v in dc.pod_spec(obj).get("volumes", [])}
-        out = {}
-        for m in ctr.get("volumeMounts", []):
-            sec = volumes[m["name"]].get("secret")
-            if sec is None:
-                continue
-            data = self.secrets[sec["secretName"]]
-            items = sec.get("items") or [{"key": k, "path": k} for k in data]
-            d = self.root / f"secret-{name}-{m['name']}"
-            d.mkdir()
-            for it in items:
-                (d / it["path"]).write_text(data[it["key"]])
-                (d / it["path"]).chmod(0o440)
-            out[m["mountPath"].rstrip("/")] = str(d)
-        return out
-
-    @staticmethod
-    def on_secret(path, mounts):
-        for mount, d in mounts.items():
-            if path.startswith(mount + "/"):
-                return d + path[len(mount):]
-        return path
 
     # --- the coordinator ---------------------------------------------------
     def on_volume(self, path):
@@ -169,7 +171,7 @@ class LocalCluster:
             elif flag == "--job-config":
                 flags[flag] = str(job_file)
             elif value is not None:
-                flags[flag] = self.on_volume(self.on_secret(value, self.coord_secrets))
+                flags[flag] = self.on_volume(on_secret(value, self.coord_secrets))
         launched = [str(dc.BIN_DIR / argv[0])] + argv_of(flags)
         print("coordinator:", " ".join(launched), flush=True)
         self.coord_log_path = self.root / "coordinator.log"
@@ -203,10 +205,10 @@ class LocalCluster:
         for flag, value in want.items():
             kind = ("listen" if flag in ("--listen", "--metrics-listen") else
                     "volume" if flag == "--job-config" or self.on_volume(value or "") != value
-                    else "secret" if self.on_secret(value or "", self.coord_secrets) != value
+                    else "secret" if on_secret(value or "", self.coord_secrets) != value
                     else None)
             if kind == "secret":
-                ok &= c.check(got[flag] == self.on_secret(value, self.coord_secrets),
+                ok &= c.check(got[flag] == on_secret(value, self.coord_secrets),
                               f"coordinator {flag}: Secret item -> temp dir ({got[flag]})")
             elif kind == "listen":
                 ok &= c.check(got[flag].startswith("127.0.0.1:") and value.startswith("0.0.0.0:"),
@@ -263,7 +265,7 @@ class LocalCluster:
         health = dc.free_port()
         flags["--coordinator"] = f"127.0.0.1:{self.grpc_port}"
         flags["--health-listen"] = f"127.0.0.1:{health}"
-        flags = {k: self.on_secret(v, self.worker_secrets) if v is not None else None
+        flags = {k: on_secret(v, self.worker_secrets) if v is not None else None
                  for k, v in flags.items()}
         launched = [str(dc.BIN_DIR / argv[0])] + argv_of(flags)
         pod = Pod(index, name, launched, env, health, self.root / f"{name}.log")
@@ -282,8 +284,8 @@ class LocalCluster:
             elif value.startswith("0.0.0.0:"):
                 c.check(got[flag].startswith("127.0.0.1:"),
                         f"{pod.name} {flag}: bind address -> loopback ({got[flag]})")
-            elif self.on_secret(value, self.worker_secrets) != value:
-                c.check(got[flag] == self.on_secret(value, self.worker_secrets),
+            elif on_secret(value, self.worker_secrets) != value:
+                c.check(got[flag] == on_secret(value, self.worker_secrets),
                         f"{pod.name} {flag}: Secret item -> temp dir ({got[flag]})")
             else:
                 c.check(got[flag] == expand(value, pod.env),
