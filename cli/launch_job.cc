@@ -114,7 +114,7 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
         std::cerr << "\nzeroshard launch: worker " << i << " exited with code " << code << ": "
                   << LastLine(log) << " (log: " << log << ")\n";
         for (auto& w : workers) w->Stop(absl::Seconds(5));
-        return 1;
+        return code == 2 ? 2 : 1;  // 2: the job cannot run as configured.
       }
     }
     if (running == 0) break;

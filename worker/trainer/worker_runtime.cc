@@ -1,12 +1,16 @@
 #include "worker/trainer/worker_runtime.h"
 
+#include <sys/resource.h>
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
+#include "common/job_refusal.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
@@ -57,10 +61,41 @@ absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const Mo
   const bool opt = job.offload_optimizer == "nvme", params = job.offload_params == "nvme";
   if (!opt && !params) return absl::OkStatus();
   const int64_t psi = ModelParamCount(model);
-  return CheckOffloadDir(job.offload_dir,
-                         OffloadBytesNeeded(psi, job.stage, 1, opt, params,
-                                            static_cast<int>(DTypeSize(job.compute_dtype)),
-                                            static_cast<int>(ModelUnits(model).size())));
+  return AsJobRefusal(CheckOffloadDir(
+      job.offload_dir, OffloadBytesNeeded(psi, job.stage, 1, opt, params,
+                                          static_cast<int>(DTypeSize(job.compute_dtype)),
+                                          static_cast<int>(ModelUnits(model).size()))));
+}
+
+// OpenBLAS allocates its work buffer in the first sgemm and, when that malloc
+// fails, retries forever: take it now, while the worker is small, or refuse.
+absl::Status PrepareCpuCompute(Device& device) {
+  const int64_t pending = CpuKernelsPendingBytes();
+  if (pending == 0) return absl::OkStatus();
+  ZS_ASSIGN_OR_RETURN(const MemoryInfo memory, device.memory_info());
+  if (memory.free_bytes < pending) {
+    return AsJobRefusal(absl::ResourceExhaustedError(absl::StrCat(
+        "cpu: OpenBLAS's work buffer needs ", pending, " bytes and only ", memory.free_bytes,
+        " are free (MemAvailable, capped by RLIMIT_DATA)")));
+  }
+  WarmUpCpuKernels();
+  return absl::OkStatus();
+}
+
+// Address space the worker maps after the engine's fit check that no memory
+// kind counts: the stacks of the threads it starts later (the NVMe store's
+// two I/O queues, the optimizer's ParallelFor threads, a checkpoint save),
+// RLIMIT_STACK each as glibc sizes them, all of it counted by an
+// RLIMIT_DATA; plus 16 MiB of malloc slack. (Measured on `medium`, stage 3,
+// NVMe offload, 2 threads: six 8 MiB stacks mapped after the check.)
+int64_t LateMappingBytes(const JobConfig& job) {
+  rlimit stack{};
+  int64_t stack_bytes = int64_t{8} << 20;
+  if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY) {
+    stack_bytes = static_cast<int64_t>(stack.rlim_cur);
+  }
+  const int64_t threads = std::max(1, job.threads) + 3;
+  return threads * stack_bytes + (int64_t{16} << 20);
 }
 
 absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOptions& options,
@@ -78,6 +113,7 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
+  if (ctx.device->kind() == DeviceKind::kCpu) ZS_RETURN_IF_ERROR(PrepareCpuCompute(*ctx.device));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
             << std::flush;
@@ -92,7 +128,7 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   // device's.
   if (device->kind() == DeviceKind::kCpu) {
     o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx) +
-                       CpuKernelsPendingBytes();
+                       CpuKernelsPendingBytes() + LateMappingBytes(job);
   }
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
