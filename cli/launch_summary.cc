@@ -18,9 +18,11 @@ double Median(std::vector<double> v) {
 
 std::string MiB(int64_t bytes) { return absl::StrFormat("%.3f", bytes / 1048576.0); }
 
-std::string Row(const std::string& label, const MemoryByKind& m) {
-  return absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", label, MiB(m.params), MiB(m.grads),
-                         MiB(m.optimizer), MiB(m.buffers), MiB(m.model_state()));
+// `activations`: false for the ZeRO formula, which has none ("-").
+std::string Row(const std::string& label, const MemoryByKind& m, bool activations = true) {
+  return absl::StrFormat("  %-14s %10s %10s %10s %10s %10s %11s\n", label, MiB(m.params),
+                         MiB(m.grads), MiB(m.optimizer), MiB(m.buffers), MiB(m.model_state()),
+                         activations ? MiB(m.activations) : "-");
 }
 
 }  // namespace
@@ -50,9 +52,10 @@ std::string FormatSummary(const SummaryInputs& in) {
   absl::StrAppend(&out, absl::StrFormat(
       "\n  model-state memory per rank, MiB (peak; Ψ = %d parameters, formula without padding)\n",
       in.num_params));
-  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", "", "params",
-                                        "grads", "optimizer", "buffers", "model state"));
-  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula));
+  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %10s %11s\n", "", "params",
+                                        "grads", "optimizer", "buffers", "model state",
+                                        "activations"));
+  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula, false));
   for (size_t r = 0; r < last.ranks.size(); ++r) {
     absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory));
   }

@@ -91,7 +91,8 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   // (host) memory with the engine; on a GPU they are host memory, not the
   // device's.
   if (device->kind() == DeviceKind::kCpu) {
-    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx) +
+    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx,
+                                            JobActivationCheckpointing(job)) +
                        CpuKernelsPendingBytes();
   }
   o.stage = job.stage;
