@@ -36,10 +36,22 @@ std::vector<int32_t> Tokens(int n, uint32_t seed) {
 class RecordingParams : public LocalParams {
  public:
   using LocalParams::LocalParams;
-  const float* PreForward(int u) override { return Log("F", u), LocalParams::PreForward(u); }
-  void PostForward(int u) override { Log("f", u), LocalParams::PostForward(u); }
-  UnitBackwardView PreBackward(int u) override { return Log("B", u), LocalParams::PreBackward(u); }
-  void PostBackward(int u) override { Log("b", u), LocalParams::PostBackward(u); }
+  const float* PreForward(int u) override {
+    Log("F", u);
+    return LocalParams::PreForward(u);
+  }
+  void PostForward(int u) override {
+    Log("f", u);
+    LocalParams::PostForward(u);
+  }
+  UnitBackwardView PreBackward(int u) override {
+    Log("B", u);
+    return LocalParams::PreBackward(u);
+  }
+  void PostBackward(int u) override {
+    Log("b", u);
+    LocalParams::PostBackward(u);
+  }
   std::vector<std::string> calls;
 
  private:
@@ -90,7 +102,9 @@ void ExpectBitEqual(const ModelConfig& c, int B, int T) {
     }
   }
   // Not the same path twice: kBlocks holds less.
-  if (c.n_layer > 1) EXPECT_LT(blocks.activation_bytes, none.activation_bytes);
+  if (c.n_layer > 1) {
+    EXPECT_LT(blocks.activation_bytes, none.activation_bytes);
+  }
 }
 
 TEST(ActivationCheckpointingTest, GradientsBitEqualTinyPreset) {
