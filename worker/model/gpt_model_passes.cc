@@ -102,7 +102,9 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
   for (int l = config_.n_layer - 1; l >= 0; --l) {
     const UnitBackwardView unit = hooks.PreBackward(1 + l);
     // [Note: activation checkpointing]: the backward gather's parameters.
-    if (mode_ == ActivationCheckpointing::kBlocks) BlockIntermediates(l, unit.params, BlockInput(l));
+    if (mode_ == ActivationCheckpointing::kBlocks) {
+      BlockIntermediates(l, unit.params, BlockInput(l));
+    }
     BlockBackward(l, unit, BlockInput(l));
     hooks.PostBackward(1 + l);
   }
