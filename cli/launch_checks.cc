@@ -75,8 +75,9 @@ absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
   MemoryByKind per_rank = ZeroFormulaBytes(o.job.stage, psi, o.workers, c, 4);
   if (o.job.offload_optimizer == "nvme") per_rank.optimizer = 0;  // Staging is in `buffers`.
   const int64_t buffers = 2 * 4 * psi;  // fp32 views of a gathered unit, bounded by the model.
-  const int64_t activations =
-      ModelActivationBytes(model, o.job.micro_batch, model.n_ctx);
+  const int64_t activations = ModelActivationBytes(
+      model, o.job.micro_batch, model.n_ctx,
+      *ParseActivationCheckpointing(o.job.activation_checkpointing));  // Validated.
   const int64_t need = o.workers * (per_rank.model_state() + buffers + activations);
   const int64_t have = AvailableMemoryBytes();
   if (need > have) {
@@ -94,6 +95,10 @@ absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
 absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(o.job.compute_dtype, ParseDType(o.compute_dtype));
   ZS_ASSIGN_OR_RETURN(o.job.reduce_dtype, ParseDType(o.reduce_dtype));
+  // Parsed here, not by the job's Validate, so the error names the flag.
+  ZS_ASSIGN_OR_RETURN(const ActivationCheckpointing checkpointing,
+                      ParseActivationCheckpointing(o.activation_checkpointing));
+  o.job.activation_checkpointing = ActivationCheckpointingName(checkpointing);
   if (o.job.resume_step >= 0) o.job.resume = true;
   if (o.job.resume && o.job.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");

@@ -32,6 +32,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--reduce-dtype", o.reduce_dtype, "gradient reduction dtype")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  sub->add_option("--activation-checkpointing", o.activation_checkpointing,
+                  "none, or blocks: keep only each block's input and recompute its forward in "
+                  "backward (less activation memory, about a third more compute; same results)")
+      ->capture_default_str();
   sub->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
   sub->add_option("--warmup-steps", c.warmup_steps, "linear warm-up steps")->capture_default_str();
   sub->add_option("--seed", c.seed, "seed for initialisation and data order")->capture_default_str();

@@ -227,7 +227,9 @@ int RunLaunch(LaunchOptions o) {
   }
   std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
             << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
-            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute\n";
+            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute"
+            << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks" : "")
+            << "\n";
 
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);

@@ -14,6 +14,7 @@ struct LaunchOptions {
   int workers = 4;
   std::string compute_dtype = "fp32";
   std::string reduce_dtype = "fp32";
+  std::string activation_checkpointing = "none";  // --activation-checkpointing none|blocks.
   std::string coordinator;                       // "" = embedded.
   std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
   std::string run_dir;                           // "" = runs/<time>.

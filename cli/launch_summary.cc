@@ -18,12 +18,16 @@ double Median(std::vector<double> v) {
 
 std::string MiB(int64_t bytes) { return absl::StrFormat("%.3f", bytes / 1048576.0); }
 
+// `activations`: false for the ZeRO formula, which has none ("-").
 // `offloaded` (host memory or NVMe files under --offload-*) is outside the
-// model-state total, which is what the device holds.
-std::string Row(const std::string& label, const MemoryByKind& m, bool offload) {
-  std::string row = absl::StrFormat("  %-14s %10s %10s %10s %10s %11s", label, MiB(m.params),
-                                    MiB(m.grads), MiB(m.optimizer), MiB(m.buffers),
-                                    MiB(m.model_state()));
+// model-state total, which is what the device holds; shown when some rank
+// offloads.
+std::string Row(const std::string& label, const MemoryByKind& m, bool activations,
+                bool offload) {
+  std::string row = absl::StrFormat("  %-14s %10s %10s %10s %10s %11s %11s", label,
+                                    MiB(m.params), MiB(m.grads), MiB(m.optimizer),
+                                    MiB(m.buffers), MiB(m.model_state()),
+                                    activations ? MiB(m.activations) : "-");
   if (offload) absl::StrAppend(&row, absl::StrFormat(" %10s", MiB(m.offloaded)));
   return row + "\n";
 }
@@ -58,12 +62,13 @@ std::string FormatSummary(const SummaryInputs& in) {
   const bool offload = std::any_of(last.ranks.begin(), last.ranks.end(), [](const auto& r) {
     return r.peak_memory.offloaded > 0;
   });
-  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %11s%s\n", "", "params",
-                                        "grads", "optimizer", "buffers", "model state",
+  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %11s %11s%s\n", "",
+                                        "params", "grads", "optimizer", "buffers",
+                                        "model state", "activations",
                                         offload ? "  offloaded" : ""));
-  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula, offload));
+  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula, false, offload));
   for (size_t r = 0; r < last.ranks.size(); ++r) {
-    absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory, offload));
+    absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory, true, offload));
   }
   return out;
 }

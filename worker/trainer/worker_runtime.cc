@@ -1,6 +1,5 @@
 #include "worker/trainer/worker_runtime.h"
 
-#include <sys/resource.h>
 
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "worker/model/kernels.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
+#include "worker/trainer/cpu_reserve.h"
 #include "worker/trainer/generation_trainer.h"
 #include "worker/trainer/state_handoff.h"
 #include "worker/trainer/stop_signal.h"
@@ -67,36 +67,6 @@ absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const Mo
                                           static_cast<int>(ModelUnits(model).size()))));
 }
 
-// OpenBLAS allocates its work buffer in the first sgemm and, when that malloc
-// fails, retries forever: take it now, while the worker is small, or refuse.
-absl::Status PrepareCpuCompute(Device& device) {
-  const int64_t pending = CpuKernelsPendingBytes();
-  if (pending == 0) return absl::OkStatus();
-  ZS_ASSIGN_OR_RETURN(const MemoryInfo memory, device.memory_info());
-  if (memory.free_bytes < pending) {
-    return AsJobRefusal(absl::ResourceExhaustedError(absl::StrCat(
-        "cpu: OpenBLAS's work buffer needs ", pending, " bytes and only ", memory.free_bytes,
-        " are free (MemAvailable, capped by RLIMIT_DATA)")));
-  }
-  WarmUpCpuKernels();
-  return absl::OkStatus();
-}
-
-// Address space the worker maps after the engine's fit check that no memory
-// kind counts: the stacks of the threads it starts later (the NVMe store's
-// two I/O queues, the optimizer's ParallelFor threads, a checkpoint save),
-// RLIMIT_STACK each as glibc sizes them, all of it counted by an
-// RLIMIT_DATA; plus 16 MiB of malloc slack. (Measured on `medium`, stage 3,
-// NVMe offload, 2 threads: six 8 MiB stacks mapped after the check.)
-int64_t LateMappingBytes(const JobConfig& job) {
-  rlimit stack{};
-  int64_t stack_bytes = int64_t{8} << 20;
-  if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY) {
-    stack_bytes = static_cast<int64_t>(stack.rlim_cur);
-  }
-  const int64_t threads = std::max(1, job.threads) + 3;
-  return threads * stack_bytes + (int64_t{16} << 20);
-}
 
 absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOptions& options,
                                    const std::string& job_id) {
@@ -127,7 +97,8 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   // (host) memory with the engine; on a GPU they are host memory, not the
   // device's.
   if (device->kind() == DeviceKind::kCpu) {
-    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx) +
+    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx,
+                                            JobActivationCheckpointing(job)) +
                        CpuKernelsPendingBytes() + LateMappingBytes(job);
   }
   o.stage = job.stage;
