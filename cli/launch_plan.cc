@@ -1,0 +1,101 @@
+#include "cli/launch_plan.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/run_plan.h"
+#include "common/status_macros.h"
+#include "worker/device/device_factory.h"
+#include "worker/model/model_plan.h"
+
+namespace zeroshard::cli {
+namespace {
+
+std::string GiB(int64_t bytes) { return absl::StrFormat("%.3f GiB", bytes / 1073741824.0); }
+
+absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
+  PlanMachine m;
+  m.workers = o.workers;
+  if (const char* env = std::getenv(kMemoryAvailableEnv); env != nullptr && *env != '\0') {
+    int64_t bytes = 0;
+    if (!absl::SimpleAtoi(env, &bytes) || bytes <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
+    }
+    m.cuda = o.job.device == "cuda";
+    m.host_memory = bytes;
+    m.device_memory = bytes;
+    return m;
+  }
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> cpu, CreateDevice({"cpu", -1, 1}));
+  ZS_ASSIGN_OR_RETURN(const MemoryInfo host, cpu->memory_info());
+  m.host_memory = host.free_bytes;
+  if (o.job.device == "cuda") {  // "auto" is checked as the CPU: the stricter bound.
+    m.cuda = true;
+    ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CreateDevice({"cuda", -1, 1}));
+    ZS_ASSIGN_OR_RETURN(const MemoryInfo info, gpu->memory_info());
+    m.device_memory = info.free_bytes;
+  }
+  return m;
+}
+
+// "params 1.2 GiB + grads ... per worker" for one choice.
+std::string Breakdown(const PlanChoice& c, const PlanMachine& m) {
+  const MemoryPrediction& p = c.memory;
+  std::string s = absl::StrCat("params ", GiB(p.state.params), ", grads ", GiB(p.state.grads),
+                               ", optimizer ", GiB(p.state.optimizer + p.host_offload),
+                               ", buffers ", GiB(p.gather_buffers + p.state.buffers),
+                               ", activations ", GiB(p.activations));
+  if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", GiB(p.state.redundancy));
+  if (!m.cuda) absl::StrAppend(&s, ", process ", GiB(m.process_overhead));
+  return absl::StrCat(s, " = ", GiB(c.device_need), " per worker");
+}
+
+}  // namespace
+
+absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool auto_stage) {
+  ZS_ASSIGN_OR_RETURN(const PlanMachine m, LaunchMachine(o));
+  const int micro_batches = MicroBatchesPerStep(o.job.global_batch, o.workers, o.job.micro_batch);
+  const PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
+                                     o.job.compute_dtype, o.job.reduce_dtype);
+  ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
+  ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
+  // The job's own checkpointing mode (none until the job config has one).
+  const bool checkpointing = false;
+  const PlanChoice* chosen = nullptr;
+  const PlanChoice* wanted = nullptr;
+  const PlanChoice* below = nullptr;  // The stage under the chosen one.
+  for (const PlanChoice& c : plan.choices) {
+    if (c.checkpointing != checkpointing || c.offload != offload) continue;
+    if (!auto_stage && c.stage == o.job.stage) wanted = &c;
+    if (auto_stage && chosen == nullptr) {
+      if (c.fits) chosen = &c; else below = &c;
+    }
+    if (auto_stage && c.stage == 3) wanted = &c;  // Reported when nothing fits.
+  }
+  ZS_CHECK(wanted != nullptr);
+  const std::string have = m.cuda ? absl::StrCat(GiB(m.device_memory), " free per GPU")
+                                  : absl::StrCat(GiB(m.host_memory), " available");
+  if (auto_stage && chosen != nullptr) {
+    o.job.stage = chosen->stage;
+    std::cout << "zeroshard launch: --stage auto chose stage " << chosen->stage << ": it is the "
+              << "lowest stage that fits " << o.workers << " workers in " << have << " ("
+              << Breakdown(*chosen, m) << ")";
+    if (below != nullptr) {
+      std::cout << "; stage " << below->stage << " would need " << GiB(below->device_need)
+                << " per worker (" << below->why_not << ")";
+    }
+    std::cout << "\n" << std::flush;
+    return absl::OkStatus();
+  }
+  if (wanted->fits) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "model '", o.job.model, "' (", pm.params, " parameters) does not fit at ",
+      auto_stage ? "any stage; at stage 3 it needs " : absl::StrCat("stage ", o.job.stage, ": "),
+      Breakdown(*wanted, m), ", x ", o.workers, " workers = ", GiB(wanted->host_need),
+      m.cuda ? "" : " of host memory", "; ", have, " (", wanted->why_not, ")"));
+}
+
+}  // namespace zeroshard::cli
