@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "common/offload_config.h"
+#include "common/process_metrics.h"
 #include "worker/health/health_http.h"
 #include "worker/trainer/stop_signal.h"
 #include "worker/trainer/worker_runtime.h"
@@ -107,6 +108,9 @@ int main(int argc, char** argv) {
   if (!status.ok()) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";
     return 1;
+  }
+  if (std::optional<double> peak = zeroshard::PeakResidentMemoryBytes()) {
+    std::cout << zeroshard::kPeakRssLinePrefix << static_cast<int64_t>(*peak) << "\n" << std::flush;
   }
   return zeroshard::StopRequested() ? f.leave_exit_code : 0;
 }
