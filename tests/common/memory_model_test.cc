@@ -113,8 +113,8 @@ TEST(TrafficModelTest, DesignTableVolumes) {
 // gathers 2, prefetches 1 (held); B1 hit, prefetches 0; B0 hit. Gathers:
 // 0,1,2,0,1,0,2,0 = 8, four of unit 0.
 TEST(TrafficModelTest, StageThreePrefetchSchedule) {
-  auto plan = MakeShardPlan({{"e", {{"w", {8}, DType::kFp32}}}, {"b1", {{"w", {4}, DType::kFp32}}},
-                             {"b2", {{"w", {4}, DType::kFp32}}}}, 2, 1);
+  auto plan = MakeShardPlan({{"e", {{"we", {8}, DType::kFp32}}}, {"b1", {{"w1", {4}, DType::kFp32}}},
+                             {"b2", {{"w2", {4}, DType::kFp32}}}}, 2, 1);
   ASSERT_TRUE(plan.ok());
   TrafficInputs in;
   in.stage = 3;
