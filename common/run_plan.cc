@@ -10,13 +10,13 @@ namespace {
 std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f GiB", bytes / 1073741824.0); }
 
 // Fills the needs of `c` and whether they fit `m` (see run_plan.h).
-void CheckFit(const PlanMachine& m, PlanChoice& c) {
+void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
   const MemoryPrediction& p = c.memory;
   if (m.cuda) {
     c.device_need = p.device_peak();
-    c.host_need = m.workers * p.host_extra();
+    c.host_need = m.workers * (p.host_extra() + worker_host_bytes);
   } else {
-    c.device_need = p.cpu_worker_bytes() + m.process_overhead;
+    c.device_need = p.cpu_worker_bytes() + worker_host_bytes + m.process_overhead;
     c.host_need = m.workers * c.device_need;
   }
   c.nvme_need = m.workers * p.nvme;
@@ -125,7 +125,7 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
           c.traffic = PredictTrafficFromParams(psi, machine.workers, t);
         }
         c.comm_seconds = c.traffic.seconds(machine.link_bytes_per_second);
-        CheckFit(machine, c);
+        CheckFit(machine, model.worker_host_bytes, c);
         plan.choices.push_back(std::move(c));
       }
     }

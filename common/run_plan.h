@@ -5,9 +5,9 @@
 //
 // Fit, per choice:
 //   CPU workers (device memory is host memory): workers * (cpu_worker_bytes
-//     + process_overhead) <= host memory.
+//     + worker_host_bytes + process_overhead) <= host memory.
 //   GPU workers: device_peak <= device memory per rank; workers *
-//     host_extra <= host memory (when given); workers * nvme bytes <= the
+//     (host_extra + worker_host_bytes) <= host memory (when given); workers * nvme bytes <= the
 //     NVMe size (an nvme choice without --nvme does not fit).
 // Recommendation (the standard advice, ZeRO paper section 5 and DeepSpeed's
 // "use the lowest stage that fits"): among the fitting choices, no offload
@@ -31,11 +31,15 @@
 namespace zeroshard {
 
 // A CPU worker's RAM besides what the model predicts (code, gRPC, OpenBLAS,
-// the loaded corpus, allocator slack): measured as the VmHWM of a worker of
-// the tiny preset (whose model state is under 1 MB) in a 2-worker launch on
-// the CPU, Debian 12, rounded up. tests/trainer/peak_rss_test.cc checks the
-// sum against measured VmHWM for the small and medium presets.
-inline constexpr int64_t kCpuWorkerOverheadBytes = int64_t{64} << 20;
+// the loaded corpus, allocator slack). Measured (Debian 12, 2 cores,
+// --threads 1, VmHWM sampled to exit): small N=2 stage 0 69.1 MB, small
+// N=4 stage 3 67.0-68.0 MB, medium N=2 stage 1 249.2 MB, medium N=4 stage 3
+// 210-222 MB; minus the predicted model terms that leaves 39-51 MB, hence
+// 44 MiB. (An idle-sized tiny worker peaks at 54 MB: its fixed part is
+// larger than this because the gather-buffer bound, an upper bound, already
+// covers part of the small and medium workers' slack.)
+// tests/trainer/peak_rss_test.cc checks the sum against measured VmHWM.
+inline constexpr int64_t kCpuWorkerOverheadBytes = int64_t{44} << 20;
 
 // The shard plan alignment (elements) a launched job uses: the coordinator's
 // default, CoordinatorCoreOptions::alignment (server/core/coordinator_core.h).
@@ -63,6 +67,10 @@ struct PlanModel {
   // brackets and the activation bytes (worker/model ModelActivationBytes).
   std::vector<UnitBracket> brackets[2];
   int64_t activation_bytes[2] = {0, 0};
+  // Host bytes a worker holds beside the engine for the whole run: the
+  // initial fp32 parameters it keeps to start later generations from
+  // (JobContext::initial_units in worker/trainer/worker_runtime.cc, 4 Ψ).
+  int64_t worker_host_bytes = 0;
   bool has_structure() const { return !units.empty(); }
 };
 

@@ -31,6 +31,7 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
   m.compute_dtype = compute_dtype;
   m.reduce_dtype = reduce_dtype;
   m.micro_batches = micro_batches;
+  m.worker_host_bytes = ModelParamBytes(config);  // The initial units (InitUnits).
   const ActivationCheckpointing modes[2] = {ActivationCheckpointing::kNone,
                                             ActivationCheckpointing::kBlocks};
   for (int k = 0; k < 2; ++k) {
