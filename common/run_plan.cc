@@ -7,7 +7,8 @@
 namespace zeroshard {
 namespace {
 
-std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f GiB", bytes / 1073741824.0); }
+// Decimal GB, as `zeroshard plan`'s table.
+std::string Gb(int64_t bytes) { return absl::StrFormat("%.2f GB", bytes / 1e9); }
 
 // Fills the needs of `c` and whether they fit `m` (see run_plan.h).
 void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
@@ -26,16 +27,16 @@ void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
     c.fits = false;
   };
   if (m.cuda && m.device_memory > 0 && c.device_need > m.device_memory) {
-    fail(absl::StrCat("device memory: needs ", GiB(c.device_need), " per rank, has ",
-                      GiB(m.device_memory)));
+    fail(absl::StrCat("device memory: needs ", Gb(c.device_need), " per rank, has ",
+                      Gb(m.device_memory)));
   }
   if (m.host_memory > 0 && c.host_need > m.host_memory) {
-    fail(absl::StrCat("host memory: needs ", GiB(c.host_need), " for ", m.workers,
-                      " workers, has ", GiB(m.host_memory)));
+    fail(absl::StrCat("host memory: needs ", Gb(c.host_need), " for ", m.workers,
+                      " workers, has ", Gb(m.host_memory)));
   }
   if (c.nvme_need > 0 && c.nvme_need > m.nvme) {
     fail(m.nvme == 0 ? std::string("nvme: no --nvme size given")
-                     : absl::StrCat("nvme: needs ", GiB(c.nvme_need), ", has ", GiB(m.nvme)));
+                     : absl::StrCat("nvme: needs ", Gb(c.nvme_need), ", has ", Gb(m.nvme)));
   }
 }
 
@@ -62,7 +63,7 @@ void Recommend(RunPlan& plan) {
     const PlanChoice& pick = take_b ? *pb : *pa;
     plan.recommended = take_b ? b : a;
     plan.reason = absl::StrCat("stage ", pick.stage, " is the lowest stage that fits ", off,
-                               " (", GiB(pick.device_need), " per rank");
+                               " (", Gb(pick.device_need), " per rank");
     if (take_b && pa != nullptr) {
       absl::StrAppend(&plan.reason, "); block checkpointing at stage ", pb->stage, " sends ",
                       absl::StrFormat("%.1f MB", pb->traffic.wire_bytes() / 1e6),
