@@ -2,10 +2,11 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/byte_format.h"
 #include "common/run_plan.h"
 #include "common/status_macros.h"
 #include "worker/device/device_factory.h"
@@ -13,8 +14,6 @@
 
 namespace zeroshard::cli {
 namespace {
-
-std::string GiB(int64_t bytes) { return absl::StrFormat("%.3f GiB", bytes / 1073741824.0); }
 
 absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
   PlanMachine m;
@@ -25,10 +24,14 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
       return absl::InvalidArgumentError(absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
     }
     m.cuda = o.job.device == "cuda";
+    m.nvme = std::numeric_limits<int64_t>::max();
     m.host_memory = bytes;
     m.device_memory = bytes;
     return m;
   }
+  // The offload dir's space is CheckOffload's (launch_checks.cc), which names
+  // --offload-dir; here NVMe never limits.
+  m.nvme = std::numeric_limits<int64_t>::max();
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> cpu, CreateDevice({"cpu", -1, 1}));
   ZS_ASSIGN_OR_RETURN(const MemoryInfo host, cpu->memory_info());
   m.host_memory = host.free_bytes;
@@ -41,16 +44,21 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
   return m;
 }
 
-// "params 1.2 GiB + grads ... per worker" for one choice.
-std::string Breakdown(const PlanChoice& c, const PlanMachine& m) {
+// "params 1.20 GiB, grads ... = 9.00 GiB per worker" for one choice; on the
+// CPU the terms add up to the figure (run_plan.h CheckFit).
+std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel& pm) {
   const MemoryPrediction& p = c.memory;
-  std::string s = absl::StrCat("params ", GiB(p.state.params), ", grads ", GiB(p.state.grads),
-                               ", optimizer ", GiB(p.state.optimizer + p.host_offload),
-                               ", buffers ", GiB(p.gather_buffers + p.state.buffers),
-                               ", activations ", GiB(p.activations));
-  if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", GiB(p.state.redundancy));
-  if (!m.cuda) absl::StrAppend(&s, ", process ", GiB(m.process_overhead));
-  return absl::StrCat(s, " = ", GiB(c.device_need), " per worker");
+  auto b = [](int64_t bytes) { return FormatBinaryBytes(bytes); };
+  std::string s = absl::StrCat("params ", b(p.state.params), ", grads ", b(p.state.grads),
+                               ", optimizer ", b(p.state.optimizer + p.host_offload),
+                               ", buffers ", b(p.gather_buffers + p.state.buffers),
+                               ", activations ", b(p.activations));
+  if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", b(p.state.redundancy));
+  if (!m.cuda) {
+    absl::StrAppend(&s, ", initial parameters ", b(pm.worker_host_bytes), ", process ",
+                    b(m.process_overhead));
+  }
+  return absl::StrCat(s, " = ", b(c.device_need), " per worker");
 }
 
 }  // namespace
@@ -76,26 +84,32 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
     if (auto_stage && c.stage == 3) wanted = &c;  // Reported when nothing fits.
   }
   ZS_CHECK(wanted != nullptr);
-  const std::string have = m.cuda ? absl::StrCat(GiB(m.device_memory), " free per GPU")
-                                  : absl::StrCat(GiB(m.host_memory), " available");
+  const std::string have = m.cuda ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")
+                                  : absl::StrCat(FormatBinaryBytes(m.host_memory), " available");
   if (auto_stage && chosen != nullptr) {
     o.job.stage = chosen->stage;
     std::cout << "zeroshard launch: --stage auto chose stage " << chosen->stage << ": it is the "
-              << "lowest stage that fits " << o.workers << " workers in " << have << " ("
-              << Breakdown(*chosen, m) << ")";
+              << "lowest stage that fits " << o.workers << " workers in " << have << "\n  "
+              << Breakdown(*chosen, m, pm) << "\n";
     if (below != nullptr) {
-      std::cout << "; stage " << below->stage << " would need " << GiB(below->device_need)
-                << " per worker (" << below->why_not << ")";
+      std::cout << "  stage " << below->stage << " would need "
+                << FormatBinaryBytes(below->device_need) << " per worker"
+                << (m.cuda ? absl::StrCat(" (", below->why_not, ")")
+                           : absl::StrCat(", ", FormatBinaryBytes(below->host_need), " for ",
+                                          o.workers, " workers"))
+                << "\n";
     }
-    std::cout << "\n" << std::flush;
+    std::cout << "  (`zeroshard plan --model " << o.job.model << " --workers " << o.workers
+              << "` prints every stage, checkpointing and offload choice)\n" << std::flush;
     return absl::OkStatus();
   }
   if (wanted->fits) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "model '", o.job.model, "' (", pm.params, " parameters) does not fit at ",
       auto_stage ? "any stage; at stage 3 it needs " : absl::StrCat("stage ", o.job.stage, ": "),
-      Breakdown(*wanted, m), ", x ", o.workers, " workers = ", GiB(wanted->host_need),
-      m.cuda ? "" : " of host memory", "; ", have, " (", wanted->why_not, ")"));
+      Breakdown(*wanted, m, pm), ", x ", o.workers, " workers = ", FormatBinaryBytes(wanted->host_need),
+      m.cuda ? "" : " of host memory", "; ", have,
+      m.cuda ? absl::StrCat(" (", wanted->why_not, ")") : std::string()));
 }
 
 }  // namespace zeroshard::cli

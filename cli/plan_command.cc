@@ -109,6 +109,7 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, PlanModel& model, P
   h.micro_batches = MicroBatchesPerStep(global, o.workers, o.micro_batch);
   model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g);
   h.params = model.params;
+  h.worker_host_bytes = model.worker_host_bytes;
   h.micro_batch = o.micro_batch;
   h.seq_len = seq;
   h.model = absl::StrFormat("%s%d layers, width %d, %d heads, ctx %d, vocab %d (%d parameters)",
@@ -129,6 +130,7 @@ int RunPlanCommand(const PlanOptions& o) {
   if (int code = ResolveMachine(o, m); code != 0) return code;
   PlanHeader h;
   h.machine = &m;
+  h.link_measured = o.link_bandwidth == "measure";
   h.compute_dtype = o.compute_dtype;
   h.reduce_dtype = o.reduce_dtype;
   PlanModel model;

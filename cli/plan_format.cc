@@ -1,61 +1,97 @@
 #include "cli/plan_format.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/byte_format.h"
 #include "nlohmann/json.hpp"
 
 namespace zeroshard::cli {
 namespace {
 
-std::string Gb(int64_t bytes) { return absl::StrFormat("%.2f", bytes / 1e9); }
-
-std::string Machine(const PlanMachine& m) {
+std::string Machine(const PlanHeader& h) {
+  const PlanMachine& m = *h.machine;
   std::string s = absl::StrCat(m.workers, m.cuda ? " GPU" : " CPU", " workers");
-  if (m.cuda) absl::StrAppend(&s, ", device memory ", m.device_memory > 0 ? Gb(m.device_memory) + " GB" : "unknown");
-  absl::StrAppend(&s, ", host memory ", m.host_memory > 0 ? Gb(m.host_memory) + " GB" : "unknown");
-  absl::StrAppend(&s, ", nvme ", m.nvme > 0 ? Gb(m.nvme) + " GB" : "none");
+  auto size = [](int64_t b, const char* none) { return b > 0 ? FormatDecimalBytes(b) : none; };
+  if (m.cuda) absl::StrAppend(&s, ", device memory ", size(m.device_memory, "unknown"), " per GPU");
+  absl::StrAppend(&s, ", host memory ", size(m.host_memory, "unknown"));
+  absl::StrAppend(&s, ", nvme ", size(m.nvme, "none"));
   absl::StrAppend(&s, ", link ", m.link_bytes_per_second > 0
                                      ? absl::StrFormat("%.2f GB/s", m.link_bytes_per_second / 1e9)
-                                     : std::string("not given"));
+                                     : std::string("not given (no comm time)"));
+  if (h.link_measured) absl::StrAppend(&s, " (measured: loopback Gloo all-gather, 2 ranks here)");
   return s;
 }
 
-std::string Row(const PlanChoice& c, bool params_only) {
+// One unit for every size in the table: the one its largest figure reads in.
+ByteUnit TableUnit(const RunPlan& plan) {
+  int64_t largest = 0;
+  for (const PlanChoice& c : plan.choices) {
+    largest = std::max({largest, c.device_need, c.host_need, c.nvme_need});
+  }
+  return DecimalUnitFor(largest);
+}
+
+ByteUnit TrafficUnit(const RunPlan& plan) {
+  int64_t largest = 0;
+  for (const PlanChoice& c : plan.choices) largest = std::max(largest, c.traffic.wire_bytes());
+  return DecimalUnitFor(largest);
+}
+
+std::string Row(const PlanChoice& c, bool params_only, const ByteUnit& u, const ByteUnit& t) {
   const MemoryPrediction& p = c.memory;
-  auto opt = [](int64_t b) { return Gb(b); };
+  auto in = [&u](int64_t b) { return BytesIn(b, u); };
   return absl::StrFormat(
-      "%5d %5s %7s | %8s %8s %9s %8s %8s %8s | %9s %8s %8s | %9.1f %8s | %s%s\n", c.stage,
-      c.checkpointing ? "blocks" : "none", OptimizerOffloadName(c.offload), opt(p.state.params),
-      opt(p.state.grads), opt(p.state.optimizer),
-      params_only ? std::string("-") : opt(p.gather_buffers + p.state.buffers),
-      params_only ? std::string("-") : opt(p.activations), opt(p.host_offload), opt(c.device_need),
-      opt(c.host_need), opt(c.nvme_need), c.traffic.wire_bytes() / 1e6,
-      c.comm_seconds > 0 ? absl::StrFormat("%.4f", c.comm_seconds) : std::string("-"),
+      "%5d %6s %7s | %8s %8s %9s %8s %8s %8s | %9s %9s %9s | %9s %8s | %s%s\n", c.stage,
+      c.checkpointing ? "blocks" : "none", OptimizerOffloadName(c.offload), in(p.state.params),
+      in(p.state.grads), in(p.state.optimizer),
+      params_only ? std::string("-") : in(p.gather_buffers + p.state.buffers),
+      params_only ? std::string("-") : in(p.activations), in(p.host_offload), in(c.device_need),
+      in(c.host_need), in(c.nvme_need), BytesIn(c.traffic.wire_bytes(), t),
+      c.comm_seconds > 0 ? absl::StrFormat("%.3g", c.comm_seconds) : std::string("-"),
       c.fits ? "yes" : "no: ", c.fits ? "" : c.why_not);
+}
+
+// What the columns mean, in the table's units.
+std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
+  std::string s = absl::StrCat(
+      "  sizes in ", u.name, " per rank unless marked (all) = every worker together; ckpt = "
+      "--activation-checkpointing, offload = --offload-optimizer\n"
+      "  buffers = transient gather/reduce buffers (bound), host-opt = optimizer state in host "
+      "memory, nvme = offload files\n"
+      "  traffic = ", t.name, " one rank sends per step (ring), comm = traffic / link bandwidth\n");
+  if (!h.machine->cuda && !h.params_only) {
+    absl::StrAppend(&s, "  CPU workers: peak/rank = the kinds + the initial fp32 parameters a "
+                        "worker keeps (", FormatDecimalBytes(h.worker_host_bytes),
+                        ") + process overhead (", FormatDecimalBytes(h.machine->process_overhead),
+                        ", measured); device and host memory are the same RAM\n");
+  }
+  if (h.params_only) {
+    absl::StrAppend(&s, "  --params alone: only the figures that depend on the parameter count "
+                        "(model state, offload, traffic); gather buffers, activations and "
+                        "checkpointing need the model's structure (--model or the dimensions)\n");
+  }
+  return s;
 }
 
 }  // namespace
 
 std::string FormatPlanText(const PlanHeader& h, const RunPlan& plan) {
-  std::string s = absl::StrCat("zeroshard plan: ", h.model, "; ", Machine(*h.machine), "\n");
+  const ByteUnit u = TableUnit(plan), t = TrafficUnit(plan);
+  std::string s = absl::StrCat("zeroshard plan: ", h.model, "; ", Machine(h), "\n");
   absl::StrAppend(&s, "  ", h.compute_dtype, " compute, ", h.reduce_dtype,
                   " gradients, AdamW (fp32 master, m, v: 12 bytes a parameter)");
   if (!h.params_only) {
     absl::StrAppend(&s, ", micro-batch ", h.micro_batch, " x ", h.seq_len, " tokens, ",
                     h.micro_batches, " micro-batch(es) a step");
   }
-  absl::StrAppend(&s, "\n  sizes in GB (1e9 bytes) per rank unless marked; traffic = bytes one rank "
-                      "sends per step (ring), comm = traffic / link bandwidth\n");
-  if (h.params_only) {
-    absl::StrAppend(&s, "  --params alone: only the figures that depend on the parameter count "
-                        "(model state, offload, traffic); gather buffers, activations and "
-                        "checkpointing need the model's structure (--model or the dimensions)\n");
-  }
+  absl::StrAppend(&s, "\n", Legend(h, u, t));
   absl::StrAppend(&s, absl::StrFormat(
-      "%5s %5s %7s | %8s %8s %9s %8s %8s %8s | %9s %8s %8s | %9s %8s | %s\n", "stage", "ckpt",
+      "%5s %6s %7s | %8s %8s %9s %8s %8s %8s | %9s %9s %9s | %9s %8s | %s\n", "stage", "ckpt",
       "offload", "params", "grads", "optimizer", "buffers", "activ", "host-opt", "peak/rank",
-      "host(all)", "nvme", "traffic MB", "comm s", "fits"));
-  for (const PlanChoice& c : plan.choices) absl::StrAppend(&s, Row(c, h.params_only));
+      "host(all)", "nvme(all)", "traffic", "comm s", "fits"));
+  for (const PlanChoice& c : plan.choices) absl::StrAppend(&s, Row(c, h.params_only, u, t));
   absl::StrAppend(&s, "recommended: ",
                   plan.recommended >= 0 ? plan.choices[plan.recommended].Name() : "none", "\n  why: ",
                   plan.reason, "\n");

@@ -1,8 +1,9 @@
 // What `zeroshard plan` prints: the table of every choice (memory by kind
 // per rank, traffic and communication time per step, fit) and the
 // recommendation, as text or JSON. Pure formatting; thread-safe.
-// Text sizes are decimal GB (1e9 bytes), as the ZeRO paper's example; JSON
-// gives bytes and seconds.
+// Text sizes are in one decimal unit for the whole table (GB = 1e9 bytes, as
+// the ZeRO paper's example; MB for small models; common/byte_format.h);
+// JSON gives bytes and seconds.
 #pragma once
 
 #include <string>
@@ -17,6 +18,8 @@ struct PlanHeader {
   bool params_only = false;   // No structure: gather buffers and activations unknown.
   const PlanMachine* machine = nullptr;
   int micro_batch = 0, seq_len = 0, micro_batches = 1;
+  int64_t worker_host_bytes = 0;  // PlanModel::worker_host_bytes (CPU rows add it).
+  bool link_measured = false;     // --link-bandwidth measure (loopback, this machine).
   std::string compute_dtype, reduce_dtype;
 };
 

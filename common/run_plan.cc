@@ -1,14 +1,11 @@
 #include "common/run_plan.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/byte_format.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {
 namespace {
-
-// Decimal GB, as `zeroshard plan`'s table.
-std::string Gb(int64_t bytes) { return absl::StrFormat("%.2f GB", bytes / 1e9); }
 
 // Fills the needs of `c` and whether they fit `m` (see run_plan.h).
 void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
@@ -27,17 +24,30 @@ void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
     c.fits = false;
   };
   if (m.cuda && m.device_memory > 0 && c.device_need > m.device_memory) {
-    fail(absl::StrCat("device memory: needs ", Gb(c.device_need), " per rank, has ",
-                      Gb(m.device_memory)));
+    fail(absl::StrCat("device memory: needs ", FormatDecimalBytes(c.device_need), " per rank, has ",
+                      FormatDecimalBytes(m.device_memory)));
   }
   if (m.host_memory > 0 && c.host_need > m.host_memory) {
-    fail(absl::StrCat("host memory: needs ", Gb(c.host_need), " for ", m.workers,
-                      " workers, has ", Gb(m.host_memory)));
+    fail(absl::StrCat("host memory: needs ", FormatDecimalBytes(c.host_need), " for ", m.workers,
+                      " workers, has ", FormatDecimalBytes(m.host_memory)));
   }
   if (c.nvme_need > 0 && c.nvme_need > m.nvme) {
     fail(m.nvme == 0 ? std::string("nvme: no --nvme size given")
-                     : absl::StrCat("nvme: needs ", Gb(c.nvme_need), ", has ", Gb(m.nvme)));
+                     : absl::StrCat("nvme: needs ", FormatDecimalBytes(c.nvme_need), ", has ",
+                                    FormatDecimalBytes(m.nvme)));
   }
+}
+
+// "; stage s-1 does not (<its first limit exceeded>)" for the choice one
+// stage below `pick` with the same checkpointing and offload; "" at stage 0.
+std::string WhyNotBelow(const RunPlan& plan, const PlanChoice& pick) {
+  for (const PlanChoice& c : plan.choices) {
+    if (c.stage == pick.stage - 1 && c.checkpointing == pick.checkpointing &&
+        c.offload == pick.offload) {
+      return absl::StrCat("; stage ", c.stage, " does not (", c.why_not, ")");
+    }
+  }
+  return "";
 }
 
 // The recommendation rule of run_plan.h.
@@ -63,20 +73,17 @@ void Recommend(RunPlan& plan) {
     const PlanChoice& pick = take_b ? *pb : *pa;
     plan.recommended = take_b ? b : a;
     plan.reason = absl::StrCat("stage ", pick.stage, " is the lowest stage that fits ", off,
-                               " (", Gb(pick.device_need), " per rank");
+                               " (", FormatDecimalBytes(pick.device_need), " per rank");
     if (take_b && pa != nullptr) {
       absl::StrAppend(&plan.reason, "); block checkpointing at stage ", pb->stage, " sends ",
-                      absl::StrFormat("%.1f MB", pb->traffic.wire_bytes() / 1e6),
+                      FormatDecimalBytes(pb->traffic.wire_bytes()),
                       " per rank and step against ",
-                      absl::StrFormat("%.1f MB", pa->traffic.wire_bytes() / 1e6), " at stage ",
+                      FormatDecimalBytes(pa->traffic.wire_bytes()), " at stage ",
                       pa->stage, ", for one forward recompute per block");
     } else if (take_b) {
       absl::StrAppend(&plan.reason, "), only with block checkpointing");
     } else {
-      absl::StrAppend(&plan.reason, ")");
-      if (pick.stage > 0) {
-        absl::StrAppend(&plan.reason, "; stage ", pick.stage - 1, " does not");
-      }
+      absl::StrAppend(&plan.reason, ")", WhyNotBelow(plan, pick));
     }
     return;
   }

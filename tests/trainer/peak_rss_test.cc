@@ -23,12 +23,12 @@ using testing::CommandResult;
 using testing::MakeTempDir;
 using testing::RunCommand;
 
-struct Run { std::string model; int workers, stage; };
+struct RssCase { std::string model; int workers, stage; };
 
-class PeakRssTest : public ::testing::TestWithParam<Run> {};
+class PeakRssTest : public ::testing::TestWithParam<RssCase> {};
 
 TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
-  const Run run = GetParam();
+  const RssCase run = GetParam();
   CommandResult plan = RunCommand(absl::StrCat(
       BinPath("zeroshard"), " plan --json --model ", run.model, " --workers ", run.workers,
       " --micro-batch 4 --global-batch 16"));
@@ -59,9 +59,9 @@ TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, PeakRssTest,
-                         ::testing::Values(Run{"small", 2, 0}, Run{"small", 4, 3},
-                                           Run{"medium", 2, 1}, Run{"medium", 4, 3}),
-                         [](const ::testing::TestParamInfo<Run>& info) {
+                         ::testing::Values(RssCase{"small", 2, 0}, RssCase{"small", 4, 3},
+                                           RssCase{"medium", 2, 1}, RssCase{"medium", 4, 3}),
+                         [](const ::testing::TestParamInfo<RssCase>& info) {
                            return absl::StrCat(info.param.model, "_N", info.param.workers, "_stage",
                                                info.param.stage);
                          });
