@@ -4,8 +4,8 @@
 // overhead kCpuWorkerOverheadBytes), read from `zeroshard plan --json`, is
 // within 15% of every worker's VmHWM as `zeroshard launch` reports it
 // (workers print it when they finish), for the small and medium presets at
-// N = 2 and 4 (2 steps each; medium at N = 4 is the slow one, ~35 s on 2
-// cores). The test prints both figures.
+// N = 2 and 4 (2 steps of one micro-batch of 4 sequences per rank; the
+// medium runs take ~40 s each on 2 busy cores). The test prints both figures.
 #include <cstdio>
 #include <regex>
 #include <sstream>
@@ -31,7 +31,7 @@ TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
   const RssCase run = GetParam();
   CommandResult plan = RunCommand(absl::StrCat(
       BinPath("zeroshard"), " plan --json --model ", run.model, " --workers ", run.workers,
-      " --micro-batch 4 --global-batch 16"));
+      " --micro-batch 4 --global-batch ", 4 * run.workers));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   const nlohmann::json j = nlohmann::json::parse(plan.output);
   const nlohmann::json& choice = j["choices"][run.stage * 6];  // No checkpointing, no offload.
@@ -41,8 +41,8 @@ TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
   const std::string dir = MakeTempDir("zs_peak_rss");
   CommandResult r = RunCommand(absl::StrCat(
       BinPath("zeroshard"), " launch --model ", run.model, " --workers ", run.workers,
-      " --stage ", run.stage, " --steps 2 --micro-batch 4 --global-batch 16 --eval-every 0 "
-      "--threads 1 --run-dir ", dir, "/run"));
+      " --stage ", run.stage, " --steps 2 --micro-batch 4 --global-batch ", 4 * run.workers,
+      " --eval-every 0 --threads 1 --run-dir ", dir, "/run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::smatch line;
   ASSERT_TRUE(std::regex_search(r.output, line, std::regex("peak RSS \\(VmHWM\\) bytes per worker:([ 0-9]+)")))
