@@ -56,7 +56,7 @@ std::string Row(const PlanChoice& c, bool params_only, const ByteUnit& u, const 
 // What the columns mean, in the table's units.
 std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
   std::string s = absl::StrCat(
-      "  sizes in ", u.name, " per rank unless marked (all) = every worker together; ckpt = "
+      "  sizes in ", u.name, " per rank, (all) = every worker together; ckpt = "
       "--activation-checkpointing, offload = --offload-optimizer\n"
       "  buffers = transient gather/reduce buffers (bound), host-opt = optimizer state in host "
       "memory, nvme = offload files\n"
