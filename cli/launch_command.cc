@@ -18,8 +18,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   JobConfig& c = o.job;
   sub->add_option("--workers,-n", o.workers, "local worker processes to start")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  sub->add_option("--stage", c.stage, "ZeRO stage: 0 (data parallel), 1, 2 or 3")
-      ->check(CLI::Range(0, 3))->capture_default_str();
+  sub->add_option("--stage", o.stage,
+                  "ZeRO stage: 0 (data parallel), 1, 2, 3, or auto (the lowest stage that fits "
+                  "this machine's memory, by the model `zeroshard plan` prints)")
+      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))->capture_default_str();
   sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   sub->add_option("--model", c.model, "model preset (tiny, small, medium)")->capture_default_str();

@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
+#include "common/process_metrics.h"
 #include "worker/health/health_http.h"
 #include "worker/trainer/stop_signal.h"
 #include "worker/trainer/worker_runtime.h"
@@ -109,6 +110,9 @@ int main(int argc, char** argv) {
   if (!status.ok()) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";
     return zeroshard::IsJobRefusal(status) ? 2 : 1;
+  }
+  if (std::optional<double> peak = zeroshard::PeakResidentMemoryBytes()) {
+    std::cout << zeroshard::kPeakRssLinePrefix << static_cast<int64_t>(*peak) << "\n" << std::flush;
   }
   return zeroshard::StopRequested() ? f.leave_exit_code : 0;
 }
