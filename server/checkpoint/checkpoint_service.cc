@@ -49,6 +49,7 @@ grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext*,
 grpc::Status CheckpointServiceImpl::ListCheckpoints(grpc::ServerContext*,
                                                     const v1::ListCheckpointsRequest* req,
                                                     v1::ListCheckpointsResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   *resp = store_->List(req->job_id());
   return grpc::Status::OK;
 }
@@ -71,15 +72,17 @@ grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,
 }
 
 grpc::Status CheckpointServiceImpl::RequestCheckpoint(grpc::ServerContext*,
-                                                      const v1::RequestCheckpointRequest*,
+                                                      const v1::RequestCheckpointRequest* req,
                                                       v1::RequestCheckpointResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   resp->set_request_seq(request_seq_.fetch_add(1) + 1);
   return grpc::Status::OK;
 }
 
 grpc::Status CheckpointServiceImpl::GetCheckpointTrigger(grpc::ServerContext*,
-                                                         const v1::GetCheckpointTriggerRequest*,
+                                                         const v1::GetCheckpointTriggerRequest* req,
                                                          v1::GetCheckpointTriggerResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   resp->set_request_seq(request_seq_.load());
   return grpc::Status::OK;
 }

@@ -41,7 +41,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(options.core, std::move(durable),
                                                                 clock, &s->metrics_));
 
-  s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get());
+  s->watchdog_ = std::make_unique<server::HeartbeatWatchdog>(options.core.lease_timeout / 4,
+                                                            absl::Seconds(10));
+  s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get(), s->watchdog_.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
@@ -61,7 +63,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         [core, clock, stall] { return clock->Now() - core->last_tick() < stall; },
         [raw] {
           absl::MutexLock lock(&raw->shutdown_mu_);
-          return !raw->shut_down_;
+          return !raw->shut_down_ && raw->watchdog_->Ready();
         }};
     absl::StatusOr<std::unique_ptr<server::MetricsHttpServer>> http =
         server::MetricsHttpServer::Start(options.metrics_listen, &s->metrics_, std::move(probes));

@@ -27,6 +27,7 @@
 #include "grpcpp/server.h"
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
+#include "server/rpc/heartbeat_watchdog.h"
 #include "server/state/durable_state.h"
 
 namespace zeroshard {
@@ -90,6 +91,8 @@ class CoordinatorServer {
   const CoordinatorOptions options_;
   MetricsRegistry metrics_;
   std::unique_ptr<server::CoordinatorCore> core_;
+  // /readyz is false while heartbeats take longer than lease_timeout / 4.
+  std::unique_ptr<server::HeartbeatWatchdog> watchdog_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<server::MetricsHttpServer> http_;
