@@ -31,10 +31,10 @@ except ImportError:
     sys.exit(77)
 
 # Method path -> ((field number, kind), ...); kinds: v varint, s bytes,
-# d double, f fixed64, m nested (random bytes in a length field).
+# b bytes, d double, f fixed64, m nested (random bytes in a length field).
 COORD = "/zeroshard.v1.Coordinator/"
 CKPT = "/zeroshard.v1.CheckpointService/"
-KV = ((1, "s"), (2, "v"), (3, "s"), (4, "v"))
+KV = ((1, "s"), (2, "v"), (3, "s"), (4, "b"))
 METHODS = {
     COORD + "Join": ((1, "s"), (2, "s"), (3, "s"), (4, "m"), (5, "s"), (6, "s")),
     COORD + "Heartbeat": ((1, "s"), (2, "v"), (3, "v")),
@@ -49,7 +49,7 @@ METHODS = {
                            (7, "d"), (8, "d"), (9, "m"), (11, "m"), (12, "d"), (14, "v")),
     COORD + "GetJobStatus": ((1, "s"),),
     CKPT + "BeginCheckpoint": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "v"), (6, "s"),
-                               (7, "m"), (8, "v"), (9, "v"), (10, "s"), (11, "v")),
+                               (7, "m"), (8, "v"), (9, "v"), (10, "b"), (11, "v")),
     CKPT + "CommitCheckpoint": ((1, "s"), (2, "v")),
     CKPT + "AbortCheckpoint": ((1, "s"),),
     CKPT + "ListCheckpoints": ((1, "s"),),
@@ -58,12 +58,12 @@ METHODS = {
     CKPT + "GetCheckpointTrigger": ((1, "s"),),
 }
 STREAM_IN = {CKPT + "UploadShard": ((1, "s"), (2, "v"), (3, "s"), (4, "v"), (5, "v"), (6, "v"),
-                                    (7, "v"), (8, "f"), (9, "s"))}
+                                    (7, "v"), (8, "f"), (9, "b"))}
 STREAM_OUT = {CKPT + "DownloadRange": ((1, "s"), (2, "v"), (3, "v"), (4, "s"), (5, "v"),
                                        (6, "v"), (7, "v"), (8, "v"))}
 STREAM_OUT[COORD + "WatchGeneration"] = ((1, "s"), (2, "v"))
 BOUNDARY_INTS = [0, 1, -1, 2, 7, 2**31 - 1, -2**31, 2**62, 2**63 - 1, -2**63, 600000, 600001]
-BOUNDARY_STRS = [b"", b"fuzz", b"step-00000001.0.00000000", b"x" * 300, b"\x00\xff" * 8,
+BOUNDARY_STRS = [b"", b"fuzz", b"step-00000001.0.00000000", b"x" * 300, b"\x00\x01" * 8,
                  b"../../etc/passwd", b"a" * 5000]
 
 
@@ -87,7 +87,11 @@ def field(num, kind, rng):
         return varint(num << 3 | 1) + struct.pack("<d", v)
     if kind == "f":
         return varint(num << 3 | 1) + struct.pack("<Q", rng.getrandbits(64))
-    data = rng.choice(BOUNDARY_STRS) if rng.random() < 0.6 else rng.randbytes(rng.randrange(64))
+    if kind == "b":  # bytes fields: anything.
+        data = rng.randbytes(rng.randrange(64))
+    else:  # string fields: valid UTF-8 (invalid UTF-8 does not parse: not well-formed).
+        data = rng.choice(BOUNDARY_STRS) if rng.random() < 0.6 else bytes(
+            rng.randrange(32, 127) for _ in range(rng.randrange(64)))
     return varint(num << 3 | 2) + varint(len(data)) + data
 
 
