@@ -24,12 +24,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status, const char* context) {
   return absl::Status(code, absl::StrCat(context, ": ", absl::StatusCodeToString(code), meaning));
 }
 
-std::string PeerHost(const std::string& peer) {
-  const size_t colon = peer.rfind(':');
-  const size_t bracket = peer.rfind(']');
-  const bool has_port = colon != std::string::npos && colon > peer.find(':') &&
-                        (bracket == std::string::npos || colon > bracket);
-  return has_port ? peer.substr(0, colon) : peer;
-}
-
 }  // namespace zeroshard

@@ -3,7 +3,6 @@
 // Thread-safe: pure functions.
 #pragma once
 
-#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -13,11 +12,6 @@
 namespace zeroshard {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
-
-// The host part of a gRPC peer string ("ipv4:127.0.0.1:5000" ->
-// "ipv4:127.0.0.1", "ipv6:[::1]:5000" -> "ipv6:[::1]"): the caller that
-// per-caller limits count, since one host can open any number of ports.
-std::string PeerHost(const std::string& peer);
 // `context` (e.g. "Join") is prefixed to the message so a caller sees which
 // RPC failed; UNAVAILABLE and DEADLINE_EXCEEDED keep their codes so callers
 // can retry as abseil's guidance says. A status without a message (gRPC

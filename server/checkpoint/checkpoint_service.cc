@@ -16,9 +16,12 @@ grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext* ctx,
                                                 grpc::ServerReader<v1::ShardChunk>* reader,
                                                 v1::UploadShardResponse* resp) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, ctx->peer(), "UploadShard");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   v1::ShardChunk chunk;
   while (reader->Read(&chunk)) {
     absl::Status st = store_->WriteChunk(chunk);
@@ -62,9 +65,12 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
   return Reply(store_->Get(req->job_id(), step), resp);
 }
 
-grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext* ctx,
                                                   const v1::DownloadRangeRequest* req,
                                                   grpc::ServerWriter<v1::RangeChunk>* writer) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, ctx->peer(), "DownloadRange");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   return ToGrpcStatus(store_->ReadRange(*req, [&](const v1::RangeChunk& chunk) {
     if (!writer->Write(chunk)) return absl::CancelledError("DownloadRange: the client went away");
     return absl::OkStatus();

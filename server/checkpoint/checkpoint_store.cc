@@ -206,8 +206,10 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_
 }
 
 absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequest& req) {
-  ZS_RETURN_IF_ERROR(ValidateBegin(req));
+  // The job first: a request for another job is refused as that
+  // (FAILED_PRECONDITION naming both ids), whatever else is wrong with it.
   ZS_RETURN_IF_ERROR(CheckBeginAgainstJob(req));
+  ZS_RETURN_IF_ERROR(ValidateBegin(req));
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(req.plan());
   if (!plan.ok()) return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));
   ZS_ASSIGN_OR_RETURN(Placement placed, JoinOrCreate(req, *std::move(plan)));

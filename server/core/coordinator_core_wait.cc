@@ -72,8 +72,7 @@ absl::Status CoordinatorCore::KvWait(const v1::KvWaitRequest& r) {
   // reaches the deadline unless ticked).
   if (!outcome->done.WaitForNotificationWithTimeout(absl::Milliseconds(r.timeout_ms()))) {
     absl::MutexLock lock(&mu_);
-    waiters_.Finish(id, absl::DeadlineExceededError(absl::StrCat(
-                            "keys not set in ", kv_.prefix(), " within ", r.timeout_ms(), " ms")));
+    waiters_.TimeOut(id);
   }
   outcome->done.WaitForNotification();
   return outcome->status;

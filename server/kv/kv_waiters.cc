@@ -68,13 +68,23 @@ void KvWaiters::KeySet(const std::string& key) {
   for (uint64_t id : ready) Remove(waiters_.find(id), absl::OkStatus());
 }
 
+void KvWaiters::RemoveTimedOut(std::map<uint64_t, Waiter>::iterator it) {
+  const std::string missing = *it->second.missing.begin();
+  Remove(it, absl::DeadlineExceededError(
+                 absl::StrCat("key \"", missing, "\" not set within ", it->second.shown)));
+}
+
 void KvWaiters::Expire(absl::Time now) {
   while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
-    auto it = waiters_.find(by_deadline_.begin()->second);
-    const std::string missing = *it->second.missing.begin();
-    Remove(it, absl::DeadlineExceededError(absl::StrCat("key \"", missing, "\" not set within ",
-                                                        it->second.shown)));
+    RemoveTimedOut(waiters_.find(by_deadline_.begin()->second));
   }
+}
+
+bool KvWaiters::TimeOut(uint64_t id) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return false;
+  RemoveTimedOut(it);
+  return true;
 }
 
 bool KvWaiters::Finish(uint64_t id, const absl::Status& status) {

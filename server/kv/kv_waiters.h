@@ -47,6 +47,9 @@ class KvWaiters {
   void KeySet(const std::string& key);
   // Finishes every waiter whose deadline is at or before `now`.
   void Expire(absl::Time now);
+  // Finishes waiter `id` as Expire would (DEADLINE_EXCEEDED naming a
+  // missing key), whatever its deadline; false if it already finished.
+  bool TimeOut(uint64_t id);
   // Finishes waiter `id` with `status`; false if it already finished.
   bool Finish(uint64_t id, const absl::Status& status);
   // Finishes every waiter with `status` (generation end, shutdown).
@@ -64,6 +67,7 @@ class KvWaiters {
     KvWaitDone done;
   };
   void Remove(std::map<uint64_t, Waiter>::iterator it, const absl::Status& status);
+  void RemoveTimedOut(std::map<uint64_t, Waiter>::iterator it);
 
   const int max_per_caller_;
   const int max_total_;

@@ -52,6 +52,9 @@ grpc::Status CoordinatorService::GetGeneration(grpc::ServerContext*,
 grpc::Status CoordinatorService::WatchGeneration(grpc::ServerContext* context,
                                                  const v1::GetGenerationRequest* request,
                                                  grpc::ServerWriter<v1::GenerationInfo>* writer) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, context->peer(), "WatchGeneration");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   uint64_t seen = 0;
   while (!context->IsCancelled()) {
     const absl::Time client_deadline = absl::FromChrono(context->deadline());

@@ -12,6 +12,7 @@
 // callback threads.
 #pragma once
 
+#include "common/rpc/stream_limits.h"
 #include "server/core/coordinator_core.h"
 #include "server/rpc/heartbeat_watchdog.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
@@ -21,9 +22,12 @@ namespace zeroshard::server {
 class CoordinatorService final
     : public v1::Coordinator::WithCallbackMethod_KvWait<v1::Coordinator::Service> {
  public:
-  // `watchdog` (may be null) times every Heartbeat; both must outlive this.
-  explicit CoordinatorService(CoordinatorCore* core, HeartbeatWatchdog* watchdog = nullptr)
-      : core_(core), watchdog_(watchdog) {}
+  // `streams` (may be null: no limit) counts open WatchGeneration streams
+  // per caller; `watchdog` (may be null) times every Heartbeat. All must
+  // outlive this.
+  CoordinatorService(CoordinatorCore* core, StreamLimits* streams,
+                     HeartbeatWatchdog* watchdog = nullptr)
+      : core_(core), streams_(streams), watchdog_(watchdog) {}
 
   grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
                     v1::JoinResponse* response) override;
@@ -54,6 +58,7 @@ class CoordinatorService final
 
  private:
   CoordinatorCore* core_;
+  StreamLimits* streams_;
   HeartbeatWatchdog* watchdog_;
 };
 

@@ -12,10 +12,18 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
   if (absl::Status s = CheckCanListen("--metrics-listen", options.metrics_listen); !s.ok()) {
     return s;
   }
+  if (options.max_streams_per_caller < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-streams-per-caller ",
+                                                   options.max_streams_per_caller, " is < 1"));
+  }
   CoordinatorStack stack;
+  stack.streams = std::make_unique<StreamLimits>(options.max_streams_per_caller);
+  CoordinatorOptions served = options;
+  served.stream_limits = stack.streams.get();
   std::vector<grpc::Service*> extra_services;
   if (!options.checkpoint_dir.empty()) {
-    auto host = server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints);
+    auto host = server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints,
+                                             stack.streams.get());
     if (!host.ok()) {
       return absl::Status(host.status().code(),
                           absl::StrCat("--checkpoint-dir: ", host.status().message()));
@@ -29,7 +37,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
         });
     extra_services.push_back(stack.checkpoints->service());
   }
-  auto server = CoordinatorServer::Start(options, extra_services);
+  auto server = CoordinatorServer::Start(served, extra_services);
   if (!server.ok()) return server.status();
   stack.server = *std::move(server);
   if (stack.checkpoints != nullptr) {

@@ -73,13 +73,25 @@ TEST_F(HostileStoreTest, OverflowingChunkIsRefusedAndKeepsOtherRanksUploads) {
   ASSERT_EQ(list.checkpoints_size(), 1);
 }
 
-// Old code: allocated world_size * units coverage sets per request (~900 MB
-// for 65536 ranks and 100 units).
+// Old code: allocated world_size * units * 3 coverage sets per request
+// (~900 MB for 65536 ranks and 100 units) from a request of under 4 KiB:
+// the plan's shards are recomputed, so the request need not carry them.
 TEST_F(HostileStoreTest, BeginWithSizesOtherThanTheJobsIsRefused) {
   std::vector<UnitSpec> huge;
-  for (int u = 0; u < 100; ++u) huge.push_back({"u" + std::to_string(u), {{"w", {1 << 20}}}});
-  ShardPlan big = *MakeShardPlan(huge, 65536, 4);
-  absl::StatusOr<std::string> got = store_->Begin(MakeBegin(big, 5, 0));
+  for (int u = 0; u < 100; ++u) {
+    const std::string name = "u" + std::to_string(u);
+    huge.push_back({name, {{name + ".w", {1 << 20}}}});
+  }
+  const ShardPlan big = *MakeShardPlan(huge, 65536, 4);
+  v1::BeginCheckpointRequest attack = MakeBegin(*MakeShardPlan(huge, 1, 4), 5, 0);
+  attack.set_world_size(65536);
+  attack.mutable_plan()->set_world_size(65536);
+  for (int u = 0; u < 100; ++u) {
+    attack.mutable_plan()->mutable_units(u)->clear_shards();
+    attack.mutable_plan()->mutable_units(u)->set_padded_numel(big.units[u].padded_numel);
+  }
+  EXPECT_LT(attack.ByteSizeLong(), 4096u);
+  absl::StatusOr<std::string> got = store_->Begin(attack);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
   ShardPlan other = *MakeShardPlan(huge, 4, 4);  // The job's world size, not its model.
   got = store_->Begin(MakeBegin(other, 5, 0));

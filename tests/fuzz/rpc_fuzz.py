@@ -10,7 +10,7 @@ bytes. Fails on a crash (the process exits), a hang (a call past its
 deadline while the coordinator stops answering a heartbeat probe), RSS
 growing past a bound, or INTERNAL / UNKNOWN to a request that parsed.
 
-  rpc_fuzz.py [--requests N] [--seconds S] [--seed K] [--report]
+  rpc_fuzz.py [--requests N] [--seconds S] [--seed K] [--rss-growth-mb M]
 Exit 0 clean, 1 on a finding, 77 when grpcio or the binary is missing.
 """
 import argparse
@@ -39,14 +39,15 @@ METHODS = {
     COORD + "Join": ((1, "s"), (2, "s"), (3, "s"), (4, "m"), (5, "s"), (6, "s")),
     COORD + "Heartbeat": ((1, "s"), (2, "v"), (3, "v")),
     COORD + "Leave": ((1, "s"), (2, "v"), (3, "v")),
-    COORD + "ReportFailure": ((1, "s"), (2, "v"), (3, "v"), (4, "s"), (5, "v")),
+    COORD + "ReportFailure": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "s"), (6, "v")),
     COORD + "GetGeneration": ((1, "s"), (2, "v")),
     COORD + "KvSet": KV,
     COORD + "KvGet": KV,
     COORD + "KvWait": ((1, "s"), (2, "v"), (3, "s"), (4, "v")),
     COORD + "KvAdd": KV,
     COORD + "ReportStep": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "v"), (6, "d"),
-                           (7, "d"), (8, "d"), (9, "m"), (11, "m"), (12, "d"), (14, "v")),
+                           (7, "d"), (8, "d"), (9, "m"), (10, "m"), (11, "m"), (12, "d"),
+                           (13, "m"), (14, "v"), (17, "v")),
     COORD + "GetJobStatus": ((1, "s"),),
     CKPT + "BeginCheckpoint": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "v"), (6, "s"),
                                (7, "m"), (8, "v"), (9, "v"), (10, "b"), (11, "v")),
@@ -98,9 +99,11 @@ def field(num, kind, rng):
 def message(spec, rng):
     if rng.random() < 0.1:
         return rng.randbytes(rng.randrange(256)), False  # Raw bytes: may not parse.
-    parts = [field(n, k, rng) for n, k in spec if rng.random() < 0.8]
+    chosen = [(n, k) for n, k in spec if rng.random() < 0.8]
+    parts = [field(n, k, rng) for n, k in chosen]
     rng.shuffle(parts)
-    return b"".join(parts), not any(k == "m" for n, k in spec)
+    # Well-formed unless a nested message got random bytes (which may not parse).
+    return b"".join(parts), not any(k == "m" for _, k in chosen)
 
 
 def rss_kb(pid):
