@@ -17,6 +17,7 @@ import argparse
 import os
 import random
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -135,7 +136,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=25)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--rss-growth-mb", type=float, default=200)
+    ap.add_argument("--progress", type=int, default=0,
+                    help="print a line every N requests (0 = only at the end)")
     args = ap.parse_args()
+    stop = []  # SIGTERM / SIGINT end the run early, with its summary.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(1))
     bin_dir = os.environ.get("ZEROSHARD_BIN_DIR", "build/bin")
     if not os.path.exists(os.path.join(bin_dir, "zeroshard-coordinator")):
         print("rpc_fuzz: no zeroshard-coordinator in", bin_dir)
@@ -154,7 +160,7 @@ def main():
     rss0 = rss_kb(proc.pid)
     counts, findings = {}, []
     sent, t0 = 0, time.time()
-    while sent < args.requests and time.time() - t0 < args.seconds:
+    while sent < args.requests and time.time() - t0 < args.seconds and not stop:
         kind = rng.random()
         try:
             if kind < 0.85:
@@ -175,6 +181,9 @@ def main():
         except grpc.RpcError as e:
             code = e.code()
         sent += 1
+        if args.progress and sent % args.progress == 0:
+            print(f"rpc_fuzz: {sent} requests, {sent / (time.time() - t0):.0f}/s, "
+                  f"{len(findings)} findings", flush=True)
         counts[code.name] = counts.get(code.name, 0) + 1
         if code == grpc.StatusCode.DEADLINE_EXCEEDED and "WatchGeneration" not in path \
                 and "DownloadRange" not in path and "KvWait" not in path:
