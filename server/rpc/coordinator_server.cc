@@ -20,14 +20,24 @@ absl::Duration TickInterval(const CoordinatorOptions& o) {
   return std::clamp(d, absl::Milliseconds(5), absl::Milliseconds(100));
 }
 
+// The server's own options (the core checks options.core).
+absl::Status ValidateOptions(const CoordinatorOptions& o) {
+  if (o.listen.empty()) return absl::InvalidArgumentError("listen is empty");
+  if (o.max_receive_message_bytes < (1 << 20)) {
+    return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
+  }
+  if (o.max_streams_per_caller < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_streams_per_caller = ", o.max_streams_per_caller, " is < 1"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorOptions& options, std::vector<grpc::Service*> extra_services) {
-  if (options.listen.empty()) return absl::InvalidArgumentError("listen is empty");
-  if (options.max_receive_message_bytes < (1 << 20)) {
-    return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
-  }
+  ZS_RETURN_IF_ERROR(ValidateOptions(options));
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(options));
   s->metrics_.AddCollectable(std::make_shared<ProcessMetrics>());  // process_* metrics.
   const Clock* clock = options.clock != nullptr ? options.clock : RealClock::Get();
@@ -41,7 +51,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(options.core, std::move(durable),
                                                                 clock, &s->metrics_));
 
-  s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get());
+  s->watchdog_ = std::make_unique<server::HeartbeatWatchdog>(options.core.lease_timeout / 4,
+                                                            absl::Seconds(10));
+  StreamLimits* streams = options.stream_limits;
+  if (streams == nullptr) {
+    s->own_streams_ = std::make_unique<StreamLimits>(options.max_streams_per_caller);
+    streams = s->own_streams_.get();
+  }
+  s->service_ = std::make_unique<server::CoordinatorService>(s->core_.get(), streams,
+                                                             s->watchdog_.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
@@ -61,7 +79,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         [core, clock, stall] { return clock->Now() - core->last_tick() < stall; },
         [raw] {
           absl::MutexLock lock(&raw->shutdown_mu_);
-          return !raw->shut_down_;
+          return !raw->shut_down_ && raw->watchdog_->Ready();
         }};
     absl::StatusOr<std::unique_ptr<server::MetricsHttpServer>> http =
         server::MetricsHttpServer::Start(options.metrics_listen, &s->metrics_, std::move(probes));

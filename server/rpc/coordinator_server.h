@@ -23,10 +23,12 @@
 #include "common/clock.h"
 #include "common/dir_lock.h"
 #include "common/metrics.h"
+#include "common/rpc/stream_limits.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "grpcpp/server.h"
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
+#include "server/rpc/heartbeat_watchdog.h"
 #include "server/state/durable_state.h"
 
 namespace zeroshard {
@@ -46,6 +48,13 @@ struct CoordinatorOptions {
   // settle, lease_timeout) / 4, clamped to [5 ms, 100 ms].
   absl::Duration tick_interval = absl::ZeroDuration();
   const Clock* clock = nullptr;  // nullptr = RealClock. Must outlive the server.
+  // Open streams (WatchGeneration, UploadShard, DownloadRange) one caller
+  // (peer host) may hold; RESOURCE_EXHAUSTED beyond (common/rpc/stream_limits.h).
+  int max_streams_per_caller = 256;
+  // The count those streams share: CoordinatorStack passes the checkpoint
+  // service's. nullptr = the server's own, of max_streams_per_caller. Must
+  // outlive the server.
+  StreamLimits* stream_limits = nullptr;
 };
 
 class CoordinatorServer {
@@ -90,6 +99,9 @@ class CoordinatorServer {
   const CoordinatorOptions options_;
   MetricsRegistry metrics_;
   std::unique_ptr<server::CoordinatorCore> core_;
+  // /readyz is false while heartbeats take longer than lease_timeout / 4.
+  std::unique_ptr<server::HeartbeatWatchdog> watchdog_;
+  std::unique_ptr<StreamLimits> own_streams_;  // When options.stream_limits is null.
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<server::MetricsHttpServer> http_;

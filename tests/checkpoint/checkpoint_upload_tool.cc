@@ -1,15 +1,42 @@
 // Test helper: uploads one rank's shard of the test model (checkpoint_test_util.h,
 // seeded state) to a CheckpointService slowly, printing "sent N" after each
 // chunk, then commits, so a test can kill it (-9) midway through its upload.
+// Against a coordinator (job "job") it first joins with the test model's
+// units, since a Begin must match the job's model (issue 16); a bare
+// CheckpointService answers that Join UNIMPLEMENTED and is used as it is.
 // Usage: checkpoint_upload_tool HOST:PORT STEP RANK WORLD SEED DELAY_MS
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
+#include "common/rpc/plan_proto.h"
 #include "grpcpp/create_channel.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "zeroshard/v1/coordinator.grpc.pb.h"
+
+namespace {
+
+// Makes the test model the job's: true if joined or no Coordinator service.
+bool JoinWithUnits(const std::shared_ptr<grpc::Channel>& channel, int rank) {
+  using namespace zeroshard;
+  v1::JoinRequest join;
+  join.set_job_id("job");
+  join.set_worker_id("upload-" + std::to_string(rank));
+  UnitSpecsToProto(testing::OddUnits(), join.mutable_units());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::JoinResponse joined;
+  grpc::Status st = v1::Coordinator::NewStub(channel)->Join(&ctx, join, &joined);
+  if (!st.ok() && st.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+    std::fprintf(stderr, "Join: %s\n", st.error_message().c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace zeroshard;
@@ -24,7 +51,9 @@ int main(int argc, char** argv) {
   const int delay_ms = std::atoi(argv[6]);
   auto plan = MakeShardPlan(testing::OddUnits(), world, 4);
   if (!plan.ok()) return 2;
-  auto stub = v1::CheckpointService::NewStub(grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials()));
+  auto channel = grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials());
+  if (!JoinWithUnits(channel, rank)) return 1;
+  auto stub = v1::CheckpointService::NewStub(channel);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(60);
   v1::BeginCheckpointResponse began;
   {
