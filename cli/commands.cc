@@ -23,6 +23,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterLaunchCommand(app, Registry());
   RegisterStatusCommand(app, Registry());
   RegisterCheckpointCommand(app, Registry());
+  RegisterPlanCommand(app, Registry());
 }
 
 int RunSelected(CLI::App& app) {

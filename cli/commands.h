@@ -29,5 +29,6 @@ int RunSelected(CLI::App& app);
 void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterPlanCommand(CLI::App& app, std::vector<Command>& commands);
 
 }  // namespace zeroshard::cli

@@ -1,36 +1,20 @@
 #include "cli/launch_checks.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-
-#include "absl/strings/str_cat.h"
 #include <thread>
 
-#include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/launch_plan.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
-#include "common/zero_memory.h"
 #include "worker/data/text_corpus.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/gpt_model.h"
 
 namespace zeroshard::cli {
 namespace {
-
-// MemAvailable (free + reclaimable page cache), as the kernel estimates it.
-int64_t AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-}
 
 // A fresh job must not pick up an earlier run's checkpoints by accident.
 absl::Status CheckCheckpointDir(const JobConfig& job) {
@@ -68,32 +52,19 @@ absl::Status CheckOffload(LaunchOptions& o, const ModelConfig& model) {
                                             units));
 }
 
-absl::Status CheckMemory(const LaunchOptions& o, const ModelConfig& model) {
-  const int64_t psi = ModelParamCount(model);
-  const int c = static_cast<int>(DTypeSize(o.job.compute_dtype));
-  // Full grads are fp32 on the CPU; gather buffers and activations on top.
-  MemoryByKind per_rank = ZeroFormulaBytes(o.job.stage, psi, o.workers, c, 4);
-  if (o.job.offload_optimizer == "nvme") per_rank.optimizer = 0;  // Staging is in `buffers`.
-  const int64_t buffers = 2 * 4 * psi;  // fp32 views of a gathered unit, bounded by the model.
-  const int64_t activations =
-      ModelActivationBytes(model, o.job.micro_batch, model.n_ctx);
-  const int64_t need = o.workers * (per_rank.model_state() + buffers + activations);
-  const int64_t have = AvailableMemoryBytes();
-  if (need > have) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "model '%s' (%d parameters) needs about %.2f GiB for %d workers at stage %d "
-        "(%.2f GiB model state + %.2f GiB activations per worker), but %.2f GiB is available",
-        o.job.model, psi, need / 1073741824.0, o.workers, o.job.stage,
-        per_rank.model_state() / 1073741824.0, activations / 1073741824.0, have / 1073741824.0));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(o.job.compute_dtype, ParseDType(o.compute_dtype));
+  const bool auto_stage = o.stage == "auto";
+  if (!auto_stage && !absl::SimpleAtoi(o.stage, &o.job.stage)) {
+    return absl::InvalidArgumentError(absl::StrCat("--stage: '", o.stage, "' (expected 0..3 or auto)"));
+  }
   ZS_ASSIGN_OR_RETURN(o.job.reduce_dtype, ParseDType(o.reduce_dtype));
+  // Parsed here, not by the job's Validate, so the error names the flag.
+  ZS_ASSIGN_OR_RETURN(const ActivationCheckpointing checkpointing,
+                      ParseActivationCheckpointing(o.activation_checkpointing));
+  o.job.activation_checkpointing = ActivationCheckpointingName(checkpointing);
   if (o.job.resume_step >= 0) o.job.resume = true;
   if (o.job.resume && o.job.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
@@ -116,8 +87,9 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_RETURN_IF_ERROR(CheckDevice(o.job));
   // Loading is the check: a missing path or no text is named in the error.
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
-  ZS_RETURN_IF_ERROR(CheckOffload(o, model));
-  return CheckMemory(o, model);
+  // The stage decides the offload files' size: choose it first.
+  ZS_RETURN_IF_ERROR(PlanLaunchMemory(o, model, auto_stage));
+  return CheckOffload(o, model);
 }
 
 }  // namespace zeroshard::cli

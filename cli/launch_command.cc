@@ -19,8 +19,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   JobConfig& c = o.job;
   sub->add_option("--workers,-n", o.workers, "local worker processes to start")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  sub->add_option("--stage", c.stage, "ZeRO stage: 0 (data parallel), 1, 2 or 3")
-      ->check(CLI::Range(0, 3))->capture_default_str();
+  sub->add_option("--stage", o.stage,
+                  "ZeRO stage: 0 (data parallel), 1, 2, 3, or auto (the lowest stage that fits "
+                  "this machine's memory, by the model `zeroshard plan` prints)")
+      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))->capture_default_str();
   sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   sub->add_option("--model", c.model, "model preset (tiny, small, medium)")->capture_default_str();
@@ -33,6 +35,10 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   sub->add_option("--reduce-dtype", o.reduce_dtype, "gradient reduction dtype")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  sub->add_option("--activation-checkpointing", o.activation_checkpointing,
+                  "none, or blocks: keep only each block's input and recompute its forward in "
+                  "backward (less activation memory, about a third more compute; same results)")
+      ->capture_default_str();
   sub->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
   sub->add_option("--warmup-steps", c.warmup_steps, "linear warm-up steps")->capture_default_str();
   sub->add_option("--seed", c.seed, "seed for initialisation and data order")->capture_default_str();

@@ -17,6 +17,7 @@
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "common/child_process.h"
+#include "common/process_metrics.h"
 #include "common/dir_lock.h"
 #include "server/rpc/coordinator_stack.h"
 #include "worker/model/model_config.h"
@@ -99,6 +100,21 @@ std::string LastLine(const std::string& path) {
   return last;
 }
 
+// Each worker's peak RSS, from the line it prints as it finishes
+// (common/process_metrics.h kPeakRssLinePrefix); "-" where a log lacks it.
+void PrintPeakRss(const LaunchOptions& o) {
+  std::string line = "zeroshard launch: peak RSS (VmHWM) bytes per worker:";
+  for (int i = 0; i < o.workers; ++i) {
+    std::ifstream in(absl::StrCat(o.run_dir, "/worker-", i, ".log"));
+    std::string text, found = "-";
+    while (std::getline(in, text)) {
+      if (text.rfind(kPeakRssLinePrefix, 0) == 0) found = text.substr(sizeof(kPeakRssLinePrefix) - 1);
+    }
+    absl::StrAppend(&line, " ", found);
+  }
+  std::cout << line << "\n";
+}
+
 // Watches until every worker exits; returns the launch exit code.
 int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& workers,
           ProgressState& progress) {
@@ -122,7 +138,7 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
         std::cerr << "\nzeroshard launch: worker " << i << " exited with code " << code << ": "
                   << LastLine(log) << " (log: " << log << ")\n";
         for (auto& w : workers) w->Stop(absl::Seconds(5));
-        return 1;
+        return code == 2 ? 2 : 1;  // 2: the job cannot run as configured.
       }
     }
     if (running == 0) break;
@@ -240,7 +256,9 @@ int RunLaunch(LaunchOptions o) {
   }
   std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
             << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
-            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute\n";
+            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute"
+            << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks" : "")
+            << "\n";
 
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
@@ -263,6 +281,7 @@ int RunLaunch(LaunchOptions o) {
   summary.grad_bytes = static_cast<int>(DTypeSize(o.job.reduce_dtype));
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cout << FormatSummary(summary) << "  step log: " << o.job.log_path << "\n";
+  if (!external) PrintPeakRss(o);
   return 0;
 }
 

@@ -13,8 +13,10 @@ namespace zeroshard::cli {
 struct LaunchOptions {
   JobConfig job;
   int workers = 4;
+  std::string stage = "3";                       // "0".."3" or "auto" (cli/launch_plan.h).
   std::string compute_dtype = "fp32";
   std::string reduce_dtype = "fp32";
+  std::string activation_checkpointing = "none";  // --activation-checkpointing none|blocks.
   std::string coordinator;                       // "" = embedded.
   std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
   std::string run_dir;                           // "" = runs/<time>.

@@ -18,9 +18,18 @@ double Median(std::vector<double> v) {
 
 std::string MiB(int64_t bytes) { return absl::StrFormat("%.3f", bytes / 1048576.0); }
 
-std::string Row(const std::string& label, const MemoryByKind& m) {
-  return absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", label, MiB(m.params), MiB(m.grads),
-                         MiB(m.optimizer), MiB(m.buffers), MiB(m.model_state()));
+// `activations`: false for the ZeRO formula, which has none ("-").
+// `offloaded` (host memory or NVMe files under --offload-*) is outside the
+// model-state total, which is what the device holds; shown when some rank
+// offloads.
+std::string Row(const std::string& label, const MemoryByKind& m, bool activations,
+                bool offload) {
+  std::string row = absl::StrFormat("  %-14s %10s %10s %10s %10s %11s %11s", label,
+                                    MiB(m.params), MiB(m.grads), MiB(m.optimizer),
+                                    MiB(m.buffers), MiB(m.model_state()),
+                                    activations ? MiB(m.activations) : "-");
+  if (offload) absl::StrAppend(&row, absl::StrFormat(" %10s", MiB(m.offloaded)));
+  return row + "\n";
 }
 
 }  // namespace
@@ -50,11 +59,16 @@ std::string FormatSummary(const SummaryInputs& in) {
   absl::StrAppend(&out, absl::StrFormat(
       "\n  model-state memory per rank, MiB (peak; Ψ = %d parameters, formula without padding)\n",
       in.num_params));
-  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %10s\n", "", "params",
-                                        "grads", "optimizer", "buffers", "model state"));
-  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula));
+  const bool offload = std::any_of(last.ranks.begin(), last.ranks.end(), [](const auto& r) {
+    return r.peak_memory.offloaded > 0;
+  });
+  absl::StrAppend(&out, absl::StrFormat("  %-14s %10s %10s %10s %10s %11s %11s%s\n", "",
+                                        "params", "grads", "optimizer", "buffers",
+                                        "model state", "activations",
+                                        offload ? "  offloaded" : ""));
+  absl::StrAppend(&out, Row(absl::StrCat("ZeRO stage ", in.stage), formula, false, offload));
   for (size_t r = 0; r < last.ranks.size(); ++r) {
-    absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory));
+    absl::StrAppend(&out, Row(absl::StrCat("rank ", r), last.ranks[r].peak_memory, true, offload));
   }
   return out;
 }

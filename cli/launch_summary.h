@@ -1,6 +1,7 @@
 // The table `zeroshard launch` prints at the end: losses, throughput, and
 // every rank's model-state memory by kind next to the ZeRO formula for the
-// stage (common/zero_memory.h). Pure formatting; thread-safe.
+// stage (common/zero_memory.h), and each rank's peak activation bytes (the
+// model's, outside the formula). Pure formatting; thread-safe.
 #pragma once
 
 #include <string>

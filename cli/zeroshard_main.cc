@@ -1,4 +1,4 @@
-// zeroshard: the user's command line (launch, status, checkpoint).
+// zeroshard: the user's command line (launch, status, checkpoint, plan).
 #include <iostream>
 
 #include "cli/commands.h"

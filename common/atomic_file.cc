@@ -108,3 +108,19 @@ absl::Status MakeDirectories(const std::string& dir) {
 }
 
 }  // namespace zeroshard
+
+namespace zeroshard {
+
+void RemoveStaleTemporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  const std::filesystem::path dir =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && e.is_regular_file(ec)) std::filesystem::remove(e.path(), ec);
+  }
+}
+
+}  // namespace zeroshard

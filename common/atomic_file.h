@@ -19,6 +19,11 @@ namespace zeroshard {
 // (or the errno's mapping) naming the path and the failing system call.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
+// Removes the temporaries ("<path>.tmp.*") that writes of `path` cut off
+// by a kill left behind. Call before anything writes `path` (at start).
+// Best effort: files that cannot be removed are left.
+void RemoveStaleTemporaries(const std::string& path);
+
 // The same for contents produced piece by piece: `write` calls `append`
 // (which writes `bytes` bytes at `data`) as often as it likes; an error it
 // returns, or one `append` returns, leaves `path` untouched and is returned.

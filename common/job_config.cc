@@ -54,6 +54,10 @@ absl::Status JobConfig::Validate() const {
   if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
   if (offload_params == "nvme") return OutOfRange("offload_params", "nvme is not supported yet (only the optimizer state offloads)");
   if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
+  if (activation_checkpointing != "none" && activation_checkpointing != "blocks") {
+    return OutOfRange("activation_checkpointing",
+                      absl::StrCat("= \"", activation_checkpointing, "\" is not none or blocks"));
+  }
   if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
   }
@@ -89,7 +93,8 @@ std::string JobConfig::ToJson() const {
       {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
       {"redundancy_every", redundancy_every}, {"offload_optimizer", offload_optimizer},
       {"offload_params", offload_params}, {"offload_dir", offload_dir},
-      {"offload_prefetch", offload_prefetch}, {"max_failures", max_failures}};
+      {"offload_prefetch", offload_prefetch}, {"max_failures", max_failures},
+      {"activation_checkpointing", activation_checkpointing}};
   return j.dump();
 }
 
@@ -141,6 +146,7 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "offload_params") c.offload_params = value.get<std::string>();
       else if (key == "offload_dir") c.offload_dir = value.get<std::string>();
       else if (key == "offload_prefetch") c.offload_prefetch = value.get<int>();
+      else if (key == "activation_checkpointing") c.activation_checkpointing = value.get<std::string>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -58,6 +58,10 @@ struct JobConfig {
   std::string offload_params = "none";
   std::string offload_dir;
   int offload_prefetch = 1;
+  // What the model keeps for backward (worker/model ActivationCheckpointing):
+  // "none" (every block's activations) or "blocks" (each block's input;
+  // its forward is recomputed in backward). Results do not depend on it.
+  std::string activation_checkpointing = "none";
   // Failures the job tolerates (a lost member or a failed collective, each
   // ending a generation; joins and graceful leaves are not failures). The
   // coordinator counts them and fails the job at one more. In [0, 1e6].

@@ -89,6 +89,20 @@ std::optional<double> ResidentMemoryBytes() {
   return resident_bytes;
 }
 
+std::optional<double> PeakResidentMemoryBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      double kib = 0;
+      if (in >> kib) return kib * 1024;
+      return std::nullopt;
+    }
+    in.ignore(1 << 16, '\n');
+  }
+  return std::nullopt;
+}
+
 std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;

@@ -30,4 +30,10 @@ class ProcessMetrics : public prometheus::Collectable {
 // where /proc cannot be read. Workers report it in their step reports.
 std::optional<double> ResidentMemoryBytes();
 
+// This process's peak resident set size in bytes (VmHWM of
+// /proc/self/status), or nullopt where it cannot be read. Workers print it
+// when they finish (kPeakRssLinePrefix), and `zeroshard launch` collects it.
+std::optional<double> PeakResidentMemoryBytes();
+inline constexpr char kPeakRssLinePrefix[] = "zeroshard-worker: peak RSS (VmHWM) bytes ";
+
 }  // namespace zeroshard

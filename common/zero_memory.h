@@ -31,6 +31,11 @@ struct MemoryByKind {
   // parameter shards on NVMe. Not in total(); the staging buffers that
   // stream it are counted under optimizer / params.
   int64_t offloaded = 0;
+  // The model's activations and backward scratch (GptModel::ActivationBytes;
+  // host memory: the model computes on the host). Reported beside the
+  // engine's kinds; not in model_state() or total(), which are the
+  // engine's. 0 in the ZeRO formula.
+  int64_t activations = 0;
   int64_t model_state() const { return params + grads + optimizer; }
   int64_t total() const { return model_state() + buffers; }
 };

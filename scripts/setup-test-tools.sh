@@ -17,7 +17,7 @@ set -uo pipefail
 
 DEB_TEST_PACKAGES=(prometheus)
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
-PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard)
+PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard grpcio:grpc)
 TORCH_PURE_DEPS=(filelock typing-extensions sympy networkx jinja2 fsspec setuptools)
 
 status=0

@@ -71,6 +71,18 @@ void AddJobFlags(CLI::App& app, Flags& f) {
                  "joiner before the generation is ended under them (0 = at once)")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  app.add_option("--max-kv-waits-per-caller", core.max_kv_waits_per_caller,
+                 "KvWaits one peer host may have parked (RESOURCE_EXHAUSTED beyond)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-kv-waits", core.max_kv_waits, "KvWaits parked in all")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-streams-per-caller", f.options.max_streams_per_caller,
+                 "open WatchGeneration, UploadShard and DownloadRange streams one peer host may "
+                 "hold (RESOURCE_EXHAUSTED beyond)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--alignment", core.alignment, "shard plan alignment, elements")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "common/cli.h"
+#include "common/job_refusal.h"
 #include "common/offload_config.h"
+#include "common/process_metrics.h"
 #include "common/rpc/security_flags.h"
 #include "worker/health/health_http.h"
 #include "worker/trainer/stop_signal.h"
@@ -59,7 +61,8 @@ void AddOptions(CLI::App& app, Flags& f) {
   app.footer(
       "Signals: SIGTERM or SIGINT leaves the job at the next step boundary and exits with "
       "--leave-exit-code (a second signal exits at once). Exit 0 when the job is done, 2 for "
-      "a command-line error, 1 with one line naming the cause otherwise.");
+      "a command-line error or a job that cannot run here as configured (it does not fit in "
+      "memory, its --offload-dir lacks room), 1 with one line naming the cause otherwise.");
 }
 
 // Checks that need more than one flag or the filesystem; an exit code (2)
@@ -108,7 +111,10 @@ int main(int argc, char** argv) {
   const absl::Status status = zeroshard::RunWorker(f.options);
   if (!status.ok()) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";
-    return 1;
+    return zeroshard::IsJobRefusal(status) ? 2 : 1;
+  }
+  if (std::optional<double> peak = zeroshard::PeakResidentMemoryBytes()) {
+    std::cout << zeroshard::kPeakRssLinePrefix << static_cast<int64_t>(*peak) << "\n" << std::flush;
   }
   return zeroshard::StopRequested() ? f.leave_exit_code : 0;
 }

@@ -24,7 +24,10 @@ class CheckpointHost {
   // Opens (creating, cleaning up partial checkpoints in) `dir`, keeping the
   // last `keep_last` committed checkpoints (0 = all). Errors from
   // CheckpointStore::Open.
-  static absl::StatusOr<std::unique_ptr<CheckpointHost>> Open(const std::string& dir, int keep_last) {
+  // `streams` (may be null: no limit; must outlive the host) counts the
+  // service's open streams per caller.
+  static absl::StatusOr<std::unique_ptr<CheckpointHost>> Open(const std::string& dir, int keep_last,
+                                                              StreamLimits* streams = nullptr) {
     // One coordinator per checkpoint dir: opening the store deletes pending
     // uploads, which another coordinator may be writing.
     std::error_code ec;
@@ -36,7 +39,7 @@ class CheckpointHost {
     o.keep_last = keep_last;
     auto store = CheckpointStore::Open(std::move(o));
     if (!store.ok()) return store.status();
-    auto host = std::unique_ptr<CheckpointHost>(new CheckpointHost(*std::move(store)));
+    auto host = std::unique_ptr<CheckpointHost>(new CheckpointHost(*std::move(store), streams));
     host->lock_ = *std::move(lock);
     return host;
   }
@@ -44,8 +47,8 @@ class CheckpointHost {
   CheckpointStore* store() { return store_.get(); }
 
  private:
-  explicit CheckpointHost(std::unique_ptr<CheckpointStore> store)
-      : store_(std::move(store)), service_(store_.get()) {}
+  CheckpointHost(std::unique_ptr<CheckpointStore> store, StreamLimits* streams)
+      : store_(std::move(store)), service_(store_.get(), streams) {}
   std::unique_ptr<DirLock> lock_;
   std::unique_ptr<CheckpointStore> store_;
   CheckpointServiceImpl service_;

@@ -16,9 +16,12 @@ grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext* ctx,
                                                 grpc::ServerReader<v1::ShardChunk>* reader,
                                                 v1::UploadShardResponse* resp) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, ctx->peer(), "UploadShard");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   v1::ShardChunk chunk;
   while (reader->Read(&chunk)) {
     absl::Status st = store_->WriteChunk(chunk);
@@ -49,6 +52,7 @@ grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext*,
 grpc::Status CheckpointServiceImpl::ListCheckpoints(grpc::ServerContext*,
                                                     const v1::ListCheckpointsRequest* req,
                                                     v1::ListCheckpointsResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   *resp = store_->List(req->job_id());
   return grpc::Status::OK;
 }
@@ -61,9 +65,12 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
   return Reply(store_->Get(req->job_id(), step), resp);
 }
 
-grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext* ctx,
                                                   const v1::DownloadRangeRequest* req,
                                                   grpc::ServerWriter<v1::RangeChunk>* writer) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, ctx->peer(), "DownloadRange");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   return ToGrpcStatus(store_->ReadRange(*req, [&](const v1::RangeChunk& chunk) {
     if (!writer->Write(chunk)) return absl::CancelledError("DownloadRange: the client went away");
     return absl::OkStatus();
@@ -71,15 +78,17 @@ grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext*,
 }
 
 grpc::Status CheckpointServiceImpl::RequestCheckpoint(grpc::ServerContext*,
-                                                      const v1::RequestCheckpointRequest*,
+                                                      const v1::RequestCheckpointRequest* req,
                                                       v1::RequestCheckpointResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   resp->set_request_seq(request_seq_.fetch_add(1) + 1);
   return grpc::Status::OK;
 }
 
 grpc::Status CheckpointServiceImpl::GetCheckpointTrigger(grpc::ServerContext*,
-                                                         const v1::GetCheckpointTriggerRequest*,
+                                                         const v1::GetCheckpointTriggerRequest* req,
                                                          v1::GetCheckpointTriggerResponse* resp) {
+  if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   resp->set_request_seq(request_seq_.load());
   return grpc::Status::OK;
 }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/rpc/stream_limits.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 
@@ -21,8 +22,10 @@ namespace zeroshard::server {
 
 class CheckpointServiceImpl final : public v1::CheckpointService::Service {
  public:
-  // `store` is not owned and must outlive the service.
-  explicit CheckpointServiceImpl(CheckpointStore* store) : store_(store) {}
+  // `store` and `streams` (open UploadShard / DownloadRange streams per
+  // caller; null = no limit) are not owned and must outlive the service.
+  explicit CheckpointServiceImpl(CheckpointStore* store, StreamLimits* streams = nullptr)
+      : store_(store), streams_(streams) {}
 
   grpc::Status BeginCheckpoint(grpc::ServerContext* ctx, const v1::BeginCheckpointRequest* req,
                                v1::BeginCheckpointResponse* resp) override;
@@ -46,6 +49,7 @@ class CheckpointServiceImpl final : public v1::CheckpointService::Service {
 
  private:
   CheckpointStore* const store_;
+  StreamLimits* const streams_;
   std::atomic<int64_t> request_seq_{0};
 };
 

@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_store_internal.h"
+#include "server/core/validation.h"
 
 namespace zeroshard::server {
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ absl::Status ValidateBegin(const v1::BeginCheckpointRequest& req) {
   if (req.job_id().empty() || req.job_id().size() > 128) {
     return absl::InvalidArgumentError("job_id must be 1..128 characters");
   }
-  if (req.step() < 0) return absl::InvalidArgumentError(absl::StrCat("step ", req.step(), " is negative"));
+  ZS_RETURN_IF_ERROR(CheckStep(req.step(), /*job_steps=*/0, "step"));
   if (req.world_size() < 1 || req.world_size() != req.plan().world_size()) {
     return absl::InvalidArgumentError(absl::StrCat("world_size ", req.world_size(),
                                                    " must be >= 1 and equal plan.world_size ",
@@ -116,7 +117,6 @@ void InitPending(const v1::BeginCheckpointRequest& req, ShardPlan plan,
   for (size_t u = 0; u < p.plan.units.size(); ++u) {
     p.unit_index[p.plan.units[u].name] = static_cast<int>(u);
   }
-  p.coverage.resize(static_cast<size_t>(req.world_size()) * p.plan.units.size() * kNumKinds);
   p.rng_state.resize(req.world_size());
 }
 
@@ -198,6 +198,7 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_
   c->step = step;
   c->dir = dir;
   c->summary = m.manifest.summary();
+  c->summary.set_checkpoint_id(CheckpointIdForStep(step));  // Older manifests hold the pending form.
   absl::MutexLock clock(&c->mu);
   c->verified = verified;
   c->loaded = std::make_shared<const LoadedManifest>(std::move(m));
@@ -205,6 +206,9 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_
 }
 
 absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequest& req) {
+  // The job first: a request for another job is refused as that
+  // (FAILED_PRECONDITION naming both ids), whatever else is wrong with it.
+  ZS_RETURN_IF_ERROR(CheckBeginAgainstJob(req));
   ZS_RETURN_IF_ERROR(ValidateBegin(req));
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(req.plan());
   if (!plan.ok()) return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));

@@ -69,6 +69,27 @@ class CheckpointObserver {
   virtual void Failed(const char* reason) = 0;
 };
 
+// The running job as the coordinator knows it: what every Begin must match
+// ([Note: sized by the job]). A Begin is refused unless its job_id is this
+// job's (FAILED_PRECONDITION naming both), its step passes CheckStep against
+// `steps`, its world_size is in [1, max_world_size] (and equals
+// `world_size` when its attempt is the running generation; an attempt
+// above `generation` is refused), and its plan is exactly the plan of
+// `units` at that world size and `alignment`. So a request can only make
+// the store allocate what the job's own model needs.
+struct CheckpointJob {
+  std::string job_id;
+  std::vector<UnitSpec> units;  // The job's model; empty until known (Begin refused).
+  int64_t alignment = 1;        // Shard plan alignment, elements.
+  int max_world_size = 1;       // The job's max_workers.
+  int64_t steps = 0;            // The job config's steps; 0 = not set.
+  uint64_t generation = 0;      // The newest generation formed.
+  int world_size = 0;           // The running generation's; 0 while waiting.
+};
+// Called on every Begin and every job-scoped read; must be thread-safe.
+// An error (e.g. UNAVAILABLE while the coordinator starts) refuses the call.
+using CheckpointJobSource = std::function<absl::StatusOr<CheckpointJob>()>;
+
 struct CheckpointStoreOptions {
   std::string dir;    // Created if absent.
   int keep_last = 0;  // Committed checkpoints kept; 0 = all.
@@ -88,7 +109,7 @@ class CheckpointStore {
   ~CheckpointStore();
 
   // Creates or joins the pending checkpoint for (req.step, req.attempt);
-  // returns its id. A higher attempt replaces a pending one of the same step;
+  // returns its id. Checked against the job first (CheckpointJob). A higher attempt replaces a pending one of the same step;
   // a lower one gets FAILED_PRECONDITION. At most 8 are pending (the oldest
   // steps are dropped); a commit drops pending ones of earlier steps.
   absl::StatusOr<std::string> Begin(const v1::BeginCheckpointRequest& req);
@@ -98,8 +119,11 @@ class CheckpointStore {
   absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
   absl::Status Abort(const std::string& checkpoint_id);
 
+  // Every committed checkpoint of job_id ("" = any); the caller checks
+  // job_id with CheckReadJob (the service does).
   v1::ListCheckpointsResponse List(absl::string_view job_id) const;
-  // The checkpoint at `step`, or the latest; verifies its files' hashes on
+  // The checkpoint at `step`, or the latest (job_id checked by
+  // CheckReadJob, as ReadRange's); verifies its files' hashes on
   // first access (DATA_LOSS, and it is dropped from the listing, if they fail).
   absl::StatusOr<v1::CheckpointInfo> Get(absl::string_view job_id, std::optional<int64_t> step);
   // Reads req's range in chunks of req.chunk_bytes and hands each to `sink`
@@ -108,6 +132,13 @@ class CheckpointStore {
                          const std::function<absl::Status(const v1::RangeChunk&)>& sink);
 
   int PendingCount() const;
+  // Sets where the running job comes from. Without one (the store on its
+  // own, as its unit tests use it) requests are checked only for internal
+  // consistency; the coordinator always sets one before serving.
+  void SetJobSource(CheckpointJobSource source);
+  // INVALID_ARGUMENT / FAILED_PRECONDITION unless job_id is empty or the
+  // running job's; OK without a job source.
+  absl::Status CheckReadJob(absl::string_view job_id) const;
   // Sets (or, with nullptr, clears) the observer; it must outlive its use.
   void SetObserver(CheckpointObserver* observer) { observer_.store(observer); }
   const std::string& dir() const { return options_.dir; }
@@ -157,6 +188,10 @@ class CheckpointStore {
   std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<Committed>> committed_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> rejected_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex job_mu_;
+  CheckpointJobSource job_source_ ABSL_GUARDED_BY(job_mu_);
+  absl::StatusOr<std::optional<CheckpointJob>> Job() const;  // nullopt: no source.
+  absl::Status CheckBeginAgainstJob(const v1::BeginCheckpointRequest& req) const;
   std::atomic<CheckpointObserver*> observer_{nullptr};
 };
 

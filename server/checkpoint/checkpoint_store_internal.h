@@ -36,12 +36,24 @@ struct CheckpointStore::Pending {
   std::string DataPath(int unit, v1::TensorKind k) const {
     return dir + "/" + DataFileName(unit, k);
   }
-  IntervalSet& Coverage(int rank, int unit, v1::TensorKind k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return coverage[(static_cast<size_t>(rank) * plan.units.size() + unit) * kNumKinds + KindIndex(k)];
+  size_t CoverageKey(int rank, int unit, v1::TensorKind k) const {
+    return (static_cast<size_t>(rank) * plan.units.size() + unit) * kNumKinds + KindIndex(k);
+  }
+  // Records [begin, end) of (rank, unit, kind) as arrived.
+  void AddCoverage(int rank, int unit, v1::TensorKind k, int64_t begin, int64_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    coverage[CoverageKey(rank, unit, k)].Add(begin, end);
+  }
+  bool Covers(int rank, int unit, v1::TensorKind k, int64_t begin, int64_t end) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = coverage.find(CoverageKey(rank, unit, k));
+    return it != coverage.end() && it->second.Covers(begin, end);
   }
 
   absl::Mutex mu;
-  std::vector<IntervalSet> coverage ABSL_GUARDED_BY(mu);
+  // [Note: sized by the job] Filled as chunks arrive, so memory follows the
+  // data received, not the sizes a Begin declared.
+  std::map<size_t, IntervalSet> coverage ABSL_GUARDED_BY(mu);
   std::vector<std::string> rng_state ABSL_GUARDED_BY(mu);  // By rank.
   absl::Status failed ABSL_GUARDED_BY(mu);  // Not OK: this checkpoint never commits.
   bool done = false ABSL_GUARDED_BY(mu);    // Committed or dropped.

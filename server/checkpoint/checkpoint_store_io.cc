@@ -18,6 +18,7 @@
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/checkpoint/checkpoint_store_internal.h"
+#include "server/core/validation.h"
 
 namespace zeroshard::server {
 namespace fs = std::filesystem;
@@ -44,16 +45,23 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pendi
   *unit = it->second;
   if (!ValidKind(c.kind())) return absl::InvalidArgumentError(absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
   if (c.dtype() != v1::DTYPE_FP32) return absl::InvalidArgumentError("dtype must be DTYPE_FP32");
-  if (c.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", c.length(), " is < 1"));
+  // [Note: overflow-safe ranges] Relative to the rank's shard, so no sum
+  // of client values is ever formed.
+  const ElementRange shard = p.plan.units[*unit].shard(c.rank());
+  if (c.offset() < shard.offset) {
+    return absl::InvalidArgumentError(absl::StrCat("offset ", c.offset(), " is before rank ",
+                                                   c.rank(), "'s shard [", shard.offset, ", ",
+                                                   shard.end(), ") of unit ", c.unit()));
+  }
+  ZS_RETURN_IF_ERROR(CheckRange(c.offset() - shard.offset, c.length(), shard.length,
+                                absl::StrCat("chunk of rank ", c.rank(), " unit ", c.unit(),
+                                             ", relative to its shard [", shard.offset, ", ",
+                                             shard.end(), ")")
+                                    .c_str()));
+  // length <= shard.length here, so length * 4 cannot overflow.
   if (static_cast<int64_t>(c.data().size()) != c.length() * 4) {
     return absl::InvalidArgumentError(absl::StrCat("data is ", c.data().size(), " bytes; length ",
                                                    c.length(), " needs ", c.length() * 4));
-  }
-  const ElementRange shard = p.plan.units[*unit].shard(c.rank());
-  if (c.offset() < shard.offset || c.offset() + c.length() > shard.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "offset ", c.offset(), " + length ", c.length(), " is outside rank ", c.rank(),
-        "'s shard [", shard.offset, ", ", shard.end(), ") of unit ", c.unit()));
   }
   return absl::OkStatus();
 }
@@ -66,7 +74,7 @@ void AddMissingRanks(CheckpointStore::Pending& p, v1::CommitCheckpointResponse* 
     for (size_t u = 0; complete && u < p.plan.units.size(); ++u) {
       const ElementRange shard = p.plan.units[u].shard(r);
       for (v1::TensorKind k : kAllKinds) {
-        if (!p.Coverage(r, static_cast<int>(u), k).Covers(shard.offset, shard.end())) {
+        if (!p.Covers(r, static_cast<int>(u), k, shard.offset, shard.end())) {
           complete = false;
         }
       }
@@ -127,7 +135,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
   }
   absl::MutexLock plock(&p->mu);
   if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
-  p->Coverage(chunk.rank(), unit, chunk.kind()).Add(chunk.offset(), chunk.offset() + chunk.length());
+  p->AddCoverage(chunk.rank(), unit, chunk.kind(), chunk.offset(), chunk.offset() + chunk.length());
   p->bytes_received += bytes;
   return absl::OkStatus();
 }
@@ -246,7 +254,7 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   }
   ZS_RETURN_IF_ERROR(FsyncPath(p.dir));
   v1::CheckpointSummary* s = m.mutable_summary();
-  s->set_checkpoint_id(p.id);
+  s->set_checkpoint_id(CheckpointIdForStep(p.step));  // The committed form (checkpoint.proto).
   s->set_job_id(p.meta.job_id());
   s->set_step(p.step);
   s->set_world_size(p.plan.world_size);
@@ -323,6 +331,7 @@ absl::Status CheckpointStore::EnsureVerified(const std::shared_ptr<Committed>& c
 
 absl::StatusOr<v1::CheckpointInfo> CheckpointStore::Get(absl::string_view job_id,
                                                         std::optional<int64_t> step) {
+  ZS_RETURN_IF_ERROR(CheckReadJob(job_id));
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(job_id, step));
   ZS_RETURN_IF_ERROR(EnsureVerified(c));
   absl::MutexLock clock(&c->mu);
@@ -347,6 +356,7 @@ absl::Status CheckpointStore::ReadRange(
   const int64_t chunk_elems = chunk_bytes / 4;
   std::optional<int64_t> step;
   if (req.has_step()) step = req.step();
+  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(req.job_id(), step));
   ZS_RETURN_IF_ERROR(EnsureVerified(c));
   std::shared_ptr<const LoadedManifest> m;
@@ -359,10 +369,8 @@ absl::Status CheckpointStore::ReadRange(
     if (f.unit() == req.unit() && f.kind() == req.kind()) file = &f;
   }
   if (file == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
-  if (req.offset() + req.length() > file->numel() || req.offset() + req.length() < req.offset()) {
-    return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " + length ", req.length(),
-                                                   " exceeds unit ", req.unit(), "'s ", file->numel(), " elements"));
-  }
+  ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), file->numel(),
+                                absl::StrCat("unit ", req.unit(), "'s elements").c_str()));
   // Opened once: a retention delete during the read cannot pull it away.
   const std::string path = c->dir + "/" + file->path();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -195,12 +195,14 @@ void CoordinatorCore::Tick() {
   const absl::Time now = clock_->Now();
   membership_.Tick(now);
   DrainEventsLocked();
+  waiters_.Expire(now);
   last_tick_ns_.store(absl::ToUnixNanos(now), std::memory_order_release);
 }
 
 void CoordinatorCore::Shutdown() {
   absl::MutexLock lock(&mu_);
   shutdown_ = true;
+  EndWaitsLocked(absl::UnavailableError("the coordinator is shutting down"));
 }
 
 uint64_t CoordinatorCore::generation() const {
@@ -228,6 +230,18 @@ std::vector<v1::MemberInfo> CoordinatorCore::RankedMembers() const {
 std::vector<UnitSpec> CoordinatorCore::units() const {
   absl::MutexLock lock(&mu_);
   return units_;
+}
+
+CoordinatorCore::JobSizes CoordinatorCore::job_sizes() const {
+  absl::MutexLock lock(&mu_);
+  JobSizes out;
+  out.generation = membership_.generation();
+  if (membership_.state() == GenerationState::kRunning) out.world_size = membership_.world_size();
+  out.units = units_;
+  out.steps = limits_.steps;
+  out.max_workers = options_.max_workers;
+  out.alignment = options_.alignment;
+  return out;
 }
 
 absl::Time CoordinatorCore::last_tick() const {

@@ -45,6 +45,7 @@
 #include "common/metrics.h"
 #include "common/shard_plan.h"
 #include "server/kv/kv_store.h"
+#include "server/kv/kv_waiters.h"
 #include "server/membership/membership.h"
 #include "server/state/durable_state.h"
 #include "server/state/training_state.h"
@@ -73,6 +74,9 @@ struct CoreOptions {
   // Served without TLS and tokens on a non-loopback address (--insecure):
   // shown as zeroshard_build_info{insecure="true"}.
   bool insecure = false;
+  // Parked KvWaits (server/kv/kv_waiters.h): per caller (peer host), and in all.
+  int max_kv_waits_per_caller = 1024;
+  int max_kv_waits = 16384;
 };
 
 class CoordinatorCore {
@@ -108,7 +112,22 @@ class CoordinatorCore {
   // Blocks (real time) up to timeout_ms for every key; DEADLINE_EXCEEDED
   // naming a missing key; ABORTED if the generation ends first;
   // UNAVAILABLE after Shutdown.
+  // Blocking form of StartKvWait, for in-process callers and tests.
   absl::Status KvWait(const v1::KvWaitRequest& request);
+  // The form the gRPC adapter uses: no thread waits. Validates `request`
+  // (the error is returned and `done` never called), then parks it for
+  // `caller` (a peer host; per-caller limits, RESOURCE_EXHAUSTED naming
+  // them) until its keys exist. `done` gets the outcome exactly once: OK,
+  // DEADLINE_EXCEEDED (the core's clock, applied by Tick), ABORTED (the
+  // generation ended), UNAVAILABLE (Shutdown) or CANCELLED (CancelKvWait);
+  // at once if every key is already there. It runs under the core's lock
+  // (KvWaiters' rule: hand the outcome off only). Returns the wait's id.
+  absl::StatusOr<uint64_t> StartKvWait(const v1::KvWaitRequest& request, const std::string& caller,
+                                       KvWaitDone done);
+  // Finishes wait `id` with CANCELLED (the client went away) and frees its
+  // slot; no-op if it already finished.
+  void CancelKvWait(uint64_t id);
+  size_t parked_kv_waits() const;
   absl::StatusOr<int64_t> KvAdd(const v1::KvAddRequest& request);
 
   absl::Status ReportStep(const v1::StepReport& request);
@@ -131,6 +150,17 @@ class CoordinatorCore {
   // `member_id` is live, and the live member with `worker_id`, if any.
   bool IsLiveMember(uint64_t member_id) const;
   std::optional<uint64_t> LiveMemberOf(const std::string& worker_id) const;
+  // The job's real sizes, read under one lock: what the checkpoint service
+  // checks requests against (server/checkpoint/checkpoint_store.h).
+  struct JobSizes {
+    uint64_t generation = 0;  // Newest generation formed.
+    int world_size = 0;       // Its world size while running, else 0.
+    std::vector<UnitSpec> units;
+    int64_t steps = 0;        // The job config's steps; 0 = not set.
+    int max_workers = 0;
+    int64_t alignment = 1;
+  };
+  JobSizes job_sizes() const;
   int64_t alignment() const { return options_.alignment; }
   const std::string& job_id() const { return options_.job_id; }
   DurableState* durable() { return durable_.get(); }
@@ -155,6 +185,8 @@ class CoordinatorCore {
   v1::MemberInfo MemberInfoLocked(const Member& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::GenerationInfo> GenerationInfoLocked(uint64_t member_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The reporter of `r` is a ranked member of the running generation.
+  absl::Status CheckReporterLocked(const v1::StepReport& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckKvRequestLocked(const std::string& job_id, uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -167,6 +199,9 @@ class CoordinatorCore {
   mutable absl::Mutex mu_;
   Membership membership_ ABSL_GUARDED_BY(mu_);
   KvStore kv_ ABSL_GUARDED_BY(mu_);
+  KvWaiters waiters_ ABSL_GUARDED_BY(mu_);
+  // Ends every parked wait after a generation change or shutdown.
+  void EndWaitsLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   TrainingState training_ ABSL_GUARDED_BY(mu_);
   std::string job_config_json_ ABSL_GUARDED_BY(mu_);
   std::vector<UnitSpec> units_ ABSL_GUARDED_BY(mu_);

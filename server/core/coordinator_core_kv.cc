@@ -20,6 +20,7 @@ absl::Status CoordinatorCore::KvSet(const v1::KvSetRequest& r) {
   absl::MutexLock lock(&mu_);
   ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
   ZS_RETURN_IF_ERROR(kv_.Set(r.key(), r.value()));
+  waiters_.KeySet(kv_.prefix() + r.key());
   UpdateGaugesLocked();
   return absl::OkStatus();
 }
@@ -36,85 +37,61 @@ absl::StatusOr<int64_t> CoordinatorCore::KvAdd(const v1::KvAddRequest& r) {
   absl::MutexLock lock(&mu_);
   ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
   ZS_ASSIGN_OR_RETURN(int64_t sum, kv_.Add(r.key(), r.delta()));
+  waiters_.KeySet(kv_.prefix() + r.key());
   UpdateGaugesLocked();
   return sum;
 }
 
-absl::Status CoordinatorCore::KvWait(const v1::KvWaitRequest& r) {
-  if (r.keys_size() == 0) return absl::InvalidArgumentError("keys is empty");
-  if (r.keys_size() > kMaxWaitKeys) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("keys has ", r.keys_size(), " entries; the limit is ", kMaxWaitKeys));
+absl::Status CoordinatorCore::CheckReporterLocked(const v1::StepReport& r) const {
+  const Member* m = membership_.Find(r.member_id());
+  if (m == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("member_id ", r.member_id(), " is not a member; Join again"));
   }
-  for (int i = 0; i < r.keys_size(); ++i) {
-    ZS_RETURN_IF_ERROR(ValidateKey(r.keys(i), absl::StrCat("keys[", i, "]").c_str()));
+  ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
+  if (m->rank < 0) {
+    return absl::AbortedError(absl::StrCat(
+        "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
+        r.generation()));
   }
-  if (r.timeout_ms() < 1 || r.timeout_ms() > kMaxWaitMs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("timeout_ms = ", r.timeout_ms(), " is outside [1, ", kMaxWaitMs, "]"));
-  }
-  // Real time: this bounds how long a gRPC thread is held, it is not part
-  // of the state machine.
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(r.timeout_ms());
-  struct Waiter {
-    const CoordinatorCore* core;
-    const v1::KvWaitRequest* request;
-  } waiter{this, &r};
-  auto done = +[](Waiter* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const CoordinatorCore* c = w->core;
-    if (c->shutdown_ || !c->membership_.CheckRunning(w->request->generation(), "").ok()) {
-      return true;
-    }
-    for (const std::string& key : w->request->keys()) {
-      if (!c->kv_.Has(key)) return false;
-    }
-    return true;
-  };
-  absl::MutexLock lock(&mu_);
-  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
-  mu_.AwaitWithDeadline(absl::Condition(done, &waiter), deadline);
-  ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
-  for (const std::string& key : r.keys()) {
-    if (!kv_.Has(key)) {
-      return absl::DeadlineExceededError(absl::StrCat("key \"", key, "\" not set in ",
-                                                      kv_.prefix(), " within ", r.timeout_ms(),
-                                                      " ms"));
-    }
+  if (r.rank() != m->rank) {
+    return absl::InvalidArgumentError(absl::StrCat("rank = ", r.rank(), " but member ",
+                                                   r.member_id(), " has rank ", m->rank));
   }
   return absl::OkStatus();
 }
 
+// [Note: valid step reports] A step is valid in [0, the job config's
+// steps] (kMaxStep when unset): a step past the job's last one is no real
+// work. A loss is valid when NaN (a diverged step, worth seeing) or finite
+// and >= 0 (a cross-entropy); infinities and negative losses are refused.
+// [Note: memory follows disk] A report that advances the step is written to
+// the state dir first and recorded in memory only once that succeeded; a
+// failed write (RESOURCE_EXHAUSTED on a full disk) keeps neither, and the
+// worker's next report (the next step) tries again.
 absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
   ZS_RETURN_IF_ERROR(TrainingState::Validate(r));
-  bool advanced = false;
+  ZS_RETURN_IF_ERROR(CheckStep(r.step(), limits_.steps, "step"));
+  ZS_RETURN_IF_ERROR(CheckLoss(r.loss(), "loss"));
+  ZS_RETURN_IF_ERROR(CheckLoss(r.val_loss(), "val_loss"));
+  bool advances = false;
   {
     absl::MutexLock lock(&mu_);
-    const Member* m = membership_.Find(r.member_id());
-    if (m == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("member_id ", r.member_id(), " is not a member; Join again"));
-    }
-    ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
-    if (m->rank < 0) {
-      return absl::AbortedError(absl::StrCat(
-          "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
-          r.generation()));
-    }
-    if (r.rank() != m->rank) {
-      return absl::InvalidArgumentError(absl::StrCat("rank = ", r.rank(), " but member ",
-                                                     r.member_id(), " has rank ", m->rank));
-    }
-    advanced = training_.Record(r);
-    MaybeCompleteLocked(r.step());
-    // The last reports of a completed job are recorded, but no more steps
-    // will run.
-    if (membership_.job_ended()) training_.ThroughputStopped();
+    ZS_RETURN_IF_ERROR(CheckReporterLocked(r));
+    advances = r.step() > training_.step();
   }
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.
-  if (advanced) return durable_->SetLastStep(r.step(), r.loss());
+  if (advances) ZS_RETURN_IF_ERROR(durable_->SetLastStep(r.step(), r.loss()));
+  absl::MutexLock lock(&mu_);
+  ZS_RETURN_IF_ERROR(CheckReporterLocked(r));  // The generation may have ended meanwhile.
+  training_.Record(r);
+  MaybeCompleteLocked(r.step());
+  // The last reports of a completed job are recorded, but no more steps
+  // will run.
+  if (membership_.job_ended()) training_.ThroughputStopped();
   return absl::OkStatus();
 }
 

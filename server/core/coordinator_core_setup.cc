@@ -43,6 +43,10 @@ absl::Status ValidateOptions(const CoreOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("alignment = ", o.alignment, " is outside [1, 2^20]"));
   }
+  if (o.max_kv_waits_per_caller < 1 || o.max_kv_waits < o.max_kv_waits_per_caller) {
+    return absl::InvalidArgumentError(
+        "max_kv_waits_per_caller must be >= 1 and at most max_kv_waits");
+  }
   if (!o.job_config_json.empty() && !nlohmann::json::accept(o.job_config_json)) {
     return absl::InvalidArgumentError("job_config_json is not valid JSON");
   }
@@ -159,6 +163,7 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
                                     std::min(2 * options.heartbeat_interval, options.lease_timeout),
                                     limits.max_failures, options.handoff_grace},
                   StartFrom(snap)),
+      waiters_(options.max_kv_waits_per_caller, options.max_kv_waits),
       training_(metrics, snap.last_step, snap.last_loss),
       job_config_json_(snap.job_config_json),
       last_tick_ns_(absl::ToUnixNanos(clock->Now())),
@@ -283,6 +288,7 @@ void CoordinatorCore::DrainEventsLocked() {
         // The generation's keys die with it; a new communicator must not
         // read a dead peer's address.
         kv_.Reset(KvPrefix(options_.job_id, e.generation) + "ended/");
+        EndWaitsLocked(membership_.CheckRunning(e.generation, "generation"));
         training_.ClearRanks();
         rank_info_metric_->Clear();
         plan_.Clear();
@@ -290,6 +296,7 @@ void CoordinatorCore::DrainEventsLocked() {
         break;
       case MembershipEvent::Kind::kGenerationFormed:
         kv_.Reset(KvPrefix(options_.job_id, e.generation));
+        EndWaitsLocked(absl::AbortedError(absl::StrCat("generation ", e.generation, " formed")));
         training_.ClearRanks();
         UpdateRankInfoLocked();
         RebuildPlanLocked();

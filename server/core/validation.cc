@@ -1,5 +1,7 @@
 #include "server/core/validation.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -48,6 +50,43 @@ absl::Status CheckToken(const std::string& value, const char* field, size_t max_
       return absl::InvalidArgumentError(
           absl::StrCat(field, " ", Quote(value), " has a character outside printable ASCII"));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRange(int64_t offset, int64_t length, int64_t total, const char* what,
+                        int64_t min_length) {
+  // [Note: overflow-safe ranges] total - offset cannot overflow once
+  // 0 <= offset <= total.
+  if (offset < 0 || length < min_length || total < 0 || offset > total ||
+      length > total - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": offset ", offset, " and length ",
+                                                   length, " are not a range of at least ",
+                                                   min_length, " inside [0, ", total, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStep(int64_t step, int64_t job_steps, const char* field) {
+  const int64_t limit = job_steps > 0 ? job_steps : kMaxStep;
+  if (step < 0 || step > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " ", step, " is outside [0, ", limit, "] (",
+        job_steps > 0 ? "the job config's steps" : "no steps in the job config; the limit", ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLoss(double loss, const char* field) {
+  if (std::isnan(loss) || (std::isfinite(loss) && loss >= 0)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " ", loss, " is neither NaN nor a finite value >= 0"));
+}
+
+absl::Status CheckBetween(int64_t value, int64_t lo, int64_t hi, const char* field) {
+  if (value < lo || value > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " ", value, " is outside [", lo, ", ", hi, "]"));
   }
   return absl::OkStatus();
 }

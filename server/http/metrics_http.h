@@ -2,7 +2,8 @@
 // text exposition 0.0.4: MetricsRegistry::Render, i.e. prometheus-cpp's
 // TextSerializer over its registry), GET /healthz (200 while
 // the coordinator's state machine keeps ticking, 503 if it has stalled) and
-// GET /readyz (200 while serving, 503 once shutting down). Kubernetes
+// GET /readyz (200 while serving with heartbeats on time, 503 once shutting
+// down or while heartbeats are slow: server/rpc/heartbeat_watchdog.h). Kubernetes
 // probes and Prometheus scrapes use these. civetweb serves all three on the
 // one metrics port (9464 by default) rather than prometheus::Exposer, which
 // owns its own port and has no place for the probes.

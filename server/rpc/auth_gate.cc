@@ -109,6 +109,10 @@ absl::StatusOr<Role> AuthGate::Authorize(const grpc::ServerContextBase& ctx,
   const std::vector<uint64_t> proven = ProvenMembers(ctx);
   if (p->member == MemberRule::kSelf) {
     if (std::find(proven.begin(), proven.end(), member_id) != proven.end()) return role;
+    // A member id that is not live (its lease expired, or a restarted
+    // coordinator never knew it) has nothing to impersonate: the core
+    // answers NOT_FOUND, which tells a worker to Join again.
+    if (!is_live_(member_id)) return role;
     return absl::PermissionDeniedError(absl::StrCat(
         p->method, " acts as member ", member_id, " but carries no valid credential of it (",
         kMemberHeader, ": <member_id>:<JoinResponse.member_secret>)"));

@@ -12,13 +12,14 @@
 
 #include "server/core/coordinator_core.h"
 #include "server/rpc/auth_gate.h"
+#include "server/rpc/coordinator_service.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
 
-std::unique_ptr<v1::Coordinator::Service> GuardCoordinatorService(
-    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
+std::unique_ptr<CoordinatorServiceBase> GuardCoordinatorService(
+    CoordinatorServiceBase* inner, const AuthGate* gate, const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
     v1::CheckpointService::Service* inner, const AuthGate* gate);
 

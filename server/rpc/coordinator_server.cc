@@ -22,14 +22,24 @@ absl::Duration TickInterval(const CoordinatorOptions& o) {
   return std::clamp(d, absl::Milliseconds(5), absl::Milliseconds(100));
 }
 
+// The server's own options (the core checks options.core).
+absl::Status ValidateOptions(const CoordinatorOptions& o) {
+  if (o.listen.empty()) return absl::InvalidArgumentError("listen is empty");
+  if (o.max_receive_message_bytes < (1 << 20)) {
+    return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
+  }
+  if (o.max_streams_per_caller < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_streams_per_caller = ", o.max_streams_per_caller, " is < 1"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const CoordinatorOptions& options, std::vector<grpc::Service*> extra_services) {
-  if (options.listen.empty()) return absl::InvalidArgumentError("listen is empty");
-  if (options.max_receive_message_bytes < (1 << 20)) {
-    return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
-  }
+  ZS_RETURN_IF_ERROR(ValidateOptions(options));
   ZS_RETURN_IF_ERROR(server::CheckExposure(options.listen, options.security));
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                       MakeServerCredentials(options.security.tls));
@@ -48,6 +58,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   ZS_ASSIGN_OR_RETURN(s->core_, server::CoordinatorCore::Create(core_options, std::move(durable),
                                                                 clock, &s->metrics_));
   server::CoordinatorCore* core = s->core_.get();
+  s->watchdog_ = std::make_unique<server::HeartbeatWatchdog>(options.core.lease_timeout / 4,
+                                                            absl::Seconds(10));
   ZS_RETURN_IF_ERROR(s->StartGrpc(extra_services, credentials));
 
   if (!options.metrics_listen.empty()) {
@@ -57,7 +69,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         [core, clock, stall] { return clock->Now() - core->last_tick() < stall; },
         [raw] {
           absl::MutexLock lock(&raw->shutdown_mu_);
-          return !raw->shut_down_;
+          return !raw->shut_down_ && raw->watchdog_->Ready();
         }};
     absl::StatusOr<std::unique_ptr<server::MetricsHttpServer>> http =
         server::MetricsHttpServer::Start(options.metrics_listen, &s->metrics_, std::move(probes));
@@ -80,7 +92,12 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   ZS_ASSIGN_OR_RETURN(gate_, server::AuthGate::Create(options_.security.token_file, [core](uint64_t id) {
                         return core->IsLiveMember(id);
                       }));
-  auto service = std::make_unique<server::CoordinatorService>(core);
+  StreamLimits* streams = options_.stream_limits;
+  if (streams == nullptr) {
+    own_streams_ = std::make_unique<StreamLimits>(options_.max_streams_per_caller);
+    streams = own_streams_.get();
+  }
+  auto service = std::make_unique<server::CoordinatorService>(core, streams, watchdog_.get());
   guarded_service_ = server::GuardCoordinatorService(service.get(), gate_.get(), core);
   service_ = std::move(service);
   grpc::ServerBuilder builder;

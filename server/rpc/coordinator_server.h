@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/dir_lock.h"
 #include "common/metrics.h"
+#include "common/rpc/stream_limits.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -30,6 +31,7 @@
 #include "server/http/metrics_http.h"
 #include "server/rpc/auth_gate.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "server/rpc/heartbeat_watchdog.h"
 #include "server/state/durable_state.h"
 
 namespace zeroshard {
@@ -55,6 +57,13 @@ struct CoordinatorOptions {
   // The checkpoint service, served on the same port behind the same
   // AuthGate as the Coordinator service; null = none. Must outlive the server.
   v1::CheckpointService::Service* checkpoint_service = nullptr;
+  // Open streams (WatchGeneration, UploadShard, DownloadRange) one caller
+  // (peer host) may hold; RESOURCE_EXHAUSTED beyond (common/rpc/stream_limits.h).
+  int max_streams_per_caller = 256;
+  // The count those streams share: CoordinatorStack passes the checkpoint
+  // service's. nullptr = the server's own, of max_streams_per_caller. Must
+  // outlive the server.
+  StreamLimits* stream_limits = nullptr;
 };
 
 class CoordinatorServer {
@@ -104,6 +113,9 @@ class CoordinatorServer {
   const CoordinatorOptions options_;
   MetricsRegistry metrics_;
   std::unique_ptr<server::CoordinatorCore> core_;
+  // /readyz is false while heartbeats take longer than lease_timeout / 4.
+  std::unique_ptr<server::HeartbeatWatchdog> watchdog_;
+  std::unique_ptr<StreamLimits> own_streams_;  // When options.stream_limits is null.
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<server::AuthGate> gate_;
   std::unique_ptr<grpc::Service> guarded_service_;      // service_ behind gate_.

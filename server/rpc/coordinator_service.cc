@@ -1,8 +1,10 @@
 #include "server/rpc/coordinator_service.h"
 
 #include <chrono>
+#include <optional>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "common/rpc/grpc_status.h"
 
 namespace zeroshard::server {
@@ -25,6 +27,8 @@ grpc::Status CoordinatorService::Join(grpc::ServerContext*, const v1::JoinReques
 grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            const v1::HeartbeatRequest* request,
                                            v1::HeartbeatResponse* response) {
+  std::optional<HeartbeatWatchdog::Timing> timing;
+  if (watchdog_ != nullptr) timing.emplace(watchdog_);
   return Reply(core_->Heartbeat(*request), response);
 }
 
@@ -48,6 +52,9 @@ grpc::Status CoordinatorService::GetGeneration(grpc::ServerContext*,
 grpc::Status CoordinatorService::WatchGeneration(grpc::ServerContext* context,
                                                  const v1::GetGenerationRequest* request,
                                                  grpc::ServerWriter<v1::GenerationInfo>* writer) {
+  absl::StatusOr<StreamLimits::Slot> slot =
+      StreamLimits::OpenOn(streams_, context->peer(), "WatchGeneration");
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   uint64_t seen = 0;
   while (!context->IsCancelled()) {
     const absl::Time client_deadline = absl::FromChrono(context->deadline());
@@ -73,9 +80,52 @@ grpc::Status CoordinatorService::KvGet(grpc::ServerContext*, const v1::KvGetRequ
   return Reply(core_->KvGet(*request), response, kSetValue);
 }
 
-grpc::Status CoordinatorService::KvWait(grpc::ServerContext*, const v1::KvWaitRequest* request,
-                                        v1::KvWaitResponse*) {
-  return ToGrpcStatus(core_->KvWait(*request));
+namespace {
+
+// One parked KvWait. Owned by gRPC from the handler's return until OnDone.
+// [Note: wait reactor] Finish is called exactly once: by the core's `done`
+// (which KvWaiters calls once per wait, cancel included) or, for a request
+// refused up front, by the constructor.
+class KvWaitReactor final : public grpc::ServerUnaryReactor {
+ public:
+  KvWaitReactor(CoordinatorCore* core, grpc::CallbackServerContext* context,
+                const v1::KvWaitRequest& request)
+      : core_(core) {
+    absl::StatusOr<uint64_t> id = core_->StartKvWait(
+        request, PeerHost(context->peer()),
+        [this](const absl::Status& s) { Finish(ToGrpcStatus(s)); });
+    absl::MutexLock lock(&mu_);
+    if (!id.ok()) {
+      Finish(ToGrpcStatus(id.status()));
+      return;
+    }
+    id_ = *id;
+    if (cancelled_) core_->CancelKvWait(id_);
+  }
+  void OnCancel() override {
+    uint64_t id = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      id = id_;
+    }
+    if (id != 0) core_->CancelKvWait(id);  // No-op if it already finished.
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  CoordinatorCore* const core_;
+  absl::Mutex mu_;
+  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* CoordinatorService::KvWait(grpc::CallbackServerContext* context,
+                                                     const v1::KvWaitRequest* request,
+                                                     v1::KvWaitResponse*) {
+  return new KvWaitReactor(core_, context, *request);
 }
 
 grpc::Status CoordinatorService::KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,

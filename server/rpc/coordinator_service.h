@@ -4,17 +4,33 @@
 // and then after every generation change, until the client cancels, its
 // deadline passes, or the server shuts down.
 //
-// Thread safety: called concurrently by gRPC's sync server threads.
+// KvWait runs on gRPC's callback API (ServerUnaryReactor): a parked wait
+// holds no thread, a client's cancel frees its slot at once
+// (CoordinatorCore::StartKvWait), and its caller is the peer's host.
+//
+// Thread safety: called concurrently by gRPC's sync server threads and its
+// callback threads.
 #pragma once
 
+#include "common/rpc/stream_limits.h"
 #include "server/core/coordinator_core.h"
+#include "server/rpc/heartbeat_watchdog.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
 
-class CoordinatorService final : public v1::Coordinator::Service {
+// The Coordinator service with KvWait on the callback API: what
+// CoordinatorService and its guard (auth_services.h) both are.
+using CoordinatorServiceBase = v1::Coordinator::WithCallbackMethod_KvWait<v1::Coordinator::Service>;
+
+class CoordinatorService final : public CoordinatorServiceBase {
  public:
-  explicit CoordinatorService(CoordinatorCore* core) : core_(core) {}
+  // `streams` (may be null: no limit) counts open WatchGeneration streams
+  // per caller; `watchdog` (may be null) times every Heartbeat. All must
+  // outlive this.
+  CoordinatorService(CoordinatorCore* core, StreamLimits* streams,
+                     HeartbeatWatchdog* watchdog = nullptr)
+      : core_(core), streams_(streams), watchdog_(watchdog) {}
 
   grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
                     v1::JoinResponse* response) override;
@@ -33,8 +49,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
                      v1::KvSetResponse* response) override;
   grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest* request,
                      v1::KvGetResponse* response) override;
-  grpc::Status KvWait(grpc::ServerContext*, const v1::KvWaitRequest* request,
-                      v1::KvWaitResponse* response) override;
+  grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* context,
+                                   const v1::KvWaitRequest* request,
+                                   v1::KvWaitResponse* response) override;
   grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,
                      v1::KvAddResponse* response) override;
   grpc::Status ReportStep(grpc::ServerContext*, const v1::StepReport* request,
@@ -44,6 +61,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
  private:
   CoordinatorCore* core_;
+  StreamLimits* streams_;
+  HeartbeatWatchdog* watchdog_;
 };
 
 }  // namespace zeroshard::server

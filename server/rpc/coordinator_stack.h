@@ -15,6 +15,9 @@
 namespace zeroshard {
 
 struct CoordinatorStack {
+  // Open streams per caller, shared by both services (declared first: it
+  // outlives them).
+  std::unique_ptr<StreamLimits> streams;
   // Declared first so it outlives the server that serves it.
   std::unique_ptr<server::CheckpointHost> checkpoints;  // Null without a checkpoint dir.
   // The checkpoint metrics, over the server's registry; observed by the

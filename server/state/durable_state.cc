@@ -76,6 +76,8 @@ absl::StatusOr<std::unique_ptr<DurableState>> DurableState::Open(const std::stri
   std::unique_ptr<DurableState> state(new DurableState(state_dir));
   if (state_dir.empty()) return state;
   ZS_RETURN_IF_ERROR(MakeDirectories(state_dir));
+  // Leftovers of writes cut off by a kill (WriteFileAtomically's temporaries).
+  RemoveStaleTemporaries(absl::StrCat(state_dir, "/", kFileName));
   const std::string path = absl::StrCat(state_dir, "/", kFileName);
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (absl::IsNotFound(text.status())) return state;
@@ -91,39 +93,49 @@ DurableSnapshot DurableState::Get() const {
   return snapshot_;
 }
 
-absl::Status DurableState::WriteLocked() {
-  if (dir_.empty()) return absl::OkStatus();
-  return WriteFileAtomically(absl::StrCat(dir_, "/", kFileName), ToJson(snapshot_).dump(1));
+absl::Status DurableState::CommitLocked(DurableSnapshot next) {
+  // [Note: memory follows disk] The snapshot changes only once the file
+  // does: a failed write (e.g. ENOSPC) leaves both at the old state.
+  if (!dir_.empty()) {
+    ZS_RETURN_IF_ERROR(
+        WriteFileAtomically(absl::StrCat(dir_, "/", kFileName), ToJson(next).dump(1)));
+  }
+  snapshot_ = std::move(next);
+  return absl::OkStatus();
 }
 
 absl::Status DurableState::SetJob(const std::string& job_id, const std::string& job_config_json,
                                   uint64_t restarts) {
   absl::MutexLock lock(&mu_);
-  snapshot_.job_id = job_id;
-  snapshot_.job_config_json = job_config_json;
-  snapshot_.restarts = restarts;
-  return WriteLocked();
+  DurableSnapshot next = snapshot_;
+  next.job_id = job_id;
+  next.job_config_json = job_config_json;
+  next.restarts = restarts;
+  return CommitLocked(std::move(next));
 }
 
 absl::Status DurableState::SetUnits(const std::string& units_json) {
   absl::MutexLock lock(&mu_);
-  snapshot_.units_json = units_json;
-  return WriteLocked();
+  DurableSnapshot next = snapshot_;
+  next.units_json = units_json;
+  return CommitLocked(std::move(next));
 }
 
 absl::Status DurableState::SetGeneration(uint64_t generation) {
   absl::MutexLock lock(&mu_);
+  DurableSnapshot next = snapshot_;
   if (generation <= snapshot_.generation) return absl::OkStatus();
-  snapshot_.generation = generation;
-  return WriteLocked();
+  next.generation = generation;
+  return CommitLocked(std::move(next));
 }
 
 absl::Status DurableState::SetLastStep(int64_t step, double loss) {
   absl::MutexLock lock(&mu_);
+  DurableSnapshot next = snapshot_;
   if (step < snapshot_.last_step) return absl::OkStatus();
-  snapshot_.last_step = step;
-  snapshot_.last_loss = loss;
-  return WriteLocked();
+  next.last_step = step;
+  next.last_loss = loss;
+  return CommitLocked(std::move(next));
 }
 
 absl::Status DurableState::SetLifecycle(int64_t failures, const std::string& ended,
@@ -134,14 +146,15 @@ absl::Status DurableState::SetLifecycle(int64_t failures, const std::string& end
         absl::StrCat("job_ended \"", ended, "\" is not completed, failed or empty"));
   }
   absl::MutexLock lock(&mu_);
+  DurableSnapshot next = snapshot_;
   if (snapshot_.failures == failures && snapshot_.job_ended == ended &&
       snapshot_.job_ended_reason == ended_reason) {
     return absl::OkStatus();
   }
-  snapshot_.failures = failures;
-  snapshot_.job_ended = ended;
-  snapshot_.job_ended_reason = ended_reason;
-  return WriteLocked();
+  next.failures = failures;
+  next.job_ended = ended;
+  next.job_ended_reason = ended_reason;
+  return CommitLocked(std::move(next));
 }
 
 absl::Status DurableState::RecordCheckpoint(const CheckpointRecord& record) {
@@ -151,14 +164,15 @@ absl::Status DurableState::RecordCheckpoint(const CheckpointRecord& record) {
     return absl::InvalidArgumentError("checkpoint metadata_json is not valid JSON");
   }
   absl::MutexLock lock(&mu_);
+  DurableSnapshot next = snapshot_;
   for (const CheckpointRecord& c : snapshot_.checkpoints) {
     if (c.id == record.id) {
       return absl::AlreadyExistsError(absl::StrCat("checkpoint id ", record.id,
                                                    " is already recorded"));
     }
   }
-  snapshot_.checkpoints.push_back(record);
-  return WriteLocked();
+  next.checkpoints.push_back(record);
+  return CommitLocked(std::move(next));
 }
 
 std::vector<CheckpointRecord> DurableState::ListCheckpoints() const {

@@ -59,7 +59,9 @@ class DurableState {
  public:
   static constexpr const char* kFileName = "coordinator_state.json";
 
-  // Creates `state_dir` if needed and loads the state file if present.
+  // Creates `state_dir` if needed, removes stale temporaries of the state
+  // file (coordinator_state.json.tmp.*, left by a killed write) and loads
+  // the state file if present.
   // Errors: I/O errors naming the path; DATA_LOSS if the file is not valid
   // state JSON.
   static absl::StatusOr<std::unique_ptr<DurableState>> Open(const std::string& state_dir);
@@ -68,7 +70,9 @@ class DurableState {
   bool persistent() const { return !dir_.empty(); }
   DurableSnapshot Get() const;
 
-  // Each setter updates the snapshot and writes the file before returning.
+  // Each setter writes the file, then updates the snapshot; a failed write
+  // (RESOURCE_EXHAUSTED on ENOSPC, or another I/O error) changes neither,
+  // so memory and disk always agree.
   absl::Status SetJob(const std::string& job_id, const std::string& job_config_json,
                       uint64_t restarts);
   absl::Status SetUnits(const std::string& units_json);
@@ -87,7 +91,8 @@ class DurableState {
 
  private:
   explicit DurableState(std::string dir) : dir_(std::move(dir)) {}
-  absl::Status WriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `next` and, only if that succeeds, makes it the snapshot.
+  absl::Status CommitLocked(DurableSnapshot next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
   mutable absl::Mutex mu_;

@@ -38,7 +38,8 @@ absl::Status CheckMemory(const v1::MemoryBytes& m, const std::string& field) {
   for (auto [v, name] : {std::pair{m.params(), "params"}, std::pair{m.grads(), "grads"},
                          std::pair{m.optimizer(), "optimizer"}, std::pair{m.buffers(), "buffers"},
                          std::pair{m.redundancy(), "redundancy"},
-                         std::pair{m.offloaded(), "offloaded"}}) {
+                         std::pair{m.offloaded(), "offloaded"},
+                         std::pair{m.activations(), "activations"}}) {
     if (auto s = CheckBytes(v, absl::StrCat(field, ".", name)); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -59,10 +60,11 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
       step_seconds_metric_(metrics->Histogram(
           "zeroshard_step_seconds", "Wall time of one optimizer step, seconds.",
           {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})),
-      memory_metric_(metrics->Gauge("zeroshard_memory_bytes",
-                                    "Model-state bytes a rank holds, by kind.", {"rank", "kind"})),
+      memory_metric_(metrics->Gauge(
+          "zeroshard_memory_bytes",
+          "Bytes a rank holds, by kind (model state, buffers, activations).", {"rank", "kind"})),
       peak_memory_metric_(metrics->Gauge("zeroshard_peak_memory_bytes",
-                                         "Peak model-state bytes a rank held, by kind.",
+                                         "Peak bytes a rank held, by kind.",
                                          {"rank", "kind"})),
       device_memory_metric_(metrics->Gauge(
           "zeroshard_device_memory_bytes",
@@ -161,6 +163,7 @@ bool TrainingState::Record(const v1::StepReport& r) {
     f->Set({rank_label, "buffers"}, static_cast<double>(m.buffers()));
     f->Set({rank_label, "redundancy"}, static_cast<double>(m.redundancy()));
     f->Set({rank_label, "offloaded"}, static_cast<double>(m.offloaded()));
+    f->Set({rank_label, "activations"}, static_cast<double>(m.activations()));
   };
   set_memory(memory_metric_, r.memory());
   set_memory(peak_memory_metric_, r.peak_memory());

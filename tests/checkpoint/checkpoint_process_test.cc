@@ -126,15 +126,17 @@ TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
   const std::string zs = BinPath("zeroshard");
   for (int life = 0; life < 2; ++life) {
     const std::string log = dir + "/coordinator" + std::to_string(life) + ".log";
+    // Job "job", whose model checkpoint_upload_tool joins with (its plan
+    // has alignment 4).
     ChildProcess coord({BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                        "--checkpoint-dir", dir + "/ckpt", "--keep-checkpoints", "3"},
+                        "--job-id", "job", "--alignment", "4", "--checkpoint-dir", dir + "/ckpt",
+                        "--keep-checkpoints", "3"},
                        log);
     const std::string addr = WaitForGrpcAddress(log, absl::Seconds(20));
     ASSERT_FALSE(addr.empty()) << ReadFile(log);
     if (life == 0) {
       for (int r = 0; r < 2; ++r) {
-        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0",
-                         "--join"},
+        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0"},
                         dir + "/up.log");
         ASSERT_EQ(up.Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/up.log");
       }

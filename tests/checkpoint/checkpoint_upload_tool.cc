@@ -1,10 +1,12 @@
 // Test helper: uploads one rank's shard of the test model (checkpoint_test_util.h,
 // seeded state) to a CheckpointService slowly, printing "sent N" after each
 // chunk, then commits, so a test can kill it (-9) midway through its upload.
-// Usage: checkpoint_upload_tool HOST:PORT STEP RANK WORLD SEED DELAY_MS [--join]
-// --join: HOST:PORT is a coordinator; Join it first (worker id
-// "upload-RANK") and upload on that channel, with the member credential
-// uploads need (server/rpc/auth_policy.cc), as a worker does.
+// Against a coordinator (job "job") it first joins with the test model's
+// units, since a Begin must match the job's model (issue 16); a bare
+// CheckpointService answers that Join UNIMPLEMENTED and is used as it is.
+// A joined tool uploads on its client's channel, which carries the member
+// credential uploads need (server/rpc/auth_policy.cc), as a worker does.
+// Usage: checkpoint_upload_tool HOST:PORT STEP RANK WORLD SEED DELAY_MS
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,23 +16,25 @@
 #include "common/rpc/plan_proto.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "zeroshard/v1/coordinator.grpc.pb.h"
+
 
 namespace {
 
-// A client of `target`; with `join`, joined as worker "upload-RANK" (its
-// channel then carries the member credential). Null after printing why.
-std::unique_ptr<zeroshard::CoordinatorClient> Connect(const char* target, int rank, bool join) {
+// A client of `target`, joined to job "job" as worker "upload-RANK" with
+// the test model's units (a bare CheckpointService's UNIMPLEMENTED is
+// accepted). Null after printing why.
+std::unique_ptr<zeroshard::CoordinatorClient> Connect(const char* target, int rank) {
   auto client = zeroshard::CoordinatorClient::Connect(target);
   if (!client.ok()) return nullptr;
-  if (join) {
-    zeroshard::v1::JoinRequest j;
-    j.set_worker_id("upload-" + std::to_string(rank));
-    zeroshard::UnitSpecsToProto(zeroshard::testing::OddUnits(), j.mutable_units());
-    auto joined = (*client)->Join(j);
-    if (!joined.ok()) {
-      std::fprintf(stderr, "Join: %s\n", joined.status().ToString().c_str());
-      return nullptr;
-    }
+  zeroshard::v1::JoinRequest j;
+  j.set_job_id("job");
+  j.set_worker_id("upload-" + std::to_string(rank));
+  zeroshard::UnitSpecsToProto(zeroshard::testing::OddUnits(), j.mutable_units());
+  auto joined = (*client)->Join(j);
+  if (!joined.ok() && joined.status().code() != absl::StatusCode::kUnimplemented) {
+    std::fprintf(stderr, "Join: %s\n", joined.status().ToString().c_str());
+    return nullptr;
   }
   return *std::move(client);
 }
@@ -39,9 +43,8 @@ std::unique_ptr<zeroshard::CoordinatorClient> Connect(const char* target, int ra
 
 int main(int argc, char** argv) {
   using namespace zeroshard;
-  const bool join = argc == 8 && std::string(argv[7]) == "--join";
-  if (argc != 7 && !join) {
-    std::fprintf(stderr, "usage: %s HOST:PORT STEP RANK WORLD SEED DELAY_MS [--join]\n", argv[0]);
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s HOST:PORT STEP RANK WORLD SEED DELAY_MS\n", argv[0]);
     return 2;
   }
   const int64_t step = std::atoll(argv[2]);
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   const int delay_ms = std::atoi(argv[6]);
   auto plan = MakeShardPlan(testing::OddUnits(), world, 4);
   if (!plan.ok()) return 2;
-  auto client = Connect(argv[1], rank, join);
+  auto client = Connect(argv[1], rank);
   if (client == nullptr) return 1;
   auto stub = v1::CheckpointService::NewStub(client->channel());
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(60);

@@ -153,7 +153,8 @@ TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
   v1::HeartbeatRequest h;
   h.set_job_id("proc");
   h.set_member_id(members[0]);
-  EXPECT_TRUE(absl::IsNotFound(client->Heartbeat(h).status()));
+  const absl::Status old_beat = client->Heartbeat(h).status();
+  EXPECT_TRUE(absl::IsNotFound(old_beat)) << old_beat;
   std::vector<uint64_t> rejoined = {JoinWorker(*client, "w0"), JoinWorker(*client, "w1")};
   EXPECT_NE(rejoined[0], members[0]);
   EXPECT_NE(rejoined[1], members[1]);

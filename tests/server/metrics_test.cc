@@ -168,6 +168,7 @@ class MetricsEndpointTest : public ::testing::Test {
       r.set_rss_bytes(int64_t{100 << 20} * (rank + 1));
       r.mutable_memory()->set_params(1024 * (rank + 1));
       r.mutable_memory()->set_optimizer(4096);
+      r.mutable_memory()->set_activations(3000 * (rank + 1));
       r.mutable_device_memory()->set_device("cuda:0 test");
       r.mutable_device_memory()->set_total_bytes(int64_t{1} << 30);
       r.mutable_device_memory()->set_free_bytes(int64_t{1} << 29);
@@ -216,6 +217,7 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
         "zeroshard_member_removals_total{reason=\"leave\"} 0\n",
         "zeroshard_heartbeats_total 0\n", "zeroshard_joins_total 2\n",
         "zeroshard_memory_bytes{kind=\"redundancy\",rank=\"1\"} 0\n",
+        "zeroshard_memory_bytes{kind=\"activations\",rank=\"1\"} 6000\n",
         "zeroshard_build_info{insecure=\"false\",version=\"",
         // Counted once per step, not per rank: both ranks reported step 3.
         "zeroshard_tokens_total 8192\n", "zeroshard_grad_norm 3\n",

@@ -2,7 +2,11 @@
 // 3 with a checkpoint at step 6; resuming from it at N = 4 (stage 3), N = 3
 // (stage 2) and N = 1 (stage 0) gives steps 7-12 the losses of the
 // uninterrupted run within 1e-5 relative (fp32). Shards are ranges of flat
-// units, so the checkpoint restores under any shard plan.
+// units, so the checkpoint restores under any shard plan. The saving run
+// keeps its optimizer state in NVMe files and the resumed runs put theirs in
+// device memory, host memory or NVMe files: offload changes where state
+// lives, not what a checkpoint holds (engine_offload_test shows offloaded
+// runs bit-equal to resident ones).
 #include <signal.h>
 
 #include <regex>
@@ -38,16 +42,21 @@ CommandResult Launch(const std::string& dir, const std::string& name, const std:
 
 TEST(CheckpointResumeTest, ResumesAtAnyWorldSizeAndStage) {
   const std::string dir = MakeTempDir("zs_resume");
-  CommandResult full = Launch(dir, "full", "--workers 4 --stage 3 --checkpoint-every 6");
+  CommandResult full = Launch(dir, "full",
+                              absl::StrCat("--workers 4 --stage 3 --checkpoint-every 6"
+                                           " --offload-optimizer nvme --offload-dir ", dir));
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const std::map<int64_t, double> reference = LossByStep(dir + "/full.jsonl");
   ASSERT_EQ(reference.size(), 12u) << full.output;
 
-  struct Resume { int workers, stage; };
-  for (Resume r : {Resume{4, 3}, Resume{3, 2}, Resume{1, 0}}) {
-    const std::string name = absl::StrCat("resume_n", r.workers, "_s", r.stage);
-    CommandResult run = Launch(dir, name, absl::StrCat("--workers ", r.workers, " --stage ",
-                                                       r.stage, " --resume-step 6"));
+  struct Resume { int workers, stage; const char* offload; };
+  for (Resume r : {Resume{4, 3, "none"}, Resume{3, 2, "host"}, Resume{1, 0, "none"},
+                   Resume{2, 1, "nvme"}}) {
+    const std::string name = absl::StrCat("resume_n", r.workers, "_s", r.stage, "_", r.offload);
+    CommandResult run = Launch(
+        dir, name, absl::StrCat("--workers ", r.workers, " --stage ", r.stage,
+                                " --resume-step 6 --offload-optimizer ", r.offload,
+                                " --offload-dir ", dir));
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const std::map<int64_t, double> resumed = LossByStep(dir + "/" + name + ".jsonl");
     ASSERT_EQ(resumed.size(), 6u) << name << ": " << run.output;

@@ -90,8 +90,8 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   r.step_seconds = 0.5;
   r.tokens_per_second = 2048;
   RankStepStats s;
-  s.memory = {1, 2, 3, 4, 9, 11};
-  s.peak_memory = {5, 6, 7, 8, 10, 12};
+  s.memory = {1, 2, 3, 4, 9, 11, 13};
+  s.peak_memory = {5, 6, 7, 8, 10, 12, 14};
   s.comm_bytes = {100, 200, 300};
   s.comm_seconds = {0.1, 0.2, 0.3};
   r.ranks = {s, RankStepStats::Unpack(s.Pack().data())};
@@ -105,6 +105,8 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   EXPECT_EQ(back->ranks[0].memory.redundancy, 9);
   EXPECT_EQ(back->ranks[1].peak_memory.offloaded, 12);
   EXPECT_EQ(back->ranks[0].memory.offloaded, 11);
+  EXPECT_EQ(back->ranks[1].peak_memory.activations, 14);
+  EXPECT_EQ(back->ranks[0].memory.activations, 13);
   EXPECT_EQ(back->ranks[1].comm_bytes[2], 300);
   EXPECT_DOUBLE_EQ(back->ranks[0].comm_seconds[1], 0.2);
   EXPECT_FALSE(StepRecord::FromJsonLine("{\"step\": 1}").ok());
@@ -146,6 +148,20 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("offload"), std::string::npos) << r.status();
   }
+}
+
+TEST(JobConfigTest, ActivationCheckpointingRoundTripsAndIsValidated) {
+  EXPECT_EQ(JobConfig{}.activation_checkpointing, "none");
+  auto c = JobConfig::FromJson(R"({"activation_checkpointing": "blocks"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto back = JobConfig::FromJson(c->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->activation_checkpointing, "blocks");
+  auto bad = JobConfig::FromJson(R"({"activation_checkpointing": "layers"})");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("activation_checkpointing"), std::string::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("layers"), std::string::npos) << bad.status();
 }
 
 }  // namespace

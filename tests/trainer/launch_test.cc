@@ -3,6 +3,7 @@
 // clear line with nothing left running; Ctrl-C stops every process.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 #include "tests/trainer/step_log.h"
+#include "worker/model/gpt_model.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {
@@ -103,6 +105,42 @@ TEST(LaunchTest, BadRequestsFailInOneClearLine) {
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << ": " << r.output;
     EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << c.args;
   }
+}
+
+// --activation-checkpointing blocks recomputes each block in backward;
+// gradients are bit-equal to the run without it (activation_checkpointing_test),
+// so the losses through 2 worker processes at stage 3 are identical, while
+// each rank reports fewer activation bytes: exactly ModelActivationBytes at
+// its last micro-batch (4 sequences per rank in micro-batches of 2). A bad
+// value exits 2 in one line naming the flag.
+TEST(LaunchTest, ActivationCheckpointingKeepsTheLosses) {
+  const std::string dir = MakeTempDir("zs_launch_ackpt");
+  const ModelConfig small = *ModelPreset("small");
+  std::vector<std::vector<StepRecord>> runs;
+  for (std::string mode : {"none", "blocks"}) {
+    const std::string log = absl::StrCat(dir, "/", mode, ".jsonl");
+    CommandResult r = Launch(absl::StrCat(
+        "--workers 2 --stage 3 --steps 3 --model small --global-batch 8 --micro-batch 2",
+        " --threads 1 --eval-every 0 --seed 5 --activation-checkpointing ", mode,
+        " --run-dir ", dir, "/", mode, " --log ", log));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("activation checkpointing blocks") != std::string::npos,
+              mode == "blocks") << r.output;
+    runs.push_back(ReadStepRecords(log));
+    ASSERT_EQ(runs.back().size(), 3u) << r.output;
+    const ActivationCheckpointing m = *ParseActivationCheckpointing(mode);
+    for (const RankStepStats& rank : runs.back().back().ranks) {
+      EXPECT_EQ(rank.memory.activations, ModelActivationBytes(small, 2, small.n_ctx, m)) << mode;
+    }
+  }
+  for (size_t s = 0; s < 3; ++s) EXPECT_EQ(runs[1][s].loss, runs[0][s].loss) << "step " << s + 1;
+  EXPECT_LT(runs[1][2].ranks[0].peak_memory.activations, runs[0][2].ranks[0].peak_memory.activations);
+
+  CommandResult bad = Launch(absl::StrCat("--model tiny --steps 1 --activation-checkpointing "
+                                          "layers --run-dir ", dir, "/bad"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--activation-checkpointing"), std::string::npos) << bad.output;
+  EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << bad.output;
 }
 
 TEST(LaunchTest, InterruptStopsEveryProcess) {

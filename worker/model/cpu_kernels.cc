@@ -214,6 +214,14 @@ int64_t CpuKernelsPendingBytes() {
   return g_sgemm_ran.load(std::memory_order_relaxed) ? 0 : kOpenBlasBufferBytes;
 }
 
+void WarmUpCpuKernels() {
+  // Large enough for OpenBLAS's blocked path (which takes the work buffer),
+  // not its small-matrix one.
+  constexpr int kN = 256;
+  std::vector<float> a(kN * kN, 1.0f), c(kN * kN, 0.0f);
+  CpuKernels().Matmul(false, false, kN, kN, kN, 1.0f, a.data(), a.data(), 0.0f, c.data());
+}
+
 void SetComputeThreads(int threads) {
   threads = std::max(1, threads);
   ThreadsSetting() = threads;

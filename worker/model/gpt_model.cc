@@ -34,22 +34,21 @@ int64_t Find(const UnitPlan& unit, const std::string& name) {
 
 int64_t ModelActivationBytes(const ModelConfig& c, int B, int T, ActivationCheckpointing mode) {
   const ActSizes s = Sizes(c, B, T);
-  // Per layer: ln1, atty, res2, ln2, res3 (5 x btc), 4 LayerNorm stats,
-  // qkv, att, fch and fch_gelu.
-  const int64_t layer = 5 * s.btc + 4 * s.bt + s.qkv + s.att + 2 * s.fc;
+  // One block's intermediates (BlockActs): ln1, atty, res2, ln2 (4 x btc),
+  // 4 LayerNorm stats, qkv, att, fch and fch_gelu.
+  const int64_t block = 4 * s.btc + 4 * s.bt + s.qkv + s.att + 2 * s.fc;
+  // Every block's output res3, kept in both modes.
+  const int64_t outputs = s.btc * c.n_layer;
   // encoded, lnf, lnf stats, logits (probs in place), losses; scratch:
   // dresidual, dln, datty, dqkv, dfch, dfch_gelu.
   const int64_t rest = 2 * s.btc + 3 * s.bt + s.logits + 3 * s.btc + s.qkv + 2 * s.fc;
-  if (mode == ActivationCheckpointing::kBlocks) {
-    // Each block's output res3 (the next block's input) stays; one block's
-    // other buffers are the recompute workspace.
-    return 4 * (s.btc * c.n_layer + (layer - s.btc) + rest);
-  }
-  return 4 * (layer * c.n_layer + rest);
+  // kBlocks: one block's intermediates, the recompute workspace.
+  const int64_t blocks = mode == ActivationCheckpointing::kBlocks ? 1 : c.n_layer;
+  return 4 * (block * blocks + outputs + rest);
 }
 
-GptModel::GptModel(const ModelConfig& config, Kernels& kernels)
-    : config_(config), k_(kernels) {
+GptModel::GptModel(const ModelConfig& config, ActivationCheckpointing mode, Kernels& kernels)
+    : config_(config), mode_(mode), k_(kernels) {
   ZS_CHECK(ValidateModelConfig(config).ok());
   absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
   ZS_CHECK(plan.ok());
@@ -106,9 +105,11 @@ void GptModel::Allocate(int B, int T) {
   acts_.lnf_rstd.resize(s.bt);
   acts_.logits.resize(s.logits);
   acts_.losses.resize(s.bt);
-  acts_.layers.resize(config_.n_layer);
-  for (LayerActs& l : acts_.layers) {
-    for (auto* v : {&l.ln1, &l.atty, &l.res2, &l.ln2, &l.res3}) v->resize(s.btc);
+  acts_.blocks.resize(mode_ == ActivationCheckpointing::kBlocks ? 1 : config_.n_layer);
+  acts_.outputs.resize(config_.n_layer);
+  for (std::vector<float>& out : acts_.outputs) out.resize(s.btc);
+  for (BlockActs& l : acts_.blocks) {
+    for (auto* v : {&l.ln1, &l.atty, &l.res2, &l.ln2}) v->resize(s.btc);
     for (auto* v : {&l.ln1_mean, &l.ln1_rstd, &l.ln2_mean, &l.ln2_rstd}) v->resize(s.bt);
     l.qkv.resize(s.qkv);
     l.att.resize(s.att);
@@ -128,12 +129,13 @@ int64_t GptModel::ActivationBytes() const {
                         &acts_.datty, &acts_.dqkv, &acts_.dfch, &acts_.dfch_gelu}) {
     n += static_cast<int64_t>(v->size());
   }
-  for (const LayerActs& l : acts_.layers) {
+  for (const BlockActs& l : acts_.blocks) {
     for (const auto* v : {&l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.att, &l.atty, &l.res2,
-                          &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fch, &l.fch_gelu, &l.res3}) {
+                          &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fch, &l.fch_gelu}) {
       n += static_cast<int64_t>(v->size());
     }
   }
+  for (const std::vector<float>& out : acts_.outputs) n += static_cast<int64_t>(out.size());
   return 4 * n;
 }
 

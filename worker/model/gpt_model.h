@@ -13,6 +13,28 @@
 // Activations kept for backward (and backward scratch) are the model's own
 // memory, reused across calls and grown to the largest micro-batch seen.
 // Not thread-safe: one training thread per GptModel.
+//
+// [Note: activation checkpointing] With ActivationCheckpointing::kBlocks
+// (Chen et al., 2016, "Training Deep Nets with Sublinear Memory Cost",
+// section 3, one checkpoint per block) forward keeps only each block's
+// output, the residual stream that is the next block's input, and writes
+// every block's intermediates (LayerNorm outputs and statistics, qkv,
+// attention probabilities, MLP hidden states) into ONE shared workspace.
+// Backward of block i recomputes block i's forward from its kept input into
+// that workspace, then runs the block's backward over it. The recompute
+// happens INSIDE the PreBackward(1+i)/PostBackward(1+i) bracket, with the
+// parameters PreBackward returns: at stage 3 that bracket already gathers
+// the unit for the weight and input gradients, so the recompute costs no
+// second all-gather (one gather per unit per backward, as without
+// checkpointing), the hook order above is unchanged, and the engine's
+// prefetch of unit i-1 still overlaps block i's (now longer) backward.
+// Reopening a PreForward bracket for the recompute would gather every block
+// twice in backward for no gain, since the parameters are needed anyway.
+// The recompute stops before the block's last projection (its output is
+// kept, and backward does not read it), so it costs about 2/3 of a block's
+// forward matmuls plus its attention. Same kernels on the same inputs and
+// parameters give the same bits, so gradients equal those without
+// checkpointing bit for bit (tests/model/activation_checkpointing_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -27,16 +49,21 @@ namespace zeroshard {
 
 // Bytes of activations and backward scratch GptModel holds for a micro-batch
 // of `batch` sequences of `seq_len` tokens (exact for this implementation).
-// kBlocks: every block's input (B*T*C floats each) plus one block's
-// activations, the recompute workspace, instead of every block's.
+// kNone: every block's intermediates and output; kBlocks: every block's
+// output (B*T*C floats each, the next block's input) plus one block's
+// intermediates, the recompute workspace, instead of every block's. Both
+// include the embedding output, ln_f, logits, losses and backward scratch.
 int64_t ModelActivationBytes(const ModelConfig& config, int batch, int seq_len,
                              ActivationCheckpointing mode = ActivationCheckpointing::kNone);
 
 class GptModel {
  public:
-  // `config` must pass ValidateModelConfig (checked). `kernels` must outlive
-  // the model.
-  explicit GptModel(const ModelConfig& config, Kernels& kernels = CpuKernels());
+  // `config` must pass ValidateModelConfig (checked). `mode`: what forward
+  // keeps for backward ([Note: activation checkpointing]). `kernels` must
+  // outlive the model.
+  explicit GptModel(const ModelConfig& config,
+                    ActivationCheckpointing mode = ActivationCheckpointing::kNone,
+                    Kernels& kernels = CpuKernels());
 
   // Forward and backward over B sequences of T tokens. inputs and targets are
   // int32 [B, T] row-major with values in [0, vocab); 1 <= T <= n_ctx.
@@ -59,23 +86,29 @@ class GptModel {
   absl::Status Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
                       std::vector<float>* logits);
 
-  // Bytes of activation and scratch buffers currently allocated.
+  // Bytes of activation and scratch buffers currently allocated; equals
+  // ModelActivationBytes(config(), B, T, mode()) for the last call's B, T.
   int64_t ActivationBytes() const;
   const ModelConfig& config() const { return config_; }
+  ActivationCheckpointing mode() const { return mode_; }
 
  private:
   struct BlockOffsets {
     int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
         fcproj_b;
   };
-  struct LayerActs {
+  // One block's intermediates: what its backward reads besides its input.
+  struct BlockActs {
     std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd,
-        fch, fch_gelu, res3;
+        fch, fch_gelu;
   };
   struct Acts {
     int B = 0, T = 0;
     std::vector<float> encoded, lnf, lnf_mean, lnf_rstd, logits, losses;
-    std::vector<LayerActs> layers;
+    // n_layer entries (kNone), or 1: the shared recompute workspace (kBlocks).
+    std::vector<BlockActs> blocks;
+    // Each block's output res3 (block l+1's input; the last feeds ln_f).
+    std::vector<std::vector<float>> outputs;
     // Backward scratch.
     std::vector<float> dresidual, dln, dqkv, datty, dfch, dfch_gelu;
   };
@@ -87,10 +120,18 @@ class GptModel {
   double RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks);
   void RunBackward(const int32_t* inputs, const int32_t* targets, float loss_scale,
                    UnitHooks& hooks);
-  void BlockForward(int layer, const float* params, const float* x);
+  // Block `layer`'s intermediates from its input x into Work(layer); then
+  // BlockOutput adds the last projection and the residual into
+  // outputs[layer]. Backward's recompute runs only the first.
+  void BlockIntermediates(int layer, const float* params, const float* x);
+  void BlockOutput(int layer, const float* params);
   void BlockBackward(int layer, const UnitBackwardView& unit, const float* x);
+  // Where block `layer`'s intermediates live (its own, or the workspace).
+  BlockActs& Work(int layer);
+  const float* BlockInput(int layer) const;
 
   ModelConfig config_;
+  ActivationCheckpointing mode_;
   Kernels& k_;
   int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;  // Offsets in unit 0.
   BlockOffsets block_{};                             // Same in every block unit.

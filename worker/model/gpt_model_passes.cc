@@ -5,6 +5,8 @@
 //   fch = ln2 Wfc^T + b; fch_gelu = GELU(fch); res3 = res2 + fch_gelu Wp^T + b.
 // Backward walks it in reverse with dresidual holding dLoss/d(residual
 // stream); each linear's weight gradient is dY^T X and its input gradient dY W.
+// With kBlocks, backward first recomputes the block's intermediates inside
+// its PreBackward bracket ([Note: activation checkpointing] in gpt_model.h).
 #include <algorithm>
 
 #include "worker/model/gpt_model.h"
@@ -19,9 +21,11 @@ void GptModel::RunLogits(const int32_t* inputs, UnitHooks& hooks) {
   hooks.PostForward(0);
   const float* x = acts_.encoded.data();
   for (int l = 0; l < config_.n_layer; ++l) {
-    BlockForward(l, hooks.PreForward(1 + l), x);
+    const float* params = hooks.PreForward(1 + l);
+    BlockIntermediates(l, params, x);
+    BlockOutput(l, params);
     hooks.PostForward(1 + l);
-    x = acts_.layers[l].res3.data();
+    x = acts_.outputs[l].data();
   }
   p = hooks.PreForward(0);
   k_.LayerNormForward(x, p + lnf_w_, p + lnf_b_, BT, C, acts_.lnf.data(),
@@ -42,11 +46,19 @@ double GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitH
   return sum;
 }
 
-void GptModel::BlockForward(int layer, const float* p, const float* x) {
+GptModel::BlockActs& GptModel::Work(int layer) {
+  return acts_.blocks[mode_ == ActivationCheckpointing::kBlocks ? 0 : layer];
+}
+
+const float* GptModel::BlockInput(int layer) const {
+  return layer == 0 ? acts_.encoded.data() : acts_.outputs[layer - 1].data();
+}
+
+void GptModel::BlockIntermediates(int layer, const float* p, const float* x) {
   const int B = acts_.B, T = acts_.T, C = config_.n_embd, NH = config_.n_head;
   const int BT = B * T;
   const BlockOffsets& o = block_;
-  LayerActs& a = acts_.layers[layer];
+  BlockActs& a = Work(layer);
   k_.LayerNormForward(x, p + o.ln1_w, p + o.ln1_b, BT, C, a.ln1.data(), a.ln1_mean.data(),
                       a.ln1_rstd.data());
   k_.Matmul(false, true, BT, 3 * C, C, 1.0f, a.ln1.data(), p + o.qkv_w, 0.0f, a.qkv.data());
@@ -60,10 +72,16 @@ void GptModel::BlockForward(int layer, const float* p, const float* x) {
   k_.Matmul(false, true, BT, 4 * C, C, 1.0f, a.ln2.data(), p + o.fc_w, 0.0f, a.fch.data());
   k_.BiasAdd(a.fch.data(), p + o.fc_b, BT, 4 * C);
   k_.GeluForward(a.fch.data(), int64_t{BT} * 4 * C, a.fch_gelu.data());
-  k_.Matmul(false, true, BT, C, 4 * C, 1.0f, a.fch_gelu.data(), p + o.fcproj_w, 0.0f,
-            a.res3.data());
-  k_.BiasAdd(a.res3.data(), p + o.fcproj_b, BT, C);
-  k_.Accumulate(a.res2.data(), int64_t{BT} * C, a.res3.data());
+}
+
+void GptModel::BlockOutput(int layer, const float* p) {
+  const int BT = acts_.B * acts_.T, C = config_.n_embd;
+  const BlockOffsets& o = block_;
+  BlockActs& a = Work(layer);
+  float* res3 = acts_.outputs[layer].data();
+  k_.Matmul(false, true, BT, C, 4 * C, 1.0f, a.fch_gelu.data(), p + o.fcproj_w, 0.0f, res3);
+  k_.BiasAdd(res3, p + o.fcproj_b, BT, C);
+  k_.Accumulate(a.res2.data(), int64_t{BT} * C, res3);
 }
 
 void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float loss_scale,
@@ -72,8 +90,7 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
   const int BT = B * T;
   float* dlogits = acts_.logits.data();  // In place over the probabilities.
   k_.SoftmaxCrossEntropyBackward(acts_.logits.data(), targets, BT, V, loss_scale, dlogits);
-  const float* x_last = config_.n_layer > 0 ? acts_.layers.back().res3.data()
-                                            : acts_.encoded.data();
+  const float* x_last = BlockInput(config_.n_layer);  // ln_f's input.
   std::fill(acts_.dresidual.begin(), acts_.dresidual.end(), 0.0f);
   UnitBackwardView u = hooks.PreBackward(0);
   k_.Matmul(false, false, BT, C, V, 1.0f, dlogits, u.params + wte_, 0.0f, acts_.dln.data());
@@ -83,8 +100,12 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
                        u.grads + lnf_b_);
   hooks.PostBackward(0);
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.layers[l - 1].res3.data();
-    BlockBackward(l, hooks.PreBackward(1 + l), x);
+    const UnitBackwardView unit = hooks.PreBackward(1 + l);
+    // [Note: activation checkpointing]: the backward gather's parameters.
+    if (mode_ == ActivationCheckpointing::kBlocks) {
+      BlockIntermediates(l, unit.params, BlockInput(l));
+    }
+    BlockBackward(l, unit, BlockInput(l));
     hooks.PostBackward(1 + l);
   }
   u = hooks.PreBackward(0);
@@ -97,7 +118,7 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   const int B = acts_.B, T = acts_.T, C = config_.n_embd, NH = config_.n_head;
   const int BT = B * T;
   const BlockOffsets& o = block_;
-  const LayerActs& a = acts_.layers[layer];
+  const BlockActs& a = Work(layer);
   const float* p = u.params;
   float* g = u.grads;
   float* dres = acts_.dresidual.data();  // d res3 on entry; d x on exit.

@@ -93,6 +93,12 @@ Kernels& CpuKernels();
 // a failed malloc (it retries forever). Thread-safe.
 int64_t CpuKernelsPendingBytes();
 
+// Runs one sgemm so OpenBLAS allocates that work buffer now: a worker calls
+// it at start, after checking CpuKernelsPendingBytes() against the memory it
+// may use, so the buffer is in the process's footprint before the engine's
+// fit check and no later sgemm meets a failed malloc. Thread-safe.
+void WarmUpCpuKernels();
+
 // Threads the CPU kernels use (OpenBLAS and attention). Several worker
 // processes may share a few cores, so the default is $ZEROSHARD_THREADS or
 // 1. Values < 1 are treated as 1. Call from the training thread only.

@@ -3,10 +3,16 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/memory_model.h"
 #include "worker/offload/block_file.h"
+#include "worker/offload/offload_model.h"
 #include "worker/offload/stores.h"
 
 namespace zeroshard {
+
+// The memory model (common/memory_model.h) predicts the stores with these.
+static_assert(kBlockBytes == kOffloadBlockBytes);
+static_assert(kStagingSlots == kOffloadStagingSlots);
 
 namespace offload_internal {
 int64_t MaxSize(const std::vector<int64_t>& sizes) {
@@ -50,12 +56,17 @@ absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateOptimizerStore(
 
 int64_t StagingBytesFor(const OptimizerStoreOptions& options, const std::vector<int64_t>& sizes,
                         DeviceKind device) {
-  if (options.target == OffloadTarget::kDevice) return 0;
-  const int64_t max_n = offload_internal::MaxSize(sizes);
-  // Pinned gradient and compute-shard copies for the host update on a GPU.
-  const int64_t host_update = device == DeviceKind::kCuda ? 8 * max_n : 0;
-  if (options.target == OffloadTarget::kHost) return host_update;
-  return kStagingSlots * 3 * AlignUp(4 * max_n) + host_update;
+  return OffloadStagingBytes(ToOptimizerOffload(options.target), offload_internal::MaxSize(sizes),
+                             device == DeviceKind::kCuda);
+}
+
+OptimizerOffload ToOptimizerOffload(OffloadTarget target) {
+  switch (target) {
+    case OffloadTarget::kDevice: return OptimizerOffload::kNone;
+    case OffloadTarget::kHost: return OptimizerOffload::kHost;
+    case OffloadTarget::kNvme: return OptimizerOffload::kNvme;
+  }
+  return OptimizerOffload::kNone;
 }
 
 }  // namespace zeroshard

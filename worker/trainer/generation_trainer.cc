@@ -17,13 +17,20 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+ActivationCheckpointing JobActivationCheckpointing(const JobConfig& job) {
+  absl::StatusOr<ActivationCheckpointing> mode =
+      ParseActivationCheckpointing(job.activation_checkpointing);
+  ZS_CHECK(mode.ok());  // JobConfig::Validate admits only the names it parses.
+  return *mode;
+}
+
 GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator* control,
                                      ShardedEngine* engine, UnitHooks* hooks)
     : ctx_(ctx),
       comm_(control),
       engine_(engine),
       hooks_(hooks),
-      model_(*ctx.model_config),
+      model_(*ctx.model_config, JobActivationCheckpointing(*ctx.job)),
       train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
       validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
       last_comm_(engine->comm_stats()) {
@@ -105,6 +112,9 @@ RankStepStats GenerationTrainer::MyStats() {
     s.memory.redundancy = ctx_.replica->bytes();
     s.peak_memory.redundancy = ctx_.replica->peak_bytes();
   }
+  s.memory.activations = model_.ActivationBytes();
+  peak_activation_bytes_ = std::max(peak_activation_bytes_, s.memory.activations);
+  s.peak_memory.activations = peak_activation_bytes_;
   const CommStats now = engine_->comm_stats();  // The data plane's.
   const CommOp ops[3] = {CommOp::kAllGather, CommOp::kReduceScatter, CommOp::kAllReduce};
   for (int i = 0; i < 3; ++i) {

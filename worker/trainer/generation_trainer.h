@@ -64,6 +64,10 @@ struct YieldInfo {
   std::vector<int> leaving;    // Ranks that leave, ascending.
 };
 
+// The job's activation_checkpointing as the model's mode (a validated job
+// holds one of its names: checked).
+ActivationCheckpointing JobActivationCheckpointing(const JobConfig& job);
+
 class GenerationTrainer {
  public:
   // `control` carries the control values (loss sums, the step record) in
@@ -120,6 +124,7 @@ class GenerationTrainer {
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
   std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
   double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
+  int64_t peak_activation_bytes_ = 0; // The model's, since the generation started.
   std::optional<YieldInfo> yielded_;  // Where Run stopped early.
 };
 

@@ -27,6 +27,7 @@ void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_buffers(m.buffers);
   out->set_redundancy(m.redundancy);
   out->set_offloaded(m.offloaded);
+  out->set_activations(m.activations);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace {
 nlohmann::json MemoryJson(const MemoryByKind& m) {
   return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
           {"buffers", m.buffers}, {"redundancy", m.redundancy},
-          {"offloaded", m.offloaded}};
+          {"offloaded", m.offloaded}, {"activations", m.activations}};
 }
 
 void PackMemory(const MemoryByKind& m, double* out) {
@@ -20,12 +20,14 @@ void PackMemory(const MemoryByKind& m, double* out) {
   out[3] = static_cast<double>(m.buffers);
   out[4] = static_cast<double>(m.redundancy);
   out[5] = static_cast<double>(m.offloaded);
+  out[6] = static_cast<double>(m.activations);
 }
 
 MemoryByKind UnpackMemory(const double* in) {
   return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]),
           static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3]),
-          static_cast<int64_t>(in[4]), static_cast<int64_t>(in[5])};
+          static_cast<int64_t>(in[4]), static_cast<int64_t>(in[5]),
+          static_cast<int64_t>(in[6])};
 }
 
 }  // namespace
@@ -33,10 +35,10 @@ MemoryByKind UnpackMemory(const double* in) {
 std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
   std::array<double, kDoubles> out{};
   PackMemory(memory, &out[0]);
-  PackMemory(peak_memory, &out[6]);
+  PackMemory(peak_memory, &out[kMemoryDoubles]);
   for (int i = 0; i < 3; ++i) {
-    out[12 + i] = static_cast<double>(comm_bytes[i]);
-    out[15 + i] = comm_seconds[i];
+    out[2 * kMemoryDoubles + i] = static_cast<double>(comm_bytes[i]);
+    out[2 * kMemoryDoubles + 3 + i] = comm_seconds[i];
   }
   return out;
 }
@@ -44,10 +46,10 @@ std::array<double, RankStepStats::kDoubles> RankStepStats::Pack() const {
 RankStepStats RankStepStats::Unpack(const double* v) {
   RankStepStats s;
   s.memory = UnpackMemory(&v[0]);
-  s.peak_memory = UnpackMemory(&v[6]);
+  s.peak_memory = UnpackMemory(&v[kMemoryDoubles]);
   for (int i = 0; i < 3; ++i) {
-    s.comm_bytes[i] = static_cast<int64_t>(v[12 + i]);
-    s.comm_seconds[i] = v[15 + i];
+    s.comm_bytes[i] = static_cast<int64_t>(v[2 * kMemoryDoubles + i]);
+    s.comm_seconds[i] = v[2 * kMemoryDoubles + 3 + i];
   }
   return s;
 }
@@ -109,7 +111,8 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
         const auto& m = rj.at(field);
         *mem = {m.at("params").get<int64_t>(), m.at("grads").get<int64_t>(),
                 m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>(),
-                m.value("redundancy", int64_t{0}), m.value("offloaded", int64_t{0})};
+                m.value("redundancy", int64_t{0}), m.value("offloaded", int64_t{0}),
+                m.value("activations", int64_t{0})};
       }
       for (int i = 0; i < 3; ++i) {
         s.comm_bytes[i] = rj.at("comm_bytes").at(kCommOpSlots[i]).get<int64_t>();

@@ -23,7 +23,8 @@ struct RankStepStats {
   std::array<int64_t, 3> comm_bytes{};
   std::array<double, 3> comm_seconds{};
 
-  static constexpr int kDoubles = 18;
+  static constexpr int kMemoryDoubles = 7;  // One MemoryByKind.
+  static constexpr int kDoubles = 2 * kMemoryDoubles + 6;
   std::array<double, kDoubles> Pack() const;
   static RankStepStats Unpack(const double* values);
 };

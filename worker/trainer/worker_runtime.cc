@@ -1,12 +1,15 @@
 #include "worker/trainer/worker_runtime.h"
 
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
+#include "common/job_refusal.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
@@ -16,6 +19,7 @@
 #include "worker/model/kernels.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
+#include "worker/trainer/cpu_reserve.h"
 #include "worker/trainer/generation_trainer.h"
 #include "worker/trainer/state_handoff.h"
 #include "worker/trainer/stop_signal.h"
@@ -57,11 +61,12 @@ absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const Mo
   const bool opt = job.offload_optimizer == "nvme", params = job.offload_params == "nvme";
   if (!opt && !params) return absl::OkStatus();
   const int64_t psi = ModelParamCount(model);
-  return CheckOffloadDir(job.offload_dir,
-                         OffloadBytesNeeded(psi, job.stage, 1, opt, params,
-                                            static_cast<int>(DTypeSize(job.compute_dtype)),
-                                            static_cast<int>(ModelUnits(model).size())));
+  return AsJobRefusal(CheckOffloadDir(
+      job.offload_dir, OffloadBytesNeeded(psi, job.stage, 1, opt, params,
+                                          static_cast<int>(DTypeSize(job.compute_dtype)),
+                                          static_cast<int>(ModelUnits(model).size()))));
 }
+
 
 absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOptions& options,
                                    const std::string& job_id) {
@@ -78,6 +83,7 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
+  if (ctx.device->kind() == DeviceKind::kCpu) ZS_RETURN_IF_ERROR(PrepareCpuCompute(*ctx.device));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
             << std::flush;
@@ -91,8 +97,9 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   // (host) memory with the engine; on a GPU they are host memory, not the
   // device's.
   if (device->kind() == DeviceKind::kCpu) {
-    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx) +
-                       CpuKernelsPendingBytes();
+    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx,
+                                            JobActivationCheckpointing(job)) +
+                       CpuKernelsPendingBytes() + LateMappingBytes(job);
   }
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;

@@ -1,0 +1,115 @@
+#include "cli/launch_plan.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_format.h"
+#include "common/run_plan.h"
+#include "common/status_macros.h"
+#include "worker/device/device_factory.h"
+#include "worker/model/model_plan.h"
+
+namespace zeroshard::cli {
+namespace {
+
+absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
+  PlanMachine m;
+  m.workers = o.workers;
+  if (const char* env = std::getenv(kMemoryAvailableEnv); env != nullptr && *env != '\0') {
+    int64_t bytes = 0;
+    if (!absl::SimpleAtoi(env, &bytes) || bytes <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
+    }
+    m.cuda = o.job.device == "cuda";
+    m.nvme = std::numeric_limits<int64_t>::max();
+    m.host_memory = bytes;
+    m.device_memory = bytes;
+    return m;
+  }
+  // The offload dir's space is CheckOffload's (launch_checks.cc), which names
+  // --offload-dir; here NVMe never limits.
+  m.nvme = std::numeric_limits<int64_t>::max();
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> cpu, CreateDevice({"cpu", -1, 1}));
+  ZS_ASSIGN_OR_RETURN(const MemoryInfo host, cpu->memory_info());
+  m.host_memory = host.free_bytes;
+  if (o.job.device == "cuda") {  // "auto" is checked as the CPU: the stricter bound.
+    m.cuda = true;
+    ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CreateDevice({"cuda", -1, 1}));
+    ZS_ASSIGN_OR_RETURN(const MemoryInfo info, gpu->memory_info());
+    m.device_memory = info.free_bytes;
+  }
+  return m;
+}
+
+// "params 1.20 GiB, grads ... = 9.00 GiB per worker" for one choice; on the
+// CPU the terms add up to the figure (run_plan.h CheckFit).
+std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel& pm) {
+  const MemoryPrediction& p = c.memory;
+  auto b = [](int64_t bytes) { return FormatBinaryBytes(bytes); };
+  std::string s = absl::StrCat("params ", b(p.state.params), ", grads ", b(p.state.grads),
+                               ", optimizer ", b(p.state.optimizer + p.host_offload),
+                               ", buffers ", b(p.gather_buffers + p.state.buffers),
+                               ", activations ", b(p.activations));
+  if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", b(p.state.redundancy));
+  if (!m.cuda) {
+    absl::StrAppend(&s, ", initial parameters ", b(pm.worker_host_bytes), ", process ",
+                    b(m.process_overhead));
+  }
+  return absl::StrCat(s, " = ", b(c.device_need), " per worker");
+}
+
+}  // namespace
+
+absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool auto_stage) {
+  ZS_ASSIGN_OR_RETURN(const PlanMachine m, LaunchMachine(o));
+  const int micro_batches = MicroBatchesPerStep(o.job.global_batch, o.workers, o.job.micro_batch);
+  const PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
+                                     o.job.compute_dtype, o.job.reduce_dtype);
+  ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
+  ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
+  // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).
+  const bool checkpointing = o.job.activation_checkpointing == "blocks";
+  const PlanChoice* chosen = nullptr;
+  const PlanChoice* wanted = nullptr;
+  const PlanChoice* below = nullptr;  // The stage under the chosen one.
+  for (const PlanChoice& c : plan.choices) {
+    if (c.checkpointing != checkpointing || c.offload != offload) continue;
+    if (!auto_stage && c.stage == o.job.stage) wanted = &c;
+    if (auto_stage && chosen == nullptr) {
+      if (c.fits) chosen = &c; else below = &c;
+    }
+    if (auto_stage && c.stage == 3) wanted = &c;  // Reported when nothing fits.
+  }
+  ZS_CHECK(wanted != nullptr);
+  const std::string have = m.cuda ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")
+                                  : absl::StrCat(FormatBinaryBytes(m.host_memory), " available");
+  if (auto_stage && chosen != nullptr) {
+    o.job.stage = chosen->stage;
+    std::cout << "zeroshard launch: --stage auto chose stage " << chosen->stage << ": it is the "
+              << "lowest stage that fits " << o.workers << " workers in " << have << "\n  "
+              << Breakdown(*chosen, m, pm) << "\n";
+    if (below != nullptr) {
+      std::cout << "  stage " << below->stage << " would need "
+                << FormatBinaryBytes(below->device_need) << " per worker"
+                << (m.cuda ? absl::StrCat(" (", below->why_not, ")")
+                           : absl::StrCat(", ", FormatBinaryBytes(below->host_need), " for ",
+                                          o.workers, " workers"))
+                << "\n";
+    }
+    std::cout << "  (`zeroshard plan --model " << o.job.model << " --workers " << o.workers
+              << "` prints every stage, checkpointing and offload choice)\n" << std::flush;
+    return absl::OkStatus();
+  }
+  if (wanted->fits) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "model '", o.job.model, "' (", pm.params, " parameters) does not fit at ",
+      auto_stage ? "any stage; at stage 3 it needs " : absl::StrCat("stage ", o.job.stage, ": "),
+      Breakdown(*wanted, m, pm), ", x ", o.workers, " workers = ", FormatBinaryBytes(wanted->host_need),
+      m.cuda ? "" : " of host memory", "; ", have,
+      m.cuda ? absl::StrCat(" (", wanted->why_not, ")") : std::string()));
+}
+
+}  // namespace zeroshard::cli

@@ -1,0 +1,127 @@
+#include "common/traffic_model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace zeroshard {
+namespace {
+
+void Add(TrafficPrediction& t, Collective op, int64_t bytes, int world_size) {
+  CollectiveTraffic& c = t.of(op);
+  ++c.calls;
+  c.bytes += bytes;
+  c.wire_bytes += std::llround(static_cast<double>(bytes) * RingBusFactor(op, world_size));
+}
+
+// Stage 3's all-gathers over one micro-batch's brackets: `gathered` carries
+// which units hold a gathered copy from one micro-batch to the next.
+void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, std::vector<bool>& gathered,
+                     TrafficPrediction& t) {
+  const int64_t c = DTypeSize(in.compute_dtype);
+  const int units = static_cast<int>(plan.units.size());
+  auto gather = [&](int u) {
+    gathered[u] = true;
+    Add(t, Collective::kAllGather, c * plan.units[u].padded_numel, plan.world_size);
+  };
+  for (const UnitBracket& b : in.brackets) {
+    if (!gathered[b.unit]) gather(b.unit);  // AcquireParams.
+    const int next = b.unit + (b.backward ? -1 : 1);
+    // Prefetch: the unit in use (b.unit) is never the one prefetched.
+    if (in.prefetch && next >= 0 && next < units && !gathered[next]) gather(next);
+    gathered[b.unit] = false;  // The outermost Post* frees it.
+  }
+}
+
+}  // namespace
+
+const char* CollectiveName(Collective op) {
+  switch (op) {
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kCount: break;
+  }
+  return "?";
+}
+
+double RingBusFactor(Collective op, int world_size) {
+  const double n = world_size < 1 ? 1 : world_size;
+  switch (op) {
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: return (n - 1.0) / n;
+    case Collective::kAllReduce: return 2.0 * (n - 1.0) / n;
+    default: return 1.0;
+  }
+}
+
+int64_t TrafficPrediction::wire_bytes() const {
+  int64_t sum = 0;
+  for (const CollectiveTraffic& c : ops) sum += c.wire_bytes;
+  return sum;
+}
+
+double TrafficPrediction::seconds(double bus_bytes_per_second) const {
+  return bus_bytes_per_second > 0 ? static_cast<double>(wire_bytes()) / bus_bytes_per_second : 0;
+}
+
+absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const TrafficInputs& in) {
+  if (in.stage < 0 || in.stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("stage: ", in.stage, " (expected 0..3)"));
+  }
+  if (in.micro_batches < 1) return absl::InvalidArgumentError("micro_batches: must be >= 1");
+  const int units = static_cast<int>(plan.units.size());
+  for (const UnitBracket& b : in.brackets) {
+    if (b.unit < 0 || b.unit >= units) {
+      return absl::InvalidArgumentError(absl::StrCat("bracket unit ", b.unit, " outside the plan's ", units));
+    }
+  }
+  const int n = plan.world_size;
+  const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
+  TrafficPrediction t;
+  std::vector<bool> gathered(units, false);
+  for (int mb = 0; mb < in.micro_batches; ++mb) {
+    if (in.stage == 3) SimulateGathers(plan, in, gathered, t);
+    if (in.stage < 2) continue;
+    for (const UnitBracket& b : in.brackets) {
+      if (b.backward) Add(t, Collective::kReduceScatter, g * plan.units[b.unit].padded_numel, n);
+    }
+  }
+  for (const UnitPlan& u : plan.units) {
+    if (in.stage == 0) Add(t, Collective::kAllReduce, g * u.padded_numel, n);
+    if (in.stage == 1) Add(t, Collective::kReduceScatter, g * u.padded_numel, n);
+    if (in.stage == 1 || in.stage == 2) Add(t, Collective::kAllGather, c * u.padded_numel, n);
+  }
+  if (in.stage >= 1 && n > 1) Add(t, Collective::kAllReduce, 8, n);  // The squared norm.
+  return t;
+}
+
+TrafficPrediction PredictTrafficFromParams(int64_t psi, int world_size, const TrafficInputs& in) {
+  const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
+  const int m = in.micro_batches < 1 ? 1 : in.micro_batches;
+  TrafficPrediction t;
+  switch (in.stage) {
+    case 0:
+      Add(t, Collective::kAllReduce, g * psi, world_size);
+      break;
+    case 1:
+      Add(t, Collective::kReduceScatter, g * psi, world_size);
+      Add(t, Collective::kAllGather, c * psi, world_size);
+      break;
+    default:
+      for (int mb = 0; mb < m; ++mb) {
+        Add(t, Collective::kReduceScatter, g * psi, world_size);
+        if (in.stage == 3) {
+          Add(t, Collective::kAllGather, c * psi, world_size);  // Forward.
+          Add(t, Collective::kAllGather, c * psi, world_size);  // Backward.
+        }
+      }
+      if (in.stage == 2) Add(t, Collective::kAllGather, c * psi, world_size);
+  }
+  if (in.stage >= 1 && world_size > 1) Add(t, Collective::kAllReduce, 8, world_size);
+  return t;
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,35 @@
+// The reference model as the planner sees it (common/run_plan.h): its units,
+// the order its ForwardBackward brackets them (gpt_model.h "Hook order"),
+// its activation bytes in both checkpointing modes (ModelActivationBytes),
+// and the micro-batches the trainer runs per step and rank.
+//
+// Checkpointing assumption: with --activation-checkpointing blocks the
+// recompute of block i runs inside block i's backward bracket, on the
+// parameters PreBackward gathered (no second gather), so the bracket order,
+// and with it the traffic, is the same in both modes. If the recompute
+// makes its own PreForward bracket, add it to ModelBrackets.
+// Thread-safe: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/run_plan.h"
+#include "common/traffic_model.h"
+#include "worker/model/model_config.h"
+
+namespace zeroshard {
+
+// One micro-batch's brackets: forward 0, 1..L, 0; backward 0, L..1, 0.
+std::vector<UnitBracket> ModelBrackets(const ModelConfig& config, ActivationCheckpointing mode);
+
+// Micro-batches per step on the widest rank (generation_trainer.cc):
+// ceil(ceil(global_batch / workers) / micro_batch).
+int MicroBatchesPerStep(int global_batch, int workers, int micro_batch);
+
+// The planner's model: units, brackets and activations of both modes for
+// micro-batches of `micro_batch` sequences of `seq_len` tokens.
+PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
+                        int micro_batches, DType compute_dtype, DType reduce_dtype);
+
+}  // namespace zeroshard
