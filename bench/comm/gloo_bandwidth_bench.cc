@@ -13,12 +13,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "common/cli.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
@@ -87,16 +87,15 @@ double CollectiveSeconds(std::vector<std::unique_ptr<Communicator>>& comms, Comm
 int Main(int argc, char** argv) {
   int runs = 5, max_mib = 256;
   std::vector<int> worlds = {2, 4};
-  if (argc > 1 && !absl::SimpleAtoi(argv[1], &runs)) return 2;
-  if (argc > 2 && !absl::SimpleAtoi(argv[2], &max_mib)) return 2;
-  if (argc > 3) {
-    worlds.clear();
-    for (absl::string_view w : absl::StrSplit(argv[3], ',')) {
-      int v = 0;
-      if (!absl::SimpleAtoi(w, &v) || v < 2) return 2;
-      worlds.push_back(v);
-    }
-  }
+  CLI::App app("Gloo all-gather / reduce-scatter bus bandwidth on loopback, in-process ranks, "
+               "against memcpy of the same bytes (sizes 1, 4, 16, ... MiB up to --max-mib)");
+  app.add_option("--runs", runs, "timed runs per size (median; sizes >= 64 MiB use max(3, runs/2))")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-mib", max_mib, "largest message, MiB")->check(CLI::PositiveNumber);
+  app.add_option("--worlds", worlds, "world sizes, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 64));
+  if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
   std::printf("%-15s %3s %8s %10s %10s %12s %10s\n", "op", "N", "size_MiB", "time_ms", "busbw_GB/s",
               "memcpy_GB/s", "ratio");
   for (int n : worlds) {

@@ -19,9 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/parallel_for.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"
@@ -107,26 +109,15 @@ absl::Status Run(const Args& args) {
 
 int main(int argc, char** argv) {
   zeroshard::Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--device")
-      args.device.kind = argv[i + 1];
-    else if (flag == "--n")
-      args.n = std::atoll(argv[i + 1]);
-    else if (flag == "--reps")
-      args.reps = std::atoi(argv[i + 1]);
-    else if (flag == "--threads")
-      args.device.cpu_threads = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: %s [--device cpu|cuda|auto] [--n N] [--reps R] [--threads T]\n",
-                   argv[0]);
-      return 2;
-    }
-  }
-  if (argc % 2 == 0 || args.n < 1 || args.reps < 1) {
-    std::fprintf(stderr, "flags take one value each; --n and --reps must be positive\n");
-    return 2;
-  }
+  CLI::App app("Fused AdamW through the Device layer against a copy of the same bytes on the "
+               "same device");
+  app.add_option("--device", args.device.kind, "cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--n", args.n, "elements per tensor")->check(CLI::PositiveNumber);
+  app.add_option("--reps", args.reps, "timed repetitions (median)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", args.device.cpu_threads, "CPU device threads (0 = hardware)")
+      ->check(CLI::NonNegativeNumber);
+  if (std::optional<int> code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   const absl::Status status = zeroshard::Run(args);
   if (!status.ok()) {
     std::fprintf(stderr, "device_adamw_bench: %s\n", status.ToString().c_str());

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 #include "worker/optim/adamw.h"
+#include "worker/optim/job_adamw.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {
@@ -65,6 +67,18 @@ StageRun RunStage(const Options& o, int stage, const std::string& dir) {
   return run;
 }
 
+// The clipping coefficient min(1, max_norm / (||g|| + 1e-6)) over every
+// gradient (1 when max_norm <= 0), as the engine applies it.
+float ClipScale(const LocalParams& params, float max_norm) {
+  if (max_norm <= 0) return 1.0f;
+  double sum = 0;
+  for (int u = 0; u < params.num_units(); ++u) {
+    for (float g : params.grads(u)) sum += static_cast<double>(g) * g;
+  }
+  const double norm = std::sqrt(sum);
+  return static_cast<float>(std::min(1.0, max_norm / (norm + 1e-6)));
+}
+
 // Single process, all parameters, no communication: the unsharded baseline.
 std::vector<double> RunBaseline(const Options& o) {
   const ModelConfig config = *ModelPreset(o.model);
@@ -77,6 +91,10 @@ std::vector<double> RunBaseline(const Options& o) {
     m.emplace_back(params.params(u).size(), 0.0f);
     v.emplace_back(params.params(u).size(), 0.0f);
   }
+  // The job's optimizer, as `zeroshard launch` runs it: schedule, betas,
+  // weight decay and gradient clipping (job config defaults).
+  const JobConfig job;
+  AdamWHyperparams hp = JobAdamW(job);
   const int T = config.n_ctx, B = o.global_batch;
   std::vector<int32_t> in(static_cast<size_t>(B) * T), tg(in.size());
   std::vector<double> seconds;
@@ -87,10 +105,12 @@ std::vector<double> RunBaseline(const Options& o) {
       (void)sampler.FillBatch(step, b, b + 4, T, in.data(), tg.data());
       (void)model.ForwardBackward(in.data(), tg.data(), 4, T, 1.0f / (B * T), params);
     }
+    hp.lr = static_cast<float>(LearningRateAt(job, step));
+    const float clip = ClipScale(params, static_cast<float>(job.max_grad_norm));
     for (int u = 0; u < params.num_units(); ++u) {
       AdamWShard shard{params.params(u).data(), m[u].data(), v[u].data(), params.grads(u).data(),
                        static_cast<int64_t>(params.params(u).size())};
-      AdamWCpu(AdamWHyperparams{}, step + 1, 1.0f, shard, 1);
+      AdamWCpu(hp, step + 1, clip, shard, 1);
     }
     if (step >= o.skip) {
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -129,10 +149,12 @@ void PrintTable(const Options& o, const std::vector<std::vector<StageRun>>& stag
 int main(int argc, char** argv) {
   zeroshard::Options o;
   CLI::App app{"stage_bench: step time and memory per ZeRO stage vs an unsharded baseline"};
-  app.add_option("--model", o.model);
-  app.add_option("--workers", o.workers);
-  app.add_option("--steps", o.steps);
-  app.add_option("--repeats", o.repeats);
+  app.add_option("--model", o.model, "model preset (zeroshard launch --help lists them)");
+  app.add_option("--workers", o.workers, "world size of the sharded runs")->check(CLI::PositiveNumber);
+  app.add_option("--steps", o.steps, "steps per run (the last one evaluates: left out)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeats", o.repeats, "runs per stage (median of their medians)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--skip", o.skip, "warm-up steps left out of the medians");
   app.add_option("--global-batch", o.global_batch)->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -21,9 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "common/cli.h"
 #include "worker/optim/adamw.h"
 #include "common/parallel_for.h"
 
@@ -100,18 +102,11 @@ void Run(int64_t n, int reps, int threads) {
 int main(int argc, char** argv) {
   int64_t n = int64_t{16} << 20;
   int reps = 7;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--n") == 0) n = std::atoll(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--reps R]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (n < 1 || reps < 1) {
-    std::fprintf(stderr, "--n and --reps must be positive\n");
-    return 2;
-  }
+  CLI::App app("Fused CPU AdamW (fp32 master, m, v; fp32 and bf16 compute copy) at 1 and all "
+               "hardware threads, against streaming memory bandwidth of the same bytes");
+  app.add_option("--n", n, "elements per tensor")->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "timed repetitions (median reported)")->check(CLI::PositiveNumber);
+  if (std::optional<int> code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   const int all = zeroshard::ResolveThreads(0);
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;

@@ -17,6 +17,7 @@
 #include "worker/engine/host_hooks.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
+#include "worker/optim/job_adamw.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
 #include "worker/trainer/cpu_reserve.h"
@@ -104,11 +105,7 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
   o.reduce_dtype = job.reduce_dtype;
-  o.adamw.lr = static_cast<float>(job.lr);
-  o.adamw.beta1 = static_cast<float>(job.beta1);
-  o.adamw.beta2 = static_cast<float>(job.beta2);
-  o.adamw.eps = static_cast<float>(job.eps);
-  o.adamw.weight_decay = static_cast<float>(job.weight_decay);
+  o.adamw = JobAdamW(job);
   o.max_grad_norm = static_cast<float>(job.max_grad_norm);
   o.optimizer_threads = job.threads;
   o.collective_timeout = job.collective_timeout();
