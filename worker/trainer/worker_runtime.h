@@ -38,6 +38,7 @@ struct WorkerOptions {
   int threads = 1;          // Compute threads; 0 = the job's setting.
   // Override the job's offload settings when non-empty (common/offload_config.h).
   std::string offload_optimizer, offload_params, offload_dir;
+  int offload_prefetch = -1;  // --offload-prefetch; -1 = the job's.
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
   // After a failed collective: how long to wait for the coordinator to end
   // the generation before giving up (covers a lease timeout).
