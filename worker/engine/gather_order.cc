@@ -23,7 +23,8 @@ std::vector<int> GatherOrder::Record(int unit, int count) {
     ++cursor_;
   } else {
     const auto first = std::find(order_.begin(), order_.end(), unit);
-    cursor_ = first == order_.end() ? order_.size() : (first - order_.begin()) + 1;
+    cursor_ = first == order_.end() ? order_.size()
+                                    : static_cast<size_t>(first - order_.begin()) + 1;
   }
   return Ahead(count);
 }
