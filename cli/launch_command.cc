@@ -105,12 +105,13 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "where each rank keeps master weights and AdamW moments: none (device "
                   "memory), host, or nvme (files under --offload-dir)")->capture_default_str();
   sub->add_option("--offload-params", o.job.offload_params,
-                  "none (nvme, stage-3 parameter shards in files, is not supported yet)")
+                  "none, or nvme (stage 3: each rank's parameter shards in files under "
+                  "--offload-dir, read ahead of their all-gather)")
       ->capture_default_str();
   sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
   sub->add_option("--offload-prefetch", o.job.offload_prefetch,
                   "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
-      ->capture_default_str();
+      ->check(CLI::Range(0, 64))->capture_default_str();
 }
 
 }  // namespace

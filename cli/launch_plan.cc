@@ -66,8 +66,10 @@ std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel
 absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool auto_stage) {
   ZS_ASSIGN_OR_RETURN(const PlanMachine m, LaunchMachine(o));
   const int micro_batches = MicroBatchesPerStep(o.job.global_batch, o.workers, o.job.micro_batch);
-  const PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
-                                     o.job.compute_dtype, o.job.reduce_dtype);
+  PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
+                               o.job.compute_dtype, o.job.reduce_dtype);
+  pm.offload_params_nvme = o.job.offload_params == "nvme";
+  pm.offload_prefetch = o.job.offload_prefetch;
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
   ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
   // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).

@@ -52,7 +52,6 @@ absl::Status JobConfig::Validate() const {
     return OutOfRange("offload_dir", "is needed for nvme offload");
   }
   if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
-  if (offload_params == "nvme") return OutOfRange("offload_params", "nvme is not supported yet (only the optimizer state offloads)");
   if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
   if (activation_checkpointing != "none" && activation_checkpointing != "blocks") {
     return OutOfRange("activation_checkpointing",

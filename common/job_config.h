@@ -50,14 +50,14 @@ struct JobConfig {
   int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
   // Offload (worker/offload): where each rank keeps its optimizer state,
   // "none" (device memory), "host" or "nvme" (files under offload_dir);
-  // offload_params "nvme" (stage-3 parameter shards to offload_dir, read
-  // offload_prefetch units ahead) is reserved and refused for now. Results
-  // do not depend on where the state lives; a
-  // worker's own --offload-* flags override these.
+  // offload_params "nvme" (stage 3: parameter shards in files under
+  // offload_dir, read offload_prefetch units ahead of their all-gather,
+  // 0..64). Results do not depend on where the state lives; a worker's own
+  // --offload-* flags override these.
   std::string offload_optimizer = "none";
   std::string offload_params = "none";
   std::string offload_dir;
-  int offload_prefetch = 1;
+  int offload_prefetch = 2;
   // What the model keeps for backward (worker/model ActivationCheckpointing):
   // "none" (every block's activations) or "blocks" (each block's input;
   // its forward is recomputed in backward). Results do not depend on it.

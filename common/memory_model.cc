@@ -17,6 +17,9 @@ absl::Status Validate(const MemoryModelInputs& in) {
     }
   }
   if (in.offload_params_nvme && in.stage != 3) return bad("offload params: nvme needs stage 3");
+  if (in.offload_prefetch < 0 || in.offload_prefetch > 64) {
+    return bad("offload prefetch: ", in.offload_prefetch, " (expected 0..64)");
+  }
   if (in.redundancy < 0 || in.redundancy > 1) return bad("redundancy: ", in.redundancy, " (expected 0 or 1)");
   if (in.activation_bytes < 0) return bad("activation bytes: must be >= 0");
   return absl::OkStatus();
@@ -89,20 +92,23 @@ absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
   ZS_RETURN_IF_ERROR(Validate(in));
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
   MemoryPrediction out;
-  int64_t opt_elems = 0, max_n = 0, aligned = 0, params_aligned = 0;
+  int64_t opt_elems = 0, max_n = 0, aligned = 0, params_aligned = 0, max_shard = 0;
   for (const UnitPlan& u : plan.units) {
     const int64_t n = OptimizerRange(u, in.stage, 0).length;
     opt_elems += n;
     max_n = std::max(max_n, n);
     aligned += 3 * AlignToOffloadBlock(4 * n);
     params_aligned += AlignToOffloadBlock(c * u.shard_numel);
+    max_shard = std::max(max_shard, u.shard_numel);
   }
   const int64_t padded = plan.total_padded_numel(), shard = plan.total_shard_numel();
   out.state.params = c * (in.stage == 3 ? shard : padded);
   out.state.grads = g * (in.stage >= 2 ? shard : padded);
   AddOptimizer(in, plan.world_size, opt_elems, max_n, aligned, out);
   if (in.offload_params_nvme) {
-    out.state.params = 0;  // Read into the gather buffers, unit by unit.
+    // Only the staging slots stay resident; each unit's shard is read into
+    // them ahead of its all-gather.
+    out.state.params = ParamStagingBytes(in.offload_prefetch, c * max_shard);
     out.nvme += params_aligned;
   }
   out.state.offloaded = out.host_offload + out.nvme;

@@ -23,6 +23,9 @@
 //             are "offloaded" (worker/offload/optimizer_store.h).
 //     On a CUDA device either adds 8 max n_u pinned bytes (the gradient and
 //     the new compute shard of the host update), counted as buffers.
+//   params nvme (--offload-params nvme, stage 3; ZeRO-Infinity): params
+//             = ParamStagingBytes(prefetch, c max S_u), the host staging
+//             slots; files of AlignUp(c S_u) per unit are "offloaded".
 //   redundancy (--redundancy 1, worker/trainer/peer_replica.h): host copies
 //     of the own and the ring neighbour's optimizer shard, 24 sum(n_u);
 //     12 sum(n_u) at stage 0 or N = 1 (only the own snapshot).
@@ -61,14 +64,22 @@ inline int64_t AlignToOffloadBlock(int64_t bytes) {
 // CUDA device + 8 max_n pinned bytes; 0 for kNone.
 int64_t OffloadStagingBytes(OptimizerOffload offload, int64_t max_n, bool cuda);
 
+// Bytes of host staging the stage-3 parameter store (--offload-params nvme,
+// worker/offload/param_store.h) keeps: prefetch + 1 slots of
+// AlignUp(largest compute shard bytes).
+inline int64_t ParamStagingBytes(int prefetch, int64_t max_shard_bytes) {
+  return (prefetch + 1) * AlignToOffloadBlock(max_shard_bytes);
+}
+
 struct MemoryModelInputs {
   int stage = 0;                        // ZeRO stage 0..3.
   DType compute_dtype = DType::kFp32;   // c: kFp32 (4) or kBf16 (2).
   DType reduce_dtype = DType::kFp32;    // g.
   OptimizerOffload offload_optimizer = OptimizerOffload::kNone;
-  // --offload-params nvme: the stage-3 compute shards go to files (reserved
-  // in the job config; modelled so the plan can show it).
+  // --offload-params nvme: the stage-3 compute shards go to files, read
+  // `offload_prefetch` units ahead of their all-gather.
   bool offload_params_nvme = false;
+  int offload_prefetch = 2;    // --offload-prefetch, 0..64.
   bool cuda = false;           // The device is a GPU (host memory is then apart).
   int redundancy = 0;          // --redundancy 0|1.
   int64_t activation_bytes = 0;  // The model's activations and scratch, the caller's.
@@ -101,7 +112,8 @@ int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype)
 
 // Every kind for one rank of `plan` (ranks' shards are equal).
 // INVALID_ARGUMENT for a stage outside 0..3, a dtype other than fp32/bf16,
-// params offload below stage 3, redundancy outside 0..1, negative activations.
+// params offload below stage 3, a prefetch outside 0..64, redundancy
+// outside 0..1, negative activations.
 absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
                                                const MemoryModelInputs& in);
 

@@ -121,6 +121,8 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
         in.compute_dtype = model.compute_dtype;
         in.reduce_dtype = model.reduce_dtype;
         in.offload_optimizer = offload;
+        in.offload_params_nvme = model.offload_params_nvme && stage == 3;
+        in.offload_prefetch = model.offload_prefetch;
         in.cuda = machine.cuda;
         in.activation_bytes = model.activation_bytes[ckpt];
         const TrafficInputs t{stage, model.compute_dtype, model.reduce_dtype, model.micro_batches,

@@ -73,6 +73,10 @@ struct PlanModel {
   // initial fp32 parameters it keeps to start later generations from
   // (JobContext::initial_units in worker/trainer/worker_runtime.cc, 4 Ψ).
   int64_t worker_host_bytes = 0;
+  // --offload-params nvme: the stage-3 choices keep only the parameter
+  // store's staging slots resident (prefetch + 1, memory_model.h).
+  bool offload_params_nvme = false;
+  int offload_prefetch = 2;
   bool has_structure() const { return !units.empty(); }
 };
 

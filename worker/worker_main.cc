@@ -32,6 +32,10 @@ void AddOffloadOptions(CLI::App& app, zeroshard::WorkerOptions& o) {
   app.add_option("--offload-params", o.offload_params,
                  "none|nvme: stage-3 parameter shards in --offload-dir (default: the job's)")
       ->check(CLI::IsMember({"none", "nvme"}));
+  app.add_option("--offload-prefetch", o.offload_prefetch,
+                 "stage-3 parameter shards read this many units ahead of their all-gather "
+                 "(--offload-params nvme; default: the job's)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--offload-dir", o.offload_dir,
                  "directory for nvme offload files on this machine (default: the job's)");
 }

@@ -3,7 +3,10 @@
 //      --units units of --elements parameters with a synthetic gradient,
 //      with the optimizer state in device memory (none), host memory and
 //      NVMe files, as ratios to none;
-//   2. NVMe store write and read throughput (Load / Read of whole units, the
+//   2. stage-3 whole-step time with the parameter shards resident and in
+//      NVMe files (--offload-params nvme, prefetch 0 and 2), ratios to
+//      resident (param_offload_bench.cc);
+//   3. NVMe store write and read throughput (Load / Read of whole units, the
 //      store's own path: staging slot, io_uring, O_DIRECT) against a plain
 //      sequential O_DIRECT pwrite / pread loop of the same bytes in 4 MiB
 //      requests (offload_io_bench.cc). Goal: >= 80%.
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
   std::printf("step (Step(): reduce, clip, AdamW, write-back), median seconds:\n");
   std::printf("  none %.4f   host %.4f (x%.2f)   nvme %.4f (x%.2f)\n", none, host, host / none,
               nvme, nvme / none);
+  bench::ParamOffloadSteps(a.dir, a.units, a.elements, a.reps, a.steps, comm->get());
   bench::StoreThroughput(a.dir, a.units, a.elements, a.reps);
   return 0;
 }

@@ -1,5 +1,6 @@
 // --offload-optimizer / --offload-params / --offload-dir on `zeroshard
-// launch` and zeroshard-worker: a bad value, nvme without a dir, a missing
+// launch` and zeroshard-worker: a bad value (--offload-prefetch outside
+// 0..64 too), nvme without a dir, params nvme below stage 3, a missing
 // dir, and (where this test may mount a 1 MiB tmpfs, as root) a dir on a
 // disk too small for the offload files each exit 2 with one line naming what
 // was wrong, before anything trains.
@@ -33,7 +34,9 @@ TEST(OffloadFlagsTest, LaunchRefusesBadOffloadSettings) {
   ExpectUsageError(kLaunch + "--offload-optimizer disk", "offload_optimizer");
   ExpectUsageError(kLaunch + "--offload-params host --stage 3", "offload_params");
   ExpectUsageError(kLaunch + "--offload-params nvme --stage 2 --offload-dir /tmp", "stage 3");
-  ExpectUsageError(kLaunch + "--offload-params nvme --stage 3 --offload-dir /tmp", "not supported yet");
+  ExpectUsageError(kLaunch + "--offload-params nvme --stage 3", "offload_dir");
+  ExpectUsageError(kLaunch + "--offload-params nvme --stage 3 --offload-dir /tmp --offload-prefetch 65",
+                   "--offload-prefetch");
   ExpectUsageError(kLaunch + "--offload-optimizer nvme", "offload_dir");
   ExpectUsageError(kLaunch + "--offload-optimizer nvme --offload-dir /nonexistent/zs",
                    "--offload-dir /nonexistent/zs");
@@ -42,6 +45,8 @@ TEST(OffloadFlagsTest, LaunchRefusesBadOffloadSettings) {
 TEST(OffloadFlagsTest, WorkerRefusesBadOffloadSettings) {
   ExpectUsageError("zeroshard-worker --coordinator 127.0.0.1:9 --offload-optimizer disk",
                    "--offload-optimizer");
+  ExpectUsageError("zeroshard-worker --coordinator 127.0.0.1:9 --offload-prefetch -1",
+                   "--offload-prefetch");
   ExpectUsageError("zeroshard-worker --coordinator 127.0.0.1:9 --offload-dir /nonexistent/zs",
                    "--offload-dir /nonexistent/zs");
 }

@@ -90,6 +90,26 @@ TEST(MemoryModelTest, OffloadAndRedundancy) {
   EXPECT_FALSE(PredictMemory(plan, in).ok());
 }
 
+// --offload-params nvme at stage 3: params are prefetch + 1 slots of the
+// largest compute shard (4 bf16 elements = 8 bytes, one 4096-byte block
+// each); the files are one block per unit on top of the optimizer's.
+TEST(MemoryModelTest, ParamOffloadKeepsTheStagingSlots) {
+  const ShardPlan plan = OddPlan();
+  MemoryModelInputs in = Bf16(3);
+  in.offload_params_nvme = true;
+  for (int prefetch : {0, 2, 5}) {
+    in.offload_prefetch = prefetch;
+    auto p = PredictMemory(plan, in);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->state.params, (prefetch + 1) * 4096) << prefetch;
+    EXPECT_EQ(p->nvme, 2 * 4096) << prefetch;
+    EXPECT_EQ(p->state.offloaded, 2 * 4096) << prefetch;
+    EXPECT_EQ(p->state.optimizer, 12 * (4 + 2)) << prefetch;
+  }
+  in.offload_prefetch = 65;
+  EXPECT_FALSE(PredictMemory(plan, in).ok());
+}
+
 TEST(TrafficModelTest, DesignTableVolumes) {
   const int64_t psi = 1'000'000;
   TrafficInputs in;

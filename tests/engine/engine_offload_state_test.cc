@@ -2,7 +2,10 @@
 // (CopyOptimizerState), the live-resharding snapshot and restore
 // (SnapshotState / ReshardInto, which go through LoadShardState and
 // RebuildComputeCopy), and export (GatherFullParams) give the same bits as
-// the device store; and the NVMe store's resident optimizer bytes are its
+// the device store, both ways (an offloaded engine's snapshot restores into a
+// resident one); the same with stage-3 parameter offload (--offload-params
+// nvme), whose state paths rebuild the compute shards into the parameter
+// store; and the NVMe store's resident optimizer bytes are its
 // staging slots, independent of the model size:
 //   resident = kStagingSlots (3) * 3 * AlignUp(4 * max_n, 4096) bytes,
 //   offloaded = sum over units of 3 * AlignUp(4 * n_u, 4096) bytes,
@@ -33,11 +36,13 @@ absl::Status Train(ShardedEngine& engine, const ShardPlan& plan, int rank, int f
 }
 
 absl::StatusOr<std::unique_ptr<ShardedEngine>> Engine(Communicator* comm, int stage,
-                                                      OffloadTarget target) {
+                                                      OffloadTarget target, bool params = false) {
   ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), comm->world_size(), 2));
   RunConfig config;
   config.stage = stage;
   config.offload = {target, "/tmp", "", false};
+  config.params_offload.enabled = params;
+  config.params_offload.dir = "/tmp";
   return ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
                                MlpInit(plan, 7));
 }
@@ -64,10 +69,20 @@ absl::Status ExpectSameParams(ShardedEngine& a, ShardedEngine& b, const std::str
   return absl::OkStatus();
 }
 
-// One rank: device engine D and an offloaded engine O train side by side.
-absl::Status StatePaths(int rank, Communicator* comm, int stage, OffloadTarget target) {
+// Restores `held` into `into` by the live-resharding path (LoadShardState,
+// RebuildComputeCopy).
+absl::Status Restore(Communicator* comm, int stage, const HeldState& held, ShardedEngine& into) {
+  ZS_ASSIGN_OR_RETURN(LiveState live, AgreeOnLiveState(*comm, {&held, 1}, stage, absl::Seconds(20)));
+  EXPECT_TRUE(live.live) << live.why_not;
+  return ReshardInto(*comm, live, {&held, 1}, MlpUnits(kDims), into, absl::Seconds(20));
+}
+
+// One rank: device engine D and an offloaded engine O (optimizer state at
+// `target`, compute shards in files with `params`) train side by side.
+absl::Status StatePaths(int rank, Communicator* comm, int stage, OffloadTarget target,
+                        bool params) {
   ZS_ASSIGN_OR_RETURN(auto d, Engine(comm, stage, OffloadTarget::kDevice));
-  ZS_ASSIGN_OR_RETURN(auto o, Engine(comm, stage, target));
+  ZS_ASSIGN_OR_RETURN(auto o, Engine(comm, stage, target, params));
   ZS_RETURN_IF_ERROR(Train(*d, d->plan(), rank, 1, 4));
   ZS_RETURN_IF_ERROR(Train(*o, o->plan(), rank, 1, 4));
   ZS_ASSIGN_OR_RETURN(HeldState held_d, SnapshotState(*d, 1, 4));  // Checkpoint save's copy.
@@ -76,13 +91,19 @@ absl::Status StatePaths(int rank, Communicator* comm, int stage, OffloadTarget t
   ZS_RETURN_IF_ERROR(ExpectSameParams(*d, *o, absl::StrCat("export, stage ", stage)));
   // Restore the device engine's state into a fresh offloaded engine R by the
   // resharding path; D and R must then train on identically.
-  ZS_ASSIGN_OR_RETURN(auto r, Engine(comm, stage, target));
-  ZS_ASSIGN_OR_RETURN(LiveState live, AgreeOnLiveState(*comm, {&held_d, 1}, stage, absl::Seconds(20)));
-  EXPECT_TRUE(live.live) << live.why_not;
-  ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, {&held_d, 1}, MlpUnits(kDims), *r, absl::Seconds(20)));
+  ZS_ASSIGN_OR_RETURN(auto r, Engine(comm, stage, target, params));
+  ZS_RETURN_IF_ERROR(Restore(comm, stage, held_d, *r));
   ZS_RETURN_IF_ERROR(Train(*d, d->plan(), rank, 5, 3));
   ZS_RETURN_IF_ERROR(Train(*r, r->plan(), rank, 5, 3));
-  return ExpectSameParams(*d, *r, absl::StrCat("restore, stage ", stage));
+  ZS_RETURN_IF_ERROR(ExpectSameParams(*d, *r, absl::StrCat("restore, stage ", stage)));
+  // And back: O's snapshot restores into a fresh resident engine B, and O
+  // and B train on identically.
+  ZS_ASSIGN_OR_RETURN(auto b, Engine(comm, stage, OffloadTarget::kDevice));
+  ZS_RETURN_IF_ERROR(Restore(comm, stage, held_o, *b));
+  ZS_RETURN_IF_ERROR(Train(*o, o->plan(), rank, 5, 3));
+  ZS_RETURN_IF_ERROR(Train(*b, b->plan(), rank, 5, 3));
+  ZS_RETURN_IF_ERROR(ExpectSameParams(*o, *b, absl::StrCat("restore back, stage ", stage)));
+  return ExpectSameParams(*d, *o, absl::StrCat("trained on, stage ", stage));
 }
 
 TEST(EngineOffloadStateTest, CheckpointReshardAndExportUnchanged) {
@@ -90,8 +111,19 @@ TEST(EngineOffloadStateTest, CheckpointReshardAndExportUnchanged) {
     for (int stage = 0; stage <= 3; ++stage) {
       absl::Status s = RunRanksAsThreads(
           2, absl::StrCat("state", stage, static_cast<int>(target)),
-          [&](int rank, Communicator* comm) { return StatePaths(rank, comm, stage, target); });
+          [&](int rank, Communicator* comm) { return StatePaths(rank, comm, stage, target, false); });
       ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+}
+
+TEST(EngineOffloadStateTest, ParamOffloadCheckpointReshardAndExportUnchanged) {
+  for (OffloadTarget target : {OffloadTarget::kDevice, OffloadTarget::kNvme}) {
+    for (int n : {1, 3}) {
+      absl::Status s = RunRanksAsThreads(
+          n, absl::StrCat("param_state", n, static_cast<int>(target)),
+          [&](int rank, Communicator* comm) { return StatePaths(rank, comm, 3, target, true); });
+      ASSERT_TRUE(s.ok()) << "N=" << n << " optimizer " << static_cast<int>(target) << ": " << s;
     }
   }
 }

@@ -3,7 +3,8 @@
 // loopback Gloo), stages 0-3, fp32 and bf16 compute, the parameters and
 // gradient norms after 10 steps with the host and NVMe stores (io_uring, and
 // pread/pwrite forced) are bit-equal to the same run in device memory,
-// which engine_equivalence_test checks against an independent reference.
+// which engine_equivalence_test checks against an independent reference;
+// and at stage 3 the same with the parameter shards in NVMe files too.
 // Also: checkpoint state (CopyOptimizerState) is bit-equal, a restore into
 // an offloaded engine continues identically, and with the NVMe store the
 // resident optimizer bytes are exactly the staging slots:
@@ -102,6 +103,50 @@ TEST_P(OffloadEquivalence, BitEqualToDeviceMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, OffloadEquivalence, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return absl::StrCat("N", info.param); });
+
+// Stage-3 parameter offload (--offload-params nvme, param_store.h): fp32
+// and bf16 compute, optimizer state in device memory or NVMe files,
+// prefetch distances 0, 1, 2 and 5, io_uring and forced pread/pwrite; bit-equal
+// to the run with neither offload.
+struct ParamVariant {
+  const char* name;
+  OffloadTarget optimizer;
+  int prefetch;
+  bool force_pread;
+};
+const ParamVariant kParamVariants[] = {{"opt_device_d2", OffloadTarget::kDevice, 2, false},
+                                       {"opt_nvme_d2", OffloadTarget::kNvme, 2, false},
+                                       {"opt_device_d0_pread", OffloadTarget::kDevice, 0, true},
+                                       {"opt_nvme_d1", OffloadTarget::kNvme, 1, false},
+                                       {"opt_device_d5_pread", OffloadTarget::kDevice, 5, true}};
+
+class ParamOffloadEquivalence : public ::testing::TestWithParam<int> {};
+
+TEST_P(ParamOffloadEquivalence, BitEqualToResidentParams) {
+  const int n = GetParam();
+  TempDir dir;
+  for (DType dtype : {DType::kFp32, DType::kBf16}) {
+    RunConfig config;
+    config.stage = 3;
+    config.compute = config.reduce = dtype;
+    const std::string base = absl::StrCat("pN", n, "_", DTypeName(dtype));
+    absl::StatusOr<std::vector<RankResult>> want = RunAll(n, config, base + "_resident");
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (const ParamVariant& v : kParamVariants) {
+      config.offload = {v.optimizer, dir.path(), "", v.force_pread};
+      config.params_offload = {true, dir.path(), "", v.force_pread, v.prefetch};
+      absl::StatusOr<std::vector<RankResult>> got = RunAll(n, config, base + "_" + v.name);
+      ASSERT_TRUE(got.ok()) << base << " " << v.name << ": " << got.status();
+      for (int r = 0; r < n; ++r) {
+        EXPECT_TRUE(BitEqual((*want)[r], (*got)[r])) << base << " " << v.name << " rank " << r;
+      }
+      EXPECT_EQ(dir.Entries(), 0) << "offload files left behind by " << base << " " << v.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ParamOffloadEquivalence, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return absl::StrCat("N", info.param); });
 
 }  // namespace

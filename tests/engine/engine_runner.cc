@@ -25,6 +25,7 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.device = config.device;
   o.control_comm = config.control_comm;
   o.offload = config.offload;
+  o.params_offload = config.params_offload;
   return o;
 }
 

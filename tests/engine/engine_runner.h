@@ -34,6 +34,8 @@ struct RunConfig {
   Communicator* control_comm = nullptr;
   // Where the optimizer state lives (default: device memory).
   OptimizerStoreOptions offload;
+  // Stage 3: the compute shards in NVMe files when enabled.
+  ParamStoreOptions params_offload;
 };
 
 EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);

@@ -142,8 +142,20 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
   EXPECT_EQ(back->offload_optimizer, "nvme");
   EXPECT_EQ(back->offload_dir, "/scratch");
   EXPECT_EQ(JobConfig{}.offload_optimizer, "none");
+  EXPECT_EQ(JobConfig{}.offload_prefetch, 2);
+  // Stage-3 parameter offload is accepted, with its prefetch distance.
+  auto p = JobConfig::FromJson(
+      R"({"stage": 3, "offload_params": "nvme", "offload_dir": "/scratch", "offload_prefetch": 4})");
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto p_back = JobConfig::FromJson(p->ToJson());
+  ASSERT_TRUE(p_back.ok()) << p_back.status();
+  EXPECT_EQ(p_back->offload_params, "nvme");
+  EXPECT_EQ(p_back->offload_prefetch, 4);
   for (const char* bad : {R"({"offload_optimizer": "disk"})", R"({"offload_optimizer": "nvme"})",
-                          R"({"offload_params": "host"})", R"({"offload_prefetch": -1})"}) {
+                          R"({"offload_params": "host"})", R"({"offload_prefetch": -1})",
+                          R"({"offload_prefetch": 65})",
+                          R"({"stage": 3, "offload_params": "nvme"})",
+                          R"({"stage": 2, "offload_params": "nvme", "offload_dir": "/scratch"})"}) {
     auto r = JobConfig::FromJson(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("offload"), std::string::npos) << r.status();

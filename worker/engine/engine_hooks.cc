@@ -63,8 +63,19 @@ void ShardedEngine::IssueGather(int u) {
   Unit& unit = units_[u];
   MustAllocate(unit.gathered, unit.plan->padded_numel * cbytes());
   if (Failed()) return;  // Zeros: the model unwinds, Step reports the error.
-  unit.gather_work = comm_->AllGather(unit.params.data(), unit.gathered.data(),
-                                      unit.plan->shard_numel, options_.compute_dtype,
+  const int64_t S = unit.plan->shard_numel;
+  const void* send = unit.params.data();
+  if (params_ != nullptr) {
+    // In place: the rank's slice of the gather buffer is the send buffer.
+    uint8_t* mine = Slice(unit.gathered, S, cbytes());
+    if (absl::Status s = StageParamShard(u, mine); !s.ok()) {
+      comm_->Abort();  // The peers would wait for this rank's gather.
+      Fail(s);
+      return;
+    }
+    send = mine;
+  }
+  unit.gather_work = comm_->AllGather(send, unit.gathered.data(), S, options_.compute_dtype,
                                       {options_.collective_timeout});
 }
 

@@ -106,9 +106,16 @@ absl::Status ShardedEngine::RebuildComputeCopy() {
     Unit& unit = units_[u];
     const int64_t n = unit.opt_range.length;
     ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
+    auto convert = [&](void* out) {
+      return device_->Convert(master, DType::kFp32, out, options_.compute_dtype, n);
+    };
+    if (params_ != nullptr) {  // Stage 3: the store holds the compute shard.
+      ZS_RETURN_IF_ERROR(WriteParamShard(u, convert));
+      continue;
+    }
     void* dst = (options_.stage == 0 || options_.stage == 3) ? unit.params.data()
                                                              : Slice(unit.params, n, cbytes());
-    ZS_RETURN_IF_ERROR(device_->Convert(master, DType::kFp32, dst, options_.compute_dtype, n));
+    ZS_RETURN_IF_ERROR(convert(dst));
     if (options_.stage == 1 || options_.stage == 2) {
       works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
                                        {options_.collective_timeout}));

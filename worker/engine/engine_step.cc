@@ -85,8 +85,12 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
     }
     void* out = (stage == 1 || stage == 2) ? Slice(unit.params, S, cbytes()) : unit.params.data();
     // The store streams units: u + 1 is read ahead while u is updated.
-    ZS_RETURN_IF_ERROR(opt_->Update(u, u + 1 < num_units ? u + 1 : 0, options_.adamw, step_,
-                                    multiplier, g, out, options_.compute_dtype));
+    auto update = [&](void* dst) {
+      return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, options_.adamw, step_, multiplier, g,
+                          dst, options_.compute_dtype);
+    };
+    // With params offload the new shard goes to the parameter store.
+    ZS_RETURN_IF_ERROR(params_ != nullptr ? WriteParamShard(u, update) : update(out));
     grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
     if (stage == 1 || stage == 2) {
       gathers.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
@@ -123,6 +127,7 @@ absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {
     ZeroGradients();
     result.skipped = true;
     result.step = step_;
+    ZS_RETURN_IF_ERROR(PrefetchNextStep());
     return result;
   }
   if (options_.max_grad_norm > 0.0f) {
@@ -133,6 +138,7 @@ absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {
   const absl::Status updated = UpdateShards(static_cast<float>(scale * result.clip_coef));
   ZeroGradients();
   ZS_RETURN_IF_ERROR(updated);
+  ZS_RETURN_IF_ERROR(PrefetchNextStep());
   result.step = step_;
   return result;
 }

@@ -46,6 +46,12 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
     return bad("collective_timeout: must be positive");
   }
   if (o.reserved_bytes < 0) return bad("reserved_bytes: must be >= 0");
+  if (o.params_offload.enabled && o.stage != 3) {
+    return bad("params_offload: needs stage 3 (stage ", o.stage, ")");
+  }
+  if (o.params_offload.prefetch < 0 || o.params_offload.prefetch > 64) {
+    return bad("params_offload.prefetch: ", o.params_offload.prefetch, " (expected 0..64)");
+  }
   if (initial.size() != plan.units.size()) {
     return bad("initial_units: ", initial.size(), " units, plan has ", plan.units.size());
   }
@@ -76,7 +82,8 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
 ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
                              const EngineOptions& options)
     : plan_(plan), comm_(comm), options_(options), rank_(comm->rank()),
-      world_size_(comm->world_size()), units_(plan_.units.size()) {
+      world_size_(comm->world_size()), units_(plan_.units.size()),
+      gather_order_(static_cast<int>(plan_.units.size())) {
   device_ = options_.device;
   if (device_ == nullptr) {
     owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);
@@ -84,6 +91,7 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
   }
   control_comm_ = options_.control_comm != nullptr ? options_.control_comm : comm_;
   options_.offload.timeout = options_.collective_timeout;
+  options_.params_offload.timeout = options_.collective_timeout;
   if (options_.offload.cpu_threads == 0) options_.offload.cpu_threads = options_.optimizer_threads;
   for (Unit& unit : units_) {
     unit.params = Buffer(MemoryKind::kParams);
@@ -105,6 +113,8 @@ absl::Status ShardedEngine::CheckFits() const {
   in.compute_dtype = options_.compute_dtype;
   in.reduce_dtype = options_.reduce_dtype;
   in.offload_optimizer = ToOptimizerOffload(options_.offload.target);
+  in.offload_params_nvme = options_.params_offload.enabled;
+  in.offload_prefetch = options_.params_offload.prefetch;
   in.cuda = cuda;
   in.activation_bytes = options_.reserved_bytes;
   ZS_ASSIGN_OR_RETURN(const MemoryPrediction p, PredictMemory(plan_, in));
@@ -145,6 +155,12 @@ absl::Status ShardedEngine::InitStore() {
   OptimizerStoreOptions o = options_.offload;
   if (o.file_prefix.empty()) o.file_prefix = absl::StrCat("zeroshard-", ::getpid(), "-r", rank_, "-");
   ZS_ASSIGN_OR_RETURN(opt_, CreateOptimizerStore(o, OptimizerSizes(), device_, &accountant_));
+  if (!options_.params_offload.enabled) return absl::OkStatus();
+  ParamStoreOptions p = options_.params_offload;
+  if (p.file_prefix.empty()) p.file_prefix = o.file_prefix;
+  std::vector<int64_t> bytes;
+  for (const UnitPlan& u : plan_.units) bytes.push_back(u.shard_numel * cbytes());
+  ZS_ASSIGN_OR_RETURN(params_, ParamStore::Create(p, std::move(bytes), &accountant_));
   return absl::OkStatus();
 }
 
@@ -168,10 +184,16 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   }
   ZS_RETURN_IF_ERROR(opt_->Load(u, master.data(), nullptr, nullptr));
   const int64_t held = stage <= 2 ? P : S;  // Compute copy: full, or the shard at stage 3.
-  ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
-  ZS_RETURN_IF_ERROR(device_->Convert(all + (stage <= 2 ? 0 : unit.opt_range.offset),
-                                      DType::kFp32, unit.params.data(), options_.compute_dtype,
-                                      held));
+  const float* from = all + (stage <= 2 ? 0 : unit.opt_range.offset);
+  auto convert = [&](void* out) {
+    return device_->Convert(from, DType::kFp32, out, options_.compute_dtype, held);
+  };
+  if (params_ != nullptr) {
+    ZS_RETURN_IF_ERROR(WriteParamShard(u, convert));
+  } else {
+    ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
+    ZS_RETURN_IF_ERROR(convert(unit.params.data()));
+  }
   ZS_RETURN_IF_ERROR(unit.grads.Allocate((stage <= 1 ? P : S) * gbytes()));
   // `padded` is freed on return: the copy out of the caller's vector and the
   // conversions must have finished first.

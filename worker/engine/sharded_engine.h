@@ -49,6 +49,16 @@
 // bit-equal results; the offloaded bytes are memory().offloaded and only
 // the staging slots count as optimizer memory.
 //
+// Parameter offload (stage 3, EngineOptions::params_offload, --offload-params
+// nvme): the resident shard compute copy is replaced by a ParamStore
+// (worker/offload/param_store.h), one file per unit. IssueGather(u) copies
+// u's shard from its staging slot into the rank's slice of the gather
+// buffer and all-gathers in place, after asking the store to read ahead the
+// next `prefetch` units of the gather order (gather_order.h); the update and
+// RebuildComputeCopy write each new shard into a slot, written back in the
+// background. Resident parameter bytes are the slots (kParams), the files
+// kOffloaded; results are bit-equal.
+//
 // Mixed precision: master weights, m and v are fp32 and exist only for the
 // optimizer range (the shard; all of P at stage 0). With bf16 compute the
 // model still sees fp32: the engine up-converts into a transient fp32 view
@@ -72,6 +82,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -85,8 +96,10 @@
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
+#include "worker/engine/gather_order.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
+#include "worker/offload/param_store.h"
 #include "worker/optim/adamw.h"
 
 namespace zeroshard {
@@ -111,6 +124,10 @@ struct EngineOptions {
   // memory (the default), host memory or NVMe files. Results are bit-equal
   // whichever. `offload.timeout` is replaced by collective_timeout.
   OptimizerStoreOptions offload;
+  // Stage 3 only (INVALID_ARGUMENT otherwise): the compute shards in NVMe
+  // files when `enabled`. `timeout` is replaced by collective_timeout; an
+  // empty file_prefix by the optimizer store's.
+  ParamStoreOptions params_offload;
   // Device bytes the caller will allocate beside the engine (the model's
   // activations and scratch, a BLAS work buffer), added to the engine's own
   // need in Create's memory check so a run that cannot fit is refused there
@@ -218,7 +235,8 @@ class ShardedEngine final : public UnitHooks {
     const UnitPlan* plan = nullptr;
     ElementRange opt_range;     // Optimizer state's range of the padded buffer; its
                                 // master, m, v are opt_'s unit.
-    DeviceBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3).
+    DeviceBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3);
+                                // empty with params offload (params_ holds it).
     DeviceBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
     DeviceBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
     std::unique_ptr<Work> gather_work;  // In flight into `gathered`.
@@ -243,6 +261,14 @@ class ShardedEngine final : public UnitHooks {
   // into `staging` (kBuffers) when offloaded.
   absl::StatusOr<const float*> MasterOnDevice(int u, DeviceBuffer& staging);
   absl::Status CheckFits() const;
+  // Params offload (engine_params.cc): `fill` writes unit u's new compute
+  // shard into device memory it is given; the shard then goes to the store.
+  absl::Status WriteParamShard(int u, const std::function<absl::Status(void*)>& fill);
+  // Unit u's shard from the store into `dst` (device memory), after asking
+  // the store to read ahead the units gathered next.
+  absl::Status StageParamShard(int u, void* dst);
+  // Reads ahead the first units of the next step's gathers (after Step).
+  absl::Status PrefetchNextStep();
   // A buffer of `kind` on the device, empty.
   DeviceBuffer Buffer(MemoryKind kind) { return DeviceBuffer(device_, &accountant_, kind); }
   // Allocates inside a hook, which cannot return an error: out of device
@@ -293,6 +319,8 @@ class ShardedEngine final : public UnitHooks {
   MemoryAccountant accountant_;
   std::vector<Unit> units_;
   std::unique_ptr<OptimizerStore> opt_;  // Master, m, v of every unit.
+  std::unique_ptr<ParamStore> params_;   // Stage-3 compute shards, with params offload.
+  GatherOrder gather_order_;
   std::deque<PendingReduce> pending_;
   // Stream-ordered collectives not yet Waited; their buffers may already be
   // freed (stream-ordered, so not reused before the op is done).

@@ -58,6 +58,7 @@ absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const Mo
   if (!options.offload_optimizer.empty()) job.offload_optimizer = options.offload_optimizer;
   if (!options.offload_params.empty()) job.offload_params = options.offload_params;
   if (!options.offload_dir.empty()) job.offload_dir = options.offload_dir;
+  if (options.offload_prefetch >= 0) job.offload_prefetch = options.offload_prefetch;
   ZS_RETURN_IF_ERROR(job.Validate());
   const bool opt = job.offload_optimizer == "nvme", params = job.offload_params == "nvme";
   if (!opt && !params) return absl::OkStatus();
@@ -115,6 +116,9 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
                      : job.offload_optimizer == "nvme" ? OffloadTarget::kNvme
                                                        : OffloadTarget::kDevice;
   o.offload.dir = job.offload_dir;
+  o.params_offload.enabled = job.offload_params == "nvme";
+  o.params_offload.dir = job.offload_dir;
+  o.params_offload.prefetch = job.offload_prefetch;
   return o;
 }
 

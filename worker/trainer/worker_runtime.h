@@ -40,6 +40,7 @@ struct WorkerOptions {
   int threads = 1;          // Compute threads; 0 = the job's setting.
   // Override the job's offload settings when non-empty (common/offload_config.h).
   std::string offload_optimizer, offload_params, offload_dir;
+  int offload_prefetch = -1;  // --offload-prefetch; -1 = the job's.
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
   // A Join refused because a live member holds this worker id (this
   // worker's previous run, e.g. a restarted pod, before its lease lapsed) is
