@@ -22,10 +22,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/cli.h"
 #include "absl/time/clock.h"
 #include "common/rpc/rpc_security.h"
 #include "grpcpp/server.h"
@@ -73,28 +75,18 @@ struct Flags {
   std::string tls_dir;  // "" = plaintext only.
 };
 
-// False (after naming the flag on stderr) for an unknown flag.
-bool ParseFlags(int argc, char** argv, Flags& flags) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string f = argv[i];
-    if (f == "--mib") {
-      flags.mib = std::atoll(argv[i + 1]);
-    } else if (f == "--ranks") {
-      flags.ranks = std::atoi(argv[i + 1]);
-    } else if (f == "--runs") {
-      flags.runs = std::atoi(argv[i + 1]);
-    } else if (f == "--dir") {
-      flags.base = argv[i + 1];
-    } else if (f == "--chunk-kib") {
-      flags.chunk_kib = std::atoll(argv[i + 1]);
-    } else if (f == "--tls-dir") {
-      flags.tls_dir = argv[i + 1];
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", f.c_str());
-      return false;
-    }
-  }
-  return true;
+// The flags; std::nullopt to go on, else the exit code (0 after --help).
+std::optional<int> ParseFlags(int argc, char** argv, Flags& flags) {
+  CLI::App app("Checkpoint save and restore through the checkpoint service against a plain "
+               "sequential write+fsync / read of the same bytes to the same disk");
+  app.add_option("--mib", flags.mib, "state bytes in all (MiB)")->check(CLI::PositiveNumber);
+  app.add_option("--ranks", flags.ranks, "uploading ranks")->check(CLI::PositiveNumber);
+  app.add_option("--runs", flags.runs, "timed runs (median)")->check(CLI::PositiveNumber);
+  app.add_option("--dir", flags.base, "where the checkpoints and the plain files go");
+  app.add_option("--chunk-kib", flags.chunk_kib, "upload chunk, KiB")->check(CLI::PositiveNumber);
+  app.add_option("--tls-dir", flags.tls_dir,
+                 "also run over mTLS with certificates generated here (openssl)");
+  return zs::ParseCommandLine(app, argc, argv);
 }
 
 // 8 units; total state bytes = 3 kinds * numel * 4 = mib MiB.
@@ -273,7 +265,7 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
 
 int main(int argc, char** argv) {
   Flags flags;
-  if (!ParseFlags(argc, argv, flags)) return 2;
+  if (std::optional<int> code = ParseFlags(argc, argv, flags)) return *code;
   const std::string dir = flags.base + "/zeroshard_ckpt_bench_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const zs::ShardPlan plan = BenchPlan(flags.mib, flags.ranks);

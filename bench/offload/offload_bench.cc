@@ -21,7 +21,9 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 
+#include "common/cli.h"
 #include "absl/strings/str_cat.h"
 #include "bench/offload/offload_bench.h"
 #include "worker/comm/gloo_communicator.h"
@@ -80,21 +82,16 @@ double StepSeconds(const Args& a, Communicator* comm, OffloadTarget target) {
   return Median(times);
 }
 
-Args Parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dir") a.dir = v;
-    else if (k == "--units") a.units = std::atoi(v.c_str());
-    else if (k == "--elements") a.elements = std::atol(v.c_str());
-    else if (k == "--reps") a.reps = std::atoi(v.c_str());
-    else if (k == "--steps") a.steps = std::atoi(v.c_str());
-    else {
-      std::fprintf(stderr, "offload_bench: unknown flag %s\n", k.c_str());
-      std::exit(2);
-    }
-  }
-  return a;
+// The flags; std::nullopt to go on, else the exit code (0 after --help).
+std::optional<int> Parse(int argc, char** argv, Args& a) {
+  CLI::App app("Offload step time (none / host / nvme; stage-3 params nvme) and the NVMe store's "
+               "throughput against plain sequential O_DIRECT I/O of the same bytes");
+  app.add_option("--dir", a.dir, "where the offload files go (an NVMe-backed dir)");
+  app.add_option("--units", a.units, "units of the synthetic model")->check(CLI::PositiveNumber);
+  app.add_option("--elements", a.elements, "fp32 elements per unit")->check(CLI::PositiveNumber);
+  app.add_option("--reps", a.reps, "timed repetitions (median)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", a.steps, "steps per repetition (mean)")->check(CLI::PositiveNumber);
+  return ParseCommandLine(app, argc, argv);
 }
 
 }  // namespace
@@ -102,7 +99,8 @@ Args Parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace zeroshard;
-  const bench::Args a = bench::Parse(argc, argv);
+  bench::Args a;
+  if (std::optional<int> code = bench::Parse(argc, argv, a)) return *code;
   std::ifstream load("/proc/loadavg");
   std::string l1;
   load >> l1;

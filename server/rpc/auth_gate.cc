@@ -110,9 +110,14 @@ absl::StatusOr<Role> AuthGate::Authorize(const grpc::ServerContextBase& ctx,
   if (p->member == MemberRule::kSelf) {
     if (std::find(proven.begin(), proven.end(), member_id) != proven.end()) return role;
     // A member id that is not live (its lease expired, or a restarted
-    // coordinator never knew it) has nothing to impersonate: the core
-    // answers NOT_FOUND, which tells a worker to Join again.
-    if (!is_live_(member_id)) return role;
+    // coordinator never knew it): NOT_FOUND, as the core would say, tells
+    // a worker to Join again. Answered here, so the call never reaches the
+    // core even if the id becomes live meanwhile.
+    if (member_id == 0) return role;  // Never a member: the core's INVALID_ARGUMENT.
+    if (!is_live_(member_id)) {
+      return absl::NotFoundError(
+          absl::StrCat(p->method, ": member_id ", member_id, " is not a member; Join again"));
+    }
     return absl::PermissionDeniedError(absl::StrCat(
         p->method, " acts as member ", member_id, " but carries no valid credential of it (",
         kMemberHeader, ": <member_id>:<JoinResponse.member_secret>)"));

@@ -15,13 +15,14 @@
 // Member binding (with or without tokens): an RPC that names a member
 // (Heartbeat, Leave, ReportFailure, ReportStep) must carry that member's
 // credential "<member_id>:<secret>" in the x-zeroshard-member header (a
-// member id that is not live passes on, for the core's NOT_FOUND); KV
+// member id that is not live gets NOT_FOUND: Join again); KV
 // writes and checkpoint uploads must carry a live member's. An admin token
 // acts for any member. The secret is HMAC-SHA256(key, member_id) under a
 // key drawn at start, so it needs no table and dies with the process.
 //
 // Errors: UNAUTHENTICATED naming the missing or unknown token;
-// PERMISSION_DENIED naming the role needed or the member credential missing.
+// PERMISSION_DENIED naming the role needed or the member credential missing;
+// NOT_FOUND for a member id (MemberRule::kSelf) that is not live.
 // Thread safety: const methods are thread-safe.
 #pragma once
 
