@@ -189,6 +189,8 @@ class CoordinatorCore {
   absl::Status CheckReporterLocked(const v1::StepReport& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckKvRequestLocked(const std::string& job_id, uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counters at 0 and zeroshard_build_info, once at construction.
+  void PublishInitialMetrics(MetricsRegistry* metrics);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoreOptions options_;

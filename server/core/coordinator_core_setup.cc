@@ -199,6 +199,13 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
           "1 for each rank of the running generation, with its worker id, the worker's "
           "hostname and its Kubernetes pod (\"\" outside Kubernetes).",
           {"rank", "worker_id", "host", "pod"})) {
+  PublishInitialMetrics(metrics);
+  absl::MutexLock lock(&mu_);
+  kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
+  UpdateGaugesLocked();
+}
+
+void CoordinatorCore::PublishInitialMetrics(MetricsRegistry* metrics) {
   heartbeats_metric_->Add({}, 0);  // Counters exist at 0, so increase() sees the first event.
   joins_metric_->Add({}, 0);
   for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
@@ -208,9 +215,6 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
                  "non-loopback address without TLS and tokens (--insecure).",
                  {"version", "insecure"})
       ->Set({kZeroshardVersion, options_.insecure ? "true" : "false"}, 1);
-  absl::MutexLock lock(&mu_);
-  kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
-  UpdateGaugesLocked();
 }
 
 void CoordinatorCore::UpdateGaugesLocked() {

@@ -45,11 +45,12 @@ class BadInputTest : public ::testing::Test {
     using C = absl::StatusCode;
     v1::HeartbeatRequest hb;
     hb.set_job_id("bad");
-    // A member id the caller holds no credential of is refused before its
-    // fields are looked at (server/rpc/auth_gate.h).
-    ExpectRefused(client_->Heartbeat(hb).status(), C::kPermissionDenied, "member 0");
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "member_id is 0");
+    // A member id that is not live is NOT_FOUND (Join again) at the gate
+    // (server/rpc/auth_gate.h); a live one without its credential is
+    // PERMISSION_DENIED (tests/security/impersonation_test.cc).
     hb.set_member_id(999999);
-    ExpectRefused(client_->Heartbeat(hb).status(), C::kPermissionDenied, "member 999999");
+    ExpectRefused(client_->Heartbeat(hb).status(), C::kNotFound, "member_id 999999");
     hb.set_member_id(member_);
     hb.set_generation(1000);
     ExpectRefused(client_->Heartbeat(hb).status(), C::kInvalidArgument, "generation");
@@ -57,7 +58,7 @@ class BadInputTest : public ::testing::Test {
     v1::LeaveRequest leave;
     leave.set_job_id("bad");
     leave.set_member_id(12345);
-    ExpectRefused(client_->Leave(leave), C::kPermissionDenied, "member 12345");
+    ExpectRefused(client_->Leave(leave), C::kNotFound, "member_id 12345");
 
     v1::ReportFailureRequest f;
     f.set_job_id("bad");

@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
+#include "common/rpc/rpc_security.h"
 #include "common/rpc/stream_limits.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -57,6 +59,8 @@ class StreamLimitsRpcTest : public ::testing::Test {
     j.set_worker_id("w");
     v1::JoinResponse joined;
     ASSERT_TRUE(coord_->Join(&ctx, j, &joined).ok());
+    // Uploads need a member's credential (server/rpc/auth_gate.h).
+    credential_ = absl::StrCat(joined.member_id(), ":", joined.member_secret());
     watch_.set_job_id("streams");
     watch_.set_member_id(joined.member_id());
   }
@@ -77,6 +81,7 @@ class StreamLimitsRpcTest : public ::testing::Test {
   std::unique_ptr<v1::Coordinator::Stub> coord_;
   std::unique_ptr<v1::CheckpointService::Stub> ckpt_;
   v1::GetGenerationRequest watch_;
+  std::string credential_;  // "<member_id>:<secret>" of the joined member.
 };
 
 TEST_F(StreamLimitsRpcTest, StreamsPastTheLimitAreRefusedAndCancelFreesTheSlot) {
@@ -91,6 +96,7 @@ TEST_F(StreamLimitsRpcTest, StreamsPastTheLimitAreRefusedAndCancelFreesTheSlot) 
 
   // The checkpoint streams count against the same caller.
   grpc::ClientContext up_ctx;
+  up_ctx.AddMetadata(kMemberHeader, credential_);
   v1::UploadShardResponse up;
   auto writer = ckpt_->UploadShard(&up_ctx, &up);
   writer->WritesDone();
