@@ -9,12 +9,13 @@ set -euo pipefail
 
 # python3: `zeroshard launch` trains on Python's standard-library sources by
 # default. GoogleTest and benchmark: the build compiles the tests and benches.
+# openssl (the CLI): the security tests make their certificates with it.
 DEB_PACKAGES=(
   cmake g++ pkg-config ninja-build ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev
   libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libopenblas-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  libbenchmark-dev python3 liburing-dev
+  libbenchmark-dev python3 liburing-dev openssl
 )
 
 # shellcheck source=scripts/apt_missing.sh

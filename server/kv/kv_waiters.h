@@ -1,6 +1,7 @@
 // Parked KvWaits of the running generation, indexed by key: a Set wakes only
 // the waiters of that key, and no wait holds a thread while it is parked
-// (the gRPC adapter runs KvWait on the callback API; issue 16).
+// (the gRPC adapter runs KvWait on the asynchronous API,
+// server/rpc/kv_wait_calls.h; issue 16).
 //
 // How it works: a waiter is the set of its keys still missing, a deadline
 // and a `done` callback. by_key_ maps each missing key to its waiters, so

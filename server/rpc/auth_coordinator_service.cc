@@ -11,9 +11,9 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
-class GuardedCoordinator final : public CoordinatorServiceBase {
+class GuardedCoordinator final : public AsyncKvWaitService {
  public:
-  GuardedCoordinator(CoordinatorServiceBase* inner, const AuthGate* gate,
+  GuardedCoordinator(v1::Coordinator::Service* inner, const AuthGate* gate,
                      const CoordinatorCore* core)
       : inner_(inner), gate_(gate), core_(core) {}
 
@@ -62,15 +62,6 @@ class GuardedCoordinator final : public CoordinatorServiceBase {
   Status KvGet(ServerContext* c, const v1::KvGetRequest* q, v1::KvGetResponse* a) override {
     return Guard(c, "Coordinator/KvGet", 0, [&] { return inner_->KvGet(c, q, a); });
   }
-  // On the callback API like the wrapped one: a refused wait finishes at once.
-  grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* c, const v1::KvWaitRequest* q,
-                                   v1::KvWaitResponse* a) override {
-    absl::StatusOr<Role> role = gate_->Authorize(*c, "Coordinator/KvWait", 0);
-    if (role.ok()) return inner_->KvWait(c, q, a);
-    grpc::ServerUnaryReactor* refused = c->DefaultReactor();
-    refused->Finish(ToGrpcStatus(role.status()));
-    return refused;
-  }
   Status KvAdd(ServerContext* c, const v1::KvAddRequest* q, v1::KvAddResponse* a) override {
     return Guard(c, "Coordinator/KvAdd", 0, [&] { return inner_->KvAdd(c, q, a); });
   }
@@ -91,15 +82,15 @@ class GuardedCoordinator final : public CoordinatorServiceBase {
     return call();
   }
 
-  CoordinatorServiceBase* const inner_;
+  v1::Coordinator::Service* const inner_;
   const AuthGate* const gate_;
   const CoordinatorCore* const core_;
 };
 
 }  // namespace
 
-std::unique_ptr<CoordinatorServiceBase> GuardCoordinatorService(
-    CoordinatorServiceBase* inner, const AuthGate* gate, const CoordinatorCore* core) {
+std::unique_ptr<AsyncKvWaitService> GuardCoordinatorService(
+    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core) {
   return std::make_unique<GuardedCoordinator>(inner, gate, core);
 }
 

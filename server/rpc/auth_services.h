@@ -12,14 +12,16 @@
 
 #include "server/core/coordinator_core.h"
 #include "server/rpc/auth_gate.h"
-#include "server/rpc/coordinator_service.h"
+#include "server/rpc/kv_wait_calls.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
 
-std::unique_ptr<CoordinatorServiceBase> GuardCoordinatorService(
-    CoordinatorServiceBase* inner, const AuthGate* gate, const CoordinatorCore* core);
+// The guard is what the server registers; its KvWait is asynchronous
+// (kv_wait_calls.h authorizes those calls itself) and `inner`'s is unused.
+std::unique_ptr<AsyncKvWaitService> GuardCoordinatorService(
+    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
     v1::CheckpointService::Service* inner, const AuthGate* gate);
 

@@ -10,6 +10,7 @@
 #include "common/rpc/rpc_security.h"
 #include "server/rpc/auth_services.h"
 #include "server/rpc/coordinator_service.h"
+#include "server/rpc/kv_wait_calls.h"
 
 namespace zeroshard {
 namespace {
@@ -105,6 +106,9 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(guarded_service_.get());
+  // KvWait on the asynchronous API ([Note: poller starvation]).
+  kv_waits_ = std::make_unique<server::KvWaitCalls>(guarded_service_.get(), core, gate_.get(),
+                                                    builder.AddCompletionQueue());
   if (options_.checkpoint_service != nullptr) {
     guarded_checkpoints_ =
         server::GuardCheckpointService(options_.checkpoint_service, gate_.get());
@@ -115,6 +119,7 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   if (grpc_server_ == nullptr || port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", options_.listen));
   }
+  kv_waits_->Start();
   return absl::OkStatus();
 }
 
@@ -140,6 +145,7 @@ void CoordinatorServer::Shutdown() {
   if (grpc_server_ != nullptr) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
+  if (kv_waits_ != nullptr) kv_waits_->Shutdown();  // After the server's, as gRPC requires.
   if (http_ != nullptr) http_->Stop();
   if (!stop_ticker_.HasBeenNotified()) stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();

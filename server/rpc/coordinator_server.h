@@ -30,6 +30,7 @@
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
 #include "server/rpc/auth_gate.h"
+#include "server/rpc/kv_wait_calls.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "server/rpc/heartbeat_watchdog.h"
 #include "server/state/durable_state.h"
@@ -118,9 +119,10 @@ class CoordinatorServer {
   std::unique_ptr<StreamLimits> own_streams_;  // When options.stream_limits is null.
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<server::AuthGate> gate_;
-  std::unique_ptr<grpc::Service> guarded_service_;      // service_ behind gate_.
+  std::unique_ptr<server::AsyncKvWaitService> guarded_service_;  // service_ behind gate_.
   std::unique_ptr<grpc::Service> guarded_checkpoints_;  // options.checkpoint_service behind gate_.
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<server::KvWaitCalls> kv_waits_;  // Its queue outlives no server call.
   std::unique_ptr<server::MetricsHttpServer> http_;
   std::thread ticker_;
   absl::Notification stop_ticker_;

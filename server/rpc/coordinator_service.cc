@@ -80,54 +80,6 @@ grpc::Status CoordinatorService::KvGet(grpc::ServerContext*, const v1::KvGetRequ
   return Reply(core_->KvGet(*request), response, kSetValue);
 }
 
-namespace {
-
-// One parked KvWait. Owned by gRPC from the handler's return until OnDone.
-// [Note: wait reactor] Finish is called exactly once: by the core's `done`
-// (which KvWaiters calls once per wait, cancel included) or, for a request
-// refused up front, by the constructor.
-class KvWaitReactor final : public grpc::ServerUnaryReactor {
- public:
-  KvWaitReactor(CoordinatorCore* core, grpc::CallbackServerContext* context,
-                const v1::KvWaitRequest& request)
-      : core_(core) {
-    absl::StatusOr<uint64_t> id = core_->StartKvWait(
-        request, PeerHost(context->peer()),
-        [this](const absl::Status& s) { Finish(ToGrpcStatus(s)); });
-    absl::MutexLock lock(&mu_);
-    if (!id.ok()) {
-      Finish(ToGrpcStatus(id.status()));
-      return;
-    }
-    id_ = *id;
-    if (cancelled_) core_->CancelKvWait(id_);
-  }
-  void OnCancel() override {
-    uint64_t id = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      id = id_;
-    }
-    if (id != 0) core_->CancelKvWait(id);  // No-op if it already finished.
-  }
-  void OnDone() override { delete this; }
-
- private:
-  CoordinatorCore* const core_;
-  absl::Mutex mu_;
-  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-}  // namespace
-
-grpc::ServerUnaryReactor* CoordinatorService::KvWait(grpc::CallbackServerContext* context,
-                                                     const v1::KvWaitRequest* request,
-                                                     v1::KvWaitResponse*) {
-  return new KvWaitReactor(core_, context, *request);
-}
-
 grpc::Status CoordinatorService::KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,
                                        v1::KvAddResponse* response) {
   return Reply(core_->KvAdd(*request), response, kSetValue);

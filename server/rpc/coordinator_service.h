@@ -4,12 +4,10 @@
 // and then after every generation change, until the client cancels, its
 // deadline passes, or the server shuts down.
 //
-// KvWait runs on gRPC's callback API (ServerUnaryReactor): a parked wait
-// holds no thread, a client's cancel frees its slot at once
-// (CoordinatorCore::StartKvWait), and its caller is the peer's host.
+// KvWait is not here: it runs on gRPC's asynchronous API (kv_wait_calls.h),
+// with no thread per parked wait.
 //
-// Thread safety: called concurrently by gRPC's sync server threads and its
-// callback threads.
+// Thread safety: called concurrently by gRPC's sync server threads.
 #pragma once
 
 #include "common/rpc/stream_limits.h"
@@ -19,11 +17,7 @@
 
 namespace zeroshard::server {
 
-// The Coordinator service with KvWait on the callback API: what
-// CoordinatorService and its guard (auth_services.h) both are.
-using CoordinatorServiceBase = v1::Coordinator::WithCallbackMethod_KvWait<v1::Coordinator::Service>;
-
-class CoordinatorService final : public CoordinatorServiceBase {
+class CoordinatorService final : public v1::Coordinator::Service {
  public:
   // `streams` (may be null: no limit) counts open WatchGeneration streams
   // per caller; `watchdog` (may be null) times every Heartbeat. All must
@@ -49,9 +43,6 @@ class CoordinatorService final : public CoordinatorServiceBase {
                      v1::KvSetResponse* response) override;
   grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest* request,
                      v1::KvGetResponse* response) override;
-  grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* context,
-                                   const v1::KvWaitRequest* request,
-                                   v1::KvWaitResponse* response) override;
   grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request,
                      v1::KvAddResponse* response) override;
   grpc::Status ReportStep(grpc::ServerContext*, const v1::StepReport* request,

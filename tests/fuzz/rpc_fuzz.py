@@ -170,13 +170,20 @@ class Member:
         return md
 
     def heartbeat(self):
+        """Renews the lease; rejoins once evicted (fuzzed Leave/ReportFailure calls may
+        remove it, and a fuzzed report may even complete the job: then it stays out)."""
+        if self.id == 0:
+            return
         try:
             self.beat(string_field(1, b"fuzz") + varint(2 << 3) + varint(self.id),
                       metadata=self.metadata(), timeout=10)
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.NOT_FOUND:
-                raise
-            self.rejoin()
+                return  # A fuzzed call may have ended the generation: answered, not a hang.
+            try:
+                self.rejoin()
+            except grpc.RpcError:
+                self.id, self.secret = 0, ""  # The job ended: no member from now on.
 
 
 def random_metadata(rng, member):
@@ -206,7 +213,8 @@ def start(bin_dir, tmp):
     with open(tokens, "w") as f:
         f.writelines(f"{role} {token}\n" for role, token in TOKENS.items())
     proc = subprocess.Popen([os.path.join(bin_dir, "zeroshard-coordinator"), "--listen",
-                             "127.0.0.1:0", "--token-file", tokens, "--metrics-listen", "127.0.0.1:0", "--job-id", "fuzz",
+                             "127.0.0.1:0", "--token-file", tokens,
+                             "--job-config-json", '{"steps": 100000000}', "--metrics-listen", "127.0.0.1:0", "--job-id", "fuzz",
                              "--state-dir", os.path.join(tmp, "state"), "--checkpoint-dir",
                              os.path.join(tmp, "ckpt"), "--min-workers", "1", "--settle", "0.1"],
                             stdout=log, stderr=subprocess.STDOUT)
