@@ -10,7 +10,6 @@ their index (a periodic stall shows as evenly spaced indices; see
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,14 +25,7 @@ def start(path, log):
     proc = subprocess.Popen([path, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--job-id",
                              "lat", "--min-workers", "1", "--settle", "0.1"],
                             stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(200):
-        log.seek(0)
-        m = re.search(r"listening on (\S+) \(grpc\)", log.read())
-        if m:
-            return proc, m.group(1)
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("heartbeat_latency: the coordinator printed no address")
+    return proc, rf.wait_address(proc, log, "heartbeat_latency")
 
 
 def main():

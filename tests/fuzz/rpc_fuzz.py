@@ -218,15 +218,20 @@ def start(bin_dir, tmp):
                              "--state-dir", os.path.join(tmp, "state"), "--checkpoint-dir",
                              os.path.join(tmp, "ckpt"), "--min-workers", "1", "--settle", "0.1"],
                             stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 20
+    return proc, wait_address(proc, log, "rpc_fuzz")
+
+
+def wait_address(proc, log, who, seconds=20):
+    """The gRPC address a starting coordinator prints to `log` (kills it if none)."""
+    deadline = time.time() + seconds
     while time.time() < deadline:
         log.seek(0)
         m = re.search(r"listening on (\S+) \(grpc\)", log.read())
         if m:
-            return proc, m.group(1)
+            return m.group(1)
         time.sleep(0.1)
     proc.kill()
-    raise SystemExit("rpc_fuzz: the coordinator printed no address")
+    raise SystemExit(f"{who}: the coordinator printed no address")
 
 
 def main():

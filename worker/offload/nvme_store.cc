@@ -148,15 +148,7 @@ absl::Status NvmeStore::Update(int u, int next, const AdamWHyperparams& hp, int6
   return absl::OkStatus();
 }
 
-absl::Status NvmeStore::Flush() {
-  absl::Status first;
-  for (Slot& s : slots_) {
-    absl::Status st = writes_.Wait(s.write, options_.timeout);
-    if (st.ok()) s.write = 0;
-    if (first.ok()) first = st;
-  }
-  return first;
-}
+absl::Status NvmeStore::Flush() { return WaitWriteBacks(writes_, slots_, options_.timeout); }
 
 absl::Status NvmeStore::Load(int u, const float* master, const float* m, const float* v) {
   ZS_RETURN_IF_ERROR(CheckUnit(u));

@@ -158,14 +158,6 @@ absl::Status ParamStore::Commit(int u) {
   return absl::OkStatus();
 }
 
-absl::Status ParamStore::Flush() {
-  absl::Status first;
-  for (Slot& s : slots_) {
-    absl::Status st = writes_.Wait(s.write, options_.timeout);
-    if (st.ok()) s.write = 0;
-    if (first.ok()) first = st;
-  }
-  return first;
-}
+absl::Status ParamStore::Flush() { return WaitWriteBacks(writes_, slots_, options_.timeout); }
 
 }  // namespace zeroshard
