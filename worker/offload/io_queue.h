@@ -54,17 +54,4 @@ class IoQueue {
   std::thread thread_;
 };
 
-// Waits for every staging slot's pending write-back (`slot.write`, a
-// Ticket; reset to 0 once it succeeded) and returns the first error.
-template <typename Slots>
-absl::Status WaitWriteBacks(IoQueue& queue, Slots& slots, absl::Duration timeout) {
-  absl::Status first;
-  for (auto& slot : slots) {
-    absl::Status st = queue.Wait(slot.write, timeout);
-    if (st.ok()) slot.write = 0;
-    if (first.ok()) first = st;
-  }
-  return first;
-}
-
 }  // namespace zeroshard

@@ -11,6 +11,7 @@
 #include "worker/offload/block_file.h"
 #include "worker/offload/host_update.h"
 #include "worker/offload/io_queue.h"
+#include "worker/offload/staging_slot.h"
 #include "worker/offload/stores.h"
 
 namespace zeroshard::offload_internal {
@@ -46,12 +47,7 @@ class NvmeStore final : public OptimizerStore {
   }
 
  private:
-  struct Slot {
-    AlignedBytes mem;
-    int unit = -1;             // The unit whose state the slot holds, or -1.
-    IoQueue::Ticket read = 0;  // Pending read into it (reads_).
-    IoQueue::Ticket write = 0; // Pending write-back out of it (writes_).
-  };
+  using Slot = StagingSlot;  // Reads on reads_, write-backs on writes_.
   int64_t Segment(int u) const { return AlignUp(size(u) * 4); }
   int64_t FileBytes(int u) const { return 3 * Segment(u); }
   UnitState View(Slot& s) {
@@ -60,18 +56,8 @@ class NvmeStore final : public OptimizerStore {
     return {base, base + seg, base + 2 * seg, size(s.unit)};
   }
   // Waits until the slot's transfers are done.
-  absl::Status Settle(Slot& s) {
-    ZS_RETURN_IF_ERROR(reads_.Wait(s.read, options_.timeout));
-    ZS_RETURN_IF_ERROR(writes_.Wait(s.write, options_.timeout));
-    s.read = s.write = 0;
-    return absl::OkStatus();
-  }
-  Slot* Holding(int u) {
-    for (Slot& s : slots_) {
-      if (s.unit == u) return &s;
-    }
-    return nullptr;
-  }
+  absl::Status Settle(Slot& s) { return SettleSlot(reads_, writes_, s, options_.timeout); }
+  Slot* Holding(int u) { return SlotHolding(slots_, u); }
   // A slot holding neither `keep_a` nor `keep_b`, settled and emptied:
   // an empty one first, else the one written back longest ago.
   absl::StatusOr<Slot*> FreeSlot(int keep_a, int keep_b);
@@ -91,10 +77,7 @@ class NvmeStore final : public OptimizerStore {
 absl::Status NvmeStore::Init() {
   slot_bytes_ = 3 * AlignUp(4 * MaxSize(sizes()));
   slots_.resize(kStagingSlots);
-  for (Slot& s : slots_) {
-    ZS_ASSIGN_OR_RETURN(s.mem, AllocateAligned(slot_bytes_));
-    std::memset(s.mem.get(), 0, slot_bytes_);
-  }
+  ZS_RETURN_IF_ERROR(AllocateSlots(slots_, slot_bytes_));
   accountant_->Allocated(MemoryKind::kOptimizer, slot_bytes_ * kStagingSlots);
   files_.resize(num_units());
   for (int u = 0; u < num_units(); ++u) {

@@ -50,10 +50,7 @@ absl::Status ParamStore::Init() {
   const int64_t max_bytes = bytes_.empty() ? 0 : *std::max_element(bytes_.begin(), bytes_.end());
   slot_bytes_ = AlignUp(max_bytes);
   slots_.resize(options_.prefetch + 1);
-  for (Slot& s : slots_) {
-    ZS_ASSIGN_OR_RETURN(s.mem, AllocateAligned(slot_bytes_));
-    std::memset(s.mem.get(), 0, slot_bytes_);
-  }
+  ZS_RETURN_IF_ERROR(AllocateSlots(slots_, slot_bytes_));
   // One formula with the memory model, which the accounting must equal.
   ZS_CHECK(StagingBytes() == ParamStagingBytes(options_.prefetch, max_bytes));
   accountant_->Allocated(MemoryKind::kParams, StagingBytes());
@@ -74,18 +71,10 @@ absl::Status ParamStore::CheckUnit(int u) const {
   return absl::OkStatus();
 }
 
-ParamStore::Slot* ParamStore::Holding(int u) {
-  for (Slot& s : slots_) {
-    if (s.unit == u) return &s;
-  }
-  return nullptr;
-}
+ParamStore::Slot* ParamStore::Holding(int u) { return SlotHolding(slots_, u); }
 
 absl::Status ParamStore::Settle(Slot& s) {
-  ZS_RETURN_IF_ERROR(reads_.Wait(s.read, options_.timeout));
-  ZS_RETURN_IF_ERROR(writes_.Wait(s.write, options_.timeout));
-  s.read = s.write = 0;
-  return absl::OkStatus();
+  return SettleSlot(reads_, writes_, s, options_.timeout);
 }
 
 absl::StatusOr<ParamStore::Slot*> ParamStore::FreeSlot(absl::Span<const int> keep) {

@@ -38,6 +38,7 @@
 #include "worker/device/memory_accounting.h"
 #include "worker/offload/block_file.h"
 #include "worker/offload/io_queue.h"
+#include "worker/offload/staging_slot.h"
 
 namespace zeroshard {
 
@@ -82,11 +83,7 @@ class ParamStore {
   bool uses_uring() const { return reads_.uses_uring(); }
 
  private:
-  struct Slot {
-    AlignedBytes mem;
-    int unit = -1;             // The unit whose shard the slot holds, or -1.
-    IoQueue::Ticket read = 0;  // Pending read into it (reads_).
-    IoQueue::Ticket write = 0; // Pending write-back out of it (writes_).
+  struct Slot : StagingSlot {  // Reads on reads_, write-backs on writes_.
     int64_t used = 0;          // Last use, for least-recently-used eviction.
   };
   ParamStore(const ParamStoreOptions& options, std::vector<int64_t> bytes,
