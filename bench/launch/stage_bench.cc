@@ -67,8 +67,8 @@ StageRun RunStage(const Options& o, int stage, const std::string& dir) {
   return run;
 }
 
-// The clipping coefficient min(1, max_norm / (||g|| + 1e-6)) over every
-// gradient (1 when max_norm <= 0), as the engine applies it.
+// The clipping coefficient over every gradient (1 when max_norm <= 0), as
+// the engine applies it.
 float ClipScale(const LocalParams& params, float max_norm) {
   if (max_norm <= 0) return 1.0f;
   double sum = 0;
@@ -76,7 +76,7 @@ float ClipScale(const LocalParams& params, float max_norm) {
     for (float g : params.grads(u)) sum += static_cast<double>(g) * g;
   }
   const double norm = std::sqrt(sum);
-  return static_cast<float>(std::min(1.0, max_norm / (norm + 1e-6)));
+  return static_cast<float>(ClipCoefficient(max_norm, norm));
 }
 
 // Single process, all parameters, no communication: the unsharded baseline.

@@ -60,19 +60,13 @@ class KvWaitCall {
       Finish(id.status());
       return;
     }
-    absl::MutexLock lock(&mu_);
     id_ = *id;
   }
 
   // The done event of a cancelled call: free the wait's slot (no-op if it
-  // finished already). Parked calls are on this thread, so id_ is set.
+  // finished already). Park ran earlier on this same thread, so id_ is set.
   void Cancel() {
-    uint64_t id = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      id = id_;
-    }
-    if (id != 0) core_->CancelKvWait(id);
+    if (id_ != 0) core_->CancelKvWait(id_);
   }
 
   // Exactly once per started call: by the core's `done` (any thread, under
@@ -95,9 +89,9 @@ class KvWaitCall {
   grpc::ServerAsyncResponseWriter<v1::KvWaitResponse> responder_{&ctx_};
   Tag requested_{this, Event::kRequested}, finished_{this, Event::kFinished},
       done_{this, Event::kDone};
+  // Touched only on the queue thread (the core's `done` uses neither).
   int pending_ = 2;  // The finished and done events still to come.
-  absl::Mutex mu_;
-  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t id_ = 0;  // The parked wait, once Park started it.
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
 #include "worker/engine/sharded_engine.h"
+#include "worker/optim/job_adamw.h"
 
 namespace zeroshard {
 
@@ -131,8 +132,7 @@ absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {
     return result;
   }
   if (options_.max_grad_norm > 0.0f) {
-    // torch.nn.utils.clip_grad_norm_'s coefficient.
-    result.clip_coef = std::min(1.0, options_.max_grad_norm / (result.grad_norm + 1e-6));
+    result.clip_coef = ClipCoefficient(options_.max_grad_norm, result.grad_norm);
   }
   ++step_;
   const absl::Status updated = UpdateShards(static_cast<float>(scale * result.clip_coef));
