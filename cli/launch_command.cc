@@ -112,6 +112,10 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--offload-prefetch", o.job.offload_prefetch,
                   "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  sub->add_option("--gather-prefetch", o.job.gather_prefetch,
+                  "stage 3: units all-gathered ahead of their use, in the order the previous "
+                  "step used them (0 = gather each unit when it is needed)")
+      ->check(CLI::Range(0, 64))->capture_default_str();
 }
 
 }  // namespace

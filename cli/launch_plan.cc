@@ -70,6 +70,7 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
                                o.job.compute_dtype, o.job.reduce_dtype);
   pm.offload_params_nvme = o.job.offload_params == "nvme";
   pm.offload_prefetch = o.job.offload_prefetch;
+  pm.gather_prefetch = o.job.gather_prefetch;
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
   ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
   // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).

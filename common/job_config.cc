@@ -53,6 +53,7 @@ absl::Status JobConfig::Validate() const {
   }
   if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
   if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
+  if (gather_prefetch < 0 || gather_prefetch > 64) return OutOfRange("gather_prefetch", "must be in [0, 64]");
   if (activation_checkpointing != "none" && activation_checkpointing != "blocks") {
     return OutOfRange("activation_checkpointing",
                       absl::StrCat("= \"", activation_checkpointing, "\" is not none or blocks"));
@@ -92,7 +93,8 @@ std::string JobConfig::ToJson() const {
       {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
       {"redundancy_every", redundancy_every}, {"offload_optimizer", offload_optimizer},
       {"offload_params", offload_params}, {"offload_dir", offload_dir},
-      {"offload_prefetch", offload_prefetch}, {"max_failures", max_failures},
+      {"offload_prefetch", offload_prefetch}, {"gather_prefetch", gather_prefetch},
+      {"max_failures", max_failures},
       {"activation_checkpointing", activation_checkpointing}};
   return j.dump();
 }
@@ -145,6 +147,7 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "offload_params") c.offload_params = value.get<std::string>();
       else if (key == "offload_dir") c.offload_dir = value.get<std::string>();
       else if (key == "offload_prefetch") c.offload_prefetch = value.get<int>();
+      else if (key == "gather_prefetch") c.gather_prefetch = value.get<int>();
       else if (key == "activation_checkpointing") c.activation_checkpointing = value.get<std::string>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }

@@ -58,6 +58,11 @@ struct JobConfig {
   std::string offload_params = "none";
   std::string offload_dir;
   int offload_prefetch = 2;
+  // Stage 3: units all-gathered ahead of their use, in the order the
+  // previous step used them (worker/engine/sharded_engine.h), 0..64. Every
+  // rank must use the same value (it fixes the collective sequence), so it
+  // is the job's only: no worker flag overrides it.
+  int gather_prefetch = 1;
   // What the model keeps for backward (worker/model ActivationCheckpointing):
   // "none" (every block's activations) or "blocks" (each block's input;
   // its forward is recomputed in backward). Results do not depend on it.

@@ -20,6 +20,9 @@ absl::Status Validate(const MemoryModelInputs& in) {
   if (in.offload_prefetch < 0 || in.offload_prefetch > 64) {
     return bad("offload prefetch: ", in.offload_prefetch, " (expected 0..64)");
   }
+  if (in.gather_prefetch < 0 || in.gather_prefetch > 64) {
+    return bad("gather prefetch: ", in.gather_prefetch, " (expected 0..64)");
+  }
   if (in.redundancy < 0 || in.redundancy > 1) return bad("redundancy: ", in.redundancy, " (expected 0 or 1)");
   if (in.activation_bytes < 0) return bad("activation bytes: must be >= 0");
   return absl::OkStatus();
@@ -76,13 +79,14 @@ int64_t OffloadStagingBytes(OptimizerOffload offload, int64_t max_n, bool cuda) 
   return kOffloadStagingSlots * 3 * AlignToOffloadBlock(4 * max_n) + host_update;
 }
 
-int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype) {
+int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
+                          DType reduce_dtype, int prefetch) {
   int64_t max_padded = 0;
   for (const UnitPlan& u : plan.units) max_padded = std::max(max_padded, u.padded_numel);
   const int64_t c = DTypeSize(compute_dtype);
   const int64_t view = compute_dtype == DType::kBf16 ? 4 : 0;
-  const int64_t params = stage == 3 ? 2 * (c + view) : view;
-  const int64_t grads = 4 + (stage >= 2 ? 2 * 4 : 0);
+  const int64_t params = (stage == 3 ? (1 + prefetch) * c : 0) + view;
+  const int64_t grads = 4 + (stage >= 2 ? DTypeSize(reduce_dtype) : 0);
   const int64_t step = 4;
   return max_padded * (params + grads + step) + 8;
 }
@@ -112,7 +116,8 @@ absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
     out.nvme += params_aligned;
   }
   out.state.offloaded = out.host_offload + out.nvme;
-  out.gather_buffers = GatherBufferBound(plan, in.stage, in.compute_dtype);
+  out.gather_buffers = GatherBufferBound(plan, in.stage, in.compute_dtype, in.reduce_dtype,
+                                         in.gather_prefetch);
   out.activations = in.activation_bytes;
   return out;
 }

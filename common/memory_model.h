@@ -80,6 +80,7 @@ struct MemoryModelInputs {
   // `offload_prefetch` units ahead of their all-gather.
   bool offload_params_nvme = false;
   int offload_prefetch = 2;    // --offload-prefetch, 0..64.
+  int gather_prefetch = 1;     // Stage 3: --gather-prefetch, 0..64.
   bool cuda = false;           // The device is a GPU (host memory is then apart).
   int redundancy = 0;          // --redundancy 0|1.
   int64_t activation_bytes = 0;  // The model's activations and scratch, the caller's.
@@ -103,12 +104,16 @@ struct MemoryPrediction {
 };
 
 // The engine's bound on transient buffer bytes (ShardedEngine::
-// BufferBytesBound, which calls this): with P the largest padded unit,
-//   stage 3 keeps the unit in use and one prefetched, gathered in c, plus
-//   the fp32 view under bf16 compute; stages 0-2 only the bf16 view;
-//   the fp32 gradient view, plus two reduce-scatter stagings at stages 2-3;
+// BufferBytesBound, which calls this): with P the largest padded unit and d
+// the gather prefetch (EngineOptions::prefetch),
+//   stage 3 keeps the unit in use and the d prefetched ones gathered in c,
+//   (1 + d) c P, plus the fp32 view under bf16 compute; stages 0-2 only the
+//   bf16 view;
+//   the bracket's fp32 gradient view, plus one reduce-scatter staging in
+//   flight (g P) at stages 2-3;
 //   Step's fp32 gradient conversion; + 8 bytes (the squared-norm scalar).
-int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype);
+int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
+                          DType reduce_dtype, int prefetch);
 
 // Every kind for one rank of `plan` (ranks' shards are equal).
 // INVALID_ARGUMENT for a stage outside 0..3, a dtype other than fp32/bf16,

@@ -77,6 +77,7 @@ struct PlanModel {
   // store's staging slots resident (prefetch + 1, memory_model.h).
   bool offload_params_nvme = false;
   int offload_prefetch = 2;
+  int gather_prefetch = 1;  // Stage 3: units all-gathered ahead (--gather-prefetch).
   bool has_structure() const { return !units.empty(); }
 };
 

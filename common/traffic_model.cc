@@ -1,8 +1,11 @@
 #include "common/traffic_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/gather_order.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {
@@ -15,22 +18,38 @@ void Add(TrafficPrediction& t, Collective op, int64_t bytes, int world_size) {
   c.wire_bytes += std::llround(static_cast<double>(bytes) * RingBusFactor(op, world_size));
 }
 
-// Stage 3's all-gathers over one micro-batch's brackets: `gathered` carries
-// which units hold a gathered copy from one micro-batch to the next.
-void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, std::vector<bool>& gathered,
-                     TrafficPrediction& t) {
+// Stage 3's all-gathers over one step (micro_batches x brackets) by the
+// engine's rule (worker/engine/sharded_engine.h): a unit opened is gathered
+// unless it still is; the next `prefetch` units of the order are gathered
+// ahead, and gathered units outside that window are freed; a closed unit
+// stays gathered only while the order expects it within the window. The
+// order is the one the previous step recorded (the steady state): the
+// brackets themselves.
+void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, TrafficPrediction& t) {
   const int64_t c = DTypeSize(in.compute_dtype);
   const int units = static_cast<int>(plan.units.size());
+  GatherOrder order(units);
+  for (int mb = 0; mb < in.micro_batches; ++mb) {
+    for (const UnitBracket& b : in.brackets) order.Record(b.unit, 0);
+  }
+  order.EndStep(0);
+  std::vector<bool> gathered(units, false);
   auto gather = [&](int u) {
     gathered[u] = true;
     Add(t, Collective::kAllGather, c * plan.units[u].padded_numel, plan.world_size);
   };
-  for (const UnitBracket& b : in.brackets) {
-    if (!gathered[b.unit]) gather(b.unit);  // AcquireParams.
-    const int next = b.unit + (b.backward ? -1 : 1);
-    // Prefetch: the unit in use (b.unit) is never the one prefetched.
-    if (in.prefetch && next >= 0 && next < units && !gathered[next]) gather(next);
-    gathered[b.unit] = false;  // The outermost Post* frees it.
+  for (int mb = 0; mb < in.micro_batches; ++mb) {
+    for (const UnitBracket& b : in.brackets) {
+      if (!gathered[b.unit]) gather(b.unit);
+      const std::vector<int> next = order.Record(b.unit, in.prefetch);
+      for (int u = 0; u < units; ++u) {
+        if (u != b.unit && std::find(next.begin(), next.end(), u) == next.end()) gathered[u] = false;
+      }
+      for (int u : next) {
+        if (!gathered[u]) gather(u);
+      }
+      gathered[b.unit] = order.Expects(b.unit, in.prefetch);
+    }
   }
 }
 
@@ -72,6 +91,9 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
     return absl::InvalidArgumentError(absl::StrCat("stage: ", in.stage, " (expected 0..3)"));
   }
   if (in.micro_batches < 1) return absl::InvalidArgumentError("micro_batches: must be >= 1");
+  if (in.prefetch < 0 || in.prefetch > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("prefetch: ", in.prefetch, " (expected 0..64)"));
+  }
   const int units = static_cast<int>(plan.units.size());
   for (const UnitBracket& b : in.brackets) {
     if (b.unit < 0 || b.unit >= units) {
@@ -81,10 +103,8 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
   const int n = plan.world_size;
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
   TrafficPrediction t;
-  std::vector<bool> gathered(units, false);
-  for (int mb = 0; mb < in.micro_batches; ++mb) {
-    if (in.stage == 3) SimulateGathers(plan, in, gathered, t);
-    if (in.stage < 2) continue;
+  if (in.stage == 3) SimulateGathers(plan, in, t);
+  for (int mb = 0; mb < in.micro_batches && in.stage >= 2; ++mb) {
     for (const UnitBracket& b : in.brackets) {
       if (b.backward) Add(t, Collective::kReduceScatter, g * plan.units[b.unit].padded_numel, n);
     }

@@ -18,10 +18,13 @@
 //            u, every micro-batch; Step's all-gather (c P_u); + the norm.
 //   stage 3: as stage 2 without Step's all-gather; instead one all-gather
 //            (c P_u) each time a bracket finds u not gathered, plus the
-//            prefetches (PreForward(u) gathers u+1, PreBackward(u) u-1, when
-//            neither held nor in use); a gathered unit is freed when its
-//            outermost bracket closes, and Step frees the rest. Simulated
-//            over the bracket order, so prefetch hits are exact.
+//            prefetches of the next `prefetch` units of the bracket order
+//            (the order the engine recorded in the previous step) not yet
+//            gathered; a gathered unit is freed when its outermost bracket
+//            closes unless the order expects it within that window, and
+//            Step frees the rest. Simulated over the bracket order by the
+//            engine's rule and the same GatherOrder (common/gather_order.h),
+//            so prefetch hits are exact.
 // Sizes are the counters' (nccl-tests' algbw size): the full N * count
 // buffer for all-gather and reduce-scatter, the count for all-reduce.
 // Wire bytes a rank sends (and receives) on a ring are that size times the
@@ -74,11 +77,13 @@ struct TrafficInputs {
   DType reduce_dtype = DType::kFp32;
   int micro_batches = 1;                 // Forward/backward passes per step.
   std::vector<UnitBracket> brackets;     // One micro-batch's, in order.
-  bool prefetch = true;                  // EngineOptions::prefetch (stage 3).
+  int prefetch = 1;                      // EngineOptions::prefetch (stage 3), 0..64.
 };
 
-// One step of one rank of `plan`. INVALID_ARGUMENT for a stage outside 0..3,
-// micro_batches < 1, or a bracket naming a unit outside the plan.
+// One step of one rank of `plan`, after the first (stage 3 prefetches in the
+// order the previous step recorded). INVALID_ARGUMENT for a stage outside
+// 0..3, micro_batches < 1, a prefetch outside 0..64, or a bracket naming a
+// unit outside the plan.
 absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const TrafficInputs& in);
 
 // From a bare parameter count Ψ (unknown structure): each unit bracketed

@@ -62,9 +62,15 @@ TEST(MemoryModelTest, PaddingByKind) {
     EXPECT_EQ(p->state.grads, 4 * (stage >= 2 ? 6 : 24)) << stage;
     EXPECT_EQ(p->state.optimizer, 12 * (stage >= 1 ? 6 : 24)) << stage;
   }
-  // Largest padded unit 16: stage 3 bf16 = 16 * (2 * (2 + 4) + 4 + 8 + 4) + 8.
-  EXPECT_EQ(GatherBufferBound(plan, 3, DType::kBf16), 16 * 28 + 8);
-  EXPECT_EQ(GatherBufferBound(plan, 0, DType::kFp32), 16 * 8 + 8);
+  // Largest padded unit 16. Stage 3, bf16 compute, fp32 reduce, prefetch 1:
+  // 2 gathers of 2 bytes, the 4-byte view, the 4-byte gradient view, a
+  // 4-byte reduce-scatter staging, Step's 4: 16 * (2 * 2 + 4 + 4 + 4 + 4) + 8.
+  EXPECT_EQ(GatherBufferBound(plan, 3, DType::kBf16, DType::kFp32, 1), 16 * 20 + 8);
+  // fp32, prefetch 2: 16 * (3 * 4 + 4 + 4 + 4) + 8; bf16 reduce stages 2 bytes.
+  EXPECT_EQ(GatherBufferBound(plan, 3, DType::kFp32, DType::kFp32, 2), 16 * 24 + 8);
+  EXPECT_EQ(GatherBufferBound(plan, 3, DType::kFp32, DType::kBf16, 0), 16 * 14 + 8);
+  EXPECT_EQ(GatherBufferBound(plan, 2, DType::kFp32, DType::kFp32, 1), 16 * 12 + 8);
+  EXPECT_EQ(GatherBufferBound(plan, 0, DType::kFp32, DType::kFp32, 1), 16 * 8 + 8);
 }
 
 TEST(MemoryModelTest, OffloadAndRedundancy) {
@@ -128,10 +134,13 @@ TEST(TrafficModelTest, DesignTableVolumes) {
 }
 
 // A GPT-like order over units 0 (embed), 1, 2: forward 0 1 2 0, backward
-// 0 2 1 0. Stage 3 gathers, by hand: F0 gathers 0, prefetches 1; F1 hit,
-// prefetches 2; F2 hit; F0 gathers 0, prefetches 1; B0 gathers 0; B2
-// gathers 2, prefetches 1 (held); B1 hit, prefetches 0; B0 hit. Gathers:
-// 0,1,2,0,1,0,2,0 = 8, four of unit 0.
+// 0 2 1 0, prefetch 1, the step after the first (the order is recorded).
+// Stage 3 gathers, by hand: F0 gathers 0 and prefetches 1; F1 prefetches 2;
+// F2 prefetches 0; F0 (head) finds 0 gathered and keeps it, as B0 is next;
+// B0 prefetches 2; B2 prefetches 1; B1 prefetches 0; B0 nothing. Gathers:
+// 0,1,2,0,2,1,0 = 7, three of unit 0 (8 elements), four of 4. With two
+// micro-batches the second F0 finds the first's last B0 kept: 13.
+// Prefetch 0 gathers at every open but the kept-nothing case: 8.
 TEST(TrafficModelTest, StageThreePrefetchSchedule) {
   auto plan = MakeShardPlan({{"e", {{"we", {8}, DType::kFp32}}}, {"b1", {{"w1", {4}, DType::kFp32}}},
                              {"b2", {{"w2", {4}, DType::kFp32}}}}, 2, 1);
@@ -140,12 +149,24 @@ TEST(TrafficModelTest, StageThreePrefetchSchedule) {
   in.stage = 3;
   for (int u : {0, 1, 2, 0}) in.brackets.push_back({u, false});
   for (int u : {0, 2, 1, 0}) in.brackets.push_back({u, true});
-  const auto t = PredictTraffic(*plan, in);
+  auto t = PredictTraffic(*plan, in);
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->of(Collective::kAllGather).calls, 8);
-  EXPECT_EQ(t->of(Collective::kAllGather).bytes, 4 * (4 * 8 + 4 * 4));
+  EXPECT_EQ(t->of(Collective::kAllGather).calls, 7);
+  EXPECT_EQ(t->of(Collective::kAllGather).bytes, 4 * (3 * 8 + 4 * 4));
   EXPECT_EQ(t->of(Collective::kReduceScatter).calls, 4);
   EXPECT_EQ(t->of(Collective::kAllReduce).bytes, 8);
+  in.micro_batches = 2;
+  t = PredictTraffic(*plan, in);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->of(Collective::kAllGather).calls, 13);
+  EXPECT_EQ(t->of(Collective::kReduceScatter).calls, 8);
+  in.micro_batches = 1;
+  in.prefetch = 0;
+  t = PredictTraffic(*plan, in);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->of(Collective::kAllGather).calls, 8);
+  in.prefetch = 65;
+  EXPECT_FALSE(PredictTraffic(*plan, in).ok());
 }
 
 TEST(RunPlanTest, RecommendsLowestStageThatFits) {

@@ -2,7 +2,9 @@
 // and their reduction (stages 2-3). See sharded_engine.h.
 #include <algorithm>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 #include "common/status_macros.h"
@@ -79,11 +81,29 @@ void ShardedEngine::IssueGather(int u) {
                                       {options_.collective_timeout});
 }
 
-void ShardedEngine::Prefetch(int u) {
-  if (!options_.prefetch || u < 0 || u >= static_cast<int>(units_.size())) return;
-  Unit& unit = units_[u];
-  if (unit.gathered.allocated() || unit.param_refs > 0) return;
-  IssueGather(u);
+// Units still gathered are the open ones and the window `next`: a prefetch
+// the model did not take is freed once the order stops expecting it.
+void ShardedEngine::PrefetchAfter(int u) {
+  const std::vector<int> next = orders_->use.Record(u, options_.prefetch);
+  for (Unit& other : units_) {
+    const int w = static_cast<int>(&other - units_.data());
+    if (other.param_refs == 0 && other.gathered.allocated() &&
+        std::find(next.begin(), next.end(), w) == next.end()) {
+      FreeGather(other);
+    }
+  }
+  for (int w : next) {
+    if (!units_[w].gathered.allocated() && units_[w].param_refs == 0) IssueGather(w);
+  }
+}
+
+void ShardedEngine::FreeGather(Unit& unit) {
+  if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) Retire(unit.gathered);
+  if (unit.param_refs == 0) unit.gathered.Free();
+}
+
+bool ShardedEngine::KeepGathered(int u) const {
+  return options_.stage == 3 && orders_->use.Expects(u, options_.prefetch);
 }
 
 const float* ShardedEngine::AcquireParams(int u) {
@@ -98,6 +118,7 @@ const float* ShardedEngine::AcquireParams(int u) {
   const void* full = unit.params.data();
   if (options_.stage == 3) {
     if (!unit.gathered.allocated()) IssueGather(u);
+    PrefetchAfter(u);  // Issued before the wait for u's, to overlap it.
     if (unit.gather_work != nullptr && !Sequence(unit.gather_work).ok()) {
       Retire(unit.gathered);  // [Note: failed collective buffers]
       MustAllocate(unit.gathered, P * cbytes());
@@ -107,7 +128,8 @@ const float* ShardedEngine::AcquireParams(int u) {
   if (bf16_compute) {
     MustAllocate(unit.view, P * 4);
     Fail(device_->Convert(full, DType::kBf16, unit.view.data(), DType::kFp32, P));
-    unit.gathered.Free();  // Stage 3: the fp32 view replaces the bf16 gather.
+    // Stage 3: the fp32 view replaces the bf16 gather, unless u is used again soon.
+    if (!KeepGathered(u)) unit.gathered.Free();
     unit.param_ptr = unit.view.as<float>();
   } else {
     unit.param_ptr = static_cast<const float*>(full);
@@ -120,15 +142,13 @@ void ShardedEngine::ReleaseParams(int u) {
   ZS_CHECK(unit.param_refs > 0);  // A Post* without its Pre*.
   if (--unit.param_refs > 0) return;
   unit.view.Free();
-  if (unit.gather_work == nullptr) unit.gathered.Free();
+  if (unit.gather_work == nullptr && !KeepGathered(u)) unit.gathered.Free();
   unit.param_ptr = nullptr;
 }
 
 const float* ShardedEngine::PreForward(int u) {
   At(u);
-  const float* params = AcquireParams(u);
-  if (options_.stage == 3) Prefetch(u + 1);
-  return params;
+  return AcquireParams(u);
 }
 
 void ShardedEngine::PostForward(int u) {
@@ -139,7 +159,6 @@ void ShardedEngine::PostForward(int u) {
 UnitBackwardView ShardedEngine::PreBackward(int u) {
   Unit& unit = At(u);
   const float* params = AcquireParams(u);
-  if (options_.stage == 3) Prefetch(u - 1);
   if (unit.grad_refs++ == 0) {
     if (options_.stage <= 1 && options_.reduce_dtype == DType::kFp32) {
       unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
@@ -175,6 +194,9 @@ void ShardedEngine::FlushGrads(int u) {
     }
     return;
   }
+  // One reduce-scatter in flight (the previous unit's, overlapping this
+  // unit's backward): it completes before the next staging is allocated.
+  while (!pending_.empty()) DrainOneReduce();
   PendingReduce pending{u, nullptr, Buffer(MemoryKind::kBuffers)};
   if (options_.reduce_dtype == DType::kFp32) {
     pending.staging = std::move(unit.grad_view);
@@ -190,8 +212,6 @@ void ShardedEngine::FlushGrads(int u) {
                                       S, options_.reduce_dtype, ReduceOp::kSum,
                                       {options_.collective_timeout});
   pending_.push_back(std::move(pending));
-  // Keep one reduce-scatter in flight to overlap the next unit's backward.
-  while (pending_.size() > 1) DrainOneReduce();
 }
 
 void ShardedEngine::DrainOneReduce() {
@@ -209,11 +229,30 @@ void ShardedEngine::DrainOneReduce() {
 
 absl::Status ShardedEngine::DrainAll() {
   while (!pending_.empty()) DrainOneReduce();
-  for (Unit& unit : units_) {
-    if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) Retire(unit.gathered);
-    if (unit.param_refs == 0) unit.gathered.Free();
-  }
+  for (Unit& unit : units_) FreeGather(unit);
   return status_;
+}
+
+void ShardedEngine::BeginEvaluation() {
+  ZS_CHECK(orders_ == &train_orders_);  // Not nested.
+  for (const Unit& unit : units_) ZS_CHECK(unit.param_refs == 0 && unit.grad_refs == 0);
+  orders_ = &eval_orders_;
+}
+
+absl::Status ShardedEngine::EndEvaluation() {
+  ZS_CHECK(orders_ == &eval_orders_);  // BeginEvaluation first.
+  orders_ = &train_orders_;
+  eval_orders_.use.EndStep(0);
+  eval_orders_.gather.EndStep(0);
+  for (const Unit& unit : units_) {
+    if (unit.param_refs > 0 || unit.grad_refs > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("EndEvaluation called while unit '", unit.plan->name, "' is bracketed"));
+    }
+  }
+  ZS_RETURN_IF_ERROR(DrainAll());
+  if (params_ == nullptr) return absl::OkStatus();
+  return params_->Prefetch(train_orders_.gather.Ahead(options_.params_offload.prefetch));
 }
 
 }  // namespace zeroshard

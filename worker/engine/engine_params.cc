@@ -29,12 +29,13 @@ absl::Status ShardedEngine::StageParamShard(int u, void* dst) {
   ZS_RETURN_IF_ERROR(device_->Copy(dst, slot, params_->bytes(u)));
   // The slot may be reused by the reads issued next: the copy must be done.
   ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
-  return params_->Prefetch(gather_order_.Record(u, options_.params_offload.prefetch));
+  return params_->Prefetch(orders_->gather.Record(u, options_.params_offload.prefetch));
 }
 
-absl::Status ShardedEngine::PrefetchNextStep() {
-  if (params_ == nullptr) return absl::OkStatus();
-  return params_->Prefetch(gather_order_.EndStep(options_.params_offload.prefetch));
+absl::Status ShardedEngine::EndStepOrders() {
+  orders_->use.EndStep(0);
+  const std::vector<int> next = orders_->gather.EndStep(options_.params_offload.prefetch);
+  return params_ == nullptr ? absl::OkStatus() : params_->Prefetch(next);
 }
 
 }  // namespace zeroshard

@@ -128,7 +128,7 @@ absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {
     ZeroGradients();
     result.skipped = true;
     result.step = step_;
-    ZS_RETURN_IF_ERROR(PrefetchNextStep());
+    ZS_RETURN_IF_ERROR(EndStepOrders());
     return result;
   }
   if (options_.max_grad_norm > 0.0f) {
@@ -138,7 +138,7 @@ absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {
   const absl::Status updated = UpdateShards(static_cast<float>(scale * result.clip_coef));
   ZeroGradients();
   ZS_RETURN_IF_ERROR(updated);
-  ZS_RETURN_IF_ERROR(PrefetchNextStep());
+  ZS_RETURN_IF_ERROR(EndStepOrders());
   result.step = step_;
   return result;
 }

@@ -52,6 +52,7 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
   if (o.params_offload.prefetch < 0 || o.params_offload.prefetch > 64) {
     return bad("params_offload.prefetch: ", o.params_offload.prefetch, " (expected 0..64)");
   }
+  if (o.prefetch < 0 || o.prefetch > 64) return bad("prefetch: ", o.prefetch, " (expected 0..64)");
   if (initial.size() != plan.units.size()) {
     return bad("initial_units: ", initial.size(), " units, plan has ", plan.units.size());
   }
@@ -83,7 +84,9 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
                              const EngineOptions& options)
     : plan_(plan), comm_(comm), options_(options), rank_(comm->rank()),
       world_size_(comm->world_size()), units_(plan_.units.size()),
-      gather_order_(static_cast<int>(plan_.units.size())) {
+      train_orders_{GatherOrder(static_cast<int>(plan_.units.size())),
+                    GatherOrder(static_cast<int>(plan_.units.size()))},
+      eval_orders_(train_orders_) {
   device_ = options_.device;
   if (device_ == nullptr) {
     owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);
@@ -115,6 +118,7 @@ absl::Status ShardedEngine::CheckFits() const {
   in.offload_optimizer = ToOptimizerOffload(options_.offload.target);
   in.offload_params_nvme = options_.params_offload.enabled;
   in.offload_prefetch = options_.params_offload.prefetch;
+  in.gather_prefetch = options_.prefetch;
   in.cuda = cuda;
   in.activation_bytes = options_.reserved_bytes;
   ZS_ASSIGN_OR_RETURN(const MemoryPrediction p, PredictMemory(plan_, in));
@@ -242,7 +246,8 @@ uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
 }
 
 int64_t ShardedEngine::BufferBytesBound() const {
-  return GatherBufferBound(plan_, options_.stage, options_.compute_dtype);
+  return GatherBufferBound(plan_, options_.stage, options_.compute_dtype, options_.reduce_dtype,
+                           options_.prefetch);
 }
 
 }  // namespace zeroshard

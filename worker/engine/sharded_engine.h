@@ -20,9 +20,18 @@
 //   stage 3: only the shard compute copy (S, c) is resident, and it is the
 //            all-gather input the optimizer writes. PreForward/PreBackward
 //            all-gather the unit into a transient buffer freed at the
-//            matching Post* call; PreForward(u) prefetches u+1 and
-//            PreBackward(u) prefetches u-1 (async Work), so the gather
-//            overlaps compute. Gradients as stage 2.
+//            matching Post* call, and prefetch (async Work) the next
+//            EngineOptions::prefetch units of the order the model opened
+//            units in during the previous step (FSDP2's recorded order,
+//            common/gather_order.h; the first step assumes forward 0..U-1,
+//            backward U-1..0), so gathers overlap compute. A unit expected
+//            again within that distance (the GPT's tied embedding/head) stays
+//            gathered across its Post*; a prefetch the model did not take is
+//            freed once it leaves the window. Gathered units are at most the
+//            open ones plus that window, so the transient bound is
+//            (1 + prefetch) units' gathers plus one bracket's gradient and
+//            one in-flight reduce-scatter (GatherBufferBound). Gradients as
+//            stage 2.
 // Gradients add over brackets and micro-batches until step(), which also
 // averages over ranks (sum / N), clips by the global norm (clip coefficient
 // min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_; norm
@@ -96,7 +105,7 @@
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
-#include "worker/engine/gather_order.h"
+#include "common/gather_order.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
 #include "worker/offload/param_store.h"
@@ -112,7 +121,9 @@ struct EngineOptions {
   float max_grad_norm = 0.0f;             // Global-norm clipping; <= 0 = off.
   absl::Duration collective_timeout = absl::Seconds(60);  // Per collective wait.
   int optimizer_threads = 0;              // AdamWCpu threads; 0 = hardware.
-  bool prefetch = true;                   // Stage 3: prefetch the next unit.
+  // Stage 3: units all-gathered ahead of their use, in the recorded order
+  // (--gather-prefetch), 0..64; 0 gathers each unit when it is opened.
+  int prefetch = 1;
   // Where every buffer lives; null = a CPU device the engine owns (with
   // optimizer_threads threads). Must outlive the engine.
   Device* device = nullptr;
@@ -179,6 +190,16 @@ class ShardedEngine final : public UnitHooks {
   UnitBackwardView PreBackward(int unit) override;
   void PostBackward(int unit) override;
 
+  // Forward-only passes (evaluation) between the two: their units' order is
+  // recorded apart from the training step's, so neither mispredicts the
+  // other, and EndEvaluation leaves nothing gathered (it waits for the
+  // prefetches still in flight). Every rank calls both at the same point.
+  // BeginEvaluation with a bracket open, or twice, is a ZS_CHECK.
+  // EndEvaluation errors: FAILED_PRECONDITION if a bracket is still open
+  // (the evaluation ends anyway); the first communication error.
+  void BeginEvaluation();
+  absl::Status EndEvaluation();
+
   // Reduces the accumulated gradients, clips, and applies one AdamW update.
   // grad_scale multiplies the gradient first (1 / micro-batches, loss-scale
   // unscaling); the engine then divides by N. Collective. Errors:
@@ -220,7 +241,7 @@ class ShardedEngine final : public UnitHooks {
   MemoryBytes peak_memory() const { return accountant_.peak(); }
   void ResetPeakMemory() { accountant_.ResetPeak(); }
   // Upper bound on buffers bytes while the model brackets one unit at a time
-  // (plus the prefetch and one in-flight reduce-scatter), Step and
+  // (plus the prefetch window and one in-flight reduce-scatter), Step and
   // GatherFullParams included: the "gather buffers" of the stage-3 formula.
   int64_t BufferBytesBound() const;
   CommStats comm_stats() const { return comm_->stats(); }
@@ -267,8 +288,9 @@ class ShardedEngine final : public UnitHooks {
   // Unit u's shard from the store into `dst` (device memory), after asking
   // the store to read ahead the units gathered next.
   absl::Status StageParamShard(int u, void* dst);
-  // Reads ahead the first units of the next step's gathers (after Step).
-  absl::Status PrefetchNextStep();
+  // The step ended: the orders recorded become the next step's, and the store
+  // reads ahead the first units of its gathers.
+  absl::Status EndStepOrders();
   // A buffer of `kind` on the device, empty.
   DeviceBuffer Buffer(MemoryKind kind) { return DeviceBuffer(device_, &accountant_, kind); }
   // Allocates inside a hook, which cannot return an error: out of device
@@ -288,7 +310,15 @@ class ShardedEngine final : public UnitHooks {
   const float* AcquireParams(int u);
   void ReleaseParams(int u);
   void IssueGather(int u);
-  void Prefetch(int u);
+  // Stage 3, unit u just opened: gathers the units expected next and frees
+  // prefetched ones the order no longer expects.
+  void PrefetchAfter(int u);
+  // Waits for a prefetch in flight into unit's gather buffer, then frees it
+  // unless the unit is open.
+  void FreeGather(Unit& unit);
+  // Whether u's gathered copy stays across its Post*: stage 3 and the order
+  // expects u within the prefetch window.
+  bool KeepGathered(int u) const;
   void FlushGrads(int u);
   void DrainOneReduce();
   absl::Status DrainAll();
@@ -320,7 +350,15 @@ class ShardedEngine final : public UnitHooks {
   std::vector<Unit> units_;
   std::unique_ptr<OptimizerStore> opt_;  // Master, m, v of every unit.
   std::unique_ptr<ParamStore> params_;   // Stage-3 compute shards, with params offload.
-  GatherOrder gather_order_;
+  // Stage 3 orders, learned step by step (common/gather_order.h): `use`, the
+  // order the model opens units in (the all-gather prefetch); `gather`, the
+  // order of the all-gathers (the parameter store's read-ahead). Evaluation
+  // keeps its own pair; `orders_` points at the one in use.
+  struct Orders {
+    GatherOrder use, gather;
+  };
+  Orders train_orders_, eval_orders_;
+  Orders* orders_ = &train_orders_;
   std::deque<PendingReduce> pending_;
   // Stream-ordered collectives not yet Waited; their buffers may already be
   // freed (stream-ordered, so not reused before the op is done).

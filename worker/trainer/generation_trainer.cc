@@ -33,7 +33,10 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
       model_(*ctx.model_config, JobActivationCheckpointing(*ctx.job)),
       train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
       validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
-      last_comm_(engine->comm_stats()) {
+      last_comm_(engine->comm_stats()),
+      reporter_([client = &ctx.session->client()](const v1::StepReport& r) {
+                  return client->ReportStep(r);
+                }, kQueuedReports, ctx.job->rpc_timeout()) {
   if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
     log_.open(ctx_.job->log_path, std::ios::app);
   }
@@ -92,14 +95,19 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
   double loss_sum = 0;
+  engine_->BeginEvaluation();  // Its own gather order; nothing gathered after.
   for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
-    ZS_ASSIGN_OR_RETURN(const double sum,
-                        SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
-                          return model_.Forward(inputs_.data(), targets_.data(), batch, T,
-                                                *hooks_);
-                        }));
-    loss_sum += sum;
+    absl::StatusOr<double> sum =
+        SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
+          return model_.Forward(inputs_.data(), targets_.data(), batch, T, *hooks_);
+        });
+    if (!sum.ok()) {
+      engine_->EndEvaluation().IgnoreError();  // The pass's error is the one to report.
+      return sum.status();
+    }
+    loss_sum += *sum;
   }
+  ZS_RETURN_IF_ERROR(engine_->EndEvaluation());
   ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
   return total / (static_cast<double>(job.eval_batches) * job.global_batch * T);
 }
@@ -156,11 +164,14 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
     if (yield_ && !last) {
+      reporter_.Flush(job.rpc_timeout());
       ZS_RETURN_IF_ERROR(FinishCheckpoint());
       yielded_ = yield_;
       return absl::OkStatus();
     }
   }
+  // The last step's report completes the job: it lands before Run returns.
+  reporter_.Flush(job.rpc_timeout());
   ZS_RETURN_IF_ERROR(FinishCheckpoint());
   return comm_->Barrier(CollectiveOptions{ctx_.job->collective_timeout()});
 }

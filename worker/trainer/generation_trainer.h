@@ -36,6 +36,7 @@
 #include "common/job_config.h"
 #include "worker/trainer/peer_replica.h"
 #include "worker/trainer/step_record.h"
+#include "worker/trainer/step_reporter.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard {
@@ -126,6 +127,8 @@ class GenerationTrainer {
   double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
   int64_t peak_activation_bytes_ = 0; // The model's, since the generation started.
   std::optional<YieldInfo> yielded_;  // Where Run stopped early.
+  static constexpr int kQueuedReports = 64;
+  StepReporter reporter_;  // Last: its thread stops first, while ctx_ lives.
 };
 
 }  // namespace zeroshard

@@ -1,6 +1,7 @@
 // GenerationTrainer: the per-step record (all-gather of rank figures, JSONL
 // log on rank 0, step reports to the coordinator) and checkpoint saves.
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -116,8 +117,9 @@ void GenerationTrainer::ReportToCoordinator(const StepRecord& record, double cli
     c->set_seconds(totals.of(op).seconds);
     c->set_calls(totals.of(op).calls);
   }
-  // Best effort: a lost report costs a metrics sample, not training.
-  (void)ctx_.session->client().ReportStep(report);
+  // Sent in the background (step_reporter.h): a lost report costs a
+  // metrics sample, not training, and a slow coordinator no step time.
+  reporter_.Submit(std::move(report));
 }
 
 // The poll runs in the background and is read at the next step, so a slow

@@ -119,6 +119,7 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   o.params_offload.enabled = job.offload_params == "nvme";
   o.params_offload.dir = job.offload_dir;
   o.params_offload.prefetch = job.offload_prefetch;
+  o.prefetch = job.gather_prefetch;
   return o;
 }
 

@@ -1,4 +1,4 @@
-#include "worker/engine/gather_order.h"
+#include "common/gather_order.h"
 
 #include <algorithm>
 
@@ -15,6 +15,13 @@ std::vector<int> GatherOrder::Ahead(int count) const {
     out.push_back(order_[i]);
   }
   return out;
+}
+
+bool GatherOrder::Expects(int unit, int count) const {
+  const size_t end = std::min(order_.size(), cursor_ + static_cast<size_t>(std::max(count, 0)));
+  return std::find(order_.begin() + static_cast<std::ptrdiff_t>(cursor_),
+                   order_.begin() + static_cast<std::ptrdiff_t>(end), unit) !=
+         order_.begin() + static_cast<std::ptrdiff_t>(end);
 }
 
 std::vector<int> GatherOrder::Record(int unit, int count) {

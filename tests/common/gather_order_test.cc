@@ -1,9 +1,9 @@
-// GatherOrder (worker/engine/gather_order.h): the first step is predicted by
+// GatherOrder (common/gather_order.h): the first step is predicted by
 // forward-then-backward order; later steps by the gathers the previous step
 // made (here the GPT's pattern with its tied unit 0 and the engine's own
 // prefetch), and a gather off the expected order resynchronises at that
 // unit's first occurrence. Expected lists are written out by hand.
-#include "worker/engine/gather_order.h"
+#include "common/gather_order.h"
 
 #include <vector>
 
