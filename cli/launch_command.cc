@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "worker/model/model_config.h"
 #include "cli/launch_job.h"
 #include "common/rpc/security_flags.h"
 #include "common/dtype.h"
@@ -25,7 +26,7 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))->capture_default_str();
   sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
       ->capture_default_str();
-  sub->add_option("--model", c.model, "model preset (tiny, small, medium)")->capture_default_str();
+  sub->add_option("--model", c.model, ModelPresetFlagHelp())->capture_default_str();
   sub->add_option("--global-batch", c.global_batch, "sequences per step, all ranks together")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--micro-batch", c.micro_batch, "sequences per forward/backward on one rank")
