@@ -59,7 +59,8 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   sub->add_option("--device", c.device,
                   "where each worker's engine runs: cpu, cuda, or auto (cuda where a GPU is "
-                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected)")
+                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected: worker r uses GPU r "
+                  "mod the visible GPUs; more workers than GPUs needs --backend host-staged)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   sub->add_option("--backend", c.backend,
                   "collectives: gloo, nccl, host-staged (several ranks on one GPU) or auto "

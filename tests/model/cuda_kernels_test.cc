@@ -6,6 +6,7 @@
 // and the determinism checks are in cuda_kernels_more_test.cc. Needs a GPU:
 // exits 77 (CTest: skipped) with the reason printed when there is none.
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/model/cuda_kernels_test_util.h"
@@ -22,7 +23,11 @@ const std::vector<std::tuple<int, int>>& RowShapes() {
 }
 
 void CheckMatmul(CudaKernelsTest& t, bool tf32, bool ta, bool tb, int M, int N, int K) {
-  const std::vector<float> A = Random(int64_t{M} * K, 1), B = Random(int64_t{K} * N, 2);
+  std::vector<float> A = Random(int64_t{M} * K, 1), B = Random(int64_t{K} * N, 2);
+  if (tf32) {
+    A = ToTf32(std::move(A));
+    B = ToTf32(std::move(B));
+  }
   std::vector<float> C = Random(int64_t{M} * N, 3);
   std::unique_ptr<CudaKernels> k = t.MakeKernels({.allow_tf32 = tf32});
   ASSERT_NE(k, nullptr);

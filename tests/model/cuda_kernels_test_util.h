@@ -5,8 +5,14 @@
 // against the CPU tensor c is max_i |g_i - c_i| / max(max_i |c_i|, 1e-30),
 // which must be <= 1e-5 in fp32 and <= 1e-3 with TF32 matmuls. Any NaN or
 // inf in g fails.
+//
+// TF32 inputs: the tests round the inputs of a TF32 run to TF32 (10
+// mantissa bits, ToTf32) first, so the check does not depend on whether the
+// GPU rounds or truncates fp32 inputs (a truncation bias alone is ~1e-3);
+// the fp32 runs, at 1e-5, would see any TF32 used where it is not allowed.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -33,6 +40,17 @@ inline std::vector<float> Random(int64_t n, uint32_t seed, float scale = 1.0f) {
   std::normal_distribution<float> d(0.0f, scale);
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Each value rounded to nearest on TF32's 10 mantissa bits (finite inputs).
+inline std::vector<float> ToTf32(std::vector<float> v) {
+  for (float& x : v) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u = (u + 0x1000u) & ~0x1fffu;
+    std::memcpy(&x, &u, 4);
+  }
   return v;
 }
 
@@ -62,15 +80,18 @@ inline double RelativeError(const std::vector<float>& got, const std::vector<flo
 
 // One CUDA device, its CudaKernels, and device copies of host vectors that
 // live as long as the fixture.
+// Public so the tests' helper functions can use it.
 class CudaKernelsTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Device>> device = CreateDevice({.kind = "cuda", .ordinal = 0});
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = std::move(device).value();
   }
   void TearDown() override {
-    if (device_ != nullptr) EXPECT_TRUE(device_->Synchronize(absl::Seconds(60)).ok());
+    if (device_ != nullptr) {
+      EXPECT_TRUE(device_->Synchronize(absl::Seconds(60)).ok());
+    }
   }
 
   std::unique_ptr<CudaKernels> MakeKernels(const CudaKernelsOptions& options = {}) {
