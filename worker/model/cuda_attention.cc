@@ -60,6 +60,16 @@ Heads MakeHeads(int B, int T, int C, int NH) {
   return {T, hs, B * NH, int64_t{T} * hs, int64_t{T} * T};
 }
 
+// q, k, v [B,NH,T,hs] from qkv [B,T,3C].
+absl::Status SplitQkv(const float* qkv, int B, int T, int C, int NH, float* q, float* k, float* v,
+                      cudaStream_t stream) {
+  const int64_t row = 3 * int64_t{C};
+  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv, row, B, T, C, NH, q, stream));
+  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + C, row, B, T, C, NH, k, stream));
+  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + 2 * C, row, B, T, C, NH, v, stream));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void CudaKernels::AttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
@@ -86,10 +96,7 @@ absl::Status CudaKernels::AttentionForwardImpl(const float* qkv, int B, int T, i
   const cudaStream_t stream = static_cast<cudaStream_t>(device_.stream());
   const cublasHandle_t handle = static_cast<cublasHandle_t>(cublas_);
   const bool tf32 = options_.allow_tf32;
-  const int64_t row = 3 * int64_t{C};
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv, row, B, T, C, NH, q, stream));
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + C, row, B, T, C, NH, k, stream));
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + 2 * C, row, B, T, C, NH, v, stream));
+  ZS_RETURN_IF_ERROR(SplitQkv(qkv, B, T, C, NH, q, k, v, stream));
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.hs));
   // att [T,T] = scale * q [T,hs] k^T.
   ZS_RETURN_IF_ERROR(model_cuda::RowMajorGemm(
@@ -120,9 +127,7 @@ absl::Status CudaKernels::AttentionBackwardImpl(const float* dout, const float* 
   const cublasHandle_t handle = static_cast<cublasHandle_t>(cublas_);
   const bool tf32 = options_.allow_tf32;
   const int64_t row = 3 * int64_t{C};
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv, row, B, T, C, NH, q, stream));
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + C, row, B, T, C, NH, k, stream));
-  ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(qkv + 2 * C, row, B, T, C, NH, v, stream));
+  ZS_RETURN_IF_ERROR(SplitQkv(qkv, B, T, C, NH, q, k, v, stream));
   ZS_CUDA_RETURN_IF_ERROR(model_cuda::SplitHeads(dout, C, B, T, C, NH, dy, stream));
   const GemmShape square{.trans_a = false, .trans_b = true, .M = T, .N = T, .K = h.hs};
   const GemmShape ta{.trans_a = true, .trans_b = false, .M = T, .N = h.hs, .K = T};

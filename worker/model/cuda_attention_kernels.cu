@@ -13,17 +13,6 @@
 namespace zeroshard::model_cuda {
 namespace {
 
-using detail::ElementBlocks;
-using detail::First;
-using detail::kThreads;
-using detail::kWarp;
-using detail::Lane;
-using detail::RowBlocks;
-using detail::Stride;
-using detail::WarpMax;
-using detail::WarpRow;
-using detail::WarpSum;
-
 // Element i of the head-major [B,NH,T,hs] tensor, as its offset in a
 // token-major tensor with rows of row_stride floats.
 __device__ __forceinline__ int64_t TokenMajorOffset(int64_t i, int T, int NH, int hs,

@@ -11,7 +11,8 @@
 
 #include <cstdint>
 
-namespace zeroshard::model_cuda::detail {
+// In model_cuda itself: only the .cu files include this header.
+namespace zeroshard::model_cuda {
 
 constexpr int kWarp = 32;
 constexpr int kThreads = 256;                     // Threads of a block.
@@ -48,4 +49,4 @@ inline int RowBlocks(int64_t rows) {
   return static_cast<int>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
-}  // namespace zeroshard::model_cuda::detail
+}  // namespace zeroshard::model_cuda

@@ -19,12 +19,6 @@
 namespace zeroshard::model_cuda {
 namespace {
 
-using detail::ElementBlocks;
-using detail::First;
-using detail::kThreads;
-using detail::kWarp;
-using detail::Stride;
-
 constexpr int kSliceRows = 8;  // blockDim.y of pass 1.
 
 __global__ void ColumnPartialsKernel(ColumnTerm term, const float* a, const float* x,

@@ -15,17 +15,6 @@
 namespace zeroshard::model_cuda {
 namespace {
 
-using detail::ElementBlocks;
-using detail::First;
-using detail::kThreads;
-using detail::kWarp;
-using detail::Lane;
-using detail::RowBlocks;
-using detail::Stride;
-using detail::WarpMax;
-using detail::WarpRow;
-using detail::WarpSum;
-
 constexpr float kLayerNormEps = 1e-5f;
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
