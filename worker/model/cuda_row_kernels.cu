@@ -11,13 +11,10 @@
 
 #include "worker/model/cuda_kernel_util.cuh"
 #include "worker/model/cuda_model_kernels.h"
+#include "worker/model/kernel_constants.h"
 
 namespace zeroshard::model_cuda {
 namespace {
-
-constexpr float kLayerNormEps = 1e-5f;
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
 
 __global__ void LayerNormForwardKernel(const float* x, const float* gamma, const float* beta, int N,
                                        int C, float* out, float* mean, float* rstd) {
