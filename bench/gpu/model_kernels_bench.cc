@@ -92,7 +92,7 @@ absl::Status Run(const Args& args) {
   const int B = args.batch, T = m.n_ctx, C = m.n_embd, NH = m.n_head, V = m.vocab;
   const int64_t N = int64_t{B} * T;
   MemoryAccountant accountant;
-  DeviceBuffer arena(device.get(), &accountant, MemoryKind::kActivations);
+  DeviceBuffer arena(device.get(), &accountant, MemoryKind::kBuffers);
   ZS_ASSIGN_OR_RETURN(const Tensors t, Carve(*device, arena, B, T, C, NH, V));
   float *x = t.x, *y = t.y, *w = t.w, *att = t.att, *qkv = t.qkv, *dqkv = t.dqkv;
   float *logits = t.logits, *mean = t.mean, *rstd = t.rstd, *vec = t.vec;
