@@ -31,11 +31,12 @@ absl::Status CheckCheckpointDir(const JobConfig& job) {
   return absl::OkStatus();
 }
 
-// --device cuda where this machine shows no GPU fails here, in one line,
-// rather than in every worker.
-absl::Status CheckDevice(const JobConfig& job) {
+// --device cuda where this machine shows no GPU, or more workers than GPUs
+// on NCCL, fails here, in one line, rather than in every worker.
+absl::Status CheckDevice(const JobConfig& job, int workers) {
   if (job.device != "cuda") return absl::OkStatus();
-  return CreateDevice({"cuda", -1, 1}).status();
+  ZS_RETURN_IF_ERROR(CreateDevice({"cuda", -1, 1}).status());
+  return CheckRanksPerGpu(workers, VisibleCudaDevices(), job.backend);
 }
 
 // NVMe offload: the dir exists, is writable and holds every rank's files.
@@ -84,7 +85,7 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   }
   ZS_RETURN_IF_ERROR(o.job.Validate());
   ZS_RETURN_IF_ERROR(CheckCheckpointDir(o.job));
-  ZS_RETURN_IF_ERROR(CheckDevice(o.job));
+  ZS_RETURN_IF_ERROR(CheckDevice(o.job, o.workers));
   // Loading is the check: a missing path or no text is named in the error.
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
   // The stage decides the offload files' size: choose it first.

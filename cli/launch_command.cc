@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "worker/model/model_config.h"
 #include "cli/launch_job.h"
 #include "common/rpc/security_flags.h"
 #include "common/dtype.h"
@@ -25,7 +26,7 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))->capture_default_str();
   sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
       ->capture_default_str();
-  sub->add_option("--model", c.model, "model preset (tiny, small, medium)")->capture_default_str();
+  sub->add_option("--model", c.model, ModelPresetFlagHelp())->capture_default_str();
   sub->add_option("--global-batch", c.global_batch, "sequences per step, all ranks together")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--micro-batch", c.micro_batch, "sequences per forward/backward on one rank")
@@ -58,7 +59,8 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   sub->add_option("--device", c.device,
                   "where each worker's engine runs: cpu, cuda, or auto (cuda where a GPU is "
-                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected)")
+                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected: worker r uses GPU r "
+                  "mod the visible GPUs; more workers than GPUs needs --backend host-staged)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   sub->add_option("--backend", c.backend,
                   "collectives: gloo, nccl, host-staged (several ranks on one GPU) or auto "

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "worker/model/model_config.h"
 #include "cli/link_measure.h"
 #include "cli/plan_format.h"
 #include "common/dtype.h"
@@ -152,7 +153,7 @@ int RunPlanCommand(const PlanOptions& o) {
 }
 
 void AddFlags(CLI::App* sub, PlanOptions& o) {
-  sub->add_option("--model", o.model, "model preset (tiny, small, medium)");
+  sub->add_option("--model", o.model, ModelPresetFlagHelp());
   sub->add_option("--layers", o.layers, "transformer blocks")->check(CLI::Range(1, 100000));
   sub->add_option("--width", o.width, "embedding width (a multiple of --heads)")->check(CLI::Range(1, 1 << 20));
   sub->add_option("--heads", o.heads, "attention heads")->check(CLI::Range(1, 1 << 16));

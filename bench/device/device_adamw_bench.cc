@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/device/time_median.h"
 #include "common/cli.h"
 #include "common/parallel_for.h"
 #include "worker/device/device_buffer.h"
@@ -37,20 +38,7 @@ struct Args {
   int reps = 7;
 };
 
-// Median seconds of `reps` runs of fn + Synchronize, after one warm-up run.
-template <typename Fn>
-absl::StatusOr<double> TimeMedian(Device& device, int reps, Fn&& fn) {
-  std::vector<double> seconds;
-  for (int r = 0; r <= reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ZS_RETURN_IF_ERROR(fn());
-    ZS_RETURN_IF_ERROR(device.Synchronize(absl::Seconds(120)));
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) seconds.push_back(s);  // Run 0 warms caches, pages and the GPU clock.
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
-}
+using bench::TimeMedian;
 
 absl::Status Run(const Args& args) {
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDevice(args.device));

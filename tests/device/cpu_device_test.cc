@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "worker/device/device_buffer.h"
@@ -173,6 +174,24 @@ TEST(DeviceFactory, ResolvesOrdinalFromLocalRank) {
   EXPECT_EQ(ResolveCudaOrdinal(4, 4, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ResolveCudaOrdinal(-2, 4, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ResolveCudaOrdinal(-1, 4, "x").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Worker r of `launch --device cuda` takes GPU r mod G; more workers than
+// GPUs only where collectives are staged through the host.
+TEST(DeviceFactory, MoreRanksThanGpusNeedTheHostStagedBackend) {
+  for (int r = 0; r < 7; ++r) {
+    EXPECT_EQ(*ResolveCudaOrdinal(-1, 3, std::to_string(r).c_str()), r % 3) << r;
+  }
+  EXPECT_TRUE(CheckRanksPerGpu(2, 2, "nccl").ok());
+  EXPECT_TRUE(CheckRanksPerGpu(1, 2, "auto").ok());
+  EXPECT_TRUE(CheckRanksPerGpu(4, 1, "host-staged").ok());
+  EXPECT_TRUE(CheckRanksPerGpu(4, 1, "gloo").ok());  // Gloo on CUDA is host-staged.
+  for (const char* backend : {"nccl", "auto"}) {
+    const absl::Status refused = CheckRanksPerGpu(3, 2, backend);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << backend;
+    EXPECT_NE(refused.message().find("3 workers but 2 GPU(s)"), std::string::npos) << refused;
+    EXPECT_NE(refused.message().find("--backend host-staged"), std::string::npos) << refused;
+  }
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 # NCCL: configures a CUDA build for sm_90 only (to save compile time), builds
 # only the test targets labelled "gpu" (tests register with
 # zeroshard_add_test(... LABELS gpu), so the CTest name is the target name)
-# and runs `ctest -L gpu`, then device_adamw_bench briefly (one line per
-# compute dtype). Meant to finish in under 5 minutes.
+# and runs `ctest -L gpu`, then device_adamw_bench (one line per compute
+# dtype) and model_kernels_bench (one line per kernel) briefly. Meant to
+# finish in under 5 minutes.
 #
 # Usage: tests/gpu/run_gpu_tests.sh [build-dir]   (default: build-gpu)
 # Env:   CUDA_ARCH (default 90), JOBS (default: all cores).
@@ -43,6 +44,11 @@ ctest --test-dir "${build}" -L gpu --output-on-failure --timeout 240 || status=$
 # does not change the exit status.
 if ninja -C "${build}" -j "${jobs}" device_adamw_bench >/dev/null; then
   timeout 60 "${build}/bin/device_adamw_bench" --device cuda --n 67108864 --reps 5 || true
+fi
+# The model's CUDA kernels at one gpt2 block, briefly (ms and TFLOP/s or
+# GB/s per kernel, fp32 and TF32); it does not change the exit status.
+if ninja -C "${build}" -j "${jobs}" model_kernels_bench >/dev/null; then
+  timeout 120 "${build}/bin/model_kernels_bench" --model gpt2 --batch 4 --reps 5 || true
 fi
 echo "run_gpu_tests: total $(( $(date +%s) - start )) s, ctest status ${status}"
 exit "${status}"

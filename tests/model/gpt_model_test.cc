@@ -43,6 +43,34 @@ TEST(ModelConfigTest, PresetsAndErrors) {
   EXPECT_NE(ValidateModelConfig(c).message().find("n_ctx"), std::string::npos);
 }
 
+// The GPU presets have GPT-2's shapes; the parameter count by the formula
+// L (12 C^2 + 13 C) + (V + ctx) C + 2 C (blocks, embeddings, ln_f); --help
+// (ModelPresetFlagHelp) names every preset.
+TEST(ModelConfigTest, Gpt2PresetsAndHelp) {
+  struct Want {
+    const char* name;
+    int layers, width, heads, ctx;
+  };
+  for (const Want& w : {Want{"gpt2", 12, 768, 12, 1024}, Want{"gpt2-medium", 24, 1024, 16, 1024},
+                        Want{"gpt2-xl", 48, 1600, 25, 1024}}) {
+    absl::StatusOr<ModelConfig> c = ModelPreset(w.name);
+    ASSERT_TRUE(c.ok()) << w.name;
+    EXPECT_EQ(c->vocab, 256);
+    EXPECT_EQ(c->n_layer, w.layers);
+    EXPECT_EQ(c->n_embd, w.width);
+    EXPECT_EQ(c->n_head, w.heads);
+    EXPECT_EQ(c->n_ctx, w.ctx);
+    const int64_t C = w.width;
+    EXPECT_EQ(ModelParamCount(*c), w.layers * (12 * C * C + 13 * C) + (256 + w.ctx) * C + 2 * C);
+  }
+  EXPECT_EQ(ModelParamCount(*ModelPreset("gpt2")), 86039040);
+  const std::string help = ModelPresetFlagHelp();
+  for (const std::string& name : ModelPresetNames()) {
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(ModelPresetNames().size(), 6u) << help;
+}
+
 TEST(ModelConfigTest, UnitsAndParameterCount) {
   const ModelConfig c = Tiny();
   const std::vector<UnitSpec> units = ModelUnits(c);

@@ -48,6 +48,23 @@ absl::StatusOr<int> ResolveCudaOrdinal(int requested, int visible, const char* l
   return rank % visible;
 }
 
+int VisibleCudaDevices() {
+#ifdef ZEROSHARD_HAVE_CUDA_DEVICE
+  return QueryCudaDevices().count;
+#else
+  return 0;
+#endif
+}
+
+absl::Status CheckRanksPerGpu(int workers, int visible, const std::string& backend) {
+  if (workers <= visible || (backend != "nccl" && backend != "auto")) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--device cuda: ", workers, " workers but ", visible,
+      " GPU(s) visible: worker r uses GPU r mod ", visible,
+      ", and NCCL (--backend ", backend, ") cannot put two ranks on one GPU; pass --backend "
+      "host-staged to share GPUs, or use at most ", visible, " workers"));
+}
+
 absl::StatusOr<std::unique_ptr<Device>> CreateDevice(const DeviceOptions& options) {
   if (options.cpu_threads < 0) {
     return absl::InvalidArgumentError(

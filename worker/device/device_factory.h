@@ -27,4 +27,17 @@ absl::StatusOr<std::unique_ptr<Device>> CreateDevice(const DeviceOptions& option
 // non-negative integer is INVALID_ARGUMENT. Pure, for tests.
 absl::StatusOr<int> ResolveCudaOrdinal(int requested, int visible, const char* local_rank);
 
+// CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies); 0 without
+// a GPU or driver, or in a build without CUDA.
+int VisibleCudaDevices();
+
+// `zeroshard launch --device cuda --workers N` on `visible` GPUs: worker r
+// gets LOCAL_RANK=r, so GPU r mod visible (ResolveCudaOrdinal). More ranks
+// than GPUs puts two ranks on one GPU, which NCCL refuses ("Duplicate GPU
+// detected"): with `backend` "nccl" or "auto" (NCCL on CUDA) that is
+// FAILED_PRECONDITION naming the counts and --backend host-staged; "gloo"
+// and "host-staged" stage collectives through host memory and may share.
+// Pure, for tests.
+absl::Status CheckRanksPerGpu(int workers, int visible, const std::string& backend);
+
 }  // namespace zeroshard

@@ -11,14 +11,11 @@
 #include "common/status_macros.h"
 #include "worker/model/cpu_kernels_internal.h"
 #include "worker/model/fast_math.h"
+#include "worker/model/kernel_constants.h"
 #include "worker/model/kernels.h"
 
 namespace zeroshard {
 namespace {
-
-constexpr float kLayerNormEps = 1e-5f;
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
 
 int InitialThreads() {
   const char* env = std::getenv("ZEROSHARD_THREADS");

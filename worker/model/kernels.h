@@ -14,6 +14,9 @@
 //
 // Thread safety: a Kernels object may be used from one thread at a time; it
 // may use internal worker threads (see SetComputeThreads).
+//
+// Backends: CpuKernels() below; CudaKernels (cuda_kernels.h, built only
+// where nvcc exists) on a CUDA Device's stream.
 #pragma once
 
 #include <cstdint>

@@ -21,6 +21,11 @@ constexpr Preset kPresets[] = {
     {"tiny", {256, 2, 32, 2, 16}},
     {"small", {256, 4, 128, 4, 64}},
     {"medium", {256, 8, 256, 8, 128}},
+    // GPT-2 small and medium's shapes (Radford et al., 2019, table 2) at the
+    // byte vocabulary: 86.0M and 303.6M parameters here (124M and 355M at
+    // vocab 50257); sized for a GPU.
+    {"gpt2", {256, 12, 768, 12, 1024}},
+    {"gpt2-medium", {256, 24, 1024, 16, 1024}},
     // GPT-2 XL's shape (1.5B parameters at vocab 50257; ~1.5B here too): far
     // beyond a CPU, kept so sizing and the memory check meet a real model.
     {"gpt2-xl", {256, 48, 1600, 25, 1024}},
@@ -57,6 +62,10 @@ std::vector<std::string> ModelPresetNames() {
   std::vector<std::string> names;
   for (const Preset& p : kPresets) names.push_back(p.name);
   return names;
+}
+
+std::string ModelPresetFlagHelp() {
+  return absl::StrCat("model preset (", absl::StrJoin(ModelPresetNames(), ", "), ")");
 }
 
 absl::StatusOr<ModelConfig> ModelPreset(const std::string& name) {

@@ -41,10 +41,15 @@ struct ModelConfig {
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
 // Named presets: "tiny" (tests: 2 layers, 32 wide, 2 heads, ctx 16),
-// "small" (the default for `zeroshard launch`), "medium". NOT_FOUND naming
-// the preset and listing the known ones otherwise.
+// "small" (the default for `zeroshard launch`), "medium" (CPU sizes), and
+// GPT-2's shapes at the byte vocabulary for GPUs: "gpt2" (12 layers, 768
+// wide, 12 heads, ctx 1024), "gpt2-medium" (24, 1024, 16, 1024), "gpt2-xl"
+// (48, 1600, 25, 1024). NOT_FOUND naming the preset and listing the known
+// ones otherwise. ModelPresetNames() lists them in this order (for --help).
 absl::StatusOr<ModelConfig> ModelPreset(const std::string& name);
 std::vector<std::string> ModelPresetNames();
+// "model preset (tiny, small, ...)": every preset, for a --model flag's help.
+std::string ModelPresetFlagHelp();
 
 // The model's units in plan order (see the header comment).
 std::vector<UnitSpec> ModelUnits(const ModelConfig& config);

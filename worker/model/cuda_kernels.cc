@@ -1,0 +1,184 @@
+// CudaKernels: creation, the sticky error, the workspace, and every
+// operation but attention (cuda_attention.cc). Each method checks for a
+// pending error, then enqueues cuBLAS calls or the launchers of
+// cuda_model_kernels.h on the device's stream.
+#include "worker/model/cuda_kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "worker/device/cuda_check.h"
+#include "worker/model/cuda_gemm.h"
+#include "worker/model/cuda_model_kernels.h"
+
+namespace zeroshard {
+namespace {
+
+cudaStream_t StreamOf(const Device& device) { return static_cast<cudaStream_t>(device.stream()); }
+cublasHandle_t Handle(void* cublas) { return static_cast<cublasHandle_t>(cublas); }
+
+// The status of a launcher call.
+#define ZS_LAUNCH_STATUS(expr) ::zeroshard::CudaStatus((expr), #expr, __FILE__, __LINE__)
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaKernels>> CudaKernels::Create(
+    Device& device, const CudaKernelsOptions& options) {
+  if (device.kind() != DeviceKind::kCuda) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaKernels: device ", device.name(), " is not a CUDA device"));
+  }
+  if (options.vocab < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaKernels: vocab must be >= 1, got ", options.vocab));
+  }
+  ZS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device.ordinal()));
+  cublasHandle_t handle = nullptr;
+  ZS_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle));
+  // Only the compute type of each call picks TF32 (cuda_gemm.cc), not the
+  // handle's math mode.
+  absl::Status bound = model_cuda::CublasStatus(cublasSetStream(handle, StreamOf(device)),
+                                                "cublasSetStream", __FILE__, __LINE__);
+  if (bound.ok()) {
+    bound = model_cuda::CublasStatus(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
+                                     "cublasSetMathMode", __FILE__, __LINE__);
+  }
+  if (!bound.ok()) {
+    cublasDestroy(handle);
+    return bound;
+  }
+  return std::unique_ptr<CudaKernels>(new CudaKernels(device, options, handle));
+}
+
+CudaKernels::~CudaKernels() {
+  if (cudaSetDevice(device_.ordinal()) != cudaSuccess) cudaGetLastError();
+  device_.Free(scratch_);  // Stream-ordered: after the work that used it.
+  cublasDestroy(Handle(cublas_));
+}
+
+absl::Status CudaKernels::TakeStatus() { return std::exchange(error_, absl::OkStatus()); }
+
+void CudaKernels::Keep(absl::Status status) {
+  if (error_.ok()) error_ = std::move(status);
+}
+
+bool CudaKernels::Begin() {
+  if (!error_.ok()) return false;
+  Keep(CudaStatus(cudaSetDevice(device_.ordinal()), "cudaSetDevice", __FILE__, __LINE__));
+  return error_.ok();
+}
+
+float* CudaKernels::Workspace(int64_t floats) {
+  const int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
+  if (bytes <= scratch_bytes_) return static_cast<float*>(scratch_);
+  device_.Free(scratch_);
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  absl::StatusOr<void*> grown = device_.Allocate(bytes);
+  if (!grown.ok()) {
+    Keep(absl::Status(grown.status().code(), absl::StrCat("CudaKernels workspace of ", bytes,
+                                                          " bytes: ", grown.status().message())));
+    return nullptr;
+  }
+  scratch_ = *grown;
+  scratch_bytes_ = bytes;
+  return static_cast<float*>(scratch_);
+}
+
+void CudaKernels::Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                         const float* A, const float* B, float beta, float* C) {
+  if (!Begin()) return;
+  Keep(model_cuda::RowMajorGemm(Handle(cublas_), options_.allow_tf32,
+                                {.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K},
+                                alpha, A, B, beta, C));
+}
+
+void CudaKernels::BiasAdd(float* out, const float* bias, int N, int C) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::BiasAdd(out, bias, N, C, StreamOf(device_))));
+}
+
+void CudaKernels::BiasBackward(const float* dout, int N, int C, float* dbias) {
+  if (!Begin()) return;
+  float* partials = Workspace(model_cuda::ColumnPartials(N) * C);
+  if (partials == nullptr) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::ColumnSums(model_cuda::ColumnTerm::kValue, dout, nullptr,
+                                               nullptr, nullptr, N, C, partials, dbias,
+                                               StreamOf(device_))));
+}
+
+void CudaKernels::LayerNormForward(const float* x, const float* gamma, const float* beta, int N,
+                                   int C, float* out, float* mean, float* rstd) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(
+      model_cuda::LayerNormForward(x, gamma, beta, N, C, out, mean, rstd, StreamOf(device_))));
+}
+
+void CudaKernels::LayerNormBackward(const float* dout, const float* x, const float* gamma,
+                                    const float* mean, const float* rstd, int N, int C, float* dx,
+                                    float* dgamma, float* dbeta) {
+  if (!Begin()) return;
+  const cudaStream_t stream = StreamOf(device_);
+  float* partials = Workspace(model_cuda::ColumnPartials(N) * C);
+  if (partials == nullptr) return;
+  // The two sums share `partials`: the stream runs them one after the other.
+  Keep(ZS_LAUNCH_STATUS(model_cuda::ColumnSums(model_cuda::ColumnTerm::kNormGrad, dout, x, mean,
+                                               rstd, N, C, partials, dgamma, stream)));
+  Keep(ZS_LAUNCH_STATUS(model_cuda::ColumnSums(model_cuda::ColumnTerm::kValue, dout, nullptr,
+                                               nullptr, nullptr, N, C, partials, dbeta, stream)));
+  Keep(ZS_LAUNCH_STATUS(
+      model_cuda::LayerNormBackwardInput(dout, x, gamma, mean, rstd, N, C, dx, stream)));
+}
+
+void CudaKernels::GeluForward(const float* x, int64_t n, float* out) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::GeluForward(x, n, out, StreamOf(device_))));
+}
+
+void CudaKernels::GeluBackward(const float* x, const float* dout, int64_t n, float* dx) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::GeluBackward(x, dout, n, dx, StreamOf(device_))));
+}
+
+void CudaKernels::SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N,
+                                             int V, float* probs, float* losses) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::SoftmaxCrossEntropyForward(logits, targets, N, V, probs, losses,
+                                                               StreamOf(device_))));
+}
+
+void CudaKernels::SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N,
+                                              int V, float scale, float* dlogits) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::SoftmaxCrossEntropyBackward(probs, targets, N, V, scale,
+                                                                dlogits, StreamOf(device_))));
+}
+
+void CudaKernels::EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
+                                   int T, int C, float* out) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::EmbeddingForward(tokens, wte, wpe, B, T, C, options_.vocab, out,
+                                                     StreamOf(device_))));
+}
+
+void CudaKernels::EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C,
+                                    float* dwte, float* dwpe) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::EmbeddingBackward(dout, tokens, B, T, C, options_.vocab, dwte,
+                                                      dwpe, StreamOf(device_))));
+}
+
+void CudaKernels::Add(const float* a, const float* b, int64_t n, float* y) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::Add(a, b, n, y, StreamOf(device_))));
+}
+
+void CudaKernels::Accumulate(const float* x, int64_t n, float* y) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::Accumulate(x, n, y, StreamOf(device_))));
+}
+
+}  // namespace zeroshard
