@@ -75,7 +75,58 @@ struct Observed {
   int64_t gathers_per_step = 0;  // The last step's all-gather calls.
 };
 
-// Runs `steps` steps with an evaluation (2 forward passes) after each.
+struct Limits {
+  int64_t base = 0;   // Resident buffers (none on the CPU).
+  int64_t bound = 0;  // base + (1 + d) gathers + view + gradient view + one staging.
+};
+
+// One step's brackets over `seq`; from the second step on (fp32), checks the
+// exact gather buffers after every Pre*.
+void StepBrackets(ShardedEngine& engine, const std::vector<UnitBracket>& seq, const Config& k,
+                  const Limits& lim, bool steady, const std::string& where) {
+  const int64_t P = kNumel;
+  bool reduced = false;  // A reduce-scatter is in flight once a backward closed.
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const int u = seq[i].unit;
+    const float* params = nullptr;
+    if (seq[i].backward) {
+      const UnitBackwardView v = engine.PreBackward(u);
+      for (int64_t e = 0; e < kNumel; ++e) v.grads[e] += 0.5f * v.params[e] + 0.001f * static_cast<float>(i);
+      params = v.params;
+    } else {
+      params = engine.PreForward(u);
+    }
+    EXPECT_TRUE(std::isfinite(params[kNumel - 1])) << where;
+    if (steady && k.compute == DType::kFp32 && k.reduce == DType::kFp32) {
+      const int64_t want = ExpectedGathered(seq, i, k.prefetch) * 4 * P +
+                           (seq[i].backward ? 4 * P : 0) + (reduced ? 4 * P : 0);
+      EXPECT_EQ(engine.memory().buffers - lim.base, want) << where << " open " << i;
+    }
+    if (seq[i].backward) {
+      engine.PostBackward(u);
+      reduced = true;
+    } else {
+      engine.PostForward(u);
+    }
+  }
+}
+
+// Two forward-only passes; nothing may stay gathered after them.
+absl::Status Evaluate(ShardedEngine& engine, const Limits& lim, const std::string& where) {
+  engine.BeginEvaluation();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int u : {0, 1, 2, 3, 4, 0}) {
+      EXPECT_TRUE(std::isfinite(engine.PreForward(u)[0])) << where;
+      EXPECT_LE(engine.memory().buffers, lim.bound) << where;
+      engine.PostForward(u);
+    }
+  }
+  ZS_RETURN_IF_ERROR(engine.EndEvaluation());
+  EXPECT_EQ(engine.memory().buffers, lim.base) << where << ": gathered after evaluation";
+  return absl::OkStatus();
+}
+
+// Runs `steps` steps with an evaluation after each.
 absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps) {
   const ShardPlan plan = Plan(comm->world_size());
   EngineOptions o;
@@ -88,57 +139,26 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
     for (int64_t i = 0; i < kNumel; ++i) init[u][i] = 0.01f * static_cast<float>((u * 31 + i) % 17);
   }
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine, ShardedEngine::Create(plan, comm, o, init));
-  const int64_t base = engine->memory().buffers, P = kNumel;
-  const int64_t c = DTypeSize(k.compute), g = DTypeSize(k.reduce);
+  Limits lim;
+  lim.base = engine->memory().buffers;
+  const int64_t P = kNumel, c = DTypeSize(k.compute), g = DTypeSize(k.reduce);
   const int64_t view = k.compute == DType::kBf16 ? 4 * P : 0;
-  const int64_t bound = base + (1 + k.prefetch) * c * P + view + 4 * P + g * P;
+  lim.bound = lim.base + (1 + k.prefetch) * c * P + view + 4 * P + g * P;
   std::vector<UnitBracket> seq;
   for (int mb = 0; mb < kMicroBatches; ++mb) {
     for (const UnitBracket& b : GptBrackets()) seq.push_back(b);
   }
-  const std::string rank = absl::StrCat(k.Name(), " rank ", comm->rank());
   Observed out;
   for (int step = 0; step < steps; ++step) {
+    const std::string where = absl::StrCat(k.Name(), " rank ", comm->rank(), " step ", step);
     engine->ResetPeakMemory();
     const int64_t gathers = comm->stats().ops[static_cast<int>(CommOp::kAllGather)].calls;
-    bool reduced = false;  // A reduce-scatter is in flight once a backward closed.
-    for (size_t i = 0; i < seq.size(); ++i) {
-      const int u = seq[i].unit;
-      const float* params = nullptr;
-      if (seq[i].backward) {
-        const UnitBackwardView v = engine->PreBackward(u);
-        for (int64_t e = 0; e < kNumel; ++e) v.grads[e] += 0.5f * v.params[e] + 0.001f * static_cast<float>(i);
-        params = v.params;
-      } else {
-        params = engine->PreForward(u);
-      }
-      EXPECT_TRUE(std::isfinite(params[kNumel - 1])) << rank;
-      if (step > 0 && k.compute == DType::kFp32 && k.reduce == DType::kFp32) {
-        const int64_t want = ExpectedGathered(seq, i, k.prefetch) * 4 * P +
-                             (seq[i].backward ? 4 * P : 0) + (reduced ? 4 * P : 0);
-        EXPECT_EQ(engine->memory().buffers - base, want) << rank << " step " << step << " open " << i;
-      }
-      if (seq[i].backward) {
-        engine->PostBackward(u);
-        reduced = true;
-      } else {
-        engine->PostForward(u);
-      }
-    }
-    EXPECT_LE(engine->peak_memory().buffers, bound) << rank << " step " << step;
+    StepBrackets(*engine, seq, k, lim, step > 0, where);
+    EXPECT_LE(engine->peak_memory().buffers, lim.bound) << where;
     ZS_RETURN_IF_ERROR(engine->Step(0.5f).status());
     out.gathers_per_step = comm->stats().ops[static_cast<int>(CommOp::kAllGather)].calls - gathers;
-    EXPECT_EQ(engine->memory().buffers, base) << rank << ": gathered after step " << step;
-    engine->BeginEvaluation();
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int u : {0, 1, 2, 3, 4, 0}) {
-        EXPECT_TRUE(std::isfinite(engine->PreForward(u)[0]));
-        EXPECT_LE(engine->memory().buffers, bound) << rank;
-        engine->PostForward(u);
-      }
-    }
-    ZS_RETURN_IF_ERROR(engine->EndEvaluation());
-    EXPECT_EQ(engine->memory().buffers, base) << rank << ": gathered after evaluation " << step;
+    EXPECT_EQ(engine->memory().buffers, lim.base) << where << ": gathered after the step";
+    ZS_RETURN_IF_ERROR(Evaluate(*engine, lim, where));
   }
   for (int u = 0; u < kUnits; ++u) {
     ZS_ASSIGN_OR_RETURN(std::vector<float> full, engine->GatherFullParams(u));
