@@ -48,6 +48,25 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
   return absl::OkStatus();
 }
 
+// The first error of several streams, in time: the root cause (a stream
+// that fails after another dropped the pending checkpoint reports only
+// that it is gone). Thread-safe.
+class FirstError {
+ public:
+  void Note(const absl::Status& st) {
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = st;
+  }
+  absl::Status Get() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 CheckpointClient::CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options)
@@ -139,15 +158,14 @@ absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata&
     }
   }
   const int streams = StreamsFor(all.size());
-  std::vector<absl::Status> errors(streams);
+  FirstError error;
   std::vector<int64_t> sent(streams, 0);
   ParallelFor(static_cast<int64_t>(all.size()), streams, 1, 1, [&](int s, int64_t b, int64_t e) {
-    errors[s] = UploadStream(id, meta.rank, std::vector<UploadPiece>(all.begin() + b, all.begin() + e),
-                             deadline, &sent[s]);
+    error.Note(UploadStream(id, meta.rank, std::vector<UploadPiece>(all.begin() + b, all.begin() + e),
+                            deadline, &sent[s]));
   });
   for (int64_t n : sent) *bytes += n;
-  for (const absl::Status& st : errors) ZS_RETURN_IF_ERROR(st);
-  return absl::OkStatus();
+  return error.Get();
 }
 
 absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
@@ -273,17 +291,17 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
     }
   }
   // [Note: parallel streams] (Upload): the segments on up to options_.streams streams.
-  const int streams = StreamsFor(downloads.size());
-  std::vector<absl::Status> errors(streams);
-  ParallelFor(static_cast<int64_t>(downloads.size()), streams, 1, 1, [&](int c, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e && errors[c].ok(); ++i) {
-      const auto& [t, s] = downloads[i];
-      errors[c] = Download(info.summary().job_id(), info.summary().step(), t->unit, t->kind,
-                           {s.src_offset, s.dst.length}, t->dst + s.dst.offset, deadline);
-    }
-  });
-  for (const absl::Status& st : errors) ZS_RETURN_IF_ERROR(st);
-  return absl::OkStatus();
+  FirstError error;
+  ParallelFor(static_cast<int64_t>(downloads.size()), StreamsFor(downloads.size()), 1, 1,
+              [&](int, int64_t b, int64_t e) {
+                for (int64_t i = b; i < e && error.Get().ok(); ++i) {
+                  const auto& [t, s] = downloads[i];
+                  error.Note(Download(info.summary().job_id(), info.summary().step(), t->unit,
+                                      t->kind, {s.src_offset, s.dst.length},
+                                      t->dst + s.dst.offset, deadline));
+                }
+              });
+  return error.Get();
 }
 
 absl::StatusOr<int64_t> CheckpointClient::RequestCheckpoint(absl::Time deadline) {
