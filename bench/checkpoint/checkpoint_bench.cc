@@ -4,16 +4,21 @@
 //            master/m/v (Begin, chunked upload with XXH64, commit = fsync +
 //            hash read-back + renames + manifest); vs one sequential write of
 //            the same bytes to a file in the same dir, then fsync.
-//   restore: the N ranks download their shards (chunk XXH64 checked); vs one
-//            sequential read of the baseline file.
-// Both reads find the data in the page cache (it was just written); the
-// ratio compares equal conditions. MB = 10^6 bytes. Medians of --runs.
+//   restore: the N ranks Restore their shards (GetInfo + Restore, chunk
+//            XXH64 checked, bytes compared); vs one sequential read of the
+//            baseline file.
+// --cache cold (the default) evicts the files from the page cache
+// (posix_fadvise DONTNEED; they are fsynced, so clean) before every restore
+// and plain read: both then read the disk, the limit this measures.
+// --cache warm leaves them cached (just written): both then read memory.
+// MB = 10^6 bytes. Medians of --runs; the modes run interleaved.
 // With --tls-dir (ca.pem, server.pem/.key, client.pem/.key, as
 // `python3 tests/security/certs.py DIR` makes them), a second service on
 // mTLS (the product's MakeServerCredentials/OpenChannel) is measured in the
 // same runs, interleaved with the plaintext one: TLS's cost on save/restore.
 // Usage: checkpoint_bench [--mib 256] [--ranks 2] [--runs 5] [--dir /tmp]
-//                         [--chunk-kib 1024] [--tls-dir DIR]
+//                         [--chunk-kib 1024] [--streams 4] [--cache cold|warm]
+//                         [--tls-dir DIR]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -40,6 +45,21 @@ namespace zs = zeroshard;
 
 namespace {
 
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "checkpoint_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// Drops every file under `root` from the page cache (they must be clean).
+void EvictTree(const std::string& root) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    int fd = ::open(e.path().c_str(), O_RDONLY);
+    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) Die("evict " + e.path().string());
+    ::close(fd);
+  }
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -48,12 +68,13 @@ double Median(std::vector<double> v) {
 double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t bytes) {
   absl::Time t0 = absl::Now();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) Die("create " + path);
   for (int64_t done = 0; done < bytes;) {
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(buf.size()), bytes - done);
-    if (::write(fd, buf.data(), static_cast<size_t>(n)) != n) std::abort();
+    if (::write(fd, buf.data(), static_cast<size_t>(n)) != n) Die("write " + path);
     done += n;
   }
-  ::fsync(fd);
+  if (::fsync(fd) != 0) Die("fsync " + path);
   ::close(fd);
   return absl::ToDoubleSeconds(absl::Now() - t0);
 }
@@ -61,6 +82,7 @@ double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t
 double PlainRead(const std::string& path, std::vector<char>& buf) {
   absl::Time t0 = absl::Now();
   int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) Die("open " + path);
   while (::read(fd, buf.data(), buf.size()) > 0) {
   }
   ::close(fd);
@@ -71,8 +93,10 @@ struct Flags {
   int64_t mib = 256;
   int ranks = 2, runs = 5;
   int64_t chunk_kib = 1024;
+  int streams = zs::checkpoint::CheckpointClientOptions{}.streams;
   std::string base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string tls_dir;  // "" = plaintext only.
+  std::string cache = "cold";
 };
 
 // The flags; std::nullopt to go on, else the exit code (0 after --help).
@@ -84,6 +108,11 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags& flags) {
   app.add_option("--runs", flags.runs, "timed runs (median)")->check(CLI::PositiveNumber);
   app.add_option("--dir", flags.base, "where the checkpoints and the plain files go");
   app.add_option("--chunk-kib", flags.chunk_kib, "upload chunk, KiB")->check(CLI::PositiveNumber);
+  app.add_option("--streams", flags.streams, "concurrent upload/download streams per rank")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--cache", flags.cache,
+                 "cold: evict the files before every read (the disk); warm: read the page cache")
+      ->check(CLI::IsMember({"cold", "warm"}));
   app.add_option("--tls-dir", flags.tls_dir,
                  "also run over mTLS with certificates generated here (openssl)");
   return zs::ParseCommandLine(app, argc, argv);
@@ -127,9 +156,9 @@ Service StartService(const std::string& dir, const zs::TlsFiles& tls) {
 
 // `security` empty = plaintext; channels from the product's OpenChannel.
 std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
-    int port, int ranks, int64_t chunk_kib, const zs::ClientSecurity& security) {
+    int port, const Flags& flags, const zs::ClientSecurity& security) {
   std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> clients;
-  for (int r = 0; r < ranks; ++r) {
+  for (int r = 0; r < flags.ranks; ++r) {
     grpc::ChannelArguments args;
     args.SetInt("zeroshard_rank", r);  // A distinct channel (TCP connection) per rank.
     args.SetMaxReceiveMessageSize(8 << 20);
@@ -139,7 +168,7 @@ std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
       std::exit(1);
     }
     clients.push_back(std::make_unique<zs::checkpoint::CheckpointClient>(
-        *channel, zs::checkpoint::CheckpointClientOptions{chunk_kib << 10}));
+        *channel, zs::checkpoint::CheckpointClientOptions{flags.chunk_kib << 10, flags.streams}));
   }
   return clients;
 }
@@ -162,7 +191,11 @@ Shards FillShards(const zs::ShardPlan& plan, int ranks) {
       for (int k = 0; k < 3; ++k) {
         auto& v = s.data[r][u * 3 + k];
         v.resize(ranges[u].length);
-        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 2654435761u + r + k) % 1000) * 1e-3f;
+        // Padding (elements past the unit's numel) is zero, as Restore writes it.
+        for (size_t i = 0; i < v.size(); ++i) {
+          const bool pad = ranges[u].offset + static_cast<int64_t>(i) >= plan.units[u].numel;
+          v[i] = pad ? 0.f : static_cast<float>((i * 2654435761u + r + k) % 1000) * 1e-3f;
+        }
       }
       s.views[r].push_back({plan.units[u].name, ranges[u], s.data[r][u * 3].data(),
                             s.data[r][u * 3 + 1].data(), s.data[r][u * 3 + 2].data()});
@@ -189,42 +222,57 @@ double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shard
       m.plan = plan;
       auto res = clients[r]->Save(m, shards.views[r], absl::Now() + absl::Minutes(10));
       if (!res.ok()) {
-        std::fprintf(stderr, "save failed: %s\n", std::string(res.status().message()).c_str());
-        std::abort();
+        Die("save failed: " + res.status().ToString());
       }
       committed[r] = res->committed;
     });
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  if (std::count(committed.begin(), committed.end(), 1) != 1) std::abort();
+  // The last rank to commit commits; a rank whose Commit comes after that
+  // is told committed too.
+  if (std::count(committed.begin(), committed.end(), 1) < 1) Die("no rank committed");
   return seconds;
 }
 
-// Seconds for every rank to download its shards of checkpoint `step`
-// (each checked against what it saved).
+// Seconds for every rank to restore its shards of checkpoint `step` through
+// the product's path (GetInfo, then Restore of every unit and kind) into
+// buffers allocated and touched before the clock starts, as the engine's
+// are; checked against what was saved after it stops.
 double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step) {
   const int ranks = static_cast<int>(clients.size());
+  std::vector<std::vector<std::vector<float>>> dst(ranks);
+  std::vector<std::vector<zs::checkpoint::RestoreTarget>> targets(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    auto ranges = zs::checkpoint::SaveRanges(plan, r);
+    dst[r].resize(plan.units.size() * 3);
+    for (size_t u = 0; u < plan.units.size(); ++u) {
+      int k = 0;
+      for (auto kind : {zs::v1::TENSOR_KIND_MASTER, zs::v1::TENSOR_KIND_EXP_AVG,
+                        zs::v1::TENSOR_KIND_EXP_AVG_SQ}) {
+        std::vector<float>& d = dst[r][u * 3 + k++];
+        d.assign(ranges[u].length, -1.f);
+        targets[r].push_back({plan.units[u].name, kind, ranges[u], d.data()});
+      }
+    }
+  }
   absl::Time t0 = absl::Now();
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      auto ranges = zs::checkpoint::SaveRanges(plan, r);
-      std::vector<float> dst;
-      for (size_t u = 0; u < plan.units.size(); ++u) {
-        dst.resize(ranges[u].length);
-        for (auto k : {zs::v1::TENSOR_KIND_MASTER, zs::v1::TENSOR_KIND_EXP_AVG,
-                       zs::v1::TENSOR_KIND_EXP_AVG_SQ}) {
-          absl::Status st = clients[r]->Download("bench", step, plan.units[u].name, k, ranges[u],
-                                                 dst.data(), absl::Now() + absl::Minutes(10));
-          if (!st.ok()) std::abort();
-        }
-        if (dst != shards.data[r][u * 3 + 2]) std::abort();  // The last kind read is v.
-      }
+      const absl::Time deadline = absl::Now() + absl::Minutes(10);
+      auto info = clients[r]->GetInfo("bench", step, deadline);
+      if (!info.ok()) Die("get info: " + info.status().ToString());
+      absl::Status st = clients[r]->Restore(*info, plan, targets[r], deadline);
+      if (!st.ok()) Die("restore failed: " + st.ToString());
     });
   }
   for (auto& t : threads) t.join();
-  return absl::ToDoubleSeconds(absl::Now() - t0);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  for (int r = 0; r < ranks; ++r) {
+    if (dst[r] != shards.data[r]) Die("restored bytes differ");
+  }
+  return seconds;
 }
 
 // Per-run seconds of each measurement (tls_*: the mTLS service's).
@@ -252,8 +300,8 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
   const double save = mb / Median(t.save_s), write = mb / Median(t.write_s);
   const double restore = mb / Median(t.restore_s), read = mb / Median(t.read_s);
-  std::printf("checkpoint_bench: %.1f MB state, %d ranks, chunk %lld KiB, %d runs (medians)\n", mb,
-              flags.ranks, static_cast<long long>(flags.chunk_kib), flags.runs);
+  std::printf("checkpoint_bench: %.1f MB state, %d ranks x %d streams, chunk %lld KiB, %d runs (medians), %s cache\n",
+              mb, flags.ranks, flags.streams, static_cast<long long>(flags.chunk_kib), flags.runs, flags.cache.c_str());
   std::printf("  save    through service: %8.1f MB/s   plain write+fsync: %8.1f MB/s   ratio %.2f\n", save, write,
               save / write);
   std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
@@ -272,29 +320,33 @@ int main(int argc, char** argv) {
   const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
 
   Service service = StartService(dir + "/ckpt", {});
-  Clients clients = MakeClients(service.port, flags.ranks, flags.chunk_kib, {});
+  Clients clients = MakeClients(service.port, flags, {});
   const bool tls = !flags.tls_dir.empty();
   const std::string& td = flags.tls_dir;
   Service tls_service;
   Clients tls_clients;
   if (tls) {
     tls_service = StartService(dir + "/ckpt-tls", {td + "/ca.pem", td + "/server.pem", td + "/server.key"});
-    tls_clients = MakeClients(tls_service.port, flags.ranks, flags.chunk_kib,
+    tls_clients = MakeClients(tls_service.port, flags,
                               {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
   }
   const Shards shards = FillShards(plan, flags.ranks);
 
   Timings t;
+  const bool cold = flags.cache == "cold";
   std::vector<char> buf(4 << 20, 'x');
   for (int run = 0; run < flags.runs; ++run) {
     // Plain sequential write of the same bytes, then fsync.
     const std::string plain = dir + "/plain.bin";
     t.write_s.push_back(PlainWrite(plain, buf, total_bytes));
     t.save_s.push_back(TimeSave(plan, clients, shards, run + 1));
+    if (cold) EvictTree(dir);
     t.restore_s.push_back(TimeRestore(plan, clients, shards, run + 1));
+    if (cold) EvictTree(dir);
     t.read_s.push_back(PlainRead(plain, buf));
     if (tls) {
       t.tls_save_s.push_back(TimeSave(plan, tls_clients, shards, run + 1));
+      if (cold) EvictTree(dir);
       t.tls_restore_s.push_back(TimeRestore(plan, tls_clients, shards, run + 1));
     }
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/xxhash_copy.h"
 
 namespace zeroshard::server {
 namespace {
@@ -73,12 +75,34 @@ absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> PReadWithXxh64(int fd, void* data, int64_t size, int64_t offset,
+                                        absl::string_view path) {
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
+                                                                   &XXH64_freeState);
+  ZS_CHECK(state != nullptr);
+  XXH64_reset(state.get(), 0);
+  char* p = static_cast<char*>(data);
+  for (int64_t done = 0; done < size;) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(kXxhashCopyBlockBytes), size - done);
+    ZS_RETURN_IF_ERROR(PReadFull(fd, p + done, n, offset + done, path));
+    XXH64_update(state.get(), p + done, static_cast<size_t>(n));
+    done += n;
+  }
+  return static_cast<uint64_t>(XXH64_digest(state.get()));
+}
+
 absl::Status FsyncPath(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);
   FdCloser closer{fd};
   if (::fsync(fd) != 0) return ErrnoStatus(errno, "fsync", path);
   return absl::OkStatus();
+}
+
+absl::Status StartWriteback(int fd, int64_t offset, int64_t size, absl::string_view path) {
+  if (::sync_file_range(fd, offset, size, SYNC_FILE_RANGE_WRITE) == 0) return absl::OkStatus();
+  if (errno == EINVAL || errno == ENOSYS || errno == ESPIPE) return absl::OkStatus();
+  return ErrnoStatus(errno, "writeback", path);
 }
 
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
@@ -120,7 +144,8 @@ absl::StatusOr<uint64_t> HashFile(const std::string& path) {
                                                                    &XXH64_freeState);
   ZS_CHECK(state != nullptr);
   XXH64_reset(state.get(), 0);
-  std::vector<char> buf(4 << 20);
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // Advice only; the read works without it.
+  std::vector<char> buf(kXxhashCopyBlockBytes);
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {

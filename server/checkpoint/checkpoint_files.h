@@ -24,7 +24,20 @@ absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
 absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
                        absl::string_view path);
 
+// PReadFull, returning XXH64 (seed 0) of the bytes read: read and hashed
+// block by block (common/xxhash_copy.h), each block while still in cache.
+absl::StatusOr<uint64_t> PReadWithXxh64(int fd, void* data, int64_t size, int64_t offset,
+                                        absl::string_view path);
+
 absl::Status FsyncPath(const std::string& path);  // A file or a directory.
+
+// Starts the disk writeback of [offset, offset + size) bytes of `fd`
+// (sync_file_range SYNC_FILE_RANGE_WRITE) without waiting for it, so the
+// disk works while more data arrives and the commit's fsync finds little
+// left. Not a durability point: only fsync is. Errors the device reports
+// (EIO, ENOSPC) are returned; a file system without it (EINVAL, ENOSYS,
+// ESPIPE) is OK (the fsync then does all the work).
+absl::Status StartWriteback(int fd, int64_t offset, int64_t size, absl::string_view path);
 
 // Replaces `path` with `contents` atomically: writes `path`.tmp, fsyncs it,
 // renames it over `path`, fsyncs the parent directory.
@@ -32,7 +45,8 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes);
 
-// XXH64 (seed 0) of a whole file, read in 4 MiB blocks.
+// XXH64 (seed 0) of a whole file, read in kXxhashCopyBlockBytes blocks:
+// each block stays in the core's cache between the read's copy and the hash.
 absl::StatusOr<uint64_t> HashFile(const std::string& path);
 
 // Size of a regular file in bytes; NOT_FOUND if absent.

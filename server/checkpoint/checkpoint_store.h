@@ -6,6 +6,8 @@
 //   Begin creates <dir>/.pending-<id>/ (the checkpoint's temporary name) with
 //   one pre-sized data file per (unit, kind). Chunks are written at their
 //   element offsets (pwrite), so ranks upload concurrently and in any order;
+//   each write starts its own disk writeback (sync_file_range), so the disk
+//   works while the rest streams in and the commit's fsyncs find little left;
 //   per (rank, unit, kind) an IntervalSet records what arrived. Commit, once
 //   coverage is complete: fsync and hash each file, write manifest.json
 //   atomically inside (write .tmp, fsync, rename, fsync dir), then rename the

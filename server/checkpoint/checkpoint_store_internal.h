@@ -20,6 +20,10 @@ namespace zeroshard::server {
 
 inline constexpr int kNumKinds = 3;
 inline int KindIndex(v1::TensorKind k) { return static_cast<int>(k) - 1; }
+inline bool ValidTensorKind(v1::TensorKind k) {
+  return k == v1::TENSOR_KIND_MASTER || k == v1::TENSOR_KIND_EXP_AVG ||
+         k == v1::TENSOR_KIND_EXP_AVG_SQ;
+}
 
 // A checkpoint being uploaded. Immutable after creation except the fields
 // guarded by mu.

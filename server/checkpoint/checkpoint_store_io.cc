@@ -1,4 +1,4 @@
-// CheckpointStore: chunk writes, commit, and reads of committed checkpoints.
+// CheckpointStore: chunk writes and commit (reads: checkpoint_store_read.cc).
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -25,14 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kDefaultChunkBytes = 1 << 20;
-constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
-
-bool ValidKind(v1::TensorKind k) {
-  return k == v1::TENSOR_KIND_MASTER || k == v1::TENSOR_KIND_EXP_AVG ||
-         k == v1::TENSOR_KIND_EXP_AVG_SQ;
-}
-
 // Field checks that need only the plan (no lock).
 absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pending& p, int* unit) {
   if (c.rank() < 0 || c.rank() >= p.plan.world_size) {
@@ -43,7 +35,7 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pendi
     return absl::InvalidArgumentError(absl::StrCat("unit \"", c.unit(), "\" is not in the plan"));
   }
   *unit = it->second;
-  if (!ValidKind(c.kind())) return absl::InvalidArgumentError(absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
+  if (!ValidTensorKind(c.kind())) return absl::InvalidArgumentError(absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
   if (c.dtype() != v1::DTYPE_FP32) return absl::InvalidArgumentError("dtype must be DTYPE_FP32");
   // [Note: overflow-safe ranges] Relative to the rank's shard, so no sum
   // of client values is ever formed.
@@ -124,6 +116,9 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
       st = ErrnoStatus(errno, "open", path);
     } else {
       st = PWriteFull(fd, chunk.data().data(), bytes, chunk.offset() * 4, path);
+      // The disk writes this chunk while the next ones arrive; the commit's
+      // fsync still makes it durable.
+      if (st.ok()) st = StartWriteback(fd, chunk.offset() * 4, bytes, path);
       ::close(fd);
     }
   }
@@ -220,8 +215,10 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   t->set_data_cursor(p.meta.data_cursor());
   for (const std::string& rng : p.rng_state) t->add_rng_state(rng);
   int64_t total = 0;
-  // fsync + hash every file, a few files at a time: the device queues the
-  // flushes and the hashing uses the cores.
+  // fsync + hash every file, 8 files at a time: concurrent fsyncs share
+  // the file system's journal commits and keep the device queue full while
+  // the hashing uses the cores (the data is mostly on disk already: each
+  // chunk started its writeback when it arrived).
   const size_t n = p.plan.units.size() * kNumKinds;
   std::vector<uint64_t> hashes(n);
   std::vector<absl::Status> errors(n);
@@ -237,7 +234,7 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
     }
   };
   std::vector<std::thread> workers;
-  for (size_t t = 1; t < std::min<size_t>(4, n); ++t) workers.emplace_back(work);
+  for (size_t t = 1; t < std::min<size_t>(8, n); ++t) workers.emplace_back(work);
   work();
   for (std::thread& t : workers) t.join();
   for (size_t i = 0; i < n; ++i) {
@@ -291,106 +288,6 @@ absl::Status CheckpointStore::Publish(Pending& p) {
   ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
   fs::remove_all(p.dir, ec);  // Now the old checkpoint.
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> CheckpointStore::FindCommitted(
-    absl::string_view job_id, std::optional<int64_t> step) {
-  absl::MutexLock lock(&mu_);
-  for (auto it = committed_.rbegin(); it != committed_.rend(); ++it) {
-    if (!job_id.empty() && it->second->summary.job_id() != job_id) continue;
-    if (step.has_value() && it->first != *step) continue;
-    return it->second;
-  }
-  return absl::NotFoundError(step.has_value()
-                                 ? absl::StrCat("no committed checkpoint at step ", *step)
-                                 : std::string("no committed checkpoint"));
-}
-
-absl::Status CheckpointStore::EnsureVerified(const std::shared_ptr<Committed>& c) {
-  {
-    absl::MutexLock clock(&c->mu);
-    if (!c->verified) {
-      absl::StatusOr<LoadedManifest> m = LoadManifest(c->dir, /*verify_hashes=*/true);
-      c->verified = true;
-      if (m.ok()) {
-        c->loaded = std::make_shared<const LoadedManifest>(*std::move(m));
-      } else {
-        c->verify_status = m.status();
-      }
-    }
-    if (c->verify_status.ok()) return absl::OkStatus();
-  }
-  absl::MutexLock lock(&mu_);
-  auto it = committed_.find(c->step);
-  if (it != committed_.end() && it->second == c) {
-    committed_.erase(it);  // Reported, never loaded.
-    rejected_.push_back(std::string(c->verify_status.message()));
-  }
-  return c->verify_status;
-}
-
-absl::StatusOr<v1::CheckpointInfo> CheckpointStore::Get(absl::string_view job_id,
-                                                        std::optional<int64_t> step) {
-  ZS_RETURN_IF_ERROR(CheckReadJob(job_id));
-  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(job_id, step));
-  ZS_RETURN_IF_ERROR(EnsureVerified(c));
-  absl::MutexLock clock(&c->mu);
-  v1::CheckpointInfo info;
-  *info.mutable_summary() = c->summary;
-  info.set_model_config_json(c->loaded->manifest.model_config_json());
-  *info.mutable_plan() = c->loaded->manifest.plan();
-  *info.mutable_trainer() = c->loaded->manifest.trainer();
-  return info;
-}
-
-absl::Status CheckpointStore::ReadRange(
-    const v1::DownloadRangeRequest& req,
-    const std::function<absl::Status(const v1::RangeChunk&)>& sink) {
-  if (!ValidKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
-  if (req.offset() < 0) return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " is negative"));
-  if (req.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", req.length(), " is < 1"));
-  int64_t chunk_bytes = req.chunk_bytes() == 0 ? kDefaultChunkBytes : req.chunk_bytes();
-  if (chunk_bytes < 4 || chunk_bytes > kMaxChunkBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", req.chunk_bytes(), " is not in [4, ", kMaxChunkBytes, "]"));
-  }
-  const int64_t chunk_elems = chunk_bytes / 4;
-  std::optional<int64_t> step;
-  if (req.has_step()) step = req.step();
-  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
-  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(req.job_id(), step));
-  ZS_RETURN_IF_ERROR(EnsureVerified(c));
-  std::shared_ptr<const LoadedManifest> m;
-  {
-    absl::MutexLock clock(&c->mu);
-    m = c->loaded;
-  }
-  const v1::CheckpointFile* file = nullptr;
-  for (const v1::CheckpointFile& f : m->manifest.files()) {
-    if (f.unit() == req.unit() && f.kind() == req.kind()) file = &f;
-  }
-  if (file == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
-  ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), file->numel(),
-                                absl::StrCat("unit ", req.unit(), "'s elements").c_str()));
-  // Opened once: a retention delete during the read cannot pull it away.
-  const std::string path = c->dir + "/" + file->path();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
-  v1::RangeChunk chunk;
-  chunk.set_step(c->step);
-  absl::Status st;
-  for (int64_t off = req.offset(); st.ok() && off < req.offset() + req.length(); off += chunk_elems) {
-    const int64_t n = std::min(chunk_elems, req.offset() + req.length() - off);
-    std::string* data = chunk.mutable_data();
-    data->resize(static_cast<size_t>(n * 4));
-    st = PReadFull(fd, data->data(), n * 4, off * 4, path);
-    if (!st.ok()) break;
-    chunk.set_offset(off);
-    chunk.set_length(n);
-    chunk.set_xxhash64(XXH64(data->data(), data->size(), 0));
-    st = sink(chunk);
-  }
-  ::close(fd);
-  return st;
 }
 
 }  // namespace zeroshard::server

@@ -221,6 +221,18 @@ TEST_F(ServiceTest, CheckpointTriggerCounts) {
   EXPECT_EQ(*client_->GetCheckpointTrigger(Soon()), 2);
 }
 
+TEST(CheckpointClientTest, ConnectRefusesStreamsOutsideOneToSixtyFour) {
+  for (int streams : {0, -1, 65}) {
+    checkpoint::CheckpointClientOptions co;
+    co.streams = streams;
+    auto c = CheckpointClient::Connect("127.0.0.1:1", co);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << streams;
+  }
+  checkpoint::CheckpointClientOptions co;
+  co.streams = 64;
+  EXPECT_TRUE(CheckpointClient::Connect("127.0.0.1:1", co).ok());  // Connects lazily.
+}
+
 TEST(ReshardTest, PlanRestoreSplitsDataAndPaddingAndRefusesOtherModels) {
   const ShardPlan old_plan = *MakeShardPlan(OddUnits(), 4, 4);
   const ShardPlan new_plan = *MakeShardPlan(OddUnits(), 3, 8);

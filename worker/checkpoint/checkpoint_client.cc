@@ -1,15 +1,15 @@
 #include "worker/checkpoint/checkpoint_client.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel_for.h"
 #include "common/rpc/plan_proto.h"
 #include "common/rpc/unary_call.h"
 #include "common/status_macros.h"
+#include "common/xxhash_copy.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/checkpoint/reshard.h"
 
@@ -17,11 +17,15 @@ namespace zeroshard::checkpoint {
 namespace {
 
 constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
+constexpr int kMaxStreams = 64;
 
 absl::Status ValidateOptions(const CheckpointClientOptions& o) {
   if (o.chunk_bytes < 4 || o.chunk_bytes > kMaxChunkBytes || o.chunk_bytes % 4 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "chunk_bytes ", o.chunk_bytes, " must be a multiple of 4 in [4, ", kMaxChunkBytes, "]"));
+  }
+  if (o.streams < 1 || o.streams > kMaxStreams) {
+    return absl::InvalidArgumentError(absl::StrCat("streams ", o.streams, " is not in [1, ", kMaxStreams, "]"));
   }
   return absl::OkStatus();
 }
@@ -43,6 +47,25 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
   }
   return absl::OkStatus();
 }
+
+// The first error of several streams, in time: the root cause (a stream
+// that fails after another dropped the pending checkpoint reports only
+// that it is gone). Thread-safe.
+class FirstError {
+ public:
+  void Note(const absl::Status& st) {
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = st;
+  }
+  absl::Status Get() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -79,35 +102,36 @@ void CheckpointClient::CancelAll() {
   for (grpc::ClientContext* ctx : live_) ctx->TryCancel();
 }
 
-absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata& meta,
-                                      const std::vector<UnitShardView>& shards, absl::Time deadline,
-                                      int64_t* bytes) {
+int CheckpointClient::StreamsFor(size_t jobs) const {
+  const int wanted = std::clamp(options_.streams, 1, kMaxStreams);  // Constructor options are unchecked.
+  return static_cast<int>(std::clamp<size_t>(jobs, 1, static_cast<size_t>(wanted)));
+}
+
+absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
+                                            const std::vector<UploadPiece>& pieces, absl::Time deadline,
+                                            int64_t* bytes) {
   auto ctx = NewContext(deadline);
   v1::UploadShardResponse resp;
   std::unique_ptr<grpc::ClientWriter<v1::ShardChunk>> writer = stub_->UploadShard(ctx.get(), &resp);
   const int64_t chunk_elems = options_.chunk_bytes / 4;
   v1::ShardChunk chunk;
   chunk.set_checkpoint_id(id);
-  chunk.set_rank(meta.rank);
+  chunk.set_rank(rank);
   chunk.set_dtype(v1::DTYPE_FP32);
   bool ok = true;
-  for (const UnitShardView& v : shards) {
-    const std::pair<v1::TensorKind, const float*> kinds[] = {
-        {v1::TENSOR_KIND_MASTER, v.master},
-        {v1::TENSOR_KIND_EXP_AVG, v.exp_avg},
-        {v1::TENSOR_KIND_EXP_AVG_SQ, v.exp_avg_sq}};
-    chunk.set_unit(v.unit);
-    for (const auto& [kind, data] : kinds) {
-      chunk.set_kind(kind);
-      for (int64_t i = 0; ok && i < v.range.length; i += chunk_elems) {
-        const int64_t n = std::min(chunk_elems, v.range.length - i);
-        chunk.set_offset(v.range.offset + i);
-        chunk.set_length(n);
-        chunk.set_data(reinterpret_cast<const char*>(data + i), static_cast<size_t>(n * 4));
-        chunk.set_xxhash64(XXH64(chunk.data().data(), chunk.data().size(), 0));
-        ok = writer->Write(chunk);  // false: the stream broke; Finish says why.
-        *bytes += n * 4;
-      }
+  for (const UploadPiece& piece : pieces) {
+    chunk.set_unit(piece.view->unit);
+    chunk.set_kind(piece.kind);
+    const ElementRange range = piece.view->range;
+    for (int64_t i = 0; ok && i < range.length; i += chunk_elems) {
+      const int64_t n = std::min(chunk_elems, range.length - i);
+      chunk.set_offset(range.offset + i);
+      chunk.set_length(n);
+      std::string* data = chunk.mutable_data();
+      data->resize(static_cast<size_t>(n * 4));  // Same size as the last chunk's: no allocation.
+      chunk.set_xxhash64(CopyWithXxh64(data->data(), piece.data + i, data->size()));
+      ok = writer->Write(chunk);  // false: the stream broke; Finish says why.
+      *bytes += n * 4;
     }
   }
   if (ok) writer->WritesDone();
@@ -115,6 +139,33 @@ absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata&
   ForgetContext(ctx.get());
   if (st.ok() && !ok) return absl::UnavailableError("UploadShard: stream closed early");
   return FromGrpcStatus(st, "UploadShard");
+}
+
+absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata& meta,
+                                      const std::vector<UnitShardView>& shards, absl::Time deadline,
+                                      int64_t* bytes) {
+  // [Note: parallel streams] Up to options_.streams streams at once, each
+  // with its share of the (unit, kind) pieces: one stream leaves the link
+  // idle while either end waits (a scheduler wake-up, a flow-control window,
+  // the coordinator's disk); several keep data moving. The server writes
+  // chunks at their offsets, so the order across streams does not matter.
+  std::vector<UploadPiece> all;
+  for (const UnitShardView& v : shards) {
+    for (const auto& [kind, data] : {std::pair{v1::TENSOR_KIND_MASTER, v.master},
+                                     std::pair{v1::TENSOR_KIND_EXP_AVG, v.exp_avg},
+                                     std::pair{v1::TENSOR_KIND_EXP_AVG_SQ, v.exp_avg_sq}}) {
+      if (v.range.length > 0) all.push_back({&v, kind, data});
+    }
+  }
+  const int streams = StreamsFor(all.size());
+  FirstError error;
+  std::vector<int64_t> sent(streams, 0);
+  ParallelFor(static_cast<int64_t>(all.size()), streams, 1, 1, [&](int s, int64_t b, int64_t e) {
+    error.Note(UploadStream(id, meta.rank, std::vector<UploadPiece>(all.begin() + b, all.begin() + e),
+                            deadline, &sent[s]));
+  });
+  for (int64_t n : sent) *bytes += n;
+  return error.Get();
 }
 
 absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
@@ -196,11 +247,11 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
         static_cast<int64_t>(chunk.data().size()) != chunk.length() * 4) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
                                              " does not continue the range at ", next));
-    } else if (XXH64(chunk.data().data(), chunk.data().size(), 0) != chunk.xxhash64()) {
+    } else if (CopyWithXxh64(dst + (next - range.offset), chunk.data().data(),
+                             chunk.data().size()) != chunk.xxhash64()) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
                                              unit, " failed its xxhash64"));
     } else {
-      std::memcpy(dst + (next - range.offset), chunk.data().data(), chunk.data().size());
       next += chunk.length();
     }
   }
@@ -223,6 +274,8 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
   absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
   if (!saved.ok())
     return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
+  // Every target is planned (and checked) before any download starts.
+  std::vector<std::pair<const RestoreTarget*, RestoreSegment>> downloads;
   for (const RestoreTarget& t : targets) {
     if (t.dst == nullptr && t.range.length > 0) {
       return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
@@ -230,16 +283,25 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
     ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs,
                         PlanRestore(*saved, current_plan, t.unit, t.range));
     for (const RestoreSegment& s : segs) {
-      float* dst = t.dst + s.dst.offset;
       if (s.zero) {
-        std::fill(dst, dst + s.dst.length, 0.f);
+        std::fill(t.dst + s.dst.offset, t.dst + s.dst.offset + s.dst.length, 0.f);
       } else {
-        ZS_RETURN_IF_ERROR(Download(info.summary().job_id(), info.summary().step(), t.unit, t.kind,
-                                    {s.src_offset, s.dst.length}, dst, deadline));
+        downloads.push_back({&t, s});
       }
     }
   }
-  return absl::OkStatus();
+  // [Note: parallel streams] (Upload): the segments on up to options_.streams streams.
+  FirstError error;
+  ParallelFor(static_cast<int64_t>(downloads.size()), StreamsFor(downloads.size()), 1, 1,
+              [&](int, int64_t b, int64_t e) {
+                for (int64_t i = b; i < e && error.Get().ok(); ++i) {
+                  const auto& [t, s] = downloads[i];
+                  error.Note(Download(info.summary().job_id(), info.summary().step(), t->unit,
+                                      t->kind, {s.src_offset, s.dst.length},
+                                      t->dst + s.dst.offset, deadline));
+                }
+              });
+  return error.Get();
 }
 
 absl::StatusOr<int64_t> CheckpointClient::RequestCheckpoint(absl::Time deadline) {

@@ -4,8 +4,9 @@
 //
 // Save (per rank, at the same step on every rank):
 //   BeginCheckpoint -> UploadShard (chunks of Options::chunk_bytes, each with
-//   its XXH64) -> CommitCheckpoint. The checkpoint commits when the last
-//   rank's data lands; SaveResult::committed says whether this call saw it.
+//   its XXH64, on Options::streams concurrent streams) -> CommitCheckpoint.
+//   The checkpoint commits when the last rank's data lands;
+//   SaveResult::committed says whether this call saw it.
 //   Pass the rank's SaveRanges(plan, rank) (reshard.h) of each unit: at
 //   stage 0, where the engine holds everything, still only the shard.
 // SaveAsync copies the shard into a host snapshot before returning, so
@@ -13,7 +14,8 @@
 // background thread; SaveHandle::Wait(timeout) joins it.
 // Restore: GetInfo (latest or a step) gives the checkpoint's plan and trainer
 // state; Restore fills each target (unit, kind, range under the CURRENT plan,
-// destination) with downloaded data and zero padding (PlanRestore).
+// destination) with downloaded data and zero padding (PlanRestore), the
+// downloads on Options::streams concurrent streams.
 //
 // Every call has a deadline; gRPC errors keep their codes (UNAVAILABLE:
 // coordinator unreachable, retry; DATA_LOSS: a chunk or file failed its
@@ -45,6 +47,10 @@ struct CheckpointClientOptions {
   // Data bytes per uploaded chunk; a multiple of 4 in [4, 4 MiB - 64 KiB]
   // (gRPC's default message limit is 4 MiB). Also the download chunk size.
   int64_t chunk_bytes = 1 << 20;
+  // Streams a Save uploads on and a Restore downloads on at once, in [1, 64]
+  // ([Note: parallel streams] in checkpoint_client.cc). The coordinator
+  // allows 256 open streams per caller host.
+  int streams = 4;
 };
 
 // One unit's slice of this rank's state, as the engine holds it: three
@@ -118,7 +124,8 @@ class CheckpointClient {
   absl::StatusOr<v1::CheckpointInfo> GetInfo(const std::string& job_id, std::optional<int64_t> step,
                                              absl::Time deadline);
   // Downloads [range) of unit/kind of the checkpoint at `step` into `dst`,
-  // verifying each chunk's XXH64 (DATA_LOSS on mismatch).
+  // verifying each chunk's XXH64 (DATA_LOSS on mismatch) as it is copied in.
+  // On an error, what `dst` holds is unspecified.
   absl::Status Download(const std::string& job_id, int64_t step, const std::string& unit,
                         v1::TensorKind kind, ElementRange range, float* dst, absl::Time deadline);
   // Fills every target from checkpoint `info` under `current_plan`.
@@ -149,6 +156,17 @@ class CheckpointClient {
   }
   absl::Status Upload(const std::string& id, const SaveMetadata& meta,
                       const std::vector<UnitShardView>& shards, absl::Time deadline, int64_t* bytes);
+  // One tensor kind of one view: what an upload stream sends.
+  struct UploadPiece {
+    const UnitShardView* view;
+    v1::TensorKind kind;
+    const float* data;
+  };
+  // Streams for `jobs` pieces: options_.streams (clamped to [1, 64]), at most one per piece.
+  int StreamsFor(size_t jobs) const;
+  // One UploadShard stream of `pieces`, in chunks; adds the bytes sent.
+  absl::Status UploadStream(const std::string& id, int rank, const std::vector<UploadPiece>& pieces,
+                            absl::Time deadline, int64_t* bytes);
 
   std::unique_ptr<v1::CheckpointService::Stub> stub_;
   const Options options_;

@@ -1,0 +1,71 @@
+// The fused copy+hash helpers against xxhash's one-shot XXH64 of the same
+// bytes (the independent reference), at sizes around the block size; and
+// StartWriteback's errors.
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/xxhash_copy.h"
+#include "gtest/gtest.h"
+#include "server/checkpoint/checkpoint_files.h"
+
+namespace zeroshard {
+namespace {
+
+std::vector<char> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<char> v(n);
+  for (char& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+const size_t kSizes[] = {0, 1, 7, kXxhashCopyBlockBytes - 1, kXxhashCopyBlockBytes,
+                         kXxhashCopyBlockBytes + 1, (1 << 20) + 3};
+
+TEST(XxhashCopyTest, CopiesAndHashesLikeOneShotXxh64) {
+  for (size_t n : kSizes) {
+    const std::vector<char> src = RandomBytes(n, static_cast<uint32_t>(n));
+    std::vector<char> dst(n + 1, 'z');
+    EXPECT_EQ(CopyWithXxh64(dst.data(), src.data(), n), XXH64(src.data(), n, 0)) << n;
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << n;
+    EXPECT_EQ(dst[n], 'z') << "wrote past the end at size " << n;
+  }
+}
+
+TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {
+  char path[] = "/tmp/zs_xxhash_copy_XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::vector<char> file = RandomBytes((1 << 20) + 100, 7);
+  ASSERT_TRUE(server::PWriteFull(fd, file.data(), static_cast<int64_t>(file.size()), 0, path).ok());
+  for (size_t n : kSizes) {
+    std::vector<char> got(n);
+    absl::StatusOr<uint64_t> h = server::PReadWithXxh64(fd, got.data(), static_cast<int64_t>(n), 50, path);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(*h, XXH64(file.data() + 50, n, 0)) << n;
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + 50)) << n;
+  }
+  std::vector<char> big(file.size());
+  EXPECT_EQ(server::PReadWithXxh64(fd, big.data(), static_cast<int64_t>(big.size()), 1, path)
+                .status()
+                .code(),
+            absl::StatusCode::kDataLoss);  // One byte past the end.
+  EXPECT_TRUE(server::StartWriteback(fd, 0, static_cast<int64_t>(file.size()), path).ok());
+  ::close(fd);
+  ::unlink(path);
+  EXPECT_EQ(server::StartWriteback(-1, 0, 1, path).code(), absl::StatusCode::kInternal)
+      << "a bad fd is an error (EBADF)";
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  EXPECT_TRUE(server::StartWriteback(pipe_fds[1], 0, 1, "pipe").ok()) << "ESPIPE is not an error";
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+}
+
+}  // namespace
+}  // namespace zeroshard
