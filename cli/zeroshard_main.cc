@@ -1,10 +1,12 @@
 // zeroshard: the user's command line (launch, status, checkpoint, plan).
 #include <iostream>
 
+#include "common/process_setup.h"
 #include "cli/commands.h"
 #include "common/cli.h"
 
 int main(int argc, char** argv) {
+  zeroshard::SetUpProcess();
   CLI::App app{"zeroshard: ZeRO-style sharded training", "zeroshard"};
   zeroshard::AddVersionFlag(app);
   app.require_subcommand(1);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "common/process_setup.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
@@ -167,6 +168,7 @@ void PrintAddresses(const zeroshard::CoordinatorOptions& o,
 }  // namespace
 
 int main(int argc, char** argv) {
+  zeroshard::SetUpProcess();
   CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
                "zeroshard-coordinator"};
   zeroshard::AddVersionFlag(app);

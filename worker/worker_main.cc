@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/process_setup.h"
 #include "common/cli.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
@@ -90,6 +91,7 @@ std::optional<int> CheckFlags(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  zeroshard::SetUpProcess();
   CLI::App app{"zeroshard worker: joins a coordinator and trains its shard", "zeroshard-worker"};
   zeroshard::AddVersionFlag(app);
   Flags f;

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process_setup.h"
 #include "common/cli.h"
 #include "common/rpc/coordinator_client.h"
 #include "server/rpc/coordinator_server.h"
@@ -379,6 +380,7 @@ int Run(const Flags& f) {
 }  // namespace zeroshard
 
 int main(int argc, char** argv) {
+  zeroshard::SetUpProcess();
   CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation", "coordinator_bench"};
   zeroshard::Flags f;
   app.add_option("--workers", f.workers)->check(CLI::Range(3, 100000));
