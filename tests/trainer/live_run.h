@@ -107,14 +107,23 @@ inline std::map<int64_t, double> LossesOnce(const std::vector<StepRecord>& recor
   return out;
 }
 
+// Every step of `got` has `ref`'s loss within 1e-5 relative; steps `got`
+// has no record of are skipped (LossesOnce bounds how many may be missing:
+// a kill between a peer-copy refresh and the step record loses the record,
+// not the step).
 inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::map<int64_t, double>& ref) {
   double worst = 0;
+  int64_t compared = 0;
   for (const auto& [step, loss] : ref) {
     auto it = got.find(step);
-    ASSERT_NE(it, got.end()) << "step " << step;
+    if (it == got.end()) continue;
+    ++compared;
     worst = std::max(worst, std::fabs(it->second - loss) / std::fabs(loss));
   }
-  std::printf("losses vs the uninterrupted 4-worker run: max relative difference %.2e\n", worst);
+  std::printf("losses vs the uninterrupted 4-worker run: %ld steps, max relative difference %.2e\n",
+              static_cast<long>(compared), worst);
+  EXPECT_GT(compared, 0);
+  EXPECT_EQ(compared, static_cast<int64_t>(got.size())) << "steps the reference run has not";
   EXPECT_LE(worst, 1e-5);
 }
 
