@@ -76,7 +76,12 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
   // A kill between a refresh and the step record loses that record (not the
   // step): at most one per kill.
   const auto losses = LossesOnce(ReadStepRecords(job.log_path), job.steps, 5);
-  ExpectSameLosses(losses, Uninterrupted(job, 4));
+  // 600 steps, and each kill runs some at N = 3, where every reduction adds
+  // in another order than the 4-worker reference: the difference compounds
+  // with the steps and with how long each recovery took (measured 1.6e-6 on
+  // a quiet machine, 1.5e-5 under CI's load). A wrong shard restored shows
+  // as 1e-3 or more.
+  ExpectSameLosses(losses, Uninterrupted(job, 4), 1e-4);
 }
 
 // The rank each worker process had in the latest generation of `n`.

@@ -107,11 +107,12 @@ inline std::map<int64_t, double> LossesOnce(const std::vector<StepRecord>& recor
   return out;
 }
 
-// Every step of `got` has `ref`'s loss within 1e-5 relative; steps `got`
+// Every step of `got` has `ref`'s loss within `tolerance` relative; steps `got`
 // has no record of are skipped (LossesOnce bounds how many may be missing:
 // a kill between a peer-copy refresh and the step record loses the record,
 // not the step).
-inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::map<int64_t, double>& ref) {
+inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::map<int64_t, double>& ref,
+                             double tolerance = 1e-5) {
   double worst = 0;
   int64_t compared = 0;
   for (const auto& [step, loss] : ref) {
@@ -124,7 +125,7 @@ inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::ma
               static_cast<long>(compared), worst);
   EXPECT_GT(compared, 0);
   EXPECT_EQ(compared, static_cast<int64_t>(got.size())) << "steps the reference run has not";
-  EXPECT_LE(worst, 1e-5);
+  EXPECT_LE(worst, tolerance);
 }
 
 
