@@ -114,7 +114,11 @@ class Prometheus:
             with urllib.request.urlopen(url, timeout=10) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:  # 400/422: a bad query, with its error
-            return json.loads(e.read() or b"{}")
+            body = e.read()
+            try:
+                return json.loads(body or b"{}")
+            except json.JSONDecodeError:  # 503 and plain text while Prometheus starts
+                return {"status": "error", "error": f"HTTP {e.code}: {body[:200]!r}"}
         except (urllib.error.URLError, ConnectionError, json.JSONDecodeError) as e:
             return {"status": "error", "error": str(e)}
 
