@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -77,18 +76,15 @@ absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
 
 absl::StatusOr<uint64_t> PReadWithXxh64(int fd, void* data, int64_t size, int64_t offset,
                                         absl::string_view path) {
-  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
-                                                                   &XXH64_freeState);
-  ZS_CHECK(state != nullptr);
-  XXH64_reset(state.get(), 0);
+  Xxh64Stream hash;
   char* p = static_cast<char*>(data);
   for (int64_t done = 0; done < size;) {
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(kXxhashCopyBlockBytes), size - done);
     ZS_RETURN_IF_ERROR(PReadFull(fd, p + done, n, offset + done, path));
-    XXH64_update(state.get(), p + done, static_cast<size_t>(n));
+    hash.Update(p + done, static_cast<size_t>(n));
     done += n;
   }
-  return static_cast<uint64_t>(XXH64_digest(state.get()));
+  return hash.Digest();
 }
 
 absl::Status FsyncPath(const std::string& path) {
@@ -140,10 +136,7 @@ absl::StatusOr<uint64_t> HashFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);
   FdCloser closer{fd};
-  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(XXH64_createState(),
-                                                                   &XXH64_freeState);
-  ZS_CHECK(state != nullptr);
-  XXH64_reset(state.get(), 0);
+  Xxh64Stream hash;
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // Advice only; the read works without it.
   std::vector<char> buf(kXxhashCopyBlockBytes);
   for (;;) {
@@ -153,9 +146,9 @@ absl::StatusOr<uint64_t> HashFile(const std::string& path) {
       return ErrnoStatus(errno, "read", path);
     }
     if (n == 0) break;
-    XXH64_update(state.get(), buf.data(), static_cast<size_t>(n));
+    hash.Update(buf.data(), static_cast<size_t>(n));
   }
-  return static_cast<uint64_t>(XXH64_digest(state.get()));
+  return hash.Digest();
 }
 
 absl::StatusOr<int64_t> FileSize(const std::string& path) {
