@@ -2,7 +2,8 @@
 // bandwidth, both measured in the same run (medians of --reps runs).
 //
 // AdamW must move, per element: read master, m, v, grad (16 B) and write
-// master, m, v (12 B) and the compute copy (4 B fp32 / 2 B bf16): 32 or 30 B.
+// master, m, v (12 B) and the compute copy (4 B fp32 / 2 B bf16, none with
+// --compute none): 32, 30 or 28 B.
 // The limit is a STREAM-style triad a[i] = b[i] + s * c[i] over arrays of the
 // same element count, counted as STREAM does (3 arrays x 4 B = 12 B per
 // element), run with the same thread count; a plain memcpy of the same
@@ -16,12 +17,14 @@
 // with it.
 //
 // Usage: adamw_bench [--n ELEMENTS (default 16Mi)] [--reps R (default 7)]
+//        [--threads T (default 0: 1 and all)] [--compute none fp32 bf16]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -49,7 +52,7 @@ double TimeMedian(int reps, Fn&& fn) {
   return Median(seconds);
 }
 
-void Run(int64_t n, int reps, int threads) {
+void Run(int64_t n, int reps, int threads, const std::vector<std::string>& computes) {
   std::vector<float> master(n, 0.5f), m(n, 0.0f), v(n, 0.0f), grad(n, 0.01f), out32(n);
   std::vector<bf16> out16(n);
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
@@ -81,17 +84,19 @@ void Run(int64_t n, int reps, int threads) {
               threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9);
   const AdamWHyperparams hp{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
   int64_t step = 0;
-  for (DType dtype : {DType::kFp32, DType::kBf16}) {
-    void* out = dtype == DType::kFp32 ? static_cast<void*>(out32.data())
-                                      : static_cast<void*>(out16.data());
+  for (const std::string& name : computes) {
+    const DType dtype = name == "bf16" ? DType::kBf16 : DType::kFp32;
+    void* out = name == "none"   ? nullptr
+                : name == "fp32" ? static_cast<void*>(out32.data())
+                                 : static_cast<void*>(out16.data());
     const double s = TimeMedian(reps, [&] {
       AdamWCpu(hp, ++step, 1.0f,
                {master.data(), m.data(), v.data(), grad.data(), n, out, dtype}, threads);
     });
-    const double bytes = (28.0 + DTypeSize(dtype)) * n;
+    const double bytes = (28.0 + (out == nullptr ? 0 : DTypeSize(dtype))) * n;
     std::printf("threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.2f GB/s moved, "
                 "%.2f of the limit\n",
-                threads, AdamWCpuIsa(), std::string(DTypeName(dtype)).c_str(), s * 1e3,
+                threads, AdamWCpuIsa(), name.c_str(), s * 1e3,
                 n / s / 1e6, bytes / s / 1e9, bytes / s / limit);
   }
 }
@@ -106,13 +111,25 @@ int main(int argc, char** argv) {
                "hardware threads, against streaming memory bandwidth of the same bytes");
   app.add_option("--n", n, "elements per tensor")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "timed repetitions (median reported)")->check(CLI::PositiveNumber);
+  int threads = 0;
+  app.add_option("--threads", threads, "threads (0: 1 and all hardware threads)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  std::vector<std::string> computes = {"fp32", "bf16"};
+  app.add_option("--compute", computes,
+                 "compute copies written in the same pass: none (the 28 bytes of a plain "
+                 "AdamW), fp32, bf16")
+      ->check(CLI::IsMember({"none", "fp32", "bf16"}))->capture_default_str();
   if (std::optional<int> code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   const int all = zeroshard::ResolveThreads(0);
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf("n=%ld elements, %d reps (medians), hardware threads %d, load average %.2f\n",
               static_cast<long>(n), reps, all, load[0]);
-  zeroshard::Run(n, reps, 1);
-  if (all > 1) zeroshard::Run(n, reps, all);
+  if (threads > 0) {
+    zeroshard::Run(n, reps, threads, computes);
+    return 0;
+  }
+  zeroshard::Run(n, reps, 1, computes);
+  if (all > 1) zeroshard::Run(n, reps, all, computes);
   return 0;
 }
