@@ -9,6 +9,9 @@
 //   backward: datt[t, u] = dout[t] . v[u]; dv[u] += att[t, u] dout[t];
 //             ds[t, u] = att[t, u] (datt[t, u] - sum_j att[t, j] datt[t, j]);
 //             dq[t] += ds[t, u] k[u] / sqrt(hs); dk[u] += ds[t, u] q[t] / sqrt(hs).
+// The scores s[t, :] and datt[t, :] of a row are computed against the pair's
+// k (v) transposed once into scratch, so their loops run over u in full
+// vectors; the sums over u run over i (hs) in vectors.
 // A (b, h) pair reads and writes only its own channels of qkv/dqkv/out and
 // its own att[b, h] block, so pairs run on separate threads without locks.
 #include <algorithm>
@@ -16,11 +19,129 @@
 #include <vector>
 
 #include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/cpu_simd.h"
 #include "worker/model/fast_math.h"
 #include "common/parallel_for.h"
 #include "worker/model/kernels.h"
 
 namespace zeroshard {
+
+namespace {
+
+// Register blocking: sums that run over rows (over i for the scores, over u
+// for the outputs) are kept in a block of kLanes accumulators, one AVX-512
+// vector, so each row costs one FMA per block and no store/load round trip
+// through memory (which made the plain loops latency-bound).
+constexpr int kLanes = 16;
+
+int PaddedT(int T) { return (T + kLanes - 1) / kLanes * kLanes; }
+
+// mt[i * Tp + u] = m[u * row + i] for i < hs, u < T, and 0 for T <= u < Tp:
+// one head's k (or v) transposed, so a query row's scores are contiguous in
+// u and whole blocks of kLanes can be read.
+ZS_SIMD_CLONES void TransposeHead(const float* m, int64_t row, int T, int hs, float* mt) {
+  const int Tp = PaddedT(T);
+  for (int i = 0; i < hs; ++i) {
+    float* out = mt + int64_t{i} * Tp;
+    for (int u = 0; u < T; ++u) out[u] = m[u * row + i];
+    for (int u = T; u < Tp; ++u) out[u] = 0.0f;
+  }
+}
+
+// Helpers inlined into the cloned pair functions below (a call to another
+// cloned function would go through its resolver and not inline).
+// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < kLanes (writes).
+inline void WeightedRowsBlock(const float* __restrict w, const float* __restrict m, int64_t ld,
+                              int rows, float* __restrict y) {
+  float acc[kLanes] = {};
+  for (int r = 0; r < rows; ++r) {
+    const float wr = w[r];
+    const float* __restrict mr = m + r * ld;
+    for (int j = 0; j < kLanes; ++j) acc[j] += wr * mr[j];
+  }
+  for (int j = 0; j < kLanes; ++j) y[j] = acc[j];
+}
+
+// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < width (writes): whole
+// blocks, then the columns past the last one.
+inline void WeightedRows(const float* __restrict w, const float* __restrict m, int64_t ld,
+                         int rows, int width, float* __restrict y) {
+  int j0 = 0;
+  for (; j0 + kLanes <= width; j0 += kLanes) WeightedRowsBlock(w, m + j0, ld, rows, y + j0);
+  for (int j = j0; j < width; ++j) {
+    float acc = 0.0f;
+    for (int r = 0; r < rows; ++r) acc += w[r] * m[r * ld + j];
+    y[j] = acc;
+  }
+}
+
+// y[i] += alpha * x[i], i < n.
+inline void Axpy(float alpha, const float* __restrict x, int n, float* __restrict y) {
+  for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// The scratch of one thread: kt/vt hs x Tp, q and acc hs, scores Tp.
+struct PairScratch {
+  PairScratch(int T, int hs)
+      : mt(static_cast<size_t>(hs) * PaddedT(T)), q(hs), acc(hs), scores(PaddedT(T)) {}
+  std::vector<float> mt, q, acc, scores;
+};
+
+// One (b, h) pair's forward: `base` points at head h's q of token 0 (k and
+// v follow at +C and +2C in each row of `row` floats), att_bh at its T x T
+// block, out_bh at head h's slice of token 0's output (rows of C floats).
+ZS_SIMD_CLONES void PairForward(const float* base, int64_t row, int T, int C, int hs,
+                                float scale, float* att_bh, float* out_bh, PairScratch& w) {
+  const int Tp = PaddedT(T);
+  TransposeHead(base + C, row, T, hs, w.mt.data());
+  for (int t = 0; t < T; ++t) {
+    const int n = t + 1;
+    const int blocks = (n + kLanes - 1) / kLanes * kLanes;
+    float* a = att_bh + int64_t{t} * T;
+    for (int i = 0; i < hs; ++i) w.q[i] = base[t * row + i] * scale;
+    WeightedRows(w.q.data(), w.mt.data(), Tp, hs, blocks, w.scores.data());
+    float mx = -INFINITY;
+    for (int u = 0; u < n; ++u) mx = std::max(mx, w.scores[u]);
+    float sum = 0.0f;
+    for (int u = 0; u < n; ++u) {
+      a[u] = FastExp(w.scores[u] - mx);
+      sum += a[u];
+    }
+    const float inv = 1.0f / sum;
+    for (int u = 0; u < n; ++u) a[u] *= inv;
+    for (int u = n; u < T; ++u) a[u] = 0.0f;
+    WeightedRows(a, base + 2 * C, row, n, hs, out_bh + int64_t{t} * C);  // sum_u a[u] v[u]
+  }
+}
+
+// One (b, h) pair's backward; dbase is base's twin in dqkv, dout_bh head
+// h's slice of token 0's output gradient.
+ZS_SIMD_CLONES void PairBackward(const float* base, float* dbase, const float* dout_bh,
+                                 const float* att_bh, int64_t row, int T, int C, int hs,
+                                 float scale, PairScratch& w) {
+  const int Tp = PaddedT(T);
+  TransposeHead(base + 2 * C, row, T, hs, w.mt.data());
+  float* ds = w.scores.data();
+  for (int t = 0; t < T; ++t) {
+    const int n = t + 1;
+    const int blocks = (n + kLanes - 1) / kLanes * kLanes;
+    const float* a = att_bh + int64_t{t} * T;
+    const float* dy = dout_bh + int64_t{t} * C;
+    WeightedRows(dy, w.mt.data(), Tp, hs, blocks, ds);  // datt[u] = dy . v[u]
+    float dot = 0.0f;
+    for (int u = 0; u < n; ++u) dot += a[u] * ds[u];
+    for (int u = 0; u < n; ++u) ds[u] = a[u] * (ds[u] - dot) * scale;
+    const float* q = base + t * row;
+    WeightedRows(ds, base + C, row, n, hs, w.acc.data());  // sum_u ds[u] k[u]
+    Axpy(1.0f, w.acc.data(), hs, dbase + t * row);         // dq[t]
+    for (int u = 0; u < n; ++u) {
+      Axpy(a[u], dy, hs, dbase + u * row + 2 * C);  // dv[u]
+      Axpy(ds[u], q, hs, dbase + u * row + C);       // dk[u]
+    }
+  }
+}
+
+}  // namespace
 
 void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
                          float* att) {
@@ -28,37 +149,11 @@ void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* o
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t row = 3 * int64_t{C};
   ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
+    PairScratch scratch(T, hs);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / NH, h = bh % NH;
-      const float* base = qkv + b * T * row + h * hs;
-      float* att_bh = att + bh * T * T;
-      for (int t = 0; t < T; ++t) {
-        const float* q = base + t * row;
-        float* a = att_bh + int64_t{t} * T;
-        float mx = -INFINITY;
-        for (int u = 0; u <= t; ++u) {
-          const float* k = base + u * row + C;
-          float s = 0.0f;
-          for (int i = 0; i < hs; ++i) s += q[i] * k[i];
-          a[u] = s * scale;
-          mx = std::max(mx, a[u]);
-        }
-        float sum = 0.0f;
-        for (int u = 0; u <= t; ++u) {
-          a[u] = FastExp(a[u] - mx);
-          sum += a[u];
-        }
-        const float inv = 1.0f / sum;
-        for (int u = 0; u <= t; ++u) a[u] *= inv;
-        for (int u = t + 1; u < T; ++u) a[u] = 0.0f;
-        float* o = out + (b * T + t) * int64_t{C} + h * hs;
-        for (int i = 0; i < hs; ++i) o[i] = 0.0f;
-        for (int u = 0; u <= t; ++u) {
-          const float* v = base + u * row + 2 * C;
-          const float w = a[u];
-          for (int i = 0; i < hs; ++i) o[i] += w * v[i];
-        }
-      }
+      PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
+                  out + b * T * int64_t{C} + h * hs, scratch);
     }
   });
 }
@@ -69,39 +164,12 @@ void CpuAttentionBackward(const float* dout, const float* qkv, const float* att,
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t row = 3 * int64_t{C};
   ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
-    std::vector<float> datt(T);
+    PairScratch scratch(T, hs);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / NH, h = bh % NH;
-      const float* base = qkv + b * T * row + h * hs;
-      float* dbase = dqkv + b * T * row + h * hs;
-      const float* att_bh = att + bh * T * T;
-      for (int t = 0; t < T; ++t) {
-        const float* a = att_bh + int64_t{t} * T;
-        const float* dy = dout + (b * T + t) * int64_t{C} + h * hs;
-        float dot = 0.0f;
-        for (int u = 0; u <= t; ++u) {
-          const float* v = base + u * row + 2 * C;
-          float* dv = dbase + u * row + 2 * C;
-          float s = 0.0f;
-          for (int i = 0; i < hs; ++i) {
-            s += dy[i] * v[i];
-            dv[i] += a[u] * dy[i];
-          }
-          datt[u] = s;
-          dot += a[u] * s;
-        }
-        const float* q = base + t * row;
-        float* dq = dbase + t * row;
-        for (int u = 0; u <= t; ++u) {
-          const float ds = a[u] * (datt[u] - dot) * scale;
-          const float* k = base + u * row + C;
-          float* dk = dbase + u * row + C;
-          for (int i = 0; i < hs; ++i) {
-            dq[i] += ds * k[i];
-            dk[i] += ds * q[i];
-          }
-        }
-      }
+      PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
+                   dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs, scale,
+                   scratch);
     }
   });
 }

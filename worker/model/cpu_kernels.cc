@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/cpu_simd.h"
 #include "worker/model/fast_math.h"
 #include "worker/model/kernel_constants.h"
 #include "worker/model/kernels.h"
@@ -36,6 +37,111 @@ int& ThreadsSetting() {
 std::atomic<bool> g_sgemm_ran{false};
 constexpr int64_t kOpenBlasBufferBytes = (int64_t{128} << 20) + 4096;
 
+// The element-wise kernels, multi-versioned by instruction set (cpu_simd.h).
+ZS_SIMD_CLONES void BiasAddLoop(float* out, const float* bias, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    float* row = out + int64_t{n} * C;
+    for (int c = 0; c < C; ++c) row[c] += bias[c];
+  }
+}
+
+ZS_SIMD_CLONES void BiasBackwardLoop(const float* dout, int N, int C, float* dbias) {
+  for (int n = 0; n < N; ++n) {
+    const float* row = dout + int64_t{n} * C;
+    for (int c = 0; c < C; ++c) dbias[c] += row[c];
+  }
+}
+
+ZS_SIMD_CLONES void LayerNormForwardLoop(const float* x, const float* gamma, const float* beta,
+                                         int N, int C, float* out, float* mean, float* rstd) {
+  for (int n = 0; n < N; ++n) {
+    const float* xr = x + int64_t{n} * C;
+    float* yr = out + int64_t{n} * C;
+    float m = 0.0f;
+    for (int c = 0; c < C; ++c) m += xr[c];
+    m /= static_cast<float>(C);
+    float v = 0.0f;
+    for (int c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
+    v /= static_cast<float>(C);
+    const float s = 1.0f / std::sqrt(v + kLayerNormEps);
+    for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+// dx = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),
+// dnorm = dy * gamma, xhat = (x - mean) * rstd.
+ZS_SIMD_CLONES void LayerNormBackwardLoop(const float* dout, const float* x, const float* gamma,
+                                          const float* mean, const float* rstd, int N, int C,
+                                          float* dx, float* dgamma, float* dbeta) {
+  for (int n = 0; n < N; ++n) {
+    const float* dy = dout + int64_t{n} * C;
+    const float* xr = x + int64_t{n} * C;
+    float* dxr = dx + int64_t{n} * C;
+    const float m = mean[n], s = rstd[n];
+    float mean_dnorm = 0.0f, mean_dnorm_xhat = 0.0f;
+    for (int c = 0; c < C; ++c) {
+      const float xhat = (xr[c] - m) * s;
+      const float dnorm = dy[c] * gamma[c];
+      mean_dnorm += dnorm;
+      mean_dnorm_xhat += dnorm * xhat;
+      dgamma[c] += dy[c] * xhat;
+      dbeta[c] += dy[c];
+    }
+    mean_dnorm /= static_cast<float>(C);
+    mean_dnorm_xhat /= static_cast<float>(C);
+    for (int c = 0; c < C; ++c) {
+      const float xhat = (xr[c] - m) * s;
+      dxr[c] += s * (dy[c] * gamma[c] - mean_dnorm - xhat * mean_dnorm_xhat);
+    }
+  }
+}
+
+ZS_SIMD_CLONES void GeluForwardLoop(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    out[i] = 0.5f * v * (1.0f + FastTanh(kGeluScale * (v + kGeluCubic * v * v * v)));
+  }
+}
+
+ZS_SIMD_CLONES void GeluBackwardLoop(const float* x, const float* dout, int64_t n, float* dx) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float th = FastTanh(kGeluScale * (v + kGeluCubic * v * v * v));
+    const float dinner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+    dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dinner) * dout[i];
+  }
+}
+
+// One row: probs = softmax(l) (p may alias l); returns -log p[target].
+ZS_SIMD_CLONES float SoftmaxCrossEntropyRow(const float* l, int target, int V, float* p) {
+  const float target_logit = l[target];  // Read before p may overwrite it.
+  float mx = l[0];
+  for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
+  float sum = 0.0f;
+  for (int v = 0; v < V; ++v) {
+    p[v] = FastExp(l[v] - mx);
+    sum += p[v];
+  }
+  const float inv = 1.0f / sum;
+  for (int v = 0; v < V; ++v) p[v] *= inv;
+  // log-sum-exp form: exact even when probs[target] underflows.
+  return std::log(sum) + mx - target_logit;
+}
+
+ZS_SIMD_CLONES void ScaleLoop(const float* x, int64_t n, float scale, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = scale * x[i];
+}
+
+ZS_SIMD_CLONES void AddLoop(const float* a, const float* b, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
 class CpuKernelsImpl final : public Kernels {
  public:
   void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
@@ -48,79 +154,28 @@ class CpuKernelsImpl final : public Kernels {
   }
 
   void BiasAdd(float* out, const float* bias, int N, int C) override {
-    for (int n = 0; n < N; ++n) {
-      float* row = out + int64_t{n} * C;
-      for (int c = 0; c < C; ++c) row[c] += bias[c];
-    }
+    BiasAddLoop(out, bias, N, C);
   }
 
   void BiasBackward(const float* dout, int N, int C, float* dbias) override {
-    for (int n = 0; n < N; ++n) {
-      const float* row = dout + int64_t{n} * C;
-      for (int c = 0; c < C; ++c) dbias[c] += row[c];
-    }
+    BiasBackwardLoop(dout, N, C, dbias);
   }
 
   void LayerNormForward(const float* x, const float* gamma, const float* beta, int N, int C,
                         float* out, float* mean, float* rstd) override {
-    for (int n = 0; n < N; ++n) {
-      const float* xr = x + int64_t{n} * C;
-      float* yr = out + int64_t{n} * C;
-      float m = 0.0f;
-      for (int c = 0; c < C; ++c) m += xr[c];
-      m /= static_cast<float>(C);
-      float v = 0.0f;
-      for (int c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
-      v /= static_cast<float>(C);
-      const float s = 1.0f / std::sqrt(v + kLayerNormEps);
-      for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
-      mean[n] = m;
-      rstd[n] = s;
-    }
+    LayerNormForwardLoop(x, gamma, beta, N, C, out, mean, rstd);
   }
 
   void LayerNormBackward(const float* dout, const float* x, const float* gamma,
                          const float* mean, const float* rstd, int N, int C, float* dx,
                          float* dgamma, float* dbeta) override {
-    for (int n = 0; n < N; ++n) {
-      const float* dy = dout + int64_t{n} * C;
-      const float* xr = x + int64_t{n} * C;
-      float* dxr = dx + int64_t{n} * C;
-      const float m = mean[n], s = rstd[n];
-      // dx = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),
-      // dnorm = dy * gamma, xhat = (x - mean) * rstd.
-      float mean_dnorm = 0.0f, mean_dnorm_xhat = 0.0f;
-      for (int c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - m) * s;
-        const float dnorm = dy[c] * gamma[c];
-        mean_dnorm += dnorm;
-        mean_dnorm_xhat += dnorm * xhat;
-        dgamma[c] += dy[c] * xhat;
-        dbeta[c] += dy[c];
-      }
-      mean_dnorm /= static_cast<float>(C);
-      mean_dnorm_xhat /= static_cast<float>(C);
-      for (int c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - m) * s;
-        dxr[c] += s * (dy[c] * gamma[c] - mean_dnorm - xhat * mean_dnorm_xhat);
-      }
-    }
+    LayerNormBackwardLoop(dout, x, gamma, mean, rstd, N, C, dx, dgamma, dbeta);
   }
 
-  void GeluForward(const float* x, int64_t n, float* out) override {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      out[i] = 0.5f * v * (1.0f + FastTanh(kGeluScale * (v + kGeluCubic * v * v * v)));
-    }
-  }
+  void GeluForward(const float* x, int64_t n, float* out) override { GeluForwardLoop(x, n, out); }
 
   void GeluBackward(const float* x, const float* dout, int64_t n, float* dx) override {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      const float th = FastTanh(kGeluScale * (v + kGeluCubic * v * v * v));
-      const float dinner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-      dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * dinner) * dout[i];
-    }
+    GeluBackwardLoop(x, dout, n, dx);
   }
 
   void AttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
@@ -136,30 +191,17 @@ class CpuKernelsImpl final : public Kernels {
   void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N, int V,
                                   float* probs, float* losses) override {
     for (int n = 0; n < N; ++n) {
-      const float* l = logits + int64_t{n} * V;
-      float* p = probs + int64_t{n} * V;
       ZS_CHECK(targets[n] >= 0 && targets[n] < V);
-      const float target_logit = l[targets[n]];  // Read before probs may overwrite it.
-      float mx = l[0];
-      for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
-      float sum = 0.0f;
-      for (int v = 0; v < V; ++v) {
-        p[v] = FastExp(l[v] - mx);
-        sum += p[v];
-      }
-      const float inv = 1.0f / sum;
-      for (int v = 0; v < V; ++v) p[v] *= inv;
-      // log-sum-exp form: exact even when probs[target] underflows.
-      losses[n] = std::log(sum) + mx - target_logit;
+      losses[n] = SoftmaxCrossEntropyRow(logits + int64_t{n} * V, targets[n], V,
+                                         probs + int64_t{n} * V);
     }
   }
 
   void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N, int V,
                                    float scale, float* dlogits) override {
     for (int n = 0; n < N; ++n) {
-      const float* p = probs + int64_t{n} * V;
       float* d = dlogits + int64_t{n} * V;
-      for (int v = 0; v < V; ++v) d[v] = scale * p[v];
+      ScaleLoop(probs + int64_t{n} * V, V, scale, d);
       d[targets[n]] -= scale;
     }
   }
@@ -168,10 +210,8 @@ class CpuKernelsImpl final : public Kernels {
                         int T, int C, float* out) override {
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < T; ++t) {
-        const float* e = wte + int64_t{tokens[b * T + t]} * C;
-        const float* p = wpe + int64_t{t} * C;
-        float* o = out + (int64_t{b} * T + t) * C;
-        for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+        AddLoop(wte + int64_t{tokens[b * T + t]} * C, wpe + int64_t{t} * C, C,
+                out + (int64_t{b} * T + t) * C);
       }
     }
   }
@@ -181,23 +221,15 @@ class CpuKernelsImpl final : public Kernels {
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < T; ++t) {
         const float* d = dout + (int64_t{b} * T + t) * C;
-        float* e = dwte + int64_t{tokens[b * T + t]} * C;
-        float* p = dwpe + int64_t{t} * C;
-        for (int c = 0; c < C; ++c) {
-          e[c] += d[c];
-          p[c] += d[c];
-        }
+        AccumulateLoop(d, C, dwte + int64_t{tokens[b * T + t]} * C);
+        AccumulateLoop(d, C, dwpe + int64_t{t} * C);
       }
     }
   }
 
-  void Add(const float* a, const float* b, int64_t n, float* y) override {
-    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
-  }
+  void Add(const float* a, const float* b, int64_t n, float* y) override { AddLoop(a, b, n, y); }
 
-  void Accumulate(const float* x, int64_t n, float* y) override {
-    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-  }
+  void Accumulate(const float* x, int64_t n, float* y) override { AccumulateLoop(x, n, y); }
 };
 
 }  // namespace
