@@ -102,9 +102,11 @@ def make_fixture(args, model, work):
 
 def cell(args, model, fixture, workers, stage, work):
     zs, pt = [], []
-    for _ in range(args.runs):
+    for run in range(args.runs):
         pt.append(summarise(run_peer(args, fixture, workers, stage, work), args.skip))
         zs.append(summarise(run_zeroshard(args, model, workers, stage, work), args.skip))
+        print(f"{model} N={workers} stage {stage} run {run + 1}: step s PyTorch {pt[-1][0]:.4f}, "
+              f"zeroshard {zs[-1][0]:.4f}", file=sys.stderr, flush=True)
     return {"zeroshard_s": statistics.median(r[0] for r in zs),
             "torch_s": statistics.median(r[0] for r in pt),
             "zeroshard_loss1": zs[0][1], "torch_loss1": pt[0][1],

@@ -16,6 +16,7 @@
 // its own att[b, h] block, so pairs run on separate threads without locks.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "worker/model/cpu_kernels_internal.h"
@@ -48,26 +49,54 @@ ZS_SIMD_CLONES void TransposeHead(const float* m, int64_t row, int T, int hs, fl
   }
 }
 
-// Helpers inlined into the cloned pair functions below (a call to another
-// cloned function would go through its resolver and not inline).
-// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < kLanes (writes).
-inline void WeightedRowsBlock(const float* __restrict w, const float* __restrict m, int64_t ld,
-                              int rows, float* __restrict y) {
-  float acc[kLanes] = {};
-  for (int r = 0; r < rows; ++r) {
-    const float wr = w[r];
-    const float* __restrict mr = m + r * ld;
-    for (int j = 0; j < kLanes; ++j) acc[j] += wr * mr[j];
-  }
-  for (int j = 0; j < kLanes; ++j) y[j] = acc[j];
+// Helpers forced inline into the cloned pair functions below, so they are
+// compiled for each clone's instruction set (a function left out of line
+// is compiled for the baseline only). Lanes is
+// one AVX-512 vector (two AVX2, four SSE vectors in the other clones).
+// (Lanes are never passed or returned by value: that would change the
+// calling convention between the clones.)
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+// acc += w * p[0, kLanes), p unaligned.
+ZS_ALWAYS_INLINE void AddScaledLanes(float w, const float* p, Lanes& acc) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof(v));
+  acc += w * v;
 }
 
-// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < width (writes): whole
-// blocks, then the columns past the last one.
-inline void WeightedRows(const float* __restrict w, const float* __restrict m, int64_t ld,
-                         int rows, int width, float* __restrict y) {
+// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < kBlocks * kLanes
+// (writes). Even and odd rows go to separate accumulators, so 2 * kBlocks
+// FMA chains run at once instead of one waiting on the previous FMA.
+template <int kBlocks>
+ZS_ALWAYS_INLINE void WeightedRowsBlocks(const float* w, const float* m, int64_t ld, int rows, float* y) {
+  Lanes even[kBlocks] = {}, odd[kBlocks] = {};
+  int r = 0;
+  for (; r + 1 < rows; r += 2) {
+    const float* m0 = m + r * ld;
+    const float* m1 = m0 + ld;
+    for (int b = 0; b < kBlocks; ++b) {
+      AddScaledLanes(w[r], m0 + b * kLanes, even[b]);
+      AddScaledLanes(w[r + 1], m1 + b * kLanes, odd[b]);
+    }
+  }
+  for (; r < rows; ++r) {
+    for (int b = 0; b < kBlocks; ++b) AddScaledLanes(w[r], m + r * ld + b * kLanes, even[b]);
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    const Lanes sum = even[b] + odd[b];
+    std::memcpy(y + b * kLanes, &sum, sizeof(sum));
+  }
+}
+
+// y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < width (writes): pairs
+// of blocks, a last block, then the columns past the last block.
+ZS_ALWAYS_INLINE void WeightedRows(const float* w, const float* m, int64_t ld, int rows, int width,
+                         float* y) {
   int j0 = 0;
-  for (; j0 + kLanes <= width; j0 += kLanes) WeightedRowsBlock(w, m + j0, ld, rows, y + j0);
+  for (; j0 + 2 * kLanes <= width; j0 += 2 * kLanes) {
+    WeightedRowsBlocks<2>(w, m + j0, ld, rows, y + j0);
+  }
+  for (; j0 + kLanes <= width; j0 += kLanes) WeightedRowsBlocks<1>(w, m + j0, ld, rows, y + j0);
   for (int j = j0; j < width; ++j) {
     float acc = 0.0f;
     for (int r = 0; r < rows; ++r) acc += w[r] * m[r * ld + j];
@@ -76,7 +105,7 @@ inline void WeightedRows(const float* __restrict w, const float* __restrict m, i
 }
 
 // y[i] += alpha * x[i], i < n.
-inline void Axpy(float alpha, const float* __restrict x, int n, float* __restrict y) {
+ZS_ALWAYS_INLINE void Axpy(float alpha, const float* __restrict x, int n, float* __restrict y) {
   for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 

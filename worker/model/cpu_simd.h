@@ -7,7 +7,8 @@
 // another order and products may fuse into FMAs, so the last bits differ
 // between machines; on one machine a kernel gives the same bits every call.
 // A lambda inside a marked function is NOT cloned: put the loop in a marked
-// function and call it from the lambda.
+// function and call it from the lambda. Helpers a marked function calls are
+// compiled for the baseline unless inlined: mark them ZS_ALWAYS_INLINE.
 #pragma once
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -15,3 +16,4 @@
 #else
 #define ZS_SIMD_CLONES
 #endif
+#define ZS_ALWAYS_INLINE inline __attribute__((always_inline))
