@@ -8,16 +8,17 @@ equal work:
   - no compute copy: zeroshard (adamw_bench --compute none) vs
     torch.optim.AdamW(fused=True) vs DeepSpeedCPUAdam(adamw_mode=True):
     28 bytes per parameter each;
-  - bf16 compute copy written in the same pass (what mixed precision needs
-    for the next forward): zeroshard (--compute bf16) vs DeepSpeedCPUAdam
-    with its bf16 copy (step(fp16_param_groups=...)) vs PyTorch's fused
-    AdamW followed by param_bf16.copy_(param), the way a PyTorch user keeps a
-    bf16 copy of fp32 master weights.
-Each figure is the median of --reps timed steps after one warm-up, in
-parameters per second. DeepSpeed is skipped, with the reason printed, where
+  - with a bf16 copy of the new weights (what mixed precision needs for the
+    next forward): zeroshard writes it in the same pass (--compute bf16);
+    PyTorch's fused AdamW and DeepSpeedCPUAdam (whose step has no fused
+    copy in 0.19) are followed by param_bf16.copy_(param), the way their
+    users keep a bf16 copy of fp32 master weights.
+Each round times every optimizer (the median of --reps steps after one
+warm-up); rounds interleave the three, and each figure is the median over
+--rounds rounds, in parameters per second. DeepSpeed is skipped, with the reason printed, where
 it is not installed or its CPU Adam op does not build.
 
-Usage: bench/peer/adamw_peer.py [--n 67108864] [--reps 5] [--threads 1,2]
+Usage: bench/peer/adamw_peer.py [--n 67108864] [--reps 5] [--rounds 3] [--threads 1,2]
 """
 
 import argparse
@@ -69,9 +70,12 @@ def deepspeed_adam(n, reps, bf16_copy):
     except Exception as e:  # noqa: BLE001
         return f"op did not build ({type(e).__name__}: {str(e)[:80]})"
     copy = torch.empty(n, dtype=torch.bfloat16) if bf16_copy else None
-    if copy is None:
-        return n / median_seconds(reps, opt.step)
-    return n / median_seconds(reps, lambda: opt.step(fp16_param_groups=[[copy]]))
+
+    def step():
+        opt.step()
+        if copy is not None:  # Its step has no fused copy out (DeepSpeed 0.19).
+            copy.copy_(p.detach())
+    return n / median_seconds(reps, step)
 
 
 def zeroshard_adamw(binary, n, reps, threads, compute):
@@ -93,27 +97,48 @@ def ratio(z, other):
     return f"{z / other:.2f}" if isinstance(other, float) else "-"
 
 
+def rows_for(threads, args):
+    """The table rows at `threads`; runs in a process started with
+    OMP_NUM_THREADS=threads, so every OpenMP runtime loaded (torch's,
+    DeepSpeed's op) starts with that many threads."""
+    torch.set_num_threads(threads)
+    for compute, bf16 in (("none", False), ("bf16", True)):
+        zs, ts, ds = [], [], []
+        for _ in range(args.rounds):  # Interleaved: machine noise falls on all three.
+            zs.append(zeroshard_adamw(args.bin, args.n, args.reps, threads, compute))
+            ts.append(torch_adamw(args.n, args.reps, bf16))
+            ds.append(deepspeed_adam(args.n, args.reps, bf16))
+        z, t = statistics.median(zs), statistics.median(ts)
+        d = statistics.median(ds) if all(isinstance(x, float) for x in ds) else ds[0]
+        print(f"| {threads} | {compute} | {fmt(z)} | {fmt(t)} | {fmt(d)} | {ratio(z, t)} "
+              f"| {ratio(z, d)} |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=64 << 20, help="parameters")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", default="1,2")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds of the three; each figure is their median")
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "adamw_bench"))
+    p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # A child's thread count.
     args = p.parse_args()
-    print(f"n = {args.n:,} fp32 parameters, median of {args.reps} steps, M params/s; "
+    if args.one:
+        rows_for(args.one, args)
+        return 0
+    print(f"n = {args.n:,} fp32 parameters, median of {args.rounds} interleaved rounds of "
+          f"{args.reps} steps' medians, M params/s; "
           f"load average {os.getloadavg()[0]:.2f}")
     print("| threads | copy | zeroshard | PyTorch fused | DeepSpeedCPUAdam | zeroshard / PyTorch "
           "| zeroshard / DeepSpeed |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for threads in (int(t) for t in args.threads.split(",")):
-        torch.set_num_threads(threads)
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-        for compute, bf16 in (("none", False), ("bf16", True)):
-            z = zeroshard_adamw(args.bin, args.n, args.reps, threads, compute)
-            t = torch_adamw(args.n, args.reps, bf16)
-            d = deepspeed_adam(args.n, args.reps, bf16)
-            print(f"| {threads} | {compute} | {fmt(z)} | {fmt(t)} | {fmt(d)} | {ratio(z, t)} "
-                  f"| {ratio(z, d)} |", flush=True)
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    for threads in args.threads.split(","):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--one", threads, "--n",
+                        str(args.n), "--reps", str(args.reps), "--rounds", str(args.rounds),
+                        "--bin", args.bin],
+                       env=env, check=True)
     return 0
 
 

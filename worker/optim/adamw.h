@@ -8,12 +8,17 @@
 //   g      = grad[i] * grad_scale            (unscale and clip coefficient)
 //   m      = beta1 * m + (1 - beta1) * g     (Kingma & Ba, ICLR'15, alg. 1)
 //   v      = beta2 * v + (1 - beta2) * (g * g)
-//   m_hat  = m / bc1,  v_hat = v / bc2       (bias correction, section 2;
-//                                             bc1 = 1 - beta1^step,
-//                                             bc2 = 1 - beta2^step)
-//   master = master - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * master)
-//                                            (decoupled weight decay, AdamW:
-//                                             Loshchilov & Hutter, ICLR'19)
+//   denom  = sqrt(v) * inv_sqrt_bc2 + eps
+//   master = master * decay - step_size * (m / denom)
+// with the per-step constants (computed in double, rounded once to float)
+//   step_size = lr / bc1, inv_sqrt_bc2 = 1 / sqrt(bc2), decay = 1 - lr * wd,
+//   bc1 = 1 - beta1^step, bc2 = 1 - beta2^step. This is Adam's bias-corrected
+// step m_hat / (sqrt(v_hat) + eps) with the corrections folded into
+// constants, as section 2 of the paper suggests ("the efficiency ... can
+// be improved by changing the order of computation"), and decoupled weight
+// decay (AdamW: Loshchilov & Hutter, ICLR'19) as a multiplication; PyTorch's
+// fused AdamW orders it the same way. One division and one square root an
+// element (the earlier form had three divisions).
 //   compute_out[i] = master, as fp32 or bf16 (round to nearest even)
 // The compute copy is written in the same pass; in the engine it is the
 // next all-gather's input buffer.
@@ -52,8 +57,10 @@ struct AdamWShard {
 // Per-call scalars shared by every implementation, so all of them see the same
 // single-precision constants. `step` is the 1-based count of this update.
 struct AdamWScalars {
-  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
-  float bc1, bc2;   // 1 - beta^step, computed in double, rounded once.
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+  // lr / bc1, 1 / sqrt(bc2), 1 - lr * weight_decay: computed in double,
+  // rounded once (bc = 1 - beta^step).
+  float step_size, inv_sqrt_bc2, decay;
   float grad_scale;
 };
 AdamWScalars MakeAdamWScalars(const AdamWHyperparams& hp, int64_t step, float grad_scale);

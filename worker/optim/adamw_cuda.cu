@@ -24,12 +24,9 @@ __global__ void AdamWKernel(AdamWKernelArgs a) {
     const float m = __fadd_rn(__fmul_rn(a.beta1, a.m[i]), __fmul_rn(a.one_minus_beta1, g));
     const float v = __fadd_rn(__fmul_rn(a.beta2, a.v[i]),
                               __fmul_rn(a.one_minus_beta2, __fmul_rn(g, g)));
-    const float m_hat = __fdiv_rn(m, a.bc1);
-    const float v_hat = __fdiv_rn(v, a.bc2);
+    const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(v), a.inv_sqrt_bc2), a.eps);
     float p = a.master[i];
-    const float update = __fadd_rn(__fdiv_rn(m_hat, __fadd_rn(__fsqrt_rn(v_hat), a.eps)),
-                                   __fmul_rn(a.weight_decay, p));
-    p = __fsub_rn(p, __fmul_rn(a.lr, update));
+    p = __fsub_rn(__fmul_rn(p, a.decay), __fmul_rn(a.step_size, __fdiv_rn(m, denom)));
     a.m[i] = m;
     a.v[i] = v;
     a.master[i] = p;

@@ -8,7 +8,7 @@
 namespace zeroshard::optim_internal {
 
 struct AdamWKernelArgs {
-  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, bc1, bc2,
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, inv_sqrt_bc2, decay,
       grad_scale;
   float* master;
   float* m;

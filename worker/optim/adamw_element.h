@@ -13,10 +13,8 @@ inline float AdamWElement(const AdamWScalars& s, float grad, float& master, floa
   const float g = grad * s.grad_scale;
   m = s.beta1 * m + s.one_minus_beta1 * g;
   v = s.beta2 * v + s.one_minus_beta2 * (g * g);
-  const float m_hat = m / s.bc1;
-  const float v_hat = v / s.bc2;
-  const float update = m_hat / (std::sqrt(v_hat) + s.eps) + s.weight_decay * master;
-  master = master - s.lr * update;
+  const float denom = std::sqrt(v) * s.inv_sqrt_bc2 + s.eps;
+  master = master * s.decay - s.step_size * (m / denom);
   return master;
 }
 

@@ -12,15 +12,17 @@ namespace zeroshard {
 AdamWScalars MakeAdamWScalars(const AdamWHyperparams& hp, int64_t step, float grad_scale) {
   ZS_CHECK(step >= 1);
   AdamWScalars s;
-  s.lr = hp.lr;
   s.beta1 = hp.beta1;
   s.one_minus_beta1 = 1.0f - hp.beta1;
   s.beta2 = hp.beta2;
   s.one_minus_beta2 = 1.0f - hp.beta2;
   s.eps = hp.eps;
-  s.weight_decay = hp.weight_decay;
-  s.bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), static_cast<double>(step)));
-  s.bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), static_cast<double>(step)));
+  const double lr = hp.lr, steps = static_cast<double>(step);
+  const double bc1 = 1.0 - std::pow(static_cast<double>(hp.beta1), steps);
+  const double bc2 = 1.0 - std::pow(static_cast<double>(hp.beta2), steps);
+  s.step_size = static_cast<float>(lr / bc1);
+  s.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  s.decay = static_cast<float>(1.0 - lr * static_cast<double>(hp.weight_decay));
   s.grad_scale = grad_scale;
   return s;
 }

@@ -28,9 +28,9 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
                                                          int64_t end) {
   const __m512 gs = _mm512_set1_ps(s.grad_scale), b1 = _mm512_set1_ps(s.beta1),
                omb1 = _mm512_set1_ps(s.one_minus_beta1), b2 = _mm512_set1_ps(s.beta2),
-               omb2 = _mm512_set1_ps(s.one_minus_beta2), bc1 = _mm512_set1_ps(s.bc1),
-               bc2 = _mm512_set1_ps(s.bc2), eps = _mm512_set1_ps(s.eps),
-               wd = _mm512_set1_ps(s.weight_decay), lr = _mm512_set1_ps(s.lr);
+               omb2 = _mm512_set1_ps(s.one_minus_beta2), ibc2 = _mm512_set1_ps(s.inv_sqrt_bc2),
+               eps = _mm512_set1_ps(s.eps), decay = _mm512_set1_ps(s.decay),
+               step = _mm512_set1_ps(s.step_size);
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000),
                 round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1),
                 quiet = _mm512_set1_epi32(0x40);
@@ -43,12 +43,9 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
                                    _mm512_mul_ps(omb1, g));
     const __m512 v = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(sh.v + i)),
                                    _mm512_mul_ps(omb2, _mm512_mul_ps(g, g)));
-    const __m512 m_hat = _mm512_div_ps(m, bc1);
-    const __m512 v_hat = _mm512_div_ps(v, bc2);
+    const __m512 denom = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v), ibc2), eps);
     __m512 p = _mm512_loadu_ps(sh.master + i);
-    const __m512 update = _mm512_add_ps(
-        _mm512_div_ps(m_hat, _mm512_add_ps(_mm512_sqrt_ps(v_hat), eps)), _mm512_mul_ps(wd, p));
-    p = _mm512_sub_ps(p, _mm512_mul_ps(lr, update));
+    p = _mm512_sub_ps(_mm512_mul_ps(p, decay), _mm512_mul_ps(step, _mm512_div_ps(m, denom)));
     _mm512_storeu_ps(sh.m + i, m);
     _mm512_storeu_ps(sh.v + i, v);
     _mm512_storeu_ps(sh.master + i, p);
@@ -71,9 +68,9 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
                                                     int64_t begin, int64_t end) {
   const __m256 gs = _mm256_set1_ps(s.grad_scale), b1 = _mm256_set1_ps(s.beta1),
                omb1 = _mm256_set1_ps(s.one_minus_beta1), b2 = _mm256_set1_ps(s.beta2),
-               omb2 = _mm256_set1_ps(s.one_minus_beta2), bc1 = _mm256_set1_ps(s.bc1),
-               bc2 = _mm256_set1_ps(s.bc2), eps = _mm256_set1_ps(s.eps),
-               wd = _mm256_set1_ps(s.weight_decay), lr = _mm256_set1_ps(s.lr);
+               omb2 = _mm256_set1_ps(s.one_minus_beta2), ibc2 = _mm256_set1_ps(s.inv_sqrt_bc2),
+               eps = _mm256_set1_ps(s.eps), decay = _mm256_set1_ps(s.decay),
+               step = _mm256_set1_ps(s.step_size);
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000),
                 round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1),
                 quiet = _mm256_set1_epi32(0x40);
@@ -86,12 +83,9 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
                                    _mm256_mul_ps(omb1, g));
     const __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(sh.v + i)),
                                    _mm256_mul_ps(omb2, _mm256_mul_ps(g, g)));
-    const __m256 m_hat = _mm256_div_ps(m, bc1);
-    const __m256 v_hat = _mm256_div_ps(v, bc2);
+    const __m256 denom = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), ibc2), eps);
     __m256 p = _mm256_loadu_ps(sh.master + i);
-    const __m256 update = _mm256_add_ps(
-        _mm256_div_ps(m_hat, _mm256_add_ps(_mm256_sqrt_ps(v_hat), eps)), _mm256_mul_ps(wd, p));
-    p = _mm256_sub_ps(p, _mm256_mul_ps(lr, update));
+    p = _mm256_sub_ps(_mm256_mul_ps(p, decay), _mm256_mul_ps(step, _mm256_div_ps(m, denom)));
     _mm256_storeu_ps(sh.m + i, m);
     _mm256_storeu_ps(sh.v + i, v);
     _mm256_storeu_ps(sh.master + i, p);
