@@ -65,6 +65,17 @@ def run_zeroshard(args, model, workers, stage, work):
 
 
 def run_peer(args, fixture, workers, stage, work):
+    """Runs the peer's ranks; once more on a new port if the first one was
+    taken between free_port() and the store's bind (a race, not a failure)."""
+    try:
+        return run_peer_once(args, fixture, workers, stage, work)
+    except RuntimeError as e:
+        if "address already in use" not in str(e).lower():
+            raise
+        return run_peer_once(args, fixture, workers, stage, work)
+
+
+def run_peer_once(args, fixture, workers, stage, work):
     log = os.path.join(work, "peer.jsonl")
     port = free_port()
     procs = []

@@ -14,10 +14,10 @@
 //   step_size = lr / bc1, inv_sqrt_bc2 = 1 / sqrt(bc2), decay = 1 - lr * wd,
 //   bc1 = 1 - beta1^step, bc2 = 1 - beta2^step. This is Adam's bias-corrected
 // step m_hat / (sqrt(v_hat) + eps) with the corrections folded into
-// constants, as section 2 of the paper suggests ("the efficiency ... can
-// be improved by changing the order of computation"), and decoupled weight
-// decay (AdamW: Loshchilov & Hutter, ICLR'19) as a multiplication; PyTorch's
-// fused AdamW orders it the same way. One division and one square root an
+// constants (section 2 of the paper names such a reordering as the cheaper
+// form; eps stays on the corrected scale here), and decoupled weight decay
+// (AdamW: Loshchilov & Hutter, ICLR'19) as a multiplication, the order
+// PyTorch's fused AdamW uses too. One division and one square root an
 // element (the earlier form had three divisions).
 //   compute_out[i] = master, as fp32 or bf16 (round to nearest even)
 // The compute copy is written in the same pass; in the engine it is the
