@@ -45,17 +45,27 @@ def median_seconds(reps, fn):
     return statistics.median(times)
 
 
-def torch_adamw(n, reps, bf16_copy):
+def parameter(n):
     p = torch.nn.Parameter(torch.full((n,), 0.5))
     p.grad = torch.full((n,), 0.01)
-    opt = torch.optim.AdamW([p], fused=True, **HP)
-    copy = torch.empty(n, dtype=torch.bfloat16) if bf16_copy else None
+    return p
+
+
+def params_per_second(opt, p, reps, bf16_copy):
+    """`opt`'s step over p, then (bf16_copy) the copy out a second pass:
+    neither PyTorch's fused step nor DeepSpeed 0.19's CPU Adam writes one."""
+    copy = torch.empty(p.numel(), dtype=torch.bfloat16) if bf16_copy else None
 
     def step():
         opt.step()
         if copy is not None:
             copy.copy_(p.detach())
-    return n / median_seconds(reps, step)
+    return p.numel() / median_seconds(reps, step)
+
+
+def torch_adamw(n, reps, bf16_copy):
+    p = parameter(n)
+    return params_per_second(torch.optim.AdamW([p], fused=True, **HP), p, reps, bf16_copy)
 
 
 def deepspeed_adam(n, reps, bf16_copy):
@@ -63,19 +73,12 @@ def deepspeed_adam(n, reps, bf16_copy):
         from deepspeed.ops.adam import DeepSpeedCPUAdam
     except Exception as e:  # noqa: BLE001 - any import failure is a skip
         return f"not available ({type(e).__name__}: {str(e)[:80]})"
-    p = torch.nn.Parameter(torch.full((n,), 0.5))
-    p.grad = torch.full((n,), 0.01)
+    p = parameter(n)
     try:
         opt = DeepSpeedCPUAdam([p], adamw_mode=True, **HP)
     except Exception as e:  # noqa: BLE001
         return f"op did not build ({type(e).__name__}: {str(e)[:80]})"
-    copy = torch.empty(n, dtype=torch.bfloat16) if bf16_copy else None
-
-    def step():
-        opt.step()
-        if copy is not None:  # Its step has no fused copy out (DeepSpeed 0.19).
-            copy.copy_(p.detach())
-    return n / median_seconds(reps, step)
+    return params_per_second(opt, p, reps, bf16_copy)
 
 
 def zeroshard_adamw(binary, n, reps, threads, compute):

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -40,18 +41,17 @@ absl::Status WriteInit(const ModelConfig& model, uint64_t seed, const std::strin
   const std::vector<std::vector<float>> units = InitUnits(model, seed);
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, MakeShardPlan(ModelUnits(model), 1, 1));
   std::vector<SafetensorsEntry> entries;
-  std::vector<const float*> sources;
+  std::vector<std::pair<const float*, int64_t>> sources;  // First element, numel.
   for (size_t u = 0; u < plan.units.size(); ++u) {
     for (const ParamPlacement& p : plan.units[u].params) {
       entries.push_back({p.name, p.shape});
-      sources.push_back(units[u].data() + p.offset);
+      sources.emplace_back(units[u].data() + p.offset, p.numel);
     }
   }
   return WriteSafetensors(path, entries, {{"seed", std::to_string(seed)}},
                           [&](size_t i, float* dst) {
-                            int64_t n = 1;
-                            for (int64_t d : entries[i].shape) n *= d;
-                            std::copy(sources[i], sources[i] + n, dst);
+                            const auto [src, n] = sources[i];
+                            std::copy(src, src + n, dst);
                             return absl::OkStatus();
                           });
 }

@@ -18,6 +18,7 @@ all-reduce, as zeroshard's step_seconds).
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -53,7 +54,7 @@ def fully_shard_fn():
 
 
 def adamw(params, job, zero):
-    """torch's fastest AdamW for these parameters: fused, else foreach."""
+    """torch's fused AdamW (sharded by ZeroRedundancyOptimizer at stage 1)."""
     kwargs = dict(lr=job["lr"], betas=(job["beta1"], job["beta2"]), eps=job["eps"],
                   weight_decay=job["weight_decay"])
     if zero:
@@ -87,12 +88,10 @@ def train_step(model, optimizer, job, stage, batch, spans, world):
     local = torch.zeros(())
     for i, (b, e) in enumerate(spans):
         rows = batch[b:e]
-        last = i == len(spans) - 1
-        if stage <= 1 and not last:
-            with model.no_sync():
-                loss = model(rows[:, :T], rows[:, 1:])
-                (loss * scale).backward()
-        else:  # FSDP2 reduce-scatters every micro-batch, as zeroshard's stages 2-3.
+        # DDP reduces once, after the last micro-batch; FSDP2 reduce-scatters
+        # every micro-batch, as zeroshard's stages 2-3 do.
+        accumulate = stage <= 1 and i < len(spans) - 1
+        with model.no_sync() if accumulate else contextlib.nullcontext():
             loss = model(rows[:, :T], rows[:, 1:])
             (loss * scale).backward()
         local += loss.detach()
@@ -109,7 +108,6 @@ def main():
     parser.add_argument("--fixture", required=True, help="peer_fixture's output directory")
     parser.add_argument("--stage", type=int, choices=range(4), required=True)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--steps", type=int, help="steps to run (default: job.json's)")
     parser.add_argument("--log", required=True, help="JSONL step log (rank 0)")
     args = parser.parse_args()
 
@@ -119,7 +117,6 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     with open(os.path.join(args.fixture, "job.json")) as f:
         job = json.load(f)
-    steps = args.steps or job["steps"]
     T, G = job["n_ctx"], job["global_batch"]
     data = np.fromfile(os.path.join(args.fixture, "batches.u8"), dtype=np.uint8)
     data = torch.from_numpy(data.reshape(-1, G, T + 1).astype(np.int64))
@@ -131,7 +128,7 @@ def main():
     spans = micro_batches(job, rank, world)
 
     log = open(args.log, "w") if rank == 0 else None
-    for step in range(steps):
+    for step in range(job["steps"]):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(job, step)
         start = time.perf_counter()

@@ -35,13 +35,13 @@ namespace {
 // through memory (which made the plain loops latency-bound).
 constexpr int kLanes = 16;
 
-int PaddedT(int T) { return (T + kLanes - 1) / kLanes * kLanes; }
+int RoundUpToLanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
 // mt[i * Tp + u] = m[u * row + i] for i < hs, u < T, and 0 for T <= u < Tp:
 // one head's k (or v) transposed, so a query row's scores are contiguous in
 // u and whole blocks of kLanes can be read.
 ZS_SIMD_CLONES void TransposeHead(const float* m, int64_t row, int T, int hs, float* mt) {
-  const int Tp = PaddedT(T);
+  const int Tp = RoundUpToLanes(T);
   for (int i = 0; i < hs; ++i) {
     float* out = mt + int64_t{i} * Tp;
     for (int u = 0; u < T; ++u) out[u] = m[u * row + i];
@@ -51,10 +51,9 @@ ZS_SIMD_CLONES void TransposeHead(const float* m, int64_t row, int T, int hs, fl
 
 // Helpers forced inline into the cloned pair functions below, so they are
 // compiled for each clone's instruction set (a function left out of line
-// is compiled for the baseline only). Lanes is
-// one AVX-512 vector (two AVX2, four SSE vectors in the other clones).
-// (Lanes are never passed or returned by value: that would change the
-// calling convention between the clones.)
+// is compiled for the baseline only). Lanes is one AVX-512 vector (two AVX2,
+// four SSE vectors in the other clones); Lanes are never passed or returned
+// by value, which would change the calling convention between the clones.
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 // acc += w * p[0, kLanes), p unaligned.
@@ -68,7 +67,8 @@ ZS_ALWAYS_INLINE void AddScaledLanes(float w, const float* p, Lanes& acc) {
 // (writes). Even and odd rows go to separate accumulators, so 2 * kBlocks
 // FMA chains run at once instead of one waiting on the previous FMA.
 template <int kBlocks>
-ZS_ALWAYS_INLINE void WeightedRowsBlocks(const float* w, const float* m, int64_t ld, int rows, float* y) {
+ZS_ALWAYS_INLINE void WeightedRowsBlocks(const float* w, const float* m, int64_t ld, int rows,
+                                         float* y) {
   Lanes even[kBlocks] = {}, odd[kBlocks] = {};
   int r = 0;
   for (; r + 1 < rows; r += 2) {
@@ -90,8 +90,8 @@ ZS_ALWAYS_INLINE void WeightedRowsBlocks(const float* w, const float* m, int64_t
 
 // y[j] = sum_{r < rows} w[r] * m[r * ld + j] for j < width (writes): pairs
 // of blocks, a last block, then the columns past the last block.
-ZS_ALWAYS_INLINE void WeightedRows(const float* w, const float* m, int64_t ld, int rows, int width,
-                         float* y) {
+ZS_ALWAYS_INLINE void WeightedRows(const float* w, const float* m, int64_t ld, int rows,
+                                   int width, float* y) {
   int j0 = 0;
   for (; j0 + 2 * kLanes <= width; j0 += 2 * kLanes) {
     WeightedRowsBlocks<2>(w, m + j0, ld, rows, y + j0);
@@ -112,7 +112,10 @@ ZS_ALWAYS_INLINE void Axpy(float alpha, const float* __restrict x, int n, float*
 // The scratch of one thread: kt/vt hs x Tp, q and acc hs, scores Tp.
 struct PairScratch {
   PairScratch(int T, int hs)
-      : mt(static_cast<size_t>(hs) * PaddedT(T)), q(hs), acc(hs), scores(PaddedT(T)) {}
+      : mt(static_cast<size_t>(hs) * RoundUpToLanes(T)),
+        q(hs),
+        acc(hs),
+        scores(RoundUpToLanes(T)) {}
   std::vector<float> mt, q, acc, scores;
 };
 
@@ -121,14 +124,13 @@ struct PairScratch {
 // block, out_bh at head h's slice of token 0's output (rows of C floats).
 ZS_SIMD_CLONES void PairForward(const float* base, int64_t row, int T, int C, int hs,
                                 float scale, float* att_bh, float* out_bh, PairScratch& w) {
-  const int Tp = PaddedT(T);
+  const int Tp = RoundUpToLanes(T);
   TransposeHead(base + C, row, T, hs, w.mt.data());
   for (int t = 0; t < T; ++t) {
     const int n = t + 1;
-    const int blocks = (n + kLanes - 1) / kLanes * kLanes;
     float* a = att_bh + int64_t{t} * T;
     for (int i = 0; i < hs; ++i) w.q[i] = base[t * row + i] * scale;
-    WeightedRows(w.q.data(), w.mt.data(), Tp, hs, blocks, w.scores.data());
+    WeightedRows(w.q.data(), w.mt.data(), Tp, hs, RoundUpToLanes(n), w.scores.data());
     float mx = -INFINITY;
     for (int u = 0; u < n; ++u) mx = std::max(mx, w.scores[u]);
     float sum = 0.0f;
@@ -148,15 +150,14 @@ ZS_SIMD_CLONES void PairForward(const float* base, int64_t row, int T, int C, in
 ZS_SIMD_CLONES void PairBackward(const float* base, float* dbase, const float* dout_bh,
                                  const float* att_bh, int64_t row, int T, int C, int hs,
                                  float scale, PairScratch& w) {
-  const int Tp = PaddedT(T);
+  const int Tp = RoundUpToLanes(T);
   TransposeHead(base + 2 * C, row, T, hs, w.mt.data());
   float* ds = w.scores.data();
   for (int t = 0; t < T; ++t) {
     const int n = t + 1;
-    const int blocks = (n + kLanes - 1) / kLanes * kLanes;
     const float* a = att_bh + int64_t{t} * T;
     const float* dy = dout_bh + int64_t{t} * C;
-    WeightedRows(dy, w.mt.data(), Tp, hs, blocks, ds);  // datt[u] = dy . v[u]
+    WeightedRows(dy, w.mt.data(), Tp, hs, RoundUpToLanes(n), ds);  // datt[u] = dy . v[u]
     float dot = 0.0f;
     for (int u = 0; u < n; ++u) dot += a[u] * ds[u];
     for (int u = 0; u < n; ++u) ds[u] = a[u] * (ds[u] - dot) * scale;
@@ -170,36 +171,37 @@ ZS_SIMD_CLONES void PairBackward(const float* base, float* dbase, const float* d
   }
 }
 
-}  // namespace
-
-void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
-                         float* att) {
+// fn(b, h, bh, row, hs, scale, scratch) for every (batch b, head h) pair,
+// bh = b * NH + h, split over the compute threads, one scratch a thread.
+template <typename Fn>
+void ForEachPair(int B, int T, int C, int NH, Fn&& fn) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t row = 3 * int64_t{C};
   ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
     PairScratch scratch(T, hs);
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / NH, h = bh % NH;
-      PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
-                  out + b * T * int64_t{C} + h * hs, scratch);
-    }
+    for (int64_t bh = begin; bh < end; ++bh) fn(bh / NH, bh % NH, bh, row, hs, scale, scratch);
+  });
+}
+
+}  // namespace
+
+void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
+                         float* att) {
+  ForEachPair(B, T, C, NH, [&](int64_t b, int64_t h, int64_t bh, int64_t row, int hs,
+                               float scale, PairScratch& scratch) {
+    PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
+                out + b * T * int64_t{C} + h * hs, scratch);
   });
 }
 
 void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B,
                           int T, int C, int NH, float* dqkv) {
-  const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const int64_t row = 3 * int64_t{C};
-  ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
-    PairScratch scratch(T, hs);
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / NH, h = bh % NH;
-      PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
-                   dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs, scale,
-                   scratch);
-    }
+  ForEachPair(B, T, C, NH, [&](int64_t b, int64_t h, int64_t bh, int64_t row, int hs,
+                               float scale, PairScratch& scratch) {
+    PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
+                 dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs, scale,
+                 scratch);
   });
 }
 

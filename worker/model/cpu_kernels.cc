@@ -114,32 +114,76 @@ ZS_SIMD_CLONES void GeluBackwardLoop(const float* x, const float* dout, int64_t 
   }
 }
 
-// One row: probs = softmax(l) (p may alias l); returns -log p[target].
-ZS_SIMD_CLONES float SoftmaxCrossEntropyRow(const float* l, int target, int V, float* p) {
-  const float target_logit = l[target];  // Read before p may overwrite it.
-  float mx = l[0];
-  for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
-  float sum = 0.0f;
-  for (int v = 0; v < V; ++v) {
-    p[v] = FastExp(l[v] - mx);
-    sum += p[v];
-  }
-  const float inv = 1.0f / sum;
-  for (int v = 0; v < V; ++v) p[v] *= inv;
-  // log-sum-exp form: exact even when probs[target] underflows.
-  return std::log(sum) + mx - target_logit;
-}
-
-ZS_SIMD_CLONES void ScaleLoop(const float* x, int64_t n, float scale, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = scale * x[i];
-}
-
-ZS_SIMD_CLONES void AddLoop(const float* a, const float* b, int64_t n, float* y) {
+// Row helpers, forced inline so each clone below compiles them for its own
+// instruction set (one dispatch a kernel call, not one a row).
+ZS_ALWAYS_INLINE void AddRow(const float* a, const float* b, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
-ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) {
+ZS_ALWAYS_INLINE void AccumulateRow(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+// Per row: probs = softmax(l) (p may alias l), loss = -log p[target].
+ZS_SIMD_CLONES void SoftmaxCrossEntropyForwardLoop(const float* logits, const int32_t* targets,
+                                                   int N, int V, float* probs, float* losses) {
+  for (int n = 0; n < N; ++n) {
+    const float* l = logits + int64_t{n} * V;
+    float* p = probs + int64_t{n} * V;
+    ZS_CHECK(targets[n] >= 0 && targets[n] < V);
+    const float target_logit = l[targets[n]];  // Read before p may overwrite it.
+    float mx = l[0];
+    for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
+    float sum = 0.0f;
+    for (int v = 0; v < V; ++v) {
+      p[v] = FastExp(l[v] - mx);
+      sum += p[v];
+    }
+    const float inv = 1.0f / sum;
+    for (int v = 0; v < V; ++v) p[v] *= inv;
+    // log-sum-exp form: exact even when probs[target] underflows.
+    losses[n] = std::log(sum) + mx - target_logit;
+  }
+}
+
+ZS_SIMD_CLONES void SoftmaxCrossEntropyBackwardLoop(const float* probs, const int32_t* targets,
+                                                    int N, int V, float scale,
+                                                    float* dlogits) {
+  for (int n = 0; n < N; ++n) {
+    const float* p = probs + int64_t{n} * V;
+    float* d = dlogits + int64_t{n} * V;
+    for (int v = 0; v < V; ++v) d[v] = scale * p[v];
+    d[targets[n]] -= scale;
+  }
+}
+
+ZS_SIMD_CLONES void EmbeddingForwardLoop(const int32_t* tokens, const float* wte,
+                                         const float* wpe, int B, int T, int C, float* out) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      AddRow(wte + int64_t{tokens[b * T + t]} * C, wpe + int64_t{t} * C, C,
+             out + (int64_t{b} * T + t) * C);
+    }
+  }
+}
+
+ZS_SIMD_CLONES void EmbeddingBackwardLoop(const float* dout, const int32_t* tokens, int B,
+                                          int T, int C, float* dwte, float* dwpe) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const float* d = dout + (int64_t{b} * T + t) * C;
+      AccumulateRow(d, C, dwte + int64_t{tokens[b * T + t]} * C);
+      AccumulateRow(d, C, dwpe + int64_t{t} * C);
+    }
+  }
+}
+
+ZS_SIMD_CLONES void AddLoop(const float* a, const float* b, int64_t n, float* y) {
+  AddRow(a, b, n, y);
+}
+
+ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) {
+  AccumulateRow(x, n, y);
 }
 
 class CpuKernelsImpl final : public Kernels {
@@ -190,41 +234,22 @@ class CpuKernelsImpl final : public Kernels {
 
   void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N, int V,
                                   float* probs, float* losses) override {
-    for (int n = 0; n < N; ++n) {
-      ZS_CHECK(targets[n] >= 0 && targets[n] < V);
-      losses[n] = SoftmaxCrossEntropyRow(logits + int64_t{n} * V, targets[n], V,
-                                         probs + int64_t{n} * V);
-    }
+    SoftmaxCrossEntropyForwardLoop(logits, targets, N, V, probs, losses);
   }
 
   void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N, int V,
                                    float scale, float* dlogits) override {
-    for (int n = 0; n < N; ++n) {
-      float* d = dlogits + int64_t{n} * V;
-      ScaleLoop(probs + int64_t{n} * V, V, scale, d);
-      d[targets[n]] -= scale;
-    }
+    SoftmaxCrossEntropyBackwardLoop(probs, targets, N, V, scale, dlogits);
   }
 
   void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
                         int T, int C, float* out) override {
-    for (int b = 0; b < B; ++b) {
-      for (int t = 0; t < T; ++t) {
-        AddLoop(wte + int64_t{tokens[b * T + t]} * C, wpe + int64_t{t} * C, C,
-                out + (int64_t{b} * T + t) * C);
-      }
-    }
+    EmbeddingForwardLoop(tokens, wte, wpe, B, T, C, out);
   }
 
   void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C,
                          float* dwte, float* dwpe) override {
-    for (int b = 0; b < B; ++b) {
-      for (int t = 0; t < T; ++t) {
-        const float* d = dout + (int64_t{b} * T + t) * C;
-        AccumulateLoop(d, C, dwte + int64_t{tokens[b * T + t]} * C);
-        AccumulateLoop(d, C, dwpe + int64_t{t} * C);
-      }
-    }
+    EmbeddingBackwardLoop(dout, tokens, B, T, C, dwte, dwpe);
   }
 
   void Add(const float* a, const float* b, int64_t n, float* y) override { AddLoop(a, b, n, y); }
