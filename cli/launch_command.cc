@@ -63,9 +63,11 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
                   "mod the visible GPUs; more workers than GPUs needs --backend host-staged)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   sub->add_option("--backend", c.backend,
-                  "collectives: gloo, nccl, host-staged (several ranks on one GPU) or auto "
-                  "(nccl on cuda, gloo on cpu)")
-      ->check(CLI::IsMember({"gloo", "nccl", "host-staged", "auto"}))->capture_default_str();
+                  "collectives: gloo (TCP), shm (cpu, every worker on this host: shared "
+                  "memory), nccl, host-staged (several ranks on one GPU) or auto (nccl on cuda, "
+                  "gloo on cpu)")
+      ->check(CLI::IsMember({"gloo", "shm", "nccl", "host-staged", "auto"}))
+      ->capture_default_str();
 }
 
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {

@@ -36,12 +36,17 @@ absl::Status JobConfig::Validate() const {
   if (device != "cpu" && device != "cuda" && device != "auto") {
     return OutOfRange("device", absl::StrCat("= \"", device, "\" is not cpu, cuda or auto"));
   }
-  if (backend != "gloo" && backend != "nccl" && backend != "host-staged" && backend != "auto") {
+  if (backend != "gloo" && backend != "shm" && backend != "nccl" && backend != "host-staged" &&
+      backend != "auto") {
     return OutOfRange("backend", absl::StrCat("= \"", backend,
-                                              "\" is not gloo, nccl, host-staged or auto"));
+                                              "\" is not gloo, shm, nccl, host-staged or auto"));
+  }
+  if (backend == "shm" && device != "cpu") {
+    return OutOfRange("backend", "shm moves host memory: it needs device cpu (on GPUs use nccl "
+                                 "or host-staged)");
   }
   if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
-    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo"));
+    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
   }
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (redundancy != 0 && redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");

@@ -33,8 +33,9 @@ struct JobConfig {
   std::string log_path;              // JSONL step log written by rank 0 ("" = none).
   int threads = 1;                   // Compute threads per worker.
   std::string device = "cpu";        // "cpu", "cuda" or "auto" (CUDA where the worker sees a GPU).
-  // "gloo", "nccl", "host-staged" (device buffers through Gloo: several
-  // ranks sharing one GPU) or "auto" (nccl on a CUDA device, gloo on CPU).
+  // "gloo", "shm" (CPU, every rank on one host: shared memory), "nccl",
+  // "host-staged" (device buffers through Gloo: several ranks sharing one
+  // GPU) or "auto" (nccl on a CUDA device, gloo on CPU).
   std::string backend = "auto";
   std::string checkpoint_dir;        // Where the coordinator stores checkpoints ("" = none).
   int64_t checkpoint_every = 0;      // Save every this many steps (0 = never).

@@ -1,10 +1,12 @@
-// One rank of the multi-process Gloo test (multiprocess_test.cc): connects
-// through a FileStore, runs the collectives on fp32 and bf16, checks them
-// against references computed here, and exits 0 only if all match.
-//   comm_multiprocess_rank <store_dir> <rank> <world_size> <mode>
+// One rank of the multi-process communicator test (multiprocess_test.cc):
+// connects through a FileStore, runs the collectives on fp32 and bf16, checks
+// them against references computed here, and exits 0 only if all match.
+//   comm_multiprocess_rank <store_dir> <rank> <world_size> <mode> [backend]
+// backend: gloo (default) or shm.
 // mode "check": run and verify; "vanish": connect, then exit at once without
 // closing anything (a crashed rank); "survive": connect, then expect the
-// next all-reduce to fail (a peer vanished) within the bound, exit 0 if so.
+// next all-reduce to fail (a peer vanished) within the bound, exit 0 if so; on
+// shm the failure must be UNAVAILABLE (the peer's exit seen), not a timeout.
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "tests/support/file_store.h"
 #include "tests/comm/rank_threads.h"
+#include "worker/comm/communicator_factory.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -59,14 +62,16 @@ int Check(Communicator& comm, DType dtype, int64_t count) {
 
 int Run(int argc, char** argv) {
   int rank = 0, world = 0;
-  if (argc != 5 || !absl::SimpleAtoi(argv[2], &rank) || !absl::SimpleAtoi(argv[3], &world)) {
-    return Fail("usage: comm_multiprocess_rank <store_dir> <rank> <world_size> <mode>");
+  if ((argc != 5 && argc != 6) || !absl::SimpleAtoi(argv[2], &rank) ||
+      !absl::SimpleAtoi(argv[3], &world)) {
+    return Fail("usage: comm_multiprocess_rank <store_dir> <rank> <world_size> <mode> [backend]");
   }
   const std::string mode = argv[4];
+  const std::string backend = argc == 6 ? argv[5] : "gloo";
   FileStore store(argv[1]);
-  GlooOptions opts;
+  CommunicatorOptions opts;
   opts.timeout = absl::Seconds(20);
-  auto comm = CreateGlooCommunicator(store, "mp/", rank, world, opts);
+  auto comm = CreateCommunicator(backend, store, "mp/", rank, world, opts);
   if (!comm.ok()) return Fail(comm.status().ToString());
   // Everyone is connected before anyone vanishes (else a late rank's
   // rendezvous, not its all-reduce, would see the closed socket).
@@ -94,6 +99,9 @@ int Run(int argc, char** argv) {
                          ->Wait(absl::Seconds(15));
     std::fprintf(stderr, "rank %d after peer vanished: %s\n", rank, s.ToString().c_str());
     if (s.ok()) return Fail("all-reduce succeeded without a peer");
+    if (backend == "shm" && s.code() != absl::StatusCode::kUnavailable) {
+      return Fail("shm: a vanished peer must be UNAVAILABLE");
+    }
     return 0;
   }
   for (DType dtype : {DType::kFp32, DType::kBf16}) {

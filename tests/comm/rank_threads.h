@@ -15,6 +15,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
+#include "worker/comm/shm_communicator.h"
 
 namespace zeroshard::testing {
 
@@ -30,6 +31,14 @@ inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectGloo(
     InMemoryStore& store, const std::string& prefix, int n, GlooOptions opts = {}) {
   std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> comms(n);
   ParallelFor(n, [&](int r) { comms[r] = CreateGlooCommunicator(store, prefix, r, n, opts); });
+  return comms;
+}
+
+// Connects n shm communicators (one per rank, created concurrently).
+inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectShm(
+    InMemoryStore& store, const std::string& prefix, int n, ShmOptions opts = {}) {
+  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> comms(n);
+  ParallelFor(n, [&](int r) { comms[r] = CreateShmCommunicator(store, prefix, r, n, opts); });
   return comms;
 }
 

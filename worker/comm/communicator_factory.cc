@@ -4,6 +4,7 @@
 #include "worker/comm/gloo_communicator.h"
 #include "worker/device/device.h"
 #include "worker/comm/host_staged_communicator.h"
+#include "worker/comm/shm_communicator.h"
 #ifdef ZEROSHARD_HAVE_NCCL
 #include "worker/comm/nccl_communicator.h"
 #endif
@@ -26,6 +27,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     if (!host.ok() || backend == "gloo") return host;
     return CreateHostStagedCommunicator(std::move(host).value(), options.device);
   }
+  if (backend == "shm") {
+    ShmOptions shm;
+    shm.timeout = options.timeout;
+    return CreateShmCommunicator(store, prefix, rank, world_size, shm);
+  }
   if (backend == "nccl") {
 #ifdef ZEROSHARD_HAVE_NCCL
     NcclOptions nccl;
@@ -43,7 +49,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
 #endif
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("backend must be \"gloo\", \"nccl\" or \"host-staged\", got \"", backend, "\""));
+      absl::StrCat("backend must be \"gloo\", \"shm\", \"nccl\" or \"host-staged\", got \"",
+                   backend, "\""));
 }
 
 }  // namespace zeroshard

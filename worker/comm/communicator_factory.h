@@ -1,5 +1,6 @@
 // A communicator by backend name, for code that picks the backend from a flag
-// ("gloo" on CPU, "nccl" on GPU, "host-staged" for device buffers over Gloo)
+// ("gloo" on CPU, "shm" on CPU with every rank on one host, "nccl" on GPU,
+// "host-staged" for device buffers over Gloo)
 // without including a backend header.
 #pragma once
 
@@ -25,7 +26,8 @@ struct CommunicatorOptions {
   Device* device = nullptr;
 };
 
-// backend: "gloo", "nccl" or "host-staged" (a Gloo communicator with these
+// backend: "gloo", "shm" (shm_communicator.h: ranks of one host through
+// shared memory), "nccl" or "host-staged" (a Gloo communicator with these
 // options wrapped for options.device; host_staged_communicator.h). Errors:
 // INVALID_ARGUMENT for another name or "host-staged" without a device;
 // FAILED_PRECONDITION for "nccl" when this build has no NCCL or the machine

@@ -77,14 +77,6 @@ void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64
   gloo::allreduce(o);
 }
 
-absl::Status CheckBuffers(const void* send, const void* recv, int64_t count) {
-  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("count must be >= 0, got ", count));
-  if (count > 0 && (send == nullptr || recv == nullptr)) {
-    return absl::InvalidArgumentError("send and recv must be non-null when count > 0");
-  }
-  return absl::OkStatus();
-}
-
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(std::shared_ptr<gloo::transport::Device> device,
@@ -98,7 +90,7 @@ class GlooCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
                                   const CollectiveOptions& opts) override {
-    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
     const int n = world_size();
     const int r = rank();
@@ -120,8 +112,8 @@ class GlooCommunicator final : public Communicator {
 
   std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count, DType dtype,
                                       ReduceOp op, const CollectiveOptions& opts) override {
-    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
-    if (auto s = CheckCommDType(dtype, "ReduceScatter dtype"); !s.ok()) return CompletedWork(s);
+    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
+    ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "ReduceScatter dtype"));
     RingReduceScatterArgs args{send,
                                recv,
                                count,
@@ -137,10 +129,8 @@ class GlooCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count, DType dtype,
                                   ReduceOp op, const CollectiveOptions& opts) override {
-    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
-    if (auto s = CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true); !s.ok()) {
-      return CompletedWork(s);
-    }
+    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
+    ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true));
     return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
       if (count == 0) return;
       const bool wide = dtype == DType::kInt64 || dtype == DType::kFp64;
@@ -174,9 +164,7 @@ class GlooCommunicator final : public Communicator {
           absl::StrCat("broadcast root ", root, " outside [0, ", world_size(), ")")));
     }
     // Only the root reads send; others may pass null.
-    if (auto s = CheckBuffers(rank() == root ? send : recv, recv, count); !s.ok()) {
-      return CompletedWork(s);
-    }
+    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(rank() == root ? send : recv, recv, count));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
     return Submit(CommOp::kBroadcast, static_cast<int64_t>(bytes), [=, this] {
       if (bytes == 0) return;
@@ -192,7 +180,7 @@ class GlooCommunicator final : public Communicator {
 
   std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count, DType dtype,
                                   const CollectiveOptions& opts) override {
-    if (auto s = CheckBuffers(send, recv, count); !s.ok()) return CompletedWork(s);
+    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
     const uint64_t slot = kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits);
     const auto timeout = GlooTimeout(opts.timeout);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -54,6 +55,15 @@ class OpWork final : public Work {
 
 // A Work that is already complete with `status`.
 std::unique_ptr<Work> CompletedWork(absl::Status status);
+
+// In a function returning std::unique_ptr<Work>: returns CompletedWork of
+// `expr`'s status when it is not OK (an argument check).
+#define ZS_RETURN_WORK_IF_ERROR(expr)                                    \
+  do {                                                                   \
+    if (absl::Status zs_work_status_ = (expr); !zs_work_status_.ok()) { \
+      return ::zeroshard::CompletedWork(std::move(zs_work_status_));     \
+    }                                                                    \
+  } while (0)
 
 class OpQueue {
  public:

@@ -15,6 +15,14 @@ absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes)
       control_dtypes ? ", int64 = 4, fp64 = 5)" : ")"));
 }
 
+absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count) {
+  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("count must be >= 0, got ", count));
+  if (count > 0 && (send == nullptr || recv == nullptr)) {
+    return absl::InvalidArgumentError("send and recv must be non-null when count > 0");
+  }
+  return absl::OkStatus();
+}
+
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n) {
   if (dtype == DType::kFp32) {
     if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));

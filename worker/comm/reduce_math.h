@@ -17,6 +17,10 @@ namespace zeroshard {
 // `field` otherwise.
 absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes = false);
 
+// OK when count >= 0 and, for count > 0, both buffers are non-null;
+// INVALID_ARGUMENT otherwise.
+absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count);
+
 // dst[i] = float(src[i]); src holds n elements of `dtype` (fp32 or bf16).
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n);
 // dst[i] = dtype(src[i]), rounding to nearest even for bf16.

@@ -136,7 +136,7 @@ bool IsGenerationLoss(const absl::Status& s) {
 
 // The generation's communicators: the data plane on the job's backend, and
 // the control one (host memory, Gloo) for control values, which is the data
-// one itself when that is Gloo on the CPU.
+// one itself when that works on host memory (Gloo or shm on the CPU).
 struct GenerationComms {
   std::unique_ptr<Communicator> data, own_control;
   Communicator* control = nullptr;
@@ -152,7 +152,7 @@ absl::StatusOr<GenerationComms> ConnectGeneration(const WorkerOptions& options, 
   ZS_ASSIGN_OR_RETURN(comms.data, CreateCommunicator(job.backend, store, "comm/", info.rank(),
                                                      info.world_size(), o));
   comms.control = comms.data.get();
-  if (job.backend != "gloo") {
+  if (job.backend != "gloo" && job.backend != "shm") {
     ZS_ASSIGN_OR_RETURN(comms.own_control, CreateCommunicator("gloo", store, "control/",
                                                               info.rank(), info.world_size(), o));
     comms.control = comms.own_control.get();

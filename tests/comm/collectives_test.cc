@@ -1,28 +1,34 @@
-// Gloo collectives against references computed directly in the test, ranks
-// as threads over an InMemoryStore, over world sizes x element counts x
-// dtypes (STYLE.md point 15).
+// The CPU backends' collectives (Gloo over loopback TCP, shm through shared
+// memory with small slots, so ops span many rounds) against references
+// computed directly in the test, ranks as threads over an InMemoryStore,
+// over backends x world sizes x element counts x dtypes (STYLE.md point 15).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/comm/rank_threads.h"
+#include "worker/comm/shm_collectives.h"
 
 namespace zeroshard::testing {
 namespace {
 
-using Param = std::tuple<int, int64_t, DType>;  // world size, count, dtype
+// backend, world size, count, dtype
+using Param = std::tuple<std::string, int, int64_t, DType>;
+using Pooled = std::map<std::pair<std::string, int>, std::vector<std::unique_ptr<Communicator>>>;
 
-class GlooCollectivesTest : public ::testing::TestWithParam<Param> {
+class CollectivesTest : public ::testing::TestWithParam<Param> {
  protected:
-  // Connecting 8 ranks takes ~0.4 s, so each world size connects once and
-  // every test of that size reuses its communicators (they stay usable).
+  // Connecting 8 Gloo ranks takes ~0.4 s, so each backend and world size
+  // connects once and every test of that size reuses its communicators
+  // (they stay usable).
   static void TearDownTestSuite() { Pool().clear(); }
-  static std::map<int, std::vector<std::unique_ptr<Communicator>>>& Pool() {
-    static auto* pool = new std::map<int, std::vector<std::unique_ptr<Communicator>>>();
+  static Pooled& Pool() {
+    static auto* pool = new Pooled();
     return *pool;
   }
   static InMemoryStore& Store() {
@@ -31,10 +37,15 @@ class GlooCollectivesTest : public ::testing::TestWithParam<Param> {
   }
 
   void SetUp() override {
-    std::tie(n_, count_, dtype_) = GetParam();
-    auto& comms = Pool()[n_];
+    std::string backend;
+    std::tie(backend, n_, count_, dtype_) = GetParam();
+    auto& comms = Pool()[{backend, n_}];
     if (comms.empty()) {
-      for (auto& c : ConnectGloo(Store(), absl::StrCat("world", n_, "/"), n_)) {
+      const std::string prefix = absl::StrCat(backend, n_, "/");
+      ShmOptions shm;
+      shm.slot_bytes = 4096;
+      for (auto& c : backend == "gloo" ? ConnectGloo(Store(), prefix, n_)
+                                       : ConnectShm(Store(), prefix, n_, shm)) {
         ASSERT_TRUE(c.ok()) << c.status();
         comms.push_back(std::move(*c));
       }
@@ -54,7 +65,7 @@ class GlooCollectivesTest : public ::testing::TestWithParam<Param> {
   std::vector<Communicator*> comms_;
 };
 
-TEST_P(GlooCollectivesTest, AllGather) {
+TEST_P(CollectivesTest, AllGather) {
   for (bool in_place : {false, true}) {
     std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_ * n_), 0xAB));
     ParallelFor(n_, [&](int r) {
@@ -79,7 +90,7 @@ TEST_P(GlooCollectivesTest, AllGather) {
   }
 }
 
-TEST_P(GlooCollectivesTest, ReduceScatter) {
+TEST_P(CollectivesTest, ReduceScatter) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
     for (bool in_place : {false, true}) {
       std::vector<std::vector<uint8_t>> send(n_);
@@ -106,7 +117,7 @@ TEST_P(GlooCollectivesTest, ReduceScatter) {
   }
 }
 
-TEST_P(GlooCollectivesTest, AllReduce) {
+TEST_P(CollectivesTest, AllReduce) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
     for (bool in_place : {false, true}) {
       std::vector<std::vector<uint8_t>> send(n_);
@@ -127,7 +138,7 @@ TEST_P(GlooCollectivesTest, AllReduce) {
   }
 }
 
-TEST_P(GlooCollectivesTest, BroadcastFromEveryRoot) {
+TEST_P(CollectivesTest, BroadcastFromEveryRoot) {
   for (int root = 0; root < n_; ++root) {
     std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
     ParallelFor(n_, [&](int r) {
@@ -146,7 +157,7 @@ TEST_P(GlooCollectivesTest, BroadcastFromEveryRoot) {
 
 // Each rank receives its right neighbour's buffer, twice in a row (the
 // second shift must not pair with the first).
-TEST_P(GlooCollectivesTest, RingShiftReceivesTheRightNeighbours) {
+TEST_P(CollectivesTest, RingShiftReceivesTheRightNeighbours) {
   for (int round = 0; round < 2; ++round) {
     std::vector<std::vector<uint8_t>> recv(n_, std::vector<uint8_t>(Bytes(count_), 0xAB));
     ParallelFor(n_, [&](int r) {
@@ -161,7 +172,7 @@ TEST_P(GlooCollectivesTest, RingShiftReceivesTheRightNeighbours) {
   }
 }
 
-TEST_P(GlooCollectivesTest, BarrierAndOrderedQueue) {
+TEST_P(CollectivesTest, BarrierAndOrderedQueue) {
   // Several ops issued back to back without waiting complete in order.
   std::vector<std::vector<uint8_t>> a(n_), b(n_);
   std::vector<int64_t> barriers_before(n_);
@@ -186,7 +197,7 @@ TEST_P(GlooCollectivesTest, BarrierAndOrderedQueue) {
 // Control values (a step number, a loss sum, a squared norm) all-reduce in
 // their own type: int64 values past 2^24 and doubles with more than fp32's
 // 24 bits of mantissa come back exact, as the reference sums them.
-TEST_P(GlooCollectivesTest, AllReduceControlDTypes) {
+TEST_P(CollectivesTest, AllReduceControlDTypes) {
   if (dtype_ != DType::kFp32 || count_ != 7) GTEST_SKIP() << "one run per world size";
   std::vector<std::vector<int64_t>> ints(n_, std::vector<int64_t>(count_));
   std::vector<std::vector<double>> doubles(n_, std::vector<double>(count_));
@@ -217,13 +228,18 @@ TEST_P(GlooCollectivesTest, AllReduceControlDTypes) {
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  return absl::StrCat("n", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
-                      std::get<2>(info.param) == DType::kFp32 ? "fp32" : "bf16");
+  return absl::StrCat(std::get<0>(info.param), "_n", std::get<1>(info.param), "_count",
+                      std::get<2>(info.param), "_",
+                      std::get<3>(info.param) == DType::kFp32 ? "fp32" : "bf16");
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizesCountsDtypes, GlooCollectivesTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 5, 8),
-                                            ::testing::Values<int64_t>(1, 7, 1000, 10007),
+// 20011 elements pass the shm all-reduce's one-round limit
+// (kShmOneRoundElements): its two-round path.
+static_assert(20011 > kShmOneRoundElements);
+INSTANTIATE_TEST_SUITE_P(BackendsWorldSizesCountsDtypes, CollectivesTest,
+                         ::testing::Combine(::testing::Values("gloo", "shm"),
+                                            ::testing::Values(1, 2, 3, 5, 8),
+                                            ::testing::Values<int64_t>(1, 7, 1000, 10007, 20011),
                                             ::testing::Values(DType::kFp32, DType::kBf16)),
                          ParamName);
 

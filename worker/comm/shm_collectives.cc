@@ -1,0 +1,206 @@
+#include "worker/comm/shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "worker/comm/reduce_math.h"
+
+namespace zeroshard {
+namespace {
+
+const float* SlotFloats(const ShmGroup& g, int q) {
+  return reinterpret_cast<const float*>(g.slot(q));
+}
+
+// acc[i] = op over ranks 0..N-1, in order, of their slot's float at first + i.
+void ReduceSlots(const ShmGroup& g, int64_t first, int64_t n, ReduceOp op, float* acc) {
+  if (g.world_size() == 1) {
+    std::memcpy(acc, SlotFloats(g, 0) + first, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  Combine(acc, SlotFloats(g, 0) + first, SlotFloats(g, 1) + first, n, op);
+  for (int q = 2; q < g.world_size(); ++q) Combine(acc, acc, SlotFloats(g, q) + first, n, op);
+}
+
+float* Scratch(ShmScratch& scratch, int64_t n) {
+  if (static_cast<int64_t>(scratch.acc.size()) < n) scratch.acc.resize(n);
+  return scratch.acc.data();
+}
+
+const char* At(const void* base, int64_t elements, DType dtype) {
+  return static_cast<const char*>(base) + elements * DTypeSize(dtype);
+}
+char* At(void* base, int64_t elements, DType dtype) {
+  return static_cast<char*>(base) + elements * DTypeSize(dtype);
+}
+
+// Every rank reduces the whole chunk: one round per slot of fp32.
+absl::Status AllReduceOneRound(ShmGroup& g, const void* send, void* recv, int64_t count,
+                               DType dtype, ReduceOp op, ShmScratch& scratch,
+                               absl::Time deadline) {
+  const int64_t per = static_cast<int64_t>(g.slot_bytes() / sizeof(float));
+  float* acc = Scratch(scratch, std::min(per, count));
+  for (int64_t off = 0; off < count; off += per) {
+    const int64_t len = std::min(per, count - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline,
+        [&](char* slot) { ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len); },
+        [&] {
+          ReduceSlots(g, 0, len, op, acc);
+          FromFloat(acc, dtype, At(recv, off, dtype), len);
+        }));
+  }
+  return absl::OkStatus();
+}
+
+// Rank r reduces segment r of each chunk, then every rank copies them all.
+absl::Status AllReduceTwoRounds(ShmGroup& g, const void* send, void* recv, int64_t count,
+                                DType dtype, ReduceOp op, ShmScratch& scratch,
+                                absl::Time deadline) {
+  const int n = g.world_size(), r = g.rank();
+  const int64_t per = static_cast<int64_t>(g.slot_bytes() / sizeof(float));
+  float* acc = Scratch(scratch, per / n + 1);
+  for (int64_t off = 0; off < count; off += per) {
+    const int64_t len = std::min(per, count - off);
+    auto begin = [&](int q) { return len * q / n; };
+    const int64_t mine = begin(r + 1) - begin(r);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline,
+        [&](char* slot) { ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len); },
+        [&] { ReduceSlots(g, begin(r), mine, op, acc); }));
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline,
+        [&](char* slot) {
+          std::memcpy(reinterpret_cast<float*>(slot) + begin(r), acc, mine * sizeof(float));
+        },
+        [&] {
+          for (int q = 0; q < n; ++q) {
+            FromFloat(SlotFloats(g, q) + begin(q), dtype, At(recv, off + begin(q), dtype),
+                      begin(q + 1) - begin(q));
+          }
+        }));
+  }
+  return absl::OkStatus();
+}
+
+// Control values (int64, fp64) in their own type.
+template <typename T>
+absl::Status AllReduceNative(ShmGroup& g, const T* send, T* recv, int64_t count, ReduceOp op,
+                             absl::Time deadline) {
+  const int64_t per = static_cast<int64_t>(g.slot_bytes() / sizeof(T));
+  for (int64_t off = 0; off < count; off += per) {
+    const int64_t len = std::min(per, count - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline, [&](char* slot) { std::memcpy(slot, send + off, len * sizeof(T)); },
+        [&] {
+          for (int64_t i = 0; i < len; ++i) {
+            T acc = reinterpret_cast<const T*>(g.slot(0))[i];
+            for (int q = 1; q < g.world_size(); ++q) {
+              const T v = reinterpret_cast<const T*>(g.slot(q))[i];
+              acc = op == ReduceOp::kSum ? acc + v : std::max(acc, v);
+            }
+            recv[off + i] = acc;
+          }
+        }));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t bytes,
+                          absl::Time deadline) {
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
+    const size_t len = std::min(g.slot_bytes(), bytes - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline, [&](char* slot) { std::memcpy(slot, in + off, len); },
+        [&] {
+          for (int q = 0; q < g.world_size(); ++q) {
+            char* dst = out + q * bytes + off;
+            if (q == g.rank()) {
+              if (dst != in + off) std::memcpy(dst, in + off, len);
+            } else {
+              std::memcpy(dst, g.slot(q), len);
+            }
+          }
+        }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t count,
+                              DType dtype, ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
+  const int n = g.world_size(), r = g.rank();
+  const int64_t per = static_cast<int64_t>(g.slot_bytes() / (sizeof(float) * n));
+  for (int64_t off = 0; off < count; off += per) {
+    const int64_t len = std::min(per, count - off);
+    float* acc = dtype == DType::kFp32 ? reinterpret_cast<float*>(At(recv, off, dtype))
+                                       : Scratch(scratch, len);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline,
+        [&](char* slot) {
+          for (int p = 0; p < n; ++p) {
+            ToFloat(At(send, p * count + off, dtype), dtype,
+                    reinterpret_cast<float*>(slot) + p * per, len);
+          }
+        },
+        [&] {
+          ReduceSlots(g, r * per, len, op, acc);
+          FromFloat(acc, dtype, At(recv, off, dtype), len);
+        }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
+                          ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
+  if (dtype == DType::kInt64) {
+    return AllReduceNative(g, static_cast<const int64_t*>(send), static_cast<int64_t*>(recv),
+                           count, op, deadline);
+  }
+  if (dtype == DType::kFp64) {
+    return AllReduceNative(g, static_cast<const double*>(send), static_cast<double*>(recv), count,
+                           op, deadline);
+  }
+  if (count <= kShmOneRoundElements || g.world_size() == 1) {
+    return AllReduceOneRound(g, send, recv, count, dtype, op, scratch, deadline);
+  }
+  return AllReduceTwoRounds(g, send, recv, count, dtype, op, scratch, deadline);
+}
+
+absl::Status ShmBroadcast(ShmGroup& g, const void* send, void* recv, size_t bytes, int root,
+                          absl::Time deadline) {
+  const bool is_root = g.rank() == root;
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  if (is_root && in != out) std::memmove(out, in, bytes);
+  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
+    const size_t len = std::min(g.slot_bytes(), bytes - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline, [&](char* slot) { if (is_root) std::memcpy(slot, out + off, len); },
+        [&] { if (!is_root) std::memcpy(out + off, g.slot(root), len); }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmRingShift(ShmGroup& g, const void* send, void* recv, size_t bytes,
+                          absl::Time deadline) {
+  const int right = (g.rank() + 1) % g.world_size();
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
+    const size_t len = std::min(g.slot_bytes(), bytes - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline, [&](char* slot) { std::memcpy(slot, in + off, len); },
+        [&] { std::memcpy(out + off, g.slot(right), len); }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmBarrier(ShmGroup& g, absl::Time deadline) {
+  return g.Round(deadline, [](char*) {}, [] {});
+}
+
+}  // namespace zeroshard
