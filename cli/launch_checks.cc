@@ -66,6 +66,10 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(const ActivationCheckpointing checkpointing,
                       ParseActivationCheckpointing(o.activation_checkpointing));
   o.job.activation_checkpointing = ActivationCheckpointingName(checkpointing);
+  // Every worker of an embedded launch runs on this host, so on the CPU
+  // `auto` is the shared-memory backend (an external coordinator's job says
+  // its own).
+  if (o.job.backend == "auto" && o.job.device == "cpu") o.job.backend = "shm";
   if (o.job.resume_step >= 0) o.job.resume = true;
   if (o.job.resume && o.job.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");

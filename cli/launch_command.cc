@@ -64,8 +64,8 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   sub->add_option("--backend", c.backend,
                   "collectives: gloo (TCP), shm (cpu, every worker on this host: shared "
-                  "memory), nccl, host-staged (several ranks on one GPU) or auto (nccl on cuda, "
-                  "gloo on cpu)")
+                  "memory), nccl, host-staged (several ranks on one GPU) or auto (nccl on cuda; "
+                  "on cpu shm with the embedded coordinator, else gloo)")
       ->check(CLI::IsMember({"gloo", "shm", "nccl", "host-staged", "auto"}))
       ->capture_default_str();
 }

@@ -16,6 +16,26 @@ absl::Status OutOfRange(const char* field, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("job config: ", field, " ", why));
 }
 
+// device and backend: known names, and a backend that moves the device's memory.
+absl::Status CheckDeviceAndBackend(const std::string& device, const std::string& backend) {
+  if (device != "cpu" && device != "cuda" && device != "auto") {
+    return OutOfRange("device", absl::StrCat("= \"", device, "\" is not cpu, cuda or auto"));
+  }
+  if (backend != "gloo" && backend != "shm" && backend != "nccl" && backend != "host-staged" &&
+      backend != "auto") {
+    return OutOfRange("backend", absl::StrCat("= \"", backend,
+                                              "\" is not gloo, shm, nccl, host-staged or auto"));
+  }
+  if (backend == "shm" && device != "cpu") {
+    return OutOfRange("backend", "shm moves host memory: it needs device cpu (on GPUs use nccl "
+                                 "or host-staged)");
+  }
+  if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
+    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status JobConfig::Validate() const {
@@ -33,21 +53,7 @@ absl::Status JobConfig::Validate() const {
   if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
   if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
   if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
-  if (device != "cpu" && device != "cuda" && device != "auto") {
-    return OutOfRange("device", absl::StrCat("= \"", device, "\" is not cpu, cuda or auto"));
-  }
-  if (backend != "gloo" && backend != "shm" && backend != "nccl" && backend != "host-staged" &&
-      backend != "auto") {
-    return OutOfRange("backend", absl::StrCat("= \"", backend,
-                                              "\" is not gloo, shm, nccl, host-staged or auto"));
-  }
-  if (backend == "shm" && device != "cpu") {
-    return OutOfRange("backend", "shm moves host memory: it needs device cpu (on GPUs use nccl "
-                                 "or host-staged)");
-  }
-  if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
-    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
-  }
+  ZS_RETURN_IF_ERROR(CheckDeviceAndBackend(device, backend));
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (redundancy != 0 && redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
   if (redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");

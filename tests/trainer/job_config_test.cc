@@ -54,6 +54,12 @@ TEST(JobConfigTest, BadInputNamesTheField) {
   EXPECT_NE(JobConfig::FromJson(R"({"backend": "mpi"})").status().message().find("backend"),
             std::string::npos);
   EXPECT_TRUE(JobConfig::FromJson(R"({"device": "cuda", "backend": "nccl"})").ok());
+  EXPECT_TRUE(JobConfig::FromJson(R"({"device": "cpu", "backend": "shm"})").ok());
+  EXPECT_NE(JobConfig::FromJson(R"({"device": "cuda", "backend": "shm"})")
+                .status()
+                .message()
+                .find("shm moves host memory"),
+            std::string::npos);
   EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_timeout_s": 0})").status().message().find(
                 "checkpoint_timeout_s"),
             std::string::npos);
