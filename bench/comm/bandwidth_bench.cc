@@ -1,6 +1,7 @@
-// Gloo all-gather and reduce-scatter bus bandwidth over loopback, ranks as
-// threads in this process, next to a plain memcpy of the same bytes measured
-// in the same run (the limit the ratio is against).
+// The CPU backends' all-gather and reduce-scatter bus bandwidth (Gloo over
+// loopback TCP, shm through shared memory), ranks as threads in this process,
+// next to two limits measured in the same run: a plain memcpy of the same
+// bytes and one loopback TCP stream carrying them (loopback_tcp.h).
 //
 // Size S is nccl-tests' size: the full (world_size * count) fp32 buffer.
 // algbw = S / t, busbw = algbw * (N-1)/N (nccl-tests doc/PERFORMANCE.md),
@@ -8,7 +9,8 @@
 // started after a barrier. Figures are medians over `runs` iterations after
 // one warm-up.
 //
-// Usage: comm_gloo_bandwidth_bench [runs=5] [max_mib=256] [worlds=2,4]
+// Usage: comm_bandwidth_bench [--runs 5] [--max-mib 256] [--worlds 2,4]
+//                             [--backends gloo,shm]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,7 +22,8 @@
 
 #include "common/cli.h"
 #include "worker/comm/communicator.h"
-#include "worker/comm/gloo_communicator.h"
+#include "bench/comm/loopback_tcp.h"
+#include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
 
 namespace zeroshard {
@@ -84,50 +87,80 @@ double CollectiveSeconds(std::vector<std::unique_ptr<Communicator>>& comms, Comm
   return Median(slowest);
 }
 
+// n communicators of `backend`, connected concurrently; empty on failure.
+std::vector<std::unique_ptr<Communicator>> Connect(const std::string& backend, int n) {
+  static InMemoryStore store;
+  const std::string prefix = backend + std::to_string(n) + "/";
+  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> made(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] { made[r] = CreateCommunicator(backend, store, prefix, r, n); });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (auto& c : made) {
+    if (!c.ok()) {
+      std::fprintf(stderr, "connect %s: %s\n", backend.c_str(), c.status().ToString().c_str());
+      return {};
+    }
+    comms.push_back(std::move(*c));
+  }
+  return comms;
+}
+
+struct Limits {
+  double memcpy_gbs = 0, tcp_gbs = 0;
+};
+
+// Prints one backend's rows at world size n against the limits per size.
+void RunBackend(const std::string& backend, int n, int runs, int max_mib,
+                const std::vector<Limits>& limits) {
+  std::vector<std::unique_ptr<Communicator>> comms = Connect(backend, n);
+  if (comms.empty()) return;
+  int i = 0;
+  for (int mib = 1; mib <= max_mib; mib *= 4, ++i) {
+    const size_t bytes = static_cast<size_t>(mib) << 20;
+    const int64_t count = static_cast<int64_t>(bytes / sizeof(float) / n);
+    const size_t exact = static_cast<size_t>(count) * n * sizeof(float);
+    const int r = mib >= 64 ? std::max(3, runs / 2) : runs;
+    for (CommOp op : {CommOp::kAllGather, CommOp::kReduceScatter}) {
+      const double t = CollectiveSeconds(comms, op, count, r);
+      const double busbw = exact / t / 1e9 * BusBandwidthFactor(op, n);
+      std::printf("%-6s %-15s %3d %8d %9.2f %10.3f %11.3f %8.3f %11.3f %8.3f\n", backend.c_str(),
+                  CommOpName(op), n, mib, t * 1e3, busbw, limits[i].memcpy_gbs,
+                  busbw / limits[i].memcpy_gbs, limits[i].tcp_gbs, busbw / limits[i].tcp_gbs);
+      std::fflush(stdout);
+    }
+  }
+}
+
 int Main(int argc, char** argv) {
   int runs = 5, max_mib = 256;
   std::vector<int> worlds = {2, 4};
-  CLI::App app("Gloo all-gather / reduce-scatter bus bandwidth on loopback, in-process ranks, "
-               "against memcpy of the same bytes (sizes 1, 4, 16, ... MiB up to --max-mib)");
+  std::vector<std::string> backends = {"gloo", "shm"};
+  CLI::App app("CPU all-gather / reduce-scatter bus bandwidth, in-process ranks, against memcpy "
+               "and one loopback TCP stream of the same bytes (sizes 1, 4, 16, ... MiB up to "
+               "--max-mib)");
   app.add_option("--runs", runs, "timed runs per size (median; sizes >= 64 MiB use max(3, runs/2))")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-mib", max_mib, "largest message, MiB")->check(CLI::PositiveNumber);
   app.add_option("--worlds", worlds, "world sizes, comma-separated")
       ->delimiter(',')
       ->check(CLI::Range(2, 64));
+  app.add_option("--backends", backends, "backends, comma-separated (gloo, shm)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"gloo", "shm"}));
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
-  std::printf("%-15s %3s %8s %10s %10s %12s %10s\n", "op", "N", "size_MiB", "time_ms", "busbw_GB/s",
-              "memcpy_GB/s", "ratio");
+  std::vector<Limits> limits;
+  for (int mib = 1; mib <= max_mib; mib *= 4) {
+    const size_t bytes = static_cast<size_t>(mib) << 20;
+    const int r = mib >= 64 ? std::max(3, runs / 2) : runs;
+    limits.push_back({bytes / MemcpySeconds(bytes, r) / 1e9, bytes / LoopbackTcpSeconds(bytes, r) / 1e9});
+  }
+  std::printf("%-6s %-15s %3s %8s %9s %10s %11s %8s %11s %8s\n", "backend", "op", "N", "size_MiB",
+              "time_ms", "busbw_GB/s", "memcpy_GB/s", "/memcpy", "tcp_GB/s", "/tcp");
   for (int n : worlds) {
-    InMemoryStore store;
-    std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> made(n);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] { made[r] = CreateGlooCommunicator(store, "bench/", r, n); });
-    }
-    for (auto& t : threads) t.join();
-    std::vector<std::unique_ptr<Communicator>> comms;
-    for (auto& c : made) {
-      if (!c.ok()) {
-        std::fprintf(stderr, "connect: %s\n", c.status().ToString().c_str());
-        return 1;
-      }
-      comms.push_back(std::move(*c));
-    }
-    for (int mib = 1; mib <= max_mib; mib *= 4) {
-      const size_t bytes = static_cast<size_t>(mib) << 20;
-      const int64_t count = static_cast<int64_t>(bytes / sizeof(float) / n);
-      const size_t exact = static_cast<size_t>(count) * n * sizeof(float);
-      const int r = mib >= 64 ? std::max(3, runs / 2) : runs;
-      const double copy_gbs = exact / MemcpySeconds(exact, r) / 1e9;
-      for (CommOp op : {CommOp::kAllGather, CommOp::kReduceScatter}) {
-        const double t = CollectiveSeconds(comms, op, count, r);
-        const double busbw = exact / t / 1e9 * BusBandwidthFactor(op, n);
-        std::printf("%-15s %3d %8d %10.2f %10.3f %12.3f %10.3f\n", CommOpName(op), n, mib, t * 1e3,
-                    busbw, copy_gbs, busbw / copy_gbs);
-        std::fflush(stdout);
-      }
-    }
+    for (const std::string& backend : backends) RunBackend(backend, n, runs, max_mib, limits);
   }
   return 0;
 }
