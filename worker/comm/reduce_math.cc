@@ -23,6 +23,26 @@ absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count)
   return absl::OkStatus();
 }
 
+absl::Status CheckBroadcastArgs(const void* send, const void* recv, int64_t count, int root,
+                                int rank, int world_size) {
+  if (root < 0 || root >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("broadcast root ", root, " outside [0, ", world_size, ")"));
+  }
+  return CheckCommBuffers(rank == root ? send : recv, recv, count);
+}
+
+absl::Status CheckRankAndWorldSize(int rank, int world_size) {
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size must be >= 1, got ", world_size));
+  }
+  if (rank < 0 || rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " outside [0, ", world_size, ")"));
+  }
+  return absl::OkStatus();
+}
+
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n) {
   if (dtype == DType::kFp32) {
     if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));

@@ -21,6 +21,14 @@ absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes 
 // INVALID_ARGUMENT otherwise.
 absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count);
 
+// OK for 0 <= root < world_size, and buffers as CheckCommBuffers where only
+// the root reads send (others may pass null); INVALID_ARGUMENT otherwise.
+absl::Status CheckBroadcastArgs(const void* send, const void* recv, int64_t count, int root,
+                                int rank, int world_size);
+// OK for world_size >= 1 and 0 <= rank < world_size (a communicator's
+// creation); INVALID_ARGUMENT otherwise.
+absl::Status CheckRankAndWorldSize(int rank, int world_size);
+
 // dst[i] = float(src[i]); src holds n elements of `dtype` (fp32 or bf16).
 void ToFloat(const void* src, DType dtype, float* dst, int64_t n);
 // dst[i] = dtype(src[i]), rounding to nearest even for bf16.

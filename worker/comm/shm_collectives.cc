@@ -106,28 +106,36 @@ absl::Status AllReduceNative(ShmGroup& g, const T* send, T* recv, int64_t count,
   return absl::OkStatus();
 }
 
+// Rounds over `bytes` in slot-sized pieces: each copies in[off, off + len)
+// into this rank's slot (when `in` is not null), then runs read(off, len).
+template <typename Read>
+absl::Status PieceRounds(ShmGroup& g, const char* in, size_t bytes, absl::Time deadline,
+                         Read&& read) {
+  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
+    const size_t len = std::min(g.slot_bytes(), bytes - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline, [&](char* slot) { if (in != nullptr) std::memcpy(slot, in + off, len); },
+        [&] { read(off, len); }));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t bytes,
                           absl::Time deadline) {
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
-  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
-    const size_t len = std::min(g.slot_bytes(), bytes - off);
-    ZS_RETURN_IF_ERROR(g.Round(
-        deadline, [&](char* slot) { std::memcpy(slot, in + off, len); },
-        [&] {
-          for (int q = 0; q < g.world_size(); ++q) {
-            char* dst = out + q * bytes + off;
-            if (q == g.rank()) {
-              if (dst != in + off) std::memcpy(dst, in + off, len);
-            } else {
-              std::memcpy(dst, g.slot(q), len);
-            }
-          }
-        }));
-  }
-  return absl::OkStatus();
+  return PieceRounds(g, in, bytes, deadline, [&](size_t off, size_t len) {
+    for (int q = 0; q < g.world_size(); ++q) {
+      char* dst = out + q * bytes + off;
+      if (q != g.rank()) {
+        std::memcpy(dst, g.slot(q), len);
+      } else if (dst != in + off) {
+        std::memcpy(dst, in + off, len);
+      }
+    }
+  });
 }
 
 absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t count,
@@ -173,30 +181,19 @@ absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t cou
 absl::Status ShmBroadcast(ShmGroup& g, const void* send, void* recv, size_t bytes, int root,
                           absl::Time deadline) {
   const bool is_root = g.rank() == root;
-  const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
-  if (is_root && in != out) std::memmove(out, in, bytes);
-  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
-    const size_t len = std::min(g.slot_bytes(), bytes - off);
-    ZS_RETURN_IF_ERROR(g.Round(
-        deadline, [&](char* slot) { if (is_root) std::memcpy(slot, out + off, len); },
-        [&] { if (!is_root) std::memcpy(out + off, g.slot(root), len); }));
-  }
-  return absl::OkStatus();
+  if (is_root && send != recv) std::memmove(out, send, bytes);
+  return PieceRounds(g, is_root ? out : nullptr, bytes, deadline, [&](size_t off, size_t len) {
+    if (!is_root) std::memcpy(out + off, g.slot(root), len);
+  });
 }
 
 absl::Status ShmRingShift(ShmGroup& g, const void* send, void* recv, size_t bytes,
                           absl::Time deadline) {
   const int right = (g.rank() + 1) % g.world_size();
-  const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
-  for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
-    const size_t len = std::min(g.slot_bytes(), bytes - off);
-    ZS_RETURN_IF_ERROR(g.Round(
-        deadline, [&](char* slot) { std::memcpy(slot, in + off, len); },
-        [&] { std::memcpy(out + off, g.slot(right), len); }));
-  }
-  return absl::OkStatus();
+  return PieceRounds(g, static_cast<const char*>(send), bytes, deadline,
+                     [&](size_t off, size_t len) { std::memcpy(out + off, g.slot(right), len); });
 }
 
 absl::Status ShmBarrier(ShmGroup& g, absl::Time deadline) {

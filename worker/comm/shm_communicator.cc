@@ -60,12 +60,7 @@ class ShmCommunicator final : public Communicator {
 
   std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count, DType dtype,
                                   int root, const CollectiveOptions& opts) override {
-    if (root < 0 || root >= world_size()) {
-      return CompletedWork(absl::InvalidArgumentError(
-          absl::StrCat("broadcast root ", root, " outside [0, ", world_size(), ")")));
-    }
-    // Only the root reads send; others may pass null.
-    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(rank() == root ? send : recv, recv, count));
+    ZS_RETURN_WORK_IF_ERROR(CheckBroadcastArgs(send, recv, count, root, rank(), world_size()));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
     return Submit(CommOp::kBroadcast, static_cast<int64_t>(bytes), opts,
                   [=, this](absl::Time deadline) {
@@ -134,13 +129,7 @@ absl::StatusOr<PeerSegment> ParsePeer(const std::vector<uint8_t>& value, int q) 
 }
 
 absl::Status CheckShmArgs(int rank, int world_size, const ShmOptions& opts) {
-  if (world_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("world_size must be >= 1, got ", world_size));
-  }
-  if (rank < 0 || rank >= world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, " outside [0, ", world_size, ")"));
-  }
+  ZS_RETURN_IF_ERROR(CheckRankAndWorldSize(rank, world_size));
   if (opts.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("ShmOptions.timeout must be positive");
   }
