@@ -41,7 +41,8 @@ class CollectivesTest : public ::testing::TestWithParam<Param> {
     std::tie(backend, n_, count_, dtype_) = GetParam();
     auto& comms = Pool()[{backend, n_}];
     if (comms.empty()) {
-      const std::string prefix = absl::StrCat(backend, n_, "/");
+      static int connects = 0;  // A fresh prefix each time (--gtest_repeat).
+      const std::string prefix = absl::StrCat(backend, n_, "/", connects++, "/");
       ShmOptions shm;
       shm.slot_bytes = 4096;
       for (auto& c : backend == "gloo" ? ConnectGloo(Store(), prefix, n_)

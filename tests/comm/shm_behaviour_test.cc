@@ -128,6 +128,32 @@ TEST(ShmBehaviourTest, OpTimeoutFiresWhenPeerNeverIssues) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   // Unusable afterwards, with the same error.
   EXPECT_EQ(comms[0]->Barrier().code(), absl::StatusCode::kDeadlineExceeded);
+  // Rank 1 comes late: the op rank 0 posted completes, the next one learns
+  // at once that rank 0 left (not at its own 30 s deadline).
+  CollectiveOptions long_wait;
+  long_wait.timeout = absl::Seconds(30);
+  const absl::Time late = absl::Now();
+  std::vector<float> in1(16, 2.0f), out1(32);
+  EXPECT_TRUE(comms[1]->AllGather(in1.data(), out1.data(), 16, DType::kFp32, long_wait)
+                  ->Wait(absl::Seconds(30))
+                  .ok());
+  EXPECT_EQ(comms[1]->Barrier(long_wait).code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(absl::Now() - late, absl::Seconds(2));
+}
+
+TEST(ShmBehaviourTest, SegmentsMoveAndUnlinkOnce) {
+  {
+    auto a = ShmSegment::Create(ShmSegmentName(0), 0, 4096);
+    auto b = ShmSegment::Create(ShmSegmentName(1), 1, 4096);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(OwnShmNames().size(), 2u);
+    *a = std::move(*b);  // a's own name goes, b's moves with its mapping.
+    EXPECT_EQ(a->header().rank, 1);
+    EXPECT_EQ(OwnShmNames().size(), 1u);
+    ShmSegment c(std::move(*a));
+    EXPECT_EQ(c.header().rank, 1);
+  }
+  EXPECT_TRUE(OwnShmNames().empty());
 }
 
 TEST(ShmBehaviourTest, AbortFailsPendingOpFastAndThePeerSeesItLeave) {

@@ -98,7 +98,11 @@ class ShmCommunicator final : public Communicator {
                                Body body) {
     return queue_.Submit(op, bytes, [this, timeout = opts.timeout, body = std::move(body)] {
       if (aborted_.load()) return absl::AbortedError("communicator aborted");
-      return body(absl::Now() + timeout);
+      absl::Status status = body(absl::Now() + timeout);
+      // The rounds are out of step now: peers waiting for this rank's next
+      // one learn it at once instead of at their deadline.
+      if (!status.ok()) group_->Abort();
+      return status;
     });
   }
 
@@ -136,15 +140,17 @@ absl::Status CheckShmArgs(int rank, int world_size, const ShmOptions& opts) {
   if (opts.slot_bytes < 4096 || opts.slot_bytes % 64 != 0 ||
       opts.slot_bytes / (sizeof(float) * world_size) < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ShmOptions.slot_bytes must be a multiple of 64, >= 4096, got ", opts.slot_bytes));
+        "ShmOptions.slot_bytes must be a multiple of 64, >= 4096 and >= 4 x world_size, got ",
+        opts.slot_bytes, " at world size ", world_size));
   }
   return absl::OkStatus();
 }
 
-// Maps every rank's segment (this rank's own is `own`), in rank order.
+// Maps every rank's segment in rank order; `own` (this rank's) moves into
+// the group only on success.
 absl::StatusOr<std::unique_ptr<ShmGroup>> MapPeers(Store& store, const std::string& prefix,
                                                    int rank, int world_size,
-                                                   const ShmOptions& opts, ShmSegment own) {
+                                                   const ShmOptions& opts, ShmSegment& own) {
   std::vector<std::string> keys;
   for (int q = 0; q < world_size; ++q) keys.push_back(absl::StrCat(prefix, "shm/", q));
   ZS_RETURN_IF_ERROR(store.Wait(keys, opts.timeout));
@@ -159,14 +165,15 @@ absl::StatusOr<std::unique_ptr<ShmGroup>> MapPeers(Store& store, const std::stri
           "shm: rank ", q, " is on host ", peer.host, ", rank ", rank, " on ", host,
           "; the shm backend needs every rank on one host (use gloo across hosts)"));
     }
-    pids.push_back(peer.pid);
+    pids.push_back(ProcessVisible(peer.pid) ? peer.pid : 0);
     if (q == rank) {
-      segments.push_back(std::move(own));
+      segments.emplace_back();  // Filled with `own` below.
     } else {
       ZS_ASSIGN_OR_RETURN(ShmSegment s, ShmSegment::Open(peer.name, q, peer.pid, opts.slot_bytes));
       segments.push_back(std::move(s));
     }
   }
+  segments[rank] = std::move(own);
   return std::make_unique<ShmGroup>(rank, std::move(segments), std::move(pids));
 }
 
@@ -182,8 +189,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateShmCommunicator(Store& store
   ZS_ASSIGN_OR_RETURN(ShmSegment own, ShmSegment::Create(name, rank, opts.slot_bytes));
   ZS_RETURN_IF_ERROR(store.Set(absl::StrCat(prefix, "shm/", rank),
                                Encode(absl::StrCat(name, "\n", getpid(), "\n", ShmHostId()))));
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShmGroup> group,
-                      MapPeers(store, prefix, rank, world_size, opts, std::move(own)));
+  absl::StatusOr<std::unique_ptr<ShmGroup>> mapped =
+      MapPeers(store, prefix, rank, world_size, opts, own);
+  if (!mapped.ok()) {
+    own.header().aborted.store(1);  // Peers that mapped it stop waiting.
+    return mapped.status();
+  }
+  std::unique_ptr<ShmGroup> group = std::move(mapped).value();
   // Round 0: every rank has mapped every segment, so the names can go.
   absl::Status met = ShmBarrier(*group, deadline);
   group->UnlinkOwn();

@@ -31,48 +31,45 @@ ShmGroup::ShmGroup(int rank, std::vector<ShmSegment> segments, std::vector<int> 
 
 ShmGroup::~ShmGroup() = default;
 
-void ShmGroup::Publish(std::atomic<uint32_t>& word, uint32_t value) {
-  word.store(value, std::memory_order_seq_cst);
-  if (segments_[rank_].header().sleepers.load(std::memory_order_seq_cst) > 0) FutexWakeAll(word);
+void ShmGroup::Publish(uint32_t posted) {
+  ShmHeader& own = segments_[rank_].header();
+  own.posted.store(posted, std::memory_order_seq_cst);
+  if (own.sleepers.load(std::memory_order_seq_cst) > 0) FutexWakeAll(own.posted);
 }
 
-absl::Status ShmGroup::WaitPeers(std::atomic<uint32_t> ShmHeader::*word, uint32_t target,
-                                 absl::Time deadline, bool needed) {
-  if (!needed) return absl::OkStatus();
-  for (int q = 0; q < world_size(); ++q) {
-    if (q != rank_) ZS_RETURN_IF_ERROR(WaitOne(q, word, target, deadline));
+absl::Status ShmGroup::PeerGone(int q, absl::Time now, absl::Time& check_liveness) const {
+  if (segments_[q].header().aborted.load()) {
+    return absl::UnavailableError(absl::StrCat("shm: rank ", q, " left the communicator"));
+  }
+  if (pids_[q] > 0 && now >= check_liveness) {
+    check_liveness = now + kLivenessEvery;
+    if (ProcessExited(pids_[q])) {
+      return absl::UnavailableError(absl::StrCat("shm: rank ", q, " (pid ", pids_[q], ") exited"));
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status ShmGroup::WaitOne(int q, std::atomic<uint32_t> ShmHeader::*member, uint32_t target,
-                               absl::Time deadline) {
+absl::Status ShmGroup::WaitPosted(int q, uint32_t target, absl::Time deadline) {
   ShmHeader& peer = segments_[q].header();
-  std::atomic<uint32_t>& word = peer.*member;
+  std::atomic<uint32_t>& word = peer.posted;
+  auto reached = [&] { return Reached(word.load(std::memory_order_acquire), target); };
   for (int i = 0; i < kSpins; ++i) {
-    if (Reached(word.load(std::memory_order_acquire), target)) return absl::OkStatus();
+    if (reached()) return absl::OkStatus();
     CpuRelax();
   }
   absl::Time check_liveness = absl::Now() + kLivenessEvery;
   for (;;) {
-    // The word first: a peer that posted and then left (its job done) has
-    // still posted.
-    if (Reached(word.load(std::memory_order_acquire), target)) return absl::OkStatus();
+    if (reached()) return absl::OkStatus();
     if (aborted_.load()) return absl::AbortedError("communicator aborted");
-    if (peer.aborted.load()) {
-      return absl::UnavailableError(absl::StrCat("shm: rank ", q, " left the communicator"));
-    }
     const absl::Time now = absl::Now();
+    if (absl::Status gone = PeerGone(q, now, check_liveness); !gone.ok()) {
+      // A peer posts before it leaves: what it posted still counts.
+      return reached() ? absl::OkStatus() : gone;
+    }
     if (now >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "shm: timed out waiting for rank ", q, " (round ", target, ", at ", word.load(), ")"));
-    }
-    if (now >= check_liveness) {
-      if (ProcessExited(pids_[q])) {
-        return absl::UnavailableError(
-            absl::StrCat("shm: rank ", q, " (pid ", pids_[q], ") exited"));
-      }
-      check_liveness = now + kLivenessEvery;
     }
     peer.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = word.load(std::memory_order_seq_cst);
@@ -85,10 +82,7 @@ void ShmGroup::Abort() {
   aborted_.store(true);
   segments_[rank_].header().aborted.store(1);
   // Wake whoever sleeps on any counter, this rank's own waits included.
-  for (ShmSegment& s : segments_) {
-    FutexWakeAll(s.header().posted);
-    FutexWakeAll(s.header().consumed);
-  }
+  for (ShmSegment& s : segments_) FutexWakeAll(s.header().posted);
 }
 
 }  // namespace zeroshard

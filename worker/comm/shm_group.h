@@ -1,20 +1,20 @@
 // The shm backend's round protocol over every rank's segment (shm_segment.h).
 //
 // Every collective is a sequence of rounds, the same on every rank (ops run
-// in issue order). In round k each rank
-//   1. waits until every peer has consumed round k - 2, which used the same
-//      slot (k % 2), so its slot is free to overwrite;
-//   2. writes its contribution into its own slot and publishes posted = k+1;
-//   3. waits until every peer has posted k + 1, then reads their slots;
-//   4. publishes consumed = k + 1.
-// Two slots let a fast rank write round k + 1 while slow peers still read
-// round k. The counters are release/acquire pairs around the slot data. A
-// waiter spins briefly, then sleeps on the peer's counter (futex); a writer
-// wakes only when someone sleeps (ShmHeader::sleepers).
+// in issue order). In round k each rank writes its contribution into its own
+// slot k % 2, publishes posted = k + 1, waits until every peer has posted
+// k + 1, and reads their slots. Two slots let a fast rank write round k + 1
+// while slow peers still read round k, and no more is needed: a rank writes
+// slot k % 2 again in round k + 2 only after every peer posted round k + 1,
+// which each did after it finished reading round k. `posted` is a
+// release/acquire pair around the slot data. A waiter spins briefly, then
+// sleeps on the peer's counter (futex); a writer wakes only when someone
+// sleeps (ShmHeader::sleepers).
 //
 // A wait gives up with DEADLINE_EXCEEDED at its deadline, ABORTED after this
-// rank's Abort, and UNAVAILABLE when the peer aborted or its process exited
-// (checked every 20 ms of waiting).
+// rank's Abort, and UNAVAILABLE when the peer aborted (a failed or finished
+// communicator) or its process exited (checked every 20 ms of waiting,
+// where /proc shows the peer's process) without having posted the round.
 //
 // Thread safety: one thread runs the rounds (the communicator's queue);
 // Abort may be called from any thread.
@@ -34,7 +34,7 @@ namespace zeroshard {
 class ShmGroup {
  public:
   // segments[q] is rank q's mapping (segments[rank] this rank's own);
-  // pids[q] its process.
+  // pids[q] its process (0: not visible here, no liveness check).
   ShmGroup(int rank, std::vector<ShmSegment> segments, std::vector<int> pids);
   ~ShmGroup();
 
@@ -46,12 +46,13 @@ class ShmGroup {
   // once every rank's is posted and may read any slot(q).
   template <typename Write, typename Read>
   absl::Status Round(absl::Time deadline, Write&& write, Read&& read) {
-    ZS_RETURN_IF_ERROR(WaitPeers(&ShmHeader::consumed, round_ - 1, deadline, round_ >= 2));
+    if (aborted_.load()) return absl::AbortedError("communicator aborted");
     write(segments_[rank_].slot(round_));
-    Publish(segments_[rank_].header().posted, round_ + 1);
-    ZS_RETURN_IF_ERROR(WaitPeers(&ShmHeader::posted, round_ + 1, deadline, true));
+    Publish(round_ + 1);
+    for (int q = 0; q < world_size(); ++q) {
+      if (q != rank_) ZS_RETURN_IF_ERROR(WaitPosted(q, round_ + 1, deadline));
+    }
     read();
-    Publish(segments_[rank_].header().consumed, round_ + 1);
     ++round_;
     return absl::OkStatus();
   }
@@ -66,11 +67,10 @@ class ShmGroup {
   void Abort();
 
  private:
-  absl::Status WaitPeers(std::atomic<uint32_t> ShmHeader::*word, uint32_t target,
-                         absl::Time deadline, bool needed);
-  absl::Status WaitOne(int q, std::atomic<uint32_t> ShmHeader::*word, uint32_t target,
-                       absl::Time deadline);
-  void Publish(std::atomic<uint32_t>& word, uint32_t value);
+  absl::Status WaitPosted(int q, uint32_t target, absl::Time deadline);
+  // Why rank q cannot post (aborted, exited), or OK while it still may.
+  absl::Status PeerGone(int q, absl::Time now, absl::Time& check_liveness) const;
+  void Publish(uint32_t posted);
 
   const int rank_;
   std::vector<ShmSegment> segments_;

@@ -43,7 +43,7 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); 
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
-    this->~ShmSegment();
+    Reset();
     base_ = std::exchange(other.base_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     slot_bytes_ = std::exchange(other.slot_bytes_, 0);
@@ -52,10 +52,12 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   return *this;
 }
 
-ShmSegment::~ShmSegment() {
+void ShmSegment::Reset() {
   Unlink();
   if (base_ != nullptr) munmap(base_, bytes_);
   base_ = nullptr;
+  bytes_ = 0;
+  slot_bytes_ = 0;
 }
 
 void ShmSegment::Unlink() {
@@ -70,11 +72,19 @@ char* ShmSegment::slot(uint32_t round) const {
 absl::StatusOr<ShmSegment> ShmSegment::Create(const std::string& name, int rank,
                                               size_t slot_bytes) {
   const size_t bytes = SegmentBytes(slot_bytes);
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {  // The name holds this pid: a dead process's.
+    shm_unlink(name.c_str());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
   if (fd < 0) return Errno(absl::StrCat("shm: create ", name), errno);
   ShmSegment segment;
   segment.name_ = name;  // From here the destructor unlinks on failure.
-  if (const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+  int err = 0;
+  do {
+    err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (err == EINTR);
+  if (err != 0) {
     close(fd);
     return Errno(absl::StrCat("shm: reserve ", bytes, " bytes for ", name,
                               " (is /dev/shm large enough?)"),
@@ -100,7 +110,12 @@ absl::StatusOr<ShmSegment> ShmSegment::Open(const std::string& name, int rank, i
   if (fd < 0) return Errno(absl::StrCat("shm: open rank ", rank, "'s segment ", name), errno);
   struct stat st {};
   const size_t bytes = SegmentBytes(slot_bytes);
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return Errno(absl::StrCat("shm: fstat rank ", rank, "'s segment ", name), err);
+  }
+  if (static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
     return absl::FailedPreconditionError(absl::StrCat("shm: rank ", rank, "'s segment ", name,
                                                       " is not ", bytes, " bytes"));
@@ -143,6 +158,8 @@ void FutexWakeAll(std::atomic<uint32_t>& word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
           0);
 }
+
+bool ProcessVisible(int pid) { return access(absl::StrCat("/proc/", pid).c_str(), F_OK) == 0; }
 
 bool ProcessExited(int pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));

@@ -2,8 +2,9 @@
 // (shm_communicator.h), and the futex calls its ranks wait and wake with.
 //
 // Layout: a ShmHeader (one cache line per counter, so ranks spinning on a
-// peer's counters do not share lines with its writes) followed by two slots
-// of `slot_bytes` each. Round k of the backend's protocol uses slot k % 2.
+// peer's counter do not share lines with its other writes) followed by two
+// slots of `slot_bytes` each. Round k of the backend's protocol uses slot
+// k % 2.
 //
 // A segment lives in /dev/shm under a name unique to the creating process
 // (ShmSegmentName); the creator unlinks the name once every rank has mapped
@@ -34,14 +35,14 @@ struct alignas(64) ShmHeader {
   int32_t pid = 0;
   // Rounds this rank has written into its slot (futex word).
   alignas(64) std::atomic<uint32_t> posted{0};
-  // Rounds this rank has finished reading its peers' slots (futex word).
-  alignas(64) std::atomic<uint32_t> consumed{0};
-  // Peers asleep on posted or consumed: a writer wakes only when > 0.
+  // Peers asleep on posted: the writer wakes only when > 0.
   alignas(64) std::atomic<uint32_t> sleepers{0};
-  // Set by Abort: this rank left, peers waiting on it give up at once.
+  // Set when this rank leaves (Abort, a failed op, its end): peers waiting
+  // for a round it has not posted give up at once.
   alignas(64) std::atomic<uint32_t> aborted{0};
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint32_t>) == 4);  // A futex word.
 
 class ShmSegment {
  public:
@@ -50,14 +51,16 @@ class ShmSegment {
   ShmSegment& operator=(ShmSegment&& other) noexcept;
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
-  ~ShmSegment();  // Unmaps; unlinks too when this process created it and has not yet.
+  ~ShmSegment() { Reset(); }
 
   // Creates and maps this rank's segment. RESOURCE_EXHAUSTED when /dev/shm
   // has no room for it; UNAVAILABLE for other system errors.
+  // A name left by an earlier process with this pid is replaced.
   static absl::StatusOr<ShmSegment> Create(const std::string& name, int rank, size_t slot_bytes);
   // Maps a peer's segment and checks its header names `rank`, `pid` and
   // `slot_bytes`. NOT_FOUND when the name does not exist here (the peer is
-  // on another host or in another IPC namespace); FAILED_PRECONDITION when
+  // on another host or in another IPC namespace, or it failed and left);
+  // FAILED_PRECONDITION when
   // the header does not match.
   static absl::StatusOr<ShmSegment> Open(const std::string& name, int rank, int pid,
                                          size_t slot_bytes);
@@ -69,6 +72,9 @@ class ShmSegment {
   size_t slot_bytes() const { return slot_bytes_; }
 
  private:
+  // Unmaps; unlinks too when this process created it and has not yet.
+  void Reset();
+
   void* base_ = nullptr;
   size_t bytes_ = 0;
   size_t slot_bytes_ = 0;
@@ -90,5 +96,7 @@ void FutexWakeAll(std::atomic<uint32_t>& word);
 
 // Whether process `pid` is gone or a zombie (/proc/<pid>/stat).
 bool ProcessExited(int pid);
+// Whether /proc shows process `pid` (false in another pid namespace).
+bool ProcessVisible(int pid);
 
 }  // namespace zeroshard

@@ -26,13 +26,18 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 }
 
 absl::Status DeviceBuffer::Allocate(int64_t bytes) {
+  ZS_RETURN_IF_ERROR(AllocateUninitialized(bytes));
+  if (absl::Status zeroed = device_->Memset(data_, 0, bytes); !zeroed.ok()) {
+    Free();
+    return zeroed;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceBuffer::AllocateUninitialized(int64_t bytes) {
   ZS_CHECK(device_ != nullptr && accountant_ != nullptr);
   Free();
   ZS_ASSIGN_OR_RETURN(void* data, device_->Allocate(bytes));
-  if (absl::Status zeroed = device_->Memset(data, 0, bytes); !zeroed.ok()) {
-    device_->Free(data);
-    return zeroed;
-  }
   data_ = data;
   bytes_ = bytes;
   accountant_->Allocated(kind_, bytes_);

@@ -34,6 +34,9 @@ class DeviceBuffer {
   // Replaces any held memory by `bytes` zeroed bytes. On error the buffer
   // holds nothing.
   absl::Status Allocate(int64_t bytes);
+  // As Allocate, with the contents undefined: for a buffer that a collective
+  // or a copy overwrites whole before anything reads it (no memset pass).
+  absl::Status AllocateUninitialized(int64_t bytes);
   void Free();
   // Gives the memory up without freeing it (no longer counted), for memory a
   // backend may still write after a failed collective; returns it (or null).

@@ -63,8 +63,11 @@ void ShardedEngine::Retire(DeviceBuffer& buffer) {
 
 void ShardedEngine::IssueGather(int u) {
   Unit& unit = units_[u];
-  MustAllocate(unit.gathered, unit.plan->padded_numel * cbytes());
-  if (Failed()) return;  // Zeros: the model unwinds, Step reports the error.
+  const int64_t bytes = unit.plan->padded_numel * cbytes();
+  // Zeros where nothing will be gathered: the model unwinds, Step reports
+  // the error. Otherwise the gather overwrites every byte.
+  MustAllocate(unit.gathered, bytes, /*zeroed=*/Failed());
+  if (Failed()) return;
   const int64_t S = unit.plan->shard_numel;
   const void* send = unit.params.data();
   if (params_ != nullptr) {
@@ -73,6 +76,7 @@ void ShardedEngine::IssueGather(int u) {
     if (absl::Status s = StageParamShard(u, mine); !s.ok()) {
       comm_->Abort();  // The peers would wait for this rank's gather.
       Fail(s);
+      MustAllocate(unit.gathered, bytes);  // Zeros, as above.
       return;
     }
     send = mine;

@@ -139,8 +139,8 @@ absl::Status ShardedEngine::CheckFits() const {
   return absl::OkStatus();
 }
 
-void ShardedEngine::MustAllocate(DeviceBuffer& buffer, int64_t bytes) {
-  absl::Status s = buffer.Allocate(bytes);
+void ShardedEngine::MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed) {
+  absl::Status s = zeroed ? buffer.Allocate(bytes) : buffer.AllocateUninitialized(bytes);
   if (!s.ok()) {
     std::fprintf(stderr, "zeroshard engine: %s\n", std::string(s.message()).c_str());
   }

@@ -296,7 +296,8 @@ class ShardedEngine final : public UnitHooks {
   // Allocates inside a hook, which cannot return an error: out of device
   // memory there ends the process with the reason (ZS_CHECK); sizes are
   // bounded by BufferBytesBound, checked against free memory at Create.
-  void MustAllocate(DeviceBuffer& buffer, int64_t bytes);
+  // `zeroed` false: contents undefined (a buffer a collective overwrites).
+  void MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed = true);
 
   // Step phases (engine_step.cc).
   void* ShardGrad(Unit& unit) const;  // Reduced gradient over opt_range.
