@@ -60,8 +60,7 @@ class ShmSegment {
   // Maps a peer's segment and checks its header names `rank`, `pid` and
   // `slot_bytes`. NOT_FOUND when the name does not exist here (the peer is
   // on another host or in another IPC namespace, or it failed and left);
-  // FAILED_PRECONDITION when
-  // the header does not match.
+  // FAILED_PRECONDITION when the header does not match.
   static absl::StatusOr<ShmSegment> Open(const std::string& name, int rank, int pid,
                                          size_t slot_bytes);
   // Removes the name (created segments only); the mapping stays valid.
