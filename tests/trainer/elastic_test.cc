@@ -25,8 +25,9 @@ using testing::ReadFile;
 using testing::ReadStepRecords;
 using testing::WaitForGrpcAddress;
 
-JobConfig ElasticJob(const std::string& dir) {
+JobConfig ElasticJob(const std::string& dir, const std::string& backend = "auto") {
   JobConfig job;
+  job.backend = backend;
   job.model = "tiny";
   job.stage = 3;
   job.steps = 60;
@@ -79,9 +80,11 @@ bool WaitForStep(const std::string& log, int world_size, int64_t step) {
   return false;
 }
 
-TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
+// One of 3 workers is killed (kill -9) after a few steps; the 2 survivors
+// form a smaller generation from the latest checkpoint and finish.
+void KillOneOfThree(const std::string& backend) {
   const std::string dir = MakeTempDir("zs_elastic");
-  const JobConfig job = ElasticJob(dir);
+  const JobConfig job = ElasticJob(dir, backend);
   auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 3);
   const std::string address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
   ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
@@ -108,6 +111,14 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
   EXPECT_LT(records.back().loss, records.front().loss);
   coordinator->Signal(SIGTERM);
   EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
+}
+
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) { KillOneOfThree("auto"); }
+
+// The same over shared memory: the survivors see the dead rank's exit (or
+// the coordinator's new generation) instead of a closed socket.
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKillOverShm) {
+  KillOneOfThree("shm");
 }
 
 // The coordinator is killed (kill -9) mid-run and restarted on the same
