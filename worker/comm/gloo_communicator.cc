@@ -120,7 +120,8 @@ class GlooCommunicator final : public Communicator {
                                dtype,
                                op,
                                kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
-                               GlooTimeout(opts.timeout)};
+                               GlooTimeout(opts.timeout),
+                               &pending_waits_};
     const int64_t bytes = count * DTypeSize(dtype) * world_size();
     return Submit(CommOp::kReduceScatter, bytes, [this, args] {
       if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
@@ -180,7 +181,7 @@ class GlooCommunicator final : public Communicator {
     const uint64_t slot = kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits);
     const auto timeout = GlooTimeout(opts.timeout);
     return Submit(CommOp::kRingShift, static_cast<int64_t>(bytes), [=, this] {
-      if (bytes > 0) RingShiftBytes(context_, send, recv, bytes, slot, timeout);
+      if (bytes > 0) RingShiftBytes(context_, send, recv, bytes, slot, timeout, &pending_waits_);
     });
   }
 
@@ -197,6 +198,7 @@ class GlooCommunicator final : public Communicator {
   void Abort() override {
     aborted_.store(true);
     queue_.FailAll(absl::AbortedError("communicator aborted"));
+    pending_waits_.AbortAll();
     AbortGlooContext(*context_);
   }
 
@@ -222,6 +224,7 @@ class GlooCommunicator final : public Communicator {
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;  // Issue thread only; equal on every rank.
   RingScratch ring_scratch_;    // Queue thread only.
+  PendingWaits pending_waits_;  // The rings' waits, for Abort.
   OpQueue queue_;               // Last: destroyed (joined) before the context.
 };
 

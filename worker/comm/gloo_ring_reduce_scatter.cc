@@ -125,6 +125,7 @@ void Ring::Exchange(int step, const float* sending) {
   // Gloo only reads a send buffer.
   auto out_buf = context_->createUnboundBuffer(const_cast<float*>(sending), bytes);
   auto in_buf = context_->createUnboundBuffer(incoming_, bytes);
+  const PendingWaitScope scope(args_.waits, {in_buf.get(), out_buf.get()});
   for (int64_t k = 0; k < segments_; ++k) {
     in_buf->recv(prev, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
     out_buf->send(next, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
@@ -151,7 +152,8 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
 }
 
 void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
-                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout) {
+                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout,
+                    PendingWaits* waits) {
   const int n = context->size, r = context->rank;
   if (n == 1) {
     std::memcpy(recv, send, bytes);
@@ -160,6 +162,7 @@ void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* s
   // Gloo only reads a send buffer.
   auto out_buf = context->createUnboundBuffer(const_cast<void*>(send), bytes);
   auto in_buf = context->createUnboundBuffer(recv, bytes);
+  const PendingWaitScope scope(waits, {in_buf.get(), out_buf.get()});
   in_buf->recv((r + 1) % n, slot, 0, bytes);
   out_buf->send((r + n - 1) % n, slot, 0, bytes);
   ThrowIfAborted(in_buf->waitRecv(timeout), "recv");

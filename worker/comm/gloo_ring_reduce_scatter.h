@@ -14,6 +14,7 @@
 #include "common/dtype.h"
 #include "gloo/context.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/gloo_transport.h"
 
 namespace zeroshard {
 
@@ -31,6 +32,7 @@ struct RingReduceScatterArgs {
   ReduceOp op = ReduceOp::kSum;
   uint64_t slot = 0;                         // Unique per op and equal on every rank.
   std::chrono::milliseconds timeout{60000};  // Whole-op deadline.
+  PendingWaits* waits = nullptr;             // Abort wakes the ring's waits (may be null).
 };
 
 // Runs the ring on `context`. Throws gloo::IoException on transport failure or
@@ -43,7 +45,9 @@ void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
 // Ring shift (Communicator::RingShift): `bytes` from `send` to rank - 1,
 // rank + 1's into `recv`, as one unbound-buffer message tagged `slot`.
 // Throws gloo::IoException on transport failure or timeout.
+// `waits` (may be null): Abort wakes this shift's waits through it.
 void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
-                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout);
+                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout,
+                    PendingWaits* waits = nullptr);
 
 }  // namespace zeroshard

@@ -5,6 +5,9 @@
 #include <exception>
 #include <mutex>
 
+#include <algorithm>
+
+#include "gloo/common/error.h"
 #include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
 
@@ -33,6 +36,44 @@ void AbortGlooContext(gloo::Context& context) {
   } catch (const std::exception&) {
     // Expected: the wait reports the timeout it was made to have.
   }
+}
+
+bool PendingWaits::Add(std::initializer_list<gloo::transport::UnboundBuffer*> buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) return false;
+  buffers_.insert(buffers_.end(), buffers.begin(), buffers.end());
+  return true;
+}
+
+void PendingWaits::Remove(std::initializer_list<gloo::transport::UnboundBuffer*> buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (gloo::transport::UnboundBuffer* b : buffers) {
+    auto it = std::find(buffers_.begin(), buffers_.end(), b);
+    if (it != buffers_.end()) buffers_.erase(it);
+  }
+}
+
+void PendingWaits::AbortAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (gloo::transport::UnboundBuffer* b : buffers_) {
+    b->abortWaitRecv();
+    b->abortWaitSend();
+  }
+}
+
+PendingWaitScope::PendingWaitScope(PendingWaits* waits,
+                                   std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
+    : waits_(waits), buffers_(buffers) {
+  if (waits_ != nullptr && !waits_->Add(buffers)) {
+    waits_ = nullptr;
+    throw ::gloo::IoException("communicator aborted");
+  }
+}
+
+PendingWaitScope::~PendingWaitScope() {
+  if (waits_ == nullptr) return;
+  for (gloo::transport::UnboundBuffer* b : buffers_) waits_->Remove({b});
 }
 
 }  // namespace zeroshard

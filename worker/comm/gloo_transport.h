@@ -17,10 +17,53 @@
 #include <memory>
 #include <string>
 
+#include <mutex>
+#include <vector>
+
 #include "gloo/context.h"
 #include "gloo/transport/device.h"
+#include "gloo/transport/unbound_buffer.h"
 
 namespace zeroshard {
+
+// The unbound buffers a communicator's queue thread waits on in zeroshard's
+// own ring algorithms, so Abort can wake those waits itself
+// (UnboundBuffer::abortWaitRecv/abortWaitSend). A wait for a message from a
+// peer that died before sending it is not always reached by the context-wide
+// abort of [Note: aborting a Gloo context] (seen as a ring shift hung on
+// its dead right neighbour until its own timeout); the buffer-level abort
+// always returns the wait, and the ring reports it as an error.
+//
+// Thread safety: every method from any thread.
+class PendingWaits {
+ public:
+  // Registers buffers for the scope of their waits; false (nothing
+  // registered) once AbortAll has run.
+  bool Add(std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+  void Remove(std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+  // From now on Add fails; every registered buffer's waits return.
+  void AbortAll();
+
+ private:
+  std::mutex mu_;
+  std::vector<gloo::transport::UnboundBuffer*> buffers_;
+  bool aborted_ = false;
+};
+
+// Registers `buffers` in `waits` (may be null) for this scope; throws
+// gloo::IoException when the communicator was aborted already.
+class PendingWaitScope {
+ public:
+  PendingWaitScope(PendingWaits* waits,
+                   std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+  ~PendingWaitScope();
+  PendingWaitScope(const PendingWaitScope&) = delete;
+  PendingWaitScope& operator=(const PendingWaitScope&) = delete;
+
+ private:
+  PendingWaits* waits_;
+  std::vector<gloo::transport::UnboundBuffer*> buffers_;
+};
 
 // A TCP device listening on `hostname` (port chosen by the kernel). The first
 // call sets SIGPIPE to ignored for the process (see the .cc). Throws
