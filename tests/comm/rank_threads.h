@@ -26,20 +26,24 @@ inline void ParallelFor(int n, const std::function<void(int)>& fn) {
   for (auto& t : threads) t.join();
 }
 
+// n communicators, made[r] = connect(r) on its own thread (they meet).
+inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectEach(
+    int n, const std::function<absl::StatusOr<std::unique_ptr<Communicator>>(int)>& connect) {
+  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> comms(n);
+  ParallelFor(n, [&](int r) { comms[r] = connect(r); });
+  return comms;
+}
+
 // Connects n Gloo communicators (one per rank, created concurrently).
 inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectGloo(
     InMemoryStore& store, const std::string& prefix, int n, GlooOptions opts = {}) {
-  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> comms(n);
-  ParallelFor(n, [&](int r) { comms[r] = CreateGlooCommunicator(store, prefix, r, n, opts); });
-  return comms;
+  return ConnectEach(n, [&](int r) { return CreateGlooCommunicator(store, prefix, r, n, opts); });
 }
 
 // Connects n shm communicators (one per rank, created concurrently).
 inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectShm(
     InMemoryStore& store, const std::string& prefix, int n, ShmOptions opts = {}) {
-  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> comms(n);
-  ParallelFor(n, [&](int r) { comms[r] = CreateShmCommunicator(store, prefix, r, n, opts); });
-  return comms;
+  return ConnectEach(n, [&](int r) { return CreateShmCommunicator(store, prefix, r, n, opts); });
 }
 
 // Input element i of rank r: a multiple of 1/4 in [-2, 2], exactly

@@ -1,11 +1,10 @@
 #include "worker/comm/gloo_transport.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <exception>
 #include <mutex>
-
-#include <algorithm>
 
 #include "gloo/common/error.h"
 #include "gloo/transport/tcp/device.h"
@@ -38,14 +37,14 @@ void AbortGlooContext(gloo::Context& context) {
   }
 }
 
-bool PendingWaits::Add(std::initializer_list<gloo::transport::UnboundBuffer*> buffers) {
+bool PendingWaits::Add(std::span<gloo::transport::UnboundBuffer* const> buffers) {
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) return false;
   buffers_.insert(buffers_.end(), buffers.begin(), buffers.end());
   return true;
 }
 
-void PendingWaits::Remove(std::initializer_list<gloo::transport::UnboundBuffer*> buffers) {
+void PendingWaits::Remove(std::span<gloo::transport::UnboundBuffer* const> buffers) {
   std::lock_guard<std::mutex> lock(mu_);
   for (gloo::transport::UnboundBuffer* b : buffers) {
     auto it = std::find(buffers_.begin(), buffers_.end(), b);
@@ -65,15 +64,14 @@ void PendingWaits::AbortAll() {
 PendingWaitScope::PendingWaitScope(PendingWaits* waits,
                                    std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
     : waits_(waits), buffers_(buffers) {
-  if (waits_ != nullptr && !waits_->Add(buffers)) {
+  if (waits_ != nullptr && !waits_->Add(buffers_)) {
     waits_ = nullptr;
     throw ::gloo::IoException("communicator aborted");
   }
 }
 
 PendingWaitScope::~PendingWaitScope() {
-  if (waits_ == nullptr) return;
-  for (gloo::transport::UnboundBuffer* b : buffers_) waits_->Remove({b});
+  if (waits_ != nullptr) waits_->Remove(buffers_);
 }
 
 }  // namespace zeroshard

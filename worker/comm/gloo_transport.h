@@ -15,9 +15,9 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <mutex>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "gloo/context.h"
@@ -39,8 +39,8 @@ class PendingWaits {
  public:
   // Registers buffers for the scope of their waits; false (nothing
   // registered) once AbortAll has run.
-  bool Add(std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
-  void Remove(std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+  bool Add(std::span<gloo::transport::UnboundBuffer* const> buffers);
+  void Remove(std::span<gloo::transport::UnboundBuffer* const> buffers);
   // From now on Add fails; every registered buffer's waits return.
   void AbortAll();
 

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -84,8 +83,9 @@ class ShmCommunicator final : public Communicator {
     return work->Wait(opts.timeout);
   }
 
+  // Later ops fail at once (OpQueue); the running one's waits return
+  // (ShmGroup::Abort).
   void Abort() override {
-    aborted_.store(true);
     queue_.FailAll(absl::AbortedError("communicator aborted"));
     group_->Abort();
   }
@@ -97,7 +97,6 @@ class ShmCommunicator final : public Communicator {
   std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, const CollectiveOptions& opts,
                                Body body) {
     return queue_.Submit(op, bytes, [this, timeout = opts.timeout, body = std::move(body)] {
-      if (aborted_.load()) return absl::AbortedError("communicator aborted");
       absl::Status status = body(absl::Now() + timeout);
       // The rounds are out of step now: peers waiting for this rank's next
       // one learn it at once instead of at their deadline.
@@ -107,7 +106,6 @@ class ShmCommunicator final : public Communicator {
   }
 
   std::unique_ptr<ShmGroup> group_;
-  std::atomic<bool> aborted_{false};
   ShmScratch scratch_;  // Queue thread only.
   OpQueue queue_;       // Last: destroyed (joined) before the group.
 };
@@ -146,15 +144,15 @@ absl::Status CheckShmArgs(int rank, int world_size, const ShmOptions& opts) {
   return absl::OkStatus();
 }
 
-// Maps every rank's segment in rank order; `own` (this rank's) moves into
-// the group only on success.
+// Maps every rank's segment in rank order, each checked to be on `host`;
+// `own` (this rank's) moves into the group only on success.
 absl::StatusOr<std::unique_ptr<ShmGroup>> MapPeers(Store& store, const std::string& prefix,
                                                    int rank, int world_size,
-                                                   const ShmOptions& opts, ShmSegment& own) {
+                                                   const ShmOptions& opts, const std::string& host,
+                                                   ShmSegment& own) {
   std::vector<std::string> keys;
   for (int q = 0; q < world_size; ++q) keys.push_back(absl::StrCat(prefix, "shm/", q));
   ZS_RETURN_IF_ERROR(store.Wait(keys, opts.timeout));
-  const std::string host = ShmHostId();
   std::vector<ShmSegment> segments;
   std::vector<int> pids;
   for (int q = 0; q < world_size; ++q) {
@@ -187,10 +185,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateShmCommunicator(Store& store
   const absl::Time deadline = absl::Now() + opts.timeout;
   const std::string name = ShmSegmentName(rank);
   ZS_ASSIGN_OR_RETURN(ShmSegment own, ShmSegment::Create(name, rank, opts.slot_bytes));
+  const std::string host = ShmHostId();
   ZS_RETURN_IF_ERROR(store.Set(absl::StrCat(prefix, "shm/", rank),
-                               Encode(absl::StrCat(name, "\n", getpid(), "\n", ShmHostId()))));
+                               Encode(absl::StrCat(name, "\n", getpid(), "\n", host))));
   absl::StatusOr<std::unique_ptr<ShmGroup>> mapped =
-      MapPeers(store, prefix, rank, world_size, opts, own);
+      MapPeers(store, prefix, rank, world_size, opts, host, own);
   if (!mapped.ok()) {
     own.header().aborted.store(1);  // Peers that mapped it stop waiting.
     return mapped.status();

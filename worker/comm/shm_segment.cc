@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/host_name.h"
 
 namespace zeroshard {
 namespace {
@@ -144,9 +145,7 @@ std::string ShmHostId() {
   std::string boot_id;
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::getline(in, boot_id);
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(boot_id, "/", host);
+  return absl::StrCat(boot_id, "/", HostName());
 }
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t seen, absl::Duration max_wait) {

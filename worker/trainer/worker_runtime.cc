@@ -9,6 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
+#include "common/host_name.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
@@ -366,9 +367,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   WorkerState w{options, job, client, checkpoints.get(),
                 {status.job_id(), options.worker_id, options.host}, nullptr};
   if (w.identity.worker_id.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    w.identity.worker_id = absl::StrCat(host, ":", getpid());
+    w.identity.worker_id = absl::StrCat(HostName(), ":", getpid());
   }
   ZS_ASSIGN_OR_RETURN(w.session, JoinJob(*client, w.identity, job.model, options.held_id_wait));
   if (w.session == nullptr) return absl::OkStatus();

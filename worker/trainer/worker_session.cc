@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/host_name.h"
 #include "common/rpc/plan_proto.h"
 #include "worker/health/worker_health.h"
 #include "worker/trainer/stop_signal.h"
@@ -47,8 +48,7 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
     }
     return s;
   };
-  char hostname[256] = {};
-  if (::gethostname(hostname, sizeof(hostname) - 1) == 0) request.set_hostname(label(hostname));
+  request.set_hostname(label(HostName().c_str()));
   request.set_pod(label(std::getenv("POD_NAME")));
   UnitSpecsToProto(units, request.mutable_units());
   auto joined = client.JoinRetryingHeldId(request, held_id_wait, StopRequested);
