@@ -13,11 +13,8 @@ const float* SlotFloats(const ShmGroup& g, int q) {
 }
 
 // acc[i] = op over ranks 0..N-1, in order, of their slot's float at first + i.
+// N >= 2: a rank alone never runs rounds (Alone below).
 void ReduceSlots(const ShmGroup& g, int64_t first, int64_t n, ReduceOp op, float* acc) {
-  if (g.world_size() == 1) {
-    std::memcpy(acc, SlotFloats(g, 0) + first, static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
   Combine(acc, SlotFloats(g, 0) + first, SlotFloats(g, 1) + first, n, op);
   for (int q = 2; q < g.world_size(); ++q) Combine(acc, acc, SlotFloats(g, q) + first, n, op);
 }
@@ -120,10 +117,19 @@ absl::Status PieceRounds(ShmGroup& g, const char* in, size_t bytes, absl::Time d
   return absl::OkStatus();
 }
 
+// At world size 1 every collective's result is the rank's own input: a copy
+// when the buffers differ (bf16 through fp32 and back is exact), no rounds.
+bool Alone(const ShmGroup& g, const void* send, void* recv, size_t bytes) {
+  if (g.world_size() != 1) return false;
+  if (send != recv) std::memmove(recv, send, bytes);
+  return true;
+}
+
 }  // namespace
 
 absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t bytes,
                           absl::Time deadline) {
+  if (Alone(g, send, recv, bytes)) return absl::OkStatus();
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   return PieceRounds(g, in, bytes, deadline, [&](size_t off, size_t len) {
@@ -140,6 +146,7 @@ absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t byte
 
 absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t count,
                               DType dtype, ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
+  if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
   const int n = g.world_size(), r = g.rank();
   const int64_t per = static_cast<int64_t>(g.slot_bytes() / (sizeof(float) * n));
   for (int64_t off = 0; off < count; off += per) {
@@ -164,6 +171,7 @@ absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t
 
 absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
+  if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
   if (dtype == DType::kInt64) {
     return AllReduceNative(g, static_cast<const int64_t*>(send), static_cast<int64_t*>(recv),
                            count, op, deadline);
@@ -172,7 +180,7 @@ absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t cou
     return AllReduceNative(g, static_cast<const double*>(send), static_cast<double*>(recv), count,
                            op, deadline);
   }
-  if (count <= kShmOneRoundElements || g.world_size() == 1) {
+  if (count <= kShmOneRoundElements) {
     return AllReduceOneRound(g, send, recv, count, dtype, op, scratch, deadline);
   }
   return AllReduceTwoRounds(g, send, recv, count, dtype, op, scratch, deadline);
@@ -190,6 +198,7 @@ absl::Status ShmBroadcast(ShmGroup& g, const void* send, void* recv, size_t byte
 
 absl::Status ShmRingShift(ShmGroup& g, const void* send, void* recv, size_t bytes,
                           absl::Time deadline) {
+  if (Alone(g, send, recv, bytes)) return absl::OkStatus();
   const int right = (g.rank() + 1) % g.world_size();
   char* out = static_cast<char*>(recv);
   return PieceRounds(g, static_cast<const char*>(send), bytes, deadline,

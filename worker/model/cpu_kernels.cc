@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "worker/model/cpu_kernels_internal.h"
+#include "worker/model/cpu_row_math.h"
 #include "worker/model/cpu_simd.h"
 #include "worker/model/fast_math.h"
 #include "worker/model/kernel_constants.h"
@@ -132,15 +133,8 @@ ZS_SIMD_CLONES void SoftmaxCrossEntropyForwardLoop(const float* logits, const in
     float* p = probs + int64_t{n} * V;
     ZS_CHECK(targets[n] >= 0 && targets[n] < V);
     const float target_logit = l[targets[n]];  // Read before p may overwrite it.
-    float mx = l[0];
-    for (int v = 1; v < V; ++v) mx = std::max(mx, l[v]);
-    float sum = 0.0f;
-    for (int v = 0; v < V; ++v) {
-      p[v] = FastExp(l[v] - mx);
-      sum += p[v];
-    }
-    const float inv = 1.0f / sum;
-    for (int v = 0; v < V; ++v) p[v] *= inv;
+    float sum;
+    const float mx = SoftmaxRow(l, V, p, &sum);
     // log-sum-exp form: exact even when probs[target] underflows.
     losses[n] = std::log(sum) + mx - target_logit;
   }
@@ -190,11 +184,8 @@ class CpuKernelsImpl final : public Kernels {
  public:
   void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
               const float* B, float beta, float* C) override {
-    ThreadsSetting();  // Applies the default thread count to OpenBLAS once.
-    g_sgemm_ran.store(true, std::memory_order_relaxed);
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, trans_a ? M : K, B,
-                trans_b ? K : N, beta, C, N);
+    CpuSgemm(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C,
+             N);
   }
 
   void BiasAdd(float* out, const float* bias, int N, int C) override {
@@ -266,6 +257,23 @@ Kernels& CpuKernels() {
 
 int64_t CpuKernelsPendingBytes() {
   return g_sgemm_ran.load(std::memory_order_relaxed) ? 0 : kOpenBlasBufferBytes;
+}
+
+void CpuSgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+              int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  ThreadsSetting();  // Applies the default thread count to OpenBLAS once.
+  g_sgemm_ran.store(true, std::memory_order_relaxed);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+ScopedSgemmThreads::ScopedSgemmThreads(int threads)
+    : changed_(std::max(1, threads) != ThreadsSetting()) {
+  if (changed_) openblas_set_num_threads(std::max(1, threads));
+}
+
+ScopedSgemmThreads::~ScopedSgemmThreads() {
+  if (changed_) openblas_set_num_threads(ThreadsSetting());
 }
 
 void WarmUpCpuKernels() {
