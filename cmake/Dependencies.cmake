@@ -11,11 +11,10 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
-find_path(ZEROSHARD_CBLAS_INCLUDE cblas.h
-  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
-  REQUIRED)
+# libdnnl-dev 2.6 (oneDNN): the CPU kernels' sgemm (dnnl_sgemm, JIT-compiled
+# for the CPU it runs on), threaded with OpenMP (libgomp).
+find_package(dnnl CONFIG REQUIRED)
+find_package(OpenMP REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_program(PROMTOOL_PROGRAM promtool)

@@ -30,7 +30,7 @@
 
 namespace zeroshard {
 
-// A CPU worker's RAM besides what the model predicts (code, gRPC, OpenBLAS,
+// A CPU worker's RAM besides what the model predicts (code, gRPC, oneDNN's GEMM scratch,
 // the loaded corpus, allocator slack). Measured (Debian 12, 2 busy cores,
 // --threads 1, micro-batch 4, VmHWM at exit, 2 steps): small N=2 stage 0
 // 69.4-69.5 MB, small N=4 stage 3 61.3-67.2 MB, medium N=2 stage 1 249.0 MB,

@@ -13,7 +13,7 @@ set -euo pipefail
 DEB_PACKAGES=(
   cmake g++ pkg-config ninja-build ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev
-  libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libopenblas-dev
+  libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev python3 liburing-dev openssl
 )

@@ -6,11 +6,10 @@
 // (model FLOPs ~ 6 * non-embedding params * tokens + 6 * layers * T * C *
 // tokens for attention (Kaplan et al., 2020, table 1), plus 6 * V * C *
 // tokens for the head), and the ratio to a limit measured in the same run:
-// OpenBLAS sgemm GFLOP/s on a 1024^3 product at the same thread count.
+// the CPU backend's sgemm (oneDNN) GFLOP/s on a 1024^3 product at the same
+// thread count.
 //
 // Usage: model_bench [--model small] [--batch 8] [--reps 10]
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -31,7 +31,7 @@ import deploy_common as dc
 import k8s_local as kl
 
 DEADLINE_S = 150  # Whole scenario, generous for a loaded 2-core machine.
-STEPS = 400       # Enough that the job outlasts the scale events (checked).
+STEPS = 800       # Enough that the job outlasts the scale events (checked).
 
 c = dc.Checker("k8s_local_test")
 for b in ("zeroshard-coordinator", "zeroshard-worker"):

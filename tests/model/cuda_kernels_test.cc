@@ -1,5 +1,5 @@
-// CudaKernels against CpuKernels (an independent implementation: OpenBLAS
-// and plain loops) on random inputs at odd shapes, within the tolerance of
+// CudaKernels against CpuKernels (an independent implementation: oneDNN
+// sgemm and plain loops) on random inputs at odd shapes, within the tolerance of
 // cuda_kernels_test_util.h: matmuls (fp32 and TF32, every transpose),
 // bias, LayerNorm, GELU, Add/Accumulate. Gradients start from random values
 // so the "adds" rule is checked too. Attention, cross-entropy, embeddings

@@ -15,7 +15,7 @@ TEST(ElasticLiveTest, ScaleUpTwoToFourReshardsLiveWithNoStepLost) {
   LiveRun run;
   const std::string dir = MakeTempDir("zs_live_up");
   JobConfig job = LiveJob(dir);
-  job.steps = 100;  // Long enough for the joiners to start up and join.
+  job.steps = 300;  // Long enough for the joiners to start up and join.
   ASSERT_TRUE(run.Start(dir, job, 2)) << run.Logs();
   run.AddWorkers(2);
   ASSERT_TRUE(WaitForStep(job.log_path, 8)) << run.Logs();

@@ -57,12 +57,12 @@ class LaunchMemoryLimitTest : public ::testing::Test {
   // limit in 64 MiB steps (less than the engine's need, so no step jumps
   // past the window) while the job fails before the worker's fit check:
   // launch's own plan refuses it (its memory is capped by the limit too), or
-  // the worker has no room for a thread (gloo, EAGAIN) or OpenBLAS's buffer.
+  // the worker has no room for a thread (gloo, EAGAIN) or the matmuls' scratch.
   FitFigures Probe(const std::string& offload, int64_t* limit) {
     for (int attempt = 0; attempt < 12; ++attempt, *limit += int64_t{64} << 20) {
       const CommandResult r = Launch(*limit, offload, absl::StrCat("probe-", offload));
       if (r.output.find("does not fit at stage") != std::string::npos ||
-          r.output.find("OpenBLAS's work buffer") != std::string::npos ||
+          r.output.find("matmuls' scratch") != std::string::npos ||
           r.output.find("Resource temporarily unavailable") != std::string::npos) {
         continue;
       }

@@ -8,7 +8,7 @@
 //
 // Why not civetweb (which the coordinator uses): Debian's libcivetweb gives
 // its threads a small fixed stack, and glibc carves each thread's static
-// TLS out of it; the worker process loads OpenBLAS, NCCL and CUDA, whose
+// TLS out of it; the worker process loads oneDNN, OpenMP, NCCL and CUDA, whose
 // TLS (~80 KiB) leaves too little, and civetweb's request thread overflows
 // its stack (seen: SIGSEGV in libcivetweb on the first probe). This server
 // runs on one std::thread with the default stack.

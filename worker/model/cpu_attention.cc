@@ -7,8 +7,8 @@
 //   forward:  S = Q K^T / sqrt(hs); att = softmax of each row t over u <= t
 //             (0 above the diagonal); out = att V.
 //   backward: dAtt = dout V^T; dV += att^T dout;
-//             dS[t, u] = att[t, u] (dAtt[t, u] - sum_j att[t, j] dAtt[t, j]) / sqrt(hs);
-//             dQ += dS K; dK += dS^T Q.
+//             dS[t, u] = att[t, u] (dAtt[t, u] - sum_j att[t, j] dAtt[t, j]) /
+//             sqrt(hs); dQ += dS K; dK += dS^T Q.
 // The five products are sgemm calls on the strided slices (CpuSgemm, as the
 // linear layers'), over the full T x T square: the masked half costs flops
 // but a GEMM's rate (~7 us a product at T = 128, hs = 32 here) beats a
@@ -16,15 +16,15 @@
 // entries of att and dS are exact zeros, so they add nothing.
 // A (b, h) pair reads and writes only its own channels of qkv/dqkv/out and
 // its own att[b, h] block, so pairs run on separate threads without locks;
-// while they do, each sgemm runs on its own thread (ScopedSgemmThreads).
+// each pair's sgemm calls run on its thread alone (ScopedSgemmThreads).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "common/parallel_for.h"
 #include "worker/model/cpu_kernels_internal.h"
 #include "worker/model/cpu_row_math.h"
 #include "worker/model/cpu_simd.h"
-#include "common/parallel_for.h"
 #include "worker/model/kernels.h"
 
 namespace zeroshard {
@@ -61,7 +61,8 @@ ZS_SIMD_CLONES void CausalSoftmaxBackwardRows(const float* att, float* ds, int T
 // out_bh at head h's slice of token 0's output (rows of C floats).
 void PairForward(const float* q, int row, int T, int C, int hs, float scale, float* att_bh,
                  float* out_bh) {
-  CpuSgemm(false, true, T, T, hs, scale, q, row, q + C, row, 0.0f, att_bh, T);  // Q K^T
+  CpuSgemm(false, true, T, T, hs, scale, q, row, q + C, row, 0.0f, att_bh,
+           T);  // Q K^T
   CausalSoftmaxRows(att_bh, T);
   CpuSgemm(false, false, T, hs, T, 1.0f, att_bh, T, q + 2 * C, row, 0.0f, out_bh, C);  // att V
 }
@@ -70,11 +71,15 @@ void PairForward(const float* q, int row, int T, int C, int hs, float scale, flo
 // of token 0's output gradient, ds a T x T scratch.
 void PairBackward(const float* q, float* dq, const float* dout_bh, const float* att_bh, int row,
                   int T, int C, int hs, float scale, float* ds) {
-  CpuSgemm(false, true, T, T, hs, 1.0f, dout_bh, C, q + 2 * C, row, 0.0f, ds, T);  // dout V^T
-  CpuSgemm(true, false, T, hs, T, 1.0f, att_bh, T, dout_bh, C, 1.0f, dq + 2 * C, row);  // dV
+  CpuSgemm(false, true, T, T, hs, 1.0f, dout_bh, C, q + 2 * C, row, 0.0f, ds,
+           T);  // dout V^T
+  CpuSgemm(true, false, T, hs, T, 1.0f, att_bh, T, dout_bh, C, 1.0f, dq + 2 * C,
+           row);  // dV
   CausalSoftmaxBackwardRows(att_bh, ds, T, scale);
-  CpuSgemm(false, false, T, hs, T, 1.0f, ds, T, q + C, row, 1.0f, dq, row);  // dQ += dS K
-  CpuSgemm(true, false, T, hs, T, 1.0f, ds, T, q, row, 1.0f, dq + C, row);   // dK += dS^T Q
+  CpuSgemm(false, false, T, hs, T, 1.0f, ds, T, q + C, row, 1.0f, dq,
+           row);  // dQ += dS K
+  CpuSgemm(true, false, T, hs, T, 1.0f, ds, T, q, row, 1.0f, dq + C,
+           row);  // dK += dS^T Q
 }
 
 // fn(b, h, bh, row, hs, scale, ds) for every (batch b, head h) pair,
@@ -84,9 +89,8 @@ void ForEachPair(int B, int T, int C, int NH, Fn&& fn) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int row = 3 * C;
-  const int threads = ComputeThreads();
-  ScopedSgemmThreads one_each(threads > 1 ? 1 : threads);
-  ParallelFor(int64_t{B} * NH, threads, 1, 1, [&](int, int64_t begin, int64_t end) {
+  ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
+    ScopedSgemmThreads alone(1);  // Same bits whatever the thread count.
     std::vector<float> ds(static_cast<size_t>(T) * T);
     for (int64_t bh = begin; bh < end; ++bh) fn(bh / NH, bh % NH, bh, row, hs, scale, ds.data());
   });
@@ -94,22 +98,22 @@ void ForEachPair(int B, int T, int C, int NH, Fn&& fn) {
 
 }  // namespace
 
-void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
-                         float* att) {
-  ForEachPair(B, T, C, NH, [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale,
-                               float*) {
-    PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
-                out + b * T * int64_t{C} + h * hs);
-  });
+void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out, float* att) {
+  ForEachPair(B, T, C, NH,
+              [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale, float*) {
+                PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
+                            out + b * T * int64_t{C} + h * hs);
+              });
 }
 
-void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B,
-                          int T, int C, int NH, float* dqkv) {
-  ForEachPair(B, T, C, NH, [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale,
-                               float* ds) {
-    PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
-                 dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs, scale, ds);
-  });
+void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
+                          int C, int NH, float* dqkv) {
+  ForEachPair(B, T, C, NH,
+              [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale, float* ds) {
+                PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
+                             dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs,
+                             scale, ds);
+              });
 }
 
 }  // namespace zeroshard

@@ -1,10 +1,12 @@
 // CPU backend of worker/model/kernels.h (formulas documented there). The
 // attention kernels live in cpu_attention.cc; this file holds the rest.
-#include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -25,18 +27,19 @@ int InitialThreads() {
   return std::max(1, n);
 }
 
-int& ThreadsSetting() {
-  static int threads = [] {
-    const int n = InitialThreads();
-    openblas_set_num_threads(n);
-    return n;
-  }();
+std::atomic<int>& ThreadsSetting() {
+  static std::atomic<int> threads{InitialThreads()};
   return threads;
 }
 
-// Set by the first sgemm: OpenBLAS then holds its work buffer.
-std::atomic<bool> g_sgemm_ran{false};
-constexpr int64_t kOpenBlasBufferBytes = (int64_t{128} << 20) + 4096;
+// This thread's sgemm thread count while a ScopedSgemmThreads lives on it
+// (0: ThreadsSetting), and the count last given to OpenMP on this thread
+// (OpenMP's nthreads-var is per thread).
+thread_local int t_sgemm_threads = 0;
+// oneDNN packs a GEMM's operands into scratch it allocates per call (see
+// CpuKernelsScratchBytes in kernels.h).
+constexpr int64_t kCpuGemmScratchBytes = int64_t{64} << 20;
+thread_local int t_omp_threads = 0;
 
 // The element-wise kernels, multi-versioned by instruction set (cpu_simd.h).
 ZS_SIMD_CLONES void BiasAddLoop(float* out, const float* bias, int N, int C) {
@@ -141,8 +144,7 @@ ZS_SIMD_CLONES void SoftmaxCrossEntropyForwardLoop(const float* logits, const in
 }
 
 ZS_SIMD_CLONES void SoftmaxCrossEntropyBackwardLoop(const float* probs, const int32_t* targets,
-                                                    int N, int V, float scale,
-                                                    float* dlogits) {
+                                                    int N, int V, float scale, float* dlogits) {
   for (int n = 0; n < N; ++n) {
     const float* p = probs + int64_t{n} * V;
     float* d = dlogits + int64_t{n} * V;
@@ -151,8 +153,8 @@ ZS_SIMD_CLONES void SoftmaxCrossEntropyBackwardLoop(const float* probs, const in
   }
 }
 
-ZS_SIMD_CLONES void EmbeddingForwardLoop(const int32_t* tokens, const float* wte,
-                                         const float* wpe, int B, int T, int C, float* out) {
+ZS_SIMD_CLONES void EmbeddingForwardLoop(const int32_t* tokens, const float* wte, const float* wpe,
+                                         int B, int T, int C, float* out) {
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       AddRow(wte + int64_t{tokens[b * T + t]} * C, wpe + int64_t{t} * C, C,
@@ -161,8 +163,8 @@ ZS_SIMD_CLONES void EmbeddingForwardLoop(const int32_t* tokens, const float* wte
   }
 }
 
-ZS_SIMD_CLONES void EmbeddingBackwardLoop(const float* dout, const int32_t* tokens, int B,
-                                          int T, int C, float* dwte, float* dwpe) {
+ZS_SIMD_CLONES void EmbeddingBackwardLoop(const float* dout, const int32_t* tokens, int B, int T,
+                                          int C, float* dwte, float* dwpe) {
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const float* d = dout + (int64_t{b} * T + t) * C;
@@ -176,16 +178,13 @@ ZS_SIMD_CLONES void AddLoop(const float* a, const float* b, int64_t n, float* y)
   AddRow(a, b, n, y);
 }
 
-ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) {
-  AccumulateRow(x, n, y);
-}
+ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) { AccumulateRow(x, n, y); }
 
 class CpuKernelsImpl final : public Kernels {
  public:
   void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
               const float* B, float beta, float* C) override {
-    CpuSgemm(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C,
-             N);
+    CpuSgemm(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
   }
 
   void BiasAdd(float* out, const float* bias, int N, int C) override {
@@ -201,9 +200,9 @@ class CpuKernelsImpl final : public Kernels {
     LayerNormForwardLoop(x, gamma, beta, N, C, out, mean, rstd);
   }
 
-  void LayerNormBackward(const float* dout, const float* x, const float* gamma,
-                         const float* mean, const float* rstd, int N, int C, float* dx,
-                         float* dgamma, float* dbeta) override {
+  void LayerNormBackward(const float* dout, const float* x, const float* gamma, const float* mean,
+                         const float* rstd, int N, int C, float* dx, float* dgamma,
+                         float* dbeta) override {
     LayerNormBackwardLoop(dout, x, gamma, mean, rstd, N, C, dx, dgamma, dbeta);
   }
 
@@ -218,8 +217,8 @@ class CpuKernelsImpl final : public Kernels {
     CpuAttentionForward(qkv, B, T, C, NH, out, att);
   }
 
-  void AttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
-                         int C, int NH, float* dqkv) override {
+  void AttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                         int NH, float* dqkv) override {
     CpuAttentionBackward(dout, qkv, att, B, T, C, NH, dqkv);
   }
 
@@ -233,13 +232,13 @@ class CpuKernelsImpl final : public Kernels {
     SoftmaxCrossEntropyBackwardLoop(probs, targets, N, V, scale, dlogits);
   }
 
-  void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
-                        int T, int C, float* out) override {
+  void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                        int C, float* out) override {
     EmbeddingForwardLoop(tokens, wte, wpe, B, T, C, out);
   }
 
-  void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C,
-                         float* dwte, float* dwpe) override {
+  void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C, float* dwte,
+                         float* dwpe) override {
     EmbeddingBackwardLoop(dout, tokens, B, T, C, dwte, dwpe);
   }
 
@@ -255,40 +254,38 @@ Kernels& CpuKernels() {
   return *kernels;
 }
 
-int64_t CpuKernelsPendingBytes() {
-  return g_sgemm_ran.load(std::memory_order_relaxed) ? 0 : kOpenBlasBufferBytes;
+int64_t CpuKernelsScratchBytes() { return kCpuGemmScratchBytes; }
+
+void CpuSgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc) {
+  const int threads = t_sgemm_threads > 0 ? t_sgemm_threads : ThreadsSetting().load();
+  if (threads != t_omp_threads) {
+    omp_set_num_threads(threads);
+    t_omp_threads = threads;
+  }
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha,
+                                          A, lda, B, ldb, beta, C, ldc);
+  if (status != dnnl_success) {  // Kernels return nothing: a failed GEMM ends the process.
+    std::fprintf(stderr, "cpu: dnnl_sgemm (%d x %d x %d) failed with oneDNN status %d%s\n", M, N, K,
+                 static_cast<int>(status), status == dnnl_out_of_memory ? " (out of memory)" : "");
+    std::abort();
+  }
 }
 
-void CpuSgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-              int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-  ThreadsSetting();  // Applies the default thread count to OpenBLAS once.
-  g_sgemm_ran.store(true, std::memory_order_relaxed);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+ScopedSgemmThreads::ScopedSgemmThreads(int threads) : saved_(t_sgemm_threads) {
+  t_sgemm_threads = std::max(1, threads);
 }
 
-ScopedSgemmThreads::ScopedSgemmThreads(int threads)
-    : changed_(std::max(1, threads) != ThreadsSetting()) {
-  if (changed_) openblas_set_num_threads(std::max(1, threads));
-}
-
-ScopedSgemmThreads::~ScopedSgemmThreads() {
-  if (changed_) openblas_set_num_threads(ThreadsSetting());
-}
+ScopedSgemmThreads::~ScopedSgemmThreads() { t_sgemm_threads = saved_; }
 
 void WarmUpCpuKernels() {
-  // Large enough for OpenBLAS's blocked path (which takes the work buffer),
-  // not its small-matrix one.
+  // oneDNN compiles its GEMM kernels for this CPU on first use.
   constexpr int kN = 256;
   std::vector<float> a(kN * kN, 1.0f), c(kN * kN, 0.0f);
   CpuKernels().Matmul(false, false, kN, kN, kN, 1.0f, a.data(), a.data(), 0.0f, c.data());
 }
 
-void SetComputeThreads(int threads) {
-  threads = std::max(1, threads);
-  ThreadsSetting() = threads;
-  openblas_set_num_threads(threads);
-}
+void SetComputeThreads(int threads) { ThreadsSetting() = std::max(1, threads); }
 
 int ComputeThreads() { return ThreadsSetting(); }
 

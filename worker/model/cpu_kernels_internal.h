@@ -5,16 +5,18 @@
 namespace zeroshard {
 
 // C = alpha op(A) op(B) + beta C, row-major fp32 with explicit leading
-// dimensions (floats between rows): OpenBLAS's cblas_sgemm, on the thread
-// count SetComputeThreads set unless a ScopedSgemmThreads says otherwise.
-void CpuSgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-              int lda, const float* B, int ldb, float beta, float* C, int ldc);
+// dimensions (floats between rows): oneDNN's dnnl_sgemm (OpenMP threads), on
+// the thread count SetComputeThreads set unless a ScopedSgemmThreads on the
+// calling thread says otherwise. A failed GEMM (oneDNN out of memory) prints
+// its shape and status and aborts: Kernels' methods return nothing.
+void CpuSgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
 
-// For its lifetime, each CpuSgemm call runs on `threads` threads (1: the
-// caller's, so several threads may each call CpuSgemm without OpenBLAS
-// splitting those calls again over the same cores). Restores the compute
-// thread count at the end. Thread safety: create on the thread that runs
-// the model, while no CpuSgemm is in flight.
+// For its lifetime, CpuSgemm calls on the thread that made it run on
+// `threads` threads (1: that thread alone, so several threads may each call
+// CpuSgemm without oneDNN splitting those calls again over the same cores).
+// Restores the thread's earlier setting at the end. Thread safety: affects
+// only the thread that creates it; create and destroy it on that thread.
 class ScopedSgemmThreads {
  public:
   explicit ScopedSgemmThreads(int threads);
@@ -23,12 +25,11 @@ class ScopedSgemmThreads {
   ScopedSgemmThreads& operator=(const ScopedSgemmThreads&) = delete;
 
  private:
-  bool changed_;
+  int saved_;
 };
 
-void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
-                         float* att);
-void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B,
-                          int T, int C, int NH, float* dqkv);
+void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out, float* att);
+void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
+                          int C, int NH, float* dqkv);
 
 }  // namespace zeroshard

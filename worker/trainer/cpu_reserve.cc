@@ -12,13 +12,12 @@
 namespace zeroshard {
 
 absl::Status PrepareCpuCompute(Device& device) {
-  const int64_t pending = CpuKernelsPendingBytes();
-  if (pending == 0) return absl::OkStatus();
+  const int64_t scratch = CpuKernelsScratchBytes();
   ZS_ASSIGN_OR_RETURN(const MemoryInfo memory, device.memory_info());
-  if (memory.free_bytes < pending) {
+  if (memory.free_bytes < scratch) {
     return AsJobRefusal(absl::ResourceExhaustedError(absl::StrCat(
-        "cpu: OpenBLAS's work buffer needs ", pending, " bytes and only ", memory.free_bytes,
-        " are free (MemAvailable, capped by RLIMIT_DATA)")));
+        "cpu: the matmuls' scratch (oneDNN's packed operands) needs ", scratch, " bytes and only ",
+        memory.free_bytes, " are free (MemAvailable, capped by RLIMIT_DATA)")));
   }
   WarmUpCpuKernels();
   return absl::OkStatus();

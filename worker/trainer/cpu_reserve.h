@@ -1,5 +1,5 @@
-// The CPU worker's own memory around the engine's fit check: OpenBLAS's work
-// buffer, taken at start, and the address space mapped after the check that
+// The CPU worker's own memory around the engine's fit check: the matmuls'
+// scratch (oneDNN's packed operands), checked at start, and the address space mapped after the check that
 // no memory kind counts. Thread-safe: no shared state of its own.
 #pragma once
 
@@ -11,10 +11,10 @@
 
 namespace zeroshard {
 
-// OpenBLAS allocates its work buffer in the first sgemm and, when that malloc
-// fails, retries forever: take it now, while the worker is small. A job
-// refusal (common/job_refusal.h), RESOURCE_EXHAUSTED naming the bytes, when
-// `device`'s free memory cannot hold it.
+// Checks that `device`'s free memory holds CpuKernelsScratchBytes() and
+// compiles the GEMM kernels (WarmUpCpuKernels). A job refusal
+// (common/job_refusal.h), RESOURCE_EXHAUSTED naming the bytes, when it does
+// not: a GEMM that fails later ends the process.
 absl::Status PrepareCpuCompute(Device& device);
 
 // Bytes the worker maps after the engine's fit check that no memory kind

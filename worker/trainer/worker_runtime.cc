@@ -96,13 +96,13 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
 EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, Device* device,
                                 Communicator* control) {
   EngineOptions o;
-  // The CPU model's activations and OpenBLAS's buffer share the device's
+  // The CPU model's activations and the matmuls' scratch share the device's
   // (host) memory with the engine; on a GPU they are host memory, not the
   // device's.
   if (device->kind() == DeviceKind::kCpu) {
     o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx,
                                             JobActivationCheckpointing(job)) +
-                       CpuKernelsPendingBytes() + LateMappingBytes(job);
+                       CpuKernelsScratchBytes() + LateMappingBytes(job);
   }
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
@@ -133,6 +133,14 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
 bool IsGenerationLoss(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsAborted(s) || absl::IsDeadlineExceeded(s) ||
          absl::IsCancelled(s);
+}
+
+// A credential the coordinator refused (a checkpoint RPC, say) after it
+// restarted and forgot every member: the heartbeat's NOT_FOUND confirms it
+// within a beat or two. Any other refusal stays this worker's own error.
+bool IsForgottenMember(const WorkerSession& session, const absl::Status& s) {
+  if (!absl::IsPermissionDenied(s) && !absl::IsUnauthenticated(s)) return false;
+  return session.AwaitForgotten(2 * session.heartbeat_interval() + absl::Seconds(1));
 }
 
 // The generation's communicators: the data plane on the job's backend, and
@@ -327,6 +335,12 @@ absl::Status RunGenerations(WorkerState& w) {
     // at once) and go on in the next one. Anything else is this worker's own
     // error and ends it.
     w.session->ReportFailure(info.generation(), -1, std::string(s.message()));
+    if (IsForgottenMember(*w.session, s)) {
+      std::cout << "generation " << info.generation()
+                << " ended: the coordinator no longer knows this member (" << s.message()
+                << ")\n" << std::flush;
+      continue;  // AwaitGeneration says NOT_FOUND: Join again.
+    }
     if (!IsGenerationLoss(s) ||
         !w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
       return s;

@@ -172,6 +172,11 @@ bool WorkerSession::AwaitEnd(uint64_t generation, absl::Duration timeout) const 
   return true;
 }
 
+bool WorkerSession::AwaitForgotten(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&lost_), timeout);
+}
+
 void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const std::string& reason) {
   v1::ReportFailureRequest request;
   request.set_job_id(identity_.job_id);

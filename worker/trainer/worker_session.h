@@ -61,6 +61,11 @@ class WorkerSession {
   bool Ended(uint64_t generation) const;
   // Waits up to `timeout` for Ended(generation); returns whether it ended.
   bool AwaitEnd(uint64_t generation, absl::Duration timeout) const;
+  // Waits up to `timeout` for a heartbeat to say the coordinator no longer
+  // knows this member (NOT_FOUND: its lease lapsed, or a restarted
+  // coordinator never knew it); returns whether one did.
+  bool AwaitForgotten(absl::Duration timeout) const;
+  absl::Duration heartbeat_interval() const { return interval_; }
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
   // The ranks of `generation` stopped at a step boundary and handed their
