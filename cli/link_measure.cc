@@ -6,7 +6,8 @@
 
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/comm/gloo_communicator.h"
+#include "absl/strings/str_cat.h"
+#include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
 
 namespace zeroshard::cli {
@@ -16,10 +17,10 @@ constexpr int kRanks = 2;
 constexpr int64_t kCount = int64_t{4} << 20;  // fp32 per rank: 16 MiB in, 32 MiB out.
 constexpr int kIterations = 5;                // After one warm-up.
 
-absl::StatusOr<double> Rank(InMemoryStore& store, int rank) {
+absl::StatusOr<double> Rank(const std::string& backend, InMemoryStore& store, int rank) {
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                      CreateGlooCommunicator(store, "link", rank, kRanks,
-                                             {"127.0.0.1", absl::Seconds(30)}));
+                      CreateCommunicator(backend, store, "link/", rank, kRanks,
+                                         {"127.0.0.1", absl::Seconds(30)}));
   std::vector<float> send(kCount, 1.0f), recv(kCount * kRanks);
   absl::Time start;
   for (int i = 0; i <= kIterations; ++i) {
@@ -35,12 +36,16 @@ absl::StatusOr<double> Rank(InMemoryStore& store, int rank) {
 
 }  // namespace
 
-absl::StatusOr<double> MeasureLoopbackBusBandwidth() {
+absl::StatusOr<double> MeasureLoopbackBusBandwidth(const std::string& backend) {
+  if (backend != "gloo" && backend != "shm") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link backend '", backend, "' (expected gloo or shm)"));
+  }
   InMemoryStore store;
   std::vector<absl::StatusOr<double>> results(kRanks, 0.0);
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
-    threads.emplace_back([&, r] { results[r] = Rank(store, r); });
+    threads.emplace_back([&, r] { results[r] = Rank(backend, store, r); });
   }
   for (std::thread& t : threads) t.join();
   for (const auto& r : results) ZS_RETURN_IF_ERROR(r.status());

@@ -30,10 +30,19 @@ struct PlanOptions {
   std::string device = "auto";  // cpu | cuda | auto (cuda when --device-memory is given).
   int64_t device_memory = 0, host_memory = 0, nvme = 0;
   std::string link_bandwidth;
+  std::string link_backend = "auto";  // auto | shm | gloo: what `measure` runs.
   int micro_batch = 4, seq_len = 0, global_batch = 0;
   std::string compute_dtype = "fp32", reduce_dtype = "fp32";
   bool json = false;
 };
+
+// What --link-bandwidth measure runs. auto: what a local `zeroshard launch`
+// uses (shm on the CPU); Gloo for a GPU plan, whose NCCL links no loopback
+// measure stands for.
+std::string LinkBackend(const PlanOptions& o, bool cuda) {
+  if (o.link_backend != "auto") return o.link_backend;
+  return cuda ? "gloo" : "shm";
+}
 
 // "7e9", "7B", "350M", "1.5b", "7000000000": a parameter count.
 std::optional<int64_t> ParseCount(const std::string& text) {
@@ -79,7 +88,7 @@ int ResolveMachine(const PlanOptions& o, PlanMachine& m) {
     }
   }
   if (o.link_bandwidth == "measure") {
-    absl::StatusOr<double> bw = MeasureLoopbackBusBandwidth();
+    absl::StatusOr<double> bw = MeasureLoopbackBusBandwidth(LinkBackend(o, m.cuda));
     if (!bw.ok()) return Bad("--link-bandwidth", std::string(bw.status().message()));
     m.link_bytes_per_second = *bw;
   } else if (!o.link_bandwidth.empty()) {
@@ -131,7 +140,7 @@ int RunPlanCommand(const PlanOptions& o) {
   if (int code = ResolveMachine(o, m); code != 0) return code;
   PlanHeader h;
   h.machine = &m;
-  h.link_measured = o.link_bandwidth == "measure";
+  if (o.link_bandwidth == "measure") h.link_measured_on = LinkBackend(o, m.cuda);
   h.compute_dtype = o.compute_dtype;
   h.reduce_dtype = o.reduce_dtype;
   PlanModel model;
@@ -172,7 +181,12 @@ void AddFlags(CLI::App* sub, PlanOptions& o) {
   sub->add_option("--nvme", o.nvme, "free NVMe space for offload files (default: none)")
       ->transform(CLI::AsSizeValue(true));
   sub->add_option("--link-bandwidth", o.link_bandwidth,
-                  "bus bandwidth in GB/s, or 'measure' (a loopback Gloo all-gather)");
+                  "bus bandwidth in GB/s, or 'measure' (an all-gather of 2 local ranks on "
+                  "--link-backend)");
+  sub->add_option("--link-backend", o.link_backend,
+                  "what --link-bandwidth measure runs: shm, gloo, or auto (shm on the CPU, as "
+                  "a local launch; gloo for cuda)")
+      ->check(CLI::IsMember({"auto", "shm", "gloo"}))->capture_default_str();
   sub->add_option("--micro-batch", o.micro_batch, "sequences per forward/backward")
       ->check(CLI::Range(1, 65536))->capture_default_str();
   sub->add_option("--global-batch", o.global_batch, "sequences per step, all ranks (default: "

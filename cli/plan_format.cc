@@ -20,7 +20,9 @@ std::string Machine(const PlanHeader& h) {
   absl::StrAppend(&s, ", link ", m.link_bytes_per_second > 0
                                      ? absl::StrFormat("%.2f GB/s", m.link_bytes_per_second / 1e9)
                                      : std::string("not given (no comm time)"));
-  if (h.link_measured) absl::StrAppend(&s, " (measured: loopback Gloo all-gather, 2 ranks here)");
+  if (!h.link_measured_on.empty()) {
+    absl::StrAppend(&s, " (measured: ", h.link_measured_on, " all-gather, 2 ranks here)");
+  }
   return s;
 }
 

@@ -19,7 +19,7 @@ struct PlanHeader {
   const PlanMachine* machine = nullptr;
   int micro_batch = 0, seq_len = 0, micro_batches = 1;
   int64_t worker_host_bytes = 0;  // PlanModel::worker_host_bytes (CPU rows add it).
-  bool link_measured = false;     // --link-bandwidth measure (loopback, this machine).
+  std::string link_measured_on;   // --link-bandwidth measure's backend (this machine); "" = given.
   std::string compute_dtype, reduce_dtype;
 };
 

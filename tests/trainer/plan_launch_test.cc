@@ -65,6 +65,7 @@ TEST(PlanCommandTest, BadValuesExitTwoNamingTheFlag) {
   for (const Case& c : {Case{"--params lots", "--params"}, Case{"--model huge", "--model"},
                         Case{"--model tiny --device-memory 12XB", "--device-memory"},
                         Case{"--model tiny --link-bandwidth fast", "--link-bandwidth"},
+                        Case{"--model tiny --link-backend tcp", "--link-backend"},
                         Case{"--model tiny --params 7B", "--model"},
                         Case{"--layers 2 --width 30 --heads 4 --ctx 8", "--width"},
                         Case{"--model tiny --seq-len 999", "--seq-len"}}) {
@@ -72,6 +73,19 @@ TEST(PlanCommandTest, BadValuesExitTwoNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
     EXPECT_NE(r.output.find(c.flag), std::string::npos) << c.args << ": " << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << c.args << ": " << r.output;
+  }
+}
+
+// `measure` runs an all-gather on what a local launch uses (shm on the CPU)
+// unless --link-backend says gloo, and names it in the header.
+TEST(PlanCommandTest, MeasuresTheLinkOnTheLaunchBackend) {
+  for (const std::string backend : {"shm", "gloo"}) {
+    const std::string flag = backend == "gloo" ? " --link-backend gloo" : "";
+    CommandResult r = Zs("plan --model tiny --workers 2 --link-bandwidth measure" + flag);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("(measured: " + backend + " all-gather, 2 ranks here)"),
+              std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("link 0.00 GB/s"), std::string::npos) << r.output;
   }
 }
 
