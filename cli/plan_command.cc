@@ -185,7 +185,8 @@ void AddFlags(CLI::App* sub, PlanOptions& o) {
                   "--link-backend)");
   sub->add_option("--link-backend", o.link_backend,
                   "what --link-bandwidth measure runs: shm, gloo, or auto (shm on the CPU, as "
-                  "a local launch; gloo for cuda)")
+                  "a local launch; gloo for cuda). Both measure this machine: for workers on "
+                  "several hosts give the network's GB/s instead")
       ->check(CLI::IsMember({"auto", "shm", "gloo"}))->capture_default_str();
   sub->add_option("--micro-batch", o.micro_batch, "sequences per forward/backward")
       ->check(CLI::Range(1, 65536))->capture_default_str();

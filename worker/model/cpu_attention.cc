@@ -9,7 +9,7 @@
 //   backward: dAtt = dout V^T; dV += att^T dout;
 //             dS[t, u] = att[t, u] (dAtt[t, u] - sum_j att[t, j] dAtt[t, j]) /
 //             sqrt(hs); dQ += dS K; dK += dS^T Q.
-// The five products are sgemm calls on the strided slices (CpuSgemm, as the
+// The six products are sgemm calls on the strided slices (CpuSgemm, as the
 // linear layers'), over the full T x T square: the masked half costs flops
 // but a GEMM's rate (~7 us a product at T = 128, hs = 32 here) beats a
 // triangular row-by-row loop, which was latency- and load-bound. The masked
@@ -19,7 +19,7 @@
 // each pair's sgemm calls run on its thread alone (ScopedSgemmThreads).
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <memory>
 
 #include "common/parallel_for.h"
 #include "worker/model/cpu_kernels_internal.h"
@@ -83,23 +83,24 @@ void PairBackward(const float* q, float* dq, const float* dout_bh, const float* 
 }
 
 // fn(b, h, bh, row, hs, scale, ds) for every (batch b, head h) pair,
-// bh = b * NH + h, split over the compute threads, a T x T scratch each.
+// bh = b * NH + h, split over the compute threads; ds is a T x T scratch of
+// the thread's (uninitialised) when `scratch`, else null.
 template <typename Fn>
-void ForEachPair(int B, int T, int C, int NH, Fn&& fn) {
+void ForEachPair(int B, int T, int C, int NH, bool scratch, Fn&& fn) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int row = 3 * C;
   ParallelFor(int64_t{B} * NH, ComputeThreads(), 1, 1, [&](int, int64_t begin, int64_t end) {
     ScopedSgemmThreads alone(1);  // Same bits whatever the thread count.
-    std::vector<float> ds(static_cast<size_t>(T) * T);
-    for (int64_t bh = begin; bh < end; ++bh) fn(bh / NH, bh % NH, bh, row, hs, scale, ds.data());
+    std::unique_ptr<float[]> ds(scratch ? new float[static_cast<size_t>(T) * T] : nullptr);
+    for (int64_t bh = begin; bh < end; ++bh) fn(bh / NH, bh % NH, bh, row, hs, scale, ds.get());
   });
 }
 
 }  // namespace
 
 void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out, float* att) {
-  ForEachPair(B, T, C, NH,
+  ForEachPair(B, T, C, NH, /*scratch=*/false,
               [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale, float*) {
                 PairForward(qkv + b * T * row + h * hs, row, T, C, hs, scale, att + bh * T * T,
                             out + b * T * int64_t{C} + h * hs);
@@ -108,7 +109,7 @@ void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* o
 
 void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
                           int C, int NH, float* dqkv) {
-  ForEachPair(B, T, C, NH,
+  ForEachPair(B, T, C, NH, /*scratch=*/true,
               [&](int64_t b, int64_t h, int64_t bh, int row, int hs, float scale, float* ds) {
                 PairBackward(qkv + b * T * row + h * hs, dqkv + b * T * row + h * hs,
                              dout + b * T * int64_t{C} + h * hs, att + bh * T * T, row, T, C, hs,

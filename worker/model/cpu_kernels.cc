@@ -36,10 +36,11 @@ std::atomic<int>& ThreadsSetting() {
 // (0: ThreadsSetting), and the count last given to OpenMP on this thread
 // (OpenMP's nthreads-var is per thread).
 thread_local int t_sgemm_threads = 0;
+thread_local int t_omp_threads = 0;
+
 // oneDNN packs a GEMM's operands into scratch it allocates per call (see
 // CpuKernelsScratchBytes in kernels.h).
 constexpr int64_t kCpuGemmScratchBytes = int64_t{64} << 20;
-thread_local int t_omp_threads = 0;
 
 // The element-wise kernels, multi-versioned by instruction set (cpu_simd.h).
 ZS_SIMD_CLONES void BiasAddLoop(float* out, const float* bias, int N, int C) {

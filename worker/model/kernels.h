@@ -90,9 +90,10 @@ Kernels& CpuKernels();
 
 // Bytes CpuKernels allocates beyond its arguments while a matmul runs:
 // oneDNN's sgemm packs both operands into scratch it allocates per call and
-// frees after (measured: 6-7 MiB at `medium`'s shapes, 58 MiB at gpt2's
-// [4096 x 768] x [768 x 3072] on 2 threads), so a fixed 64 MiB. For
-// start-time memory checks (EngineOptions::reserved_bytes). Thread-safe.
+// frees after (measured: 6-7 MiB at `medium`'s shapes on 1 thread; it grows
+// with the thread count and a matmul's N, e.g. a 50,257-token vocabulary's
+// head). A fixed 64 MiB reserve, not a bound. For start-time memory checks
+// (EngineOptions::reserved_bytes). Thread-safe.
 int64_t CpuKernelsScratchBytes();
 
 // Runs one sgemm so oneDNN compiles its GEMM kernels for this CPU now, not

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
 #include "worker/trainer/checkpointing.h"
+#include "worker/trainer/coordinator_refusal.h"
 #include "worker/trainer/generation_trainer.h"
 
 namespace zeroshard {
@@ -149,7 +150,9 @@ absl::Status GenerationTrainer::MaybeCheckpoint(int64_t step, bool requested) {
   const bool due = job.checkpoint_every > 0 && step % job.checkpoint_every == 0;
   if (!due && !requested) return absl::OkStatus();
   ZS_RETURN_IF_ERROR(FinishCheckpoint());
-  ZS_ASSIGN_OR_RETURN(pending_save_, StartCheckpointSave(ctx_, *engine_, step));
+  auto started = StartCheckpointSave(ctx_, *engine_, step);
+  if (!started.ok()) return MarkCoordinatorRefusal(started.status());
+  pending_save_ = std::move(*started);
   return absl::OkStatus();
 }
 
@@ -158,8 +161,8 @@ absl::Status GenerationTrainer::FinishCheckpoint() {
   auto result = pending_save_->Wait(ctx_.job->checkpoint_timeout());
   pending_save_.reset();
   if (!result.ok()) {
-    return absl::Status(result.status().code(),
-                        absl::StrCat("checkpoint save: ", result.status().message()));
+    return MarkCoordinatorRefusal(absl::Status(
+        result.status().code(), absl::StrCat("checkpoint save: ", result.status().message())));
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@
 #include "worker/optim/job_adamw.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
+#include "worker/trainer/coordinator_refusal.h"
 #include "worker/trainer/cpu_reserve.h"
 #include "worker/trainer/generation_trainer.h"
 #include "worker/trainer/state_handoff.h"
@@ -86,6 +87,9 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
+  // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
+  // use, so their stacks are in the footprint before the engine's fit check.
+  SetComputeThreads(options.threads > 0 ? options.threads : ctx.job.threads);
   if (ctx.device->kind() == DeviceKind::kCpu) ZS_RETURN_IF_ERROR(PrepareCpuCompute(*ctx.device));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
@@ -135,11 +139,12 @@ bool IsGenerationLoss(const absl::Status& s) {
          absl::IsCancelled(s);
 }
 
-// A credential the coordinator refused (a checkpoint RPC, say) after it
-// restarted and forgot every member: the heartbeat's NOT_FOUND confirms it
-// within a beat or two. Any other refusal stays this worker's own error.
+// A credential the coordinator refused (a checkpoint RPC, marked by
+// MarkCoordinatorRefusal) after it restarted and forgot every member: the
+// heartbeat's NOT_FOUND confirms it within a beat or two. Any other error
+// stays this worker's own.
 bool IsForgottenMember(const WorkerSession& session, const absl::Status& s) {
-  if (!absl::IsPermissionDenied(s) && !absl::IsUnauthenticated(s)) return false;
+  if (!IsCoordinatorRefusal(s)) return false;
   return session.AwaitForgotten(2 * session.heartbeat_interval() + absl::Seconds(1));
 }
 
@@ -372,7 +377,6 @@ absl::Status RunWorker(const WorkerOptions& options) {
   // A finished job has nothing for a new worker: say so before loading data.
   if (JobEnded(status)) return EndedJobOutcome(status);
   ZS_ASSIGN_OR_RETURN(JobContext job, LoadJob(*client, options, status.job_id()));
-  SetComputeThreads(options.threads > 0 ? options.threads : job.job.threads);
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
   if (!job.job.checkpoint_dir.empty()) {
     // The coordinator client's channel: uploads carry this worker's member credential.

@@ -64,7 +64,7 @@ class WorkerSession {
   // Waits up to `timeout` for a heartbeat to say the coordinator no longer
   // knows this member (NOT_FOUND: its lease lapsed, or a restarted
   // coordinator never knew it); returns whether one did.
-  bool AwaitForgotten(absl::Duration timeout) const;
+  bool AwaitForgotten(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Duration heartbeat_interval() const { return interval_; }
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
