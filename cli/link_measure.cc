@@ -4,9 +4,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "absl/strings/str_cat.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
 

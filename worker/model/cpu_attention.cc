@@ -61,25 +61,23 @@ ZS_SIMD_CLONES void CausalSoftmaxBackwardRows(const float* att, float* ds, int T
 // out_bh at head h's slice of token 0's output (rows of C floats).
 void PairForward(const float* q, int row, int T, int C, int hs, float scale, float* att_bh,
                  float* out_bh) {
-  CpuSgemm(false, true, T, T, hs, scale, q, row, q + C, row, 0.0f, att_bh,
-           T);  // Q K^T
+  // S = scale Q K^T, then att = causal softmax of S, then out = att V.
+  CpuSgemm(false, true, T, T, hs, scale, q, row, q + C, row, 0.0f, att_bh, T);
   CausalSoftmaxRows(att_bh, T);
-  CpuSgemm(false, false, T, hs, T, 1.0f, att_bh, T, q + 2 * C, row, 0.0f, out_bh, C);  // att V
+  CpuSgemm(false, false, T, hs, T, 1.0f, att_bh, T, q + 2 * C, row, 0.0f, out_bh, C);
 }
 
 // One (b, h) pair's backward; dq is q's twin in dqkv, dout_bh head h's slice
 // of token 0's output gradient, ds a T x T scratch.
 void PairBackward(const float* q, float* dq, const float* dout_bh, const float* att_bh, int row,
                   int T, int C, int hs, float scale, float* ds) {
-  CpuSgemm(false, true, T, T, hs, 1.0f, dout_bh, C, q + 2 * C, row, 0.0f, ds,
-           T);  // dout V^T
-  CpuSgemm(true, false, T, hs, T, 1.0f, att_bh, T, dout_bh, C, 1.0f, dq + 2 * C,
-           row);  // dV
+  // dAtt = dout V^T (into ds); dV += att^T dout.
+  CpuSgemm(false, true, T, T, hs, 1.0f, dout_bh, C, q + 2 * C, row, 0.0f, ds, T);
+  CpuSgemm(true, false, T, hs, T, 1.0f, att_bh, T, dout_bh, C, 1.0f, dq + 2 * C, row);
+  // ds becomes dS; then dQ += dS K and dK += dS^T Q.
   CausalSoftmaxBackwardRows(att_bh, ds, T, scale);
-  CpuSgemm(false, false, T, hs, T, 1.0f, ds, T, q + C, row, 1.0f, dq,
-           row);  // dQ += dS K
-  CpuSgemm(true, false, T, hs, T, 1.0f, ds, T, q, row, 1.0f, dq + C,
-           row);  // dK += dS^T Q
+  CpuSgemm(false, false, T, hs, T, 1.0f, ds, T, q + C, row, 1.0f, dq, row);
+  CpuSgemm(true, false, T, hs, T, 1.0f, ds, T, q, row, 1.0f, dq + C, row);
 }
 
 // fn(b, h, bh, row, hs, scale, ds) for every (batch b, head h) pair,

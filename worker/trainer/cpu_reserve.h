@@ -1,6 +1,7 @@
 // The CPU worker's own memory around the engine's fit check: the matmuls'
-// scratch (oneDNN's packed operands), checked at start, and the address space mapped after the check that
-// no memory kind counts. Thread-safe: no shared state of its own.
+// scratch (oneDNN's packed operands), checked at start, and the address
+// space mapped after the check that no memory kind counts. Thread-safe: no
+// shared state of its own.
 #pragma once
 
 #include <cstdint>

@@ -8,10 +8,10 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "common/rpc/plan_proto.h"
 #include "common/host_name.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
