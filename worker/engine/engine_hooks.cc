@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-
 #include "common/status_macros.h"
 #include "worker/comm/wait_or_abort.h"
 #include "worker/engine/sharded_engine.h"
@@ -185,8 +184,9 @@ void ShardedEngine::PostBackward(int u) {
 
 // Moves the bracket's fp32 gradient into the resident gradient: at stages 0-1
 // by adding (when it is not already the resident buffer); at stages 2-3 by a
-// reduce-scatter in place over a staging buffer whose slice is added into the
-// shard gradient once the collective completes (DrainOneReduce).
+// reduce-scatter of a staging buffer, straight into the shard gradient when
+// that holds zeros (Unit::grads_zero), else in place, its slice added into
+// the shard gradient once the collective completes (DrainOneReduce).
 void ShardedEngine::FlushGrads(int u) {
   Unit& unit = units_[u];
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
@@ -212,9 +212,11 @@ void ShardedEngine::FlushGrads(int u) {
     unit.grad_view.Free();
   }
   if (Failed()) return;  // Nothing is reduced after a failure.
-  pending.work = comm_->ReduceScatter(pending.staging.data(), Slice(pending.staging, S, gbytes()),
-                                      S, options_.reduce_dtype, ReduceOp::kSum,
-                                      {options_.collective_timeout});
+  pending.direct = unit.grads_zero;
+  unit.grads_zero = false;
+  void* recv = pending.direct ? unit.grads.data() : Slice(pending.staging, S, gbytes());
+  pending.work = comm_->ReduceScatter(pending.staging.data(), recv, S, options_.reduce_dtype,
+                                      ReduceOp::kSum, {options_.collective_timeout});
   pending_.push_back(std::move(pending));
 }
 
@@ -222,11 +224,12 @@ void ShardedEngine::DrainOneReduce() {
   PendingReduce& p = pending_.front();
   Unit& unit = units_[p.unit];
   const int64_t S = unit.plan->shard_numel;
-  if (Sequence(p.work).ok()) {
+  if (!Sequence(p.work).ok()) {
+    Retire(p.staging);  // [Note: failed collective buffers]
+    if (p.direct) Retire(unit.grads);
+  } else if (!p.direct) {
     Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, Slice(p.staging, S, gbytes()),
                           options_.reduce_dtype, S));
-  } else {
-    Retire(p.staging);  // [Note: failed collective buffers]
   }
   pending_.pop_front();
 }

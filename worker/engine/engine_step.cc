@@ -17,9 +17,16 @@ void* ShardedEngine::ShardGrad(Unit& unit) const {
 }
 
 // Stage 0: all-reduce each full gradient; stage 1: reduce-scatter it in place
-// (the rank's slice then holds the sum). Stages 2-3 reduced in PostBackward.
+// (the rank's slice then holds the sum). Stages 2-3 reduced in PostBackward:
+// a unit no backward wrote gets its zeros now (Unit::grads_zero).
 absl::Status ShardedEngine::ReduceGradients() {
-  if (options_.stage >= 2) return absl::OkStatus();
+  if (options_.stage >= 2) {
+    for (Unit& unit : units_) {
+      if (!unit.grads_zero) continue;
+      ZS_RETURN_IF_ERROR(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));
+    }
+    return absl::OkStatus();
+  }
   const CollectiveOptions copts{options_.collective_timeout};
   std::vector<std::unique_ptr<Work>> works;
   for (Unit& unit : units_) {
@@ -103,7 +110,13 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
 }
 
 void ShardedEngine::ZeroGradients() {
-  for (Unit& unit : units_) Fail(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));
+  for (Unit& unit : units_) {
+    if (options_.stage >= 2) {
+      unit.grads_zero = true;  // The next reduce-scatter overwrites them.
+    } else {
+      Fail(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));
+    }
+  }
 }
 
 absl::StatusOr<StepResult> ShardedEngine::Step(float grad_scale) {

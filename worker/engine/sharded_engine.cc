@@ -227,7 +227,10 @@ ShardedEngine::~ShardedEngine() {
   }
   if (lost) {
     comm_->Abort();
-    for (PendingReduce& p : pending_) retired_.push_back(std::move(p.staging));
+    for (PendingReduce& p : pending_) {
+      retired_.push_back(std::move(p.staging));
+      if (p.direct) retired_.push_back(std::move(units_[p.unit].grads));
+    }
     for (Unit& unit : units_) retired_.push_back(std::move(unit.gathered));
   }
   // [Note: failed collective buffers] A backend may still write into retired

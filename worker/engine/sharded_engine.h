@@ -267,11 +267,17 @@ class ShardedEngine final : public UnitHooks {
     float* grad_ptr = nullptr;
     int param_refs = 0;
     int grad_refs = 0;
+    // Stages 2-3: `grads` counts as zeros whatever its bytes hold (set at
+    // Create and by ZeroGradients, which then writes nothing); the step's
+    // first reduce-scatter of the unit writes straight into it instead of
+    // being added, and Step zero-fills any unit still unwritten.
+    bool grads_zero = true;
   };
   struct PendingReduce {
     int unit = 0;
     std::unique_ptr<Work> work;
     DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
+    bool direct = false;   // Reduced into the unit's `grads`, not staging's slice.
   };
 
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
