@@ -1,10 +1,12 @@
 // CudaKernels against CpuKernels (an independent implementation: oneDNN
 // sgemm and plain loops) on random inputs at odd shapes, within the tolerance of
 // cuda_kernels_test_util.h: matmuls (fp32 and TF32, every transpose),
-// bias, LayerNorm, GELU, Add/Accumulate. Gradients start from random values
+// bias, LayerNorm, GELU, Add/Accumulate, Sum. Gradients start from random values
 // so the "adds" rule is checked too. Attention, cross-entropy, embeddings
 // and the determinism checks are in cuda_kernels_more_test.cc. Needs a GPU:
 // exits 77 (CTest: skipped) with the reason printed when there is none.
+#include <cmath>
+#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -143,6 +145,25 @@ TEST_F(CudaKernelsTest, AddAndAccumulate) {
     // One IEEE addition each: bit-equal, inside any tolerance.
     EXPECT_TRUE(BitEqual(Down(d_y, y), y)) << "n=" << n;
     EXPECT_TRUE(BitEqual(Down(d_acc, acc), acc)) << "n=" << n;
+  }
+  EXPECT_TRUE(k->TakeStatus().ok());
+}
+
+TEST_F(CudaKernelsTest, SumMatchesTheCpu) {
+  std::unique_ptr<CudaKernels> k = MakeKernels();
+  ASSERT_NE(k, nullptr);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{100003}}) {
+    const std::vector<float> x = Random(n, 22, 3.0f);
+    std::vector<double> sum = {-1.0};
+    double* d_sum = Up(sum);
+    k->Sum(n > 0 ? Up(x) : nullptr, n, d_sum);
+    double want = 0.0;
+    Cpu().Sum(x.data(), n, &want);
+    const std::vector<float> bytes = Down(reinterpret_cast<const float*>(d_sum), 2);
+    double got = 0.0;
+    std::memcpy(&got, bytes.data(), sizeof(got));
+    // Both sum fp32 values in fp64, in different orders.
+    EXPECT_NEAR(got, want, 1e-12 * (1.0 + std::fabs(want))) << "n=" << n;
   }
   EXPECT_TRUE(k->TakeStatus().ok());
 }

@@ -228,5 +228,23 @@ TEST(KernelsTest, EmbeddingBackwardWithRepeatedTokens) {
   ExpectGradient("dwpe", wpe, dwpe, loss);
 }
 
+TEST(KernelsTest, SumInDouble) {
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{100003}}) {
+    std::vector<float> x = Random(n, 21, 3.0f);
+    long double want = 0;
+    for (float v : x) want += v;
+    double got = -1.0;
+    K().Sum(x.data(), n, &got);
+    EXPECT_NEAR(got, static_cast<double>(want), 1e-12 * (1.0 + std::fabs(static_cast<double>(want))))
+        << "n=" << n;
+  }
+  // fp32 would lose the 1s next to 2^25; fp64 keeps them.
+  std::vector<float> big = {33554432.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  double got = 0.0;
+  K().Sum(big.data(), 5, &got);
+  EXPECT_EQ(got, 33554436.0);
+  EXPECT_TRUE(K().TakeStatus().ok());
+}
+
 }  // namespace
 }  // namespace zeroshard

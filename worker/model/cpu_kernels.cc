@@ -181,6 +181,14 @@ ZS_SIMD_CLONES void AddLoop(const float* a, const float* b, int64_t n, float* y)
 
 ZS_SIMD_CLONES void AccumulateLoop(const float* x, int64_t n, float* y) { AccumulateRow(x, n, y); }
 
+// Vectorised under this file's -fassociative-math: the order is the
+// compiler's, fixed at build time.
+ZS_SIMD_CLONES double SumLoop(const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  return sum;
+}
+
 class CpuKernelsImpl final : public Kernels {
  public:
   void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
@@ -246,6 +254,7 @@ class CpuKernelsImpl final : public Kernels {
   void Add(const float* a, const float* b, int64_t n, float* y) override { AddLoop(a, b, n, y); }
 
   void Accumulate(const float* x, int64_t n, float* y) override { AccumulateLoop(x, n, y); }
+  void Sum(const float* x, int64_t n, double* sum) override { *sum = SumLoop(x, n); }
 };
 
 }  // namespace

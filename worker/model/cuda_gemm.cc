@@ -4,14 +4,18 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/model/cuda_blas.h"
 
 namespace zeroshard::model_cuda {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  const std::string message =
-      absl::StrCat(file, ":", line, ": ", expr, ": ", cublasGetStatusName(status), " (",
-                   cublasGetStatusString(status), ")");
+  // A status comes from a cuBLAS call, so the API is loaded.
+  const CublasApi& api = **Cublas();
+  const std::string message = absl::StrCat(file, ":", line, ": ", expr, ": ",
+                                           api.GetStatusName(status), " (",
+                                           api.GetStatusString(status), ")");
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);
@@ -37,13 +41,14 @@ absl::Status RowMajorGemm(cublasHandle_t handle, bool tf32, const GemmShape& s, 
   const int lda = std::max(1, s.trans_a ? s.M : s.K);
   const int ldc = s.N;
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  ZS_ASSIGN_OR_RETURN(const CublasApi* api, Cublas());
   if (batch.count == 1) {
-    ZS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(handle, op_b, op_a, s.N, s.M, s.K, &alpha, B, CUDA_R_32F,
+    ZS_CUBLAS_RETURN_IF_ERROR(api->GemmEx(handle, op_b, op_a, s.N, s.M, s.K, &alpha, B, CUDA_R_32F,
                                            ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc,
                                            compute, CUBLAS_GEMM_DEFAULT));
     return absl::OkStatus();
   }
-  ZS_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+  ZS_CUBLAS_RETURN_IF_ERROR(api->GemmStridedBatchedEx(
       handle, op_b, op_a, s.N, s.M, s.K, &alpha, B, CUDA_R_32F, ldb, batch.b, A, CUDA_R_32F, lda,
       batch.a, &beta, C, CUDA_R_32F, ldc, batch.c, batch.count, compute, CUBLAS_GEMM_DEFAULT));
   return absl::OkStatus();

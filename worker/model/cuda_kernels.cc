@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "worker/device/cuda_check.h"
+#include "worker/model/cuda_blas.h"
 #include "worker/model/cuda_gemm.h"
 #include "worker/model/cuda_model_kernels.h"
 
@@ -36,18 +38,19 @@ absl::StatusOr<std::unique_ptr<CudaKernels>> CudaKernels::Create(
         absl::StrCat("CudaKernels: vocab must be >= 1, got ", options.vocab));
   }
   ZS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device.ordinal()));
+  ZS_ASSIGN_OR_RETURN(const model_cuda::CublasApi* blas, model_cuda::Cublas());
   cublasHandle_t handle = nullptr;
-  ZS_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle));
+  ZS_CUBLAS_RETURN_IF_ERROR(blas->Create(&handle));
   // Only the compute type of each call picks TF32 (cuda_gemm.cc), not the
   // handle's math mode.
-  absl::Status bound = model_cuda::CublasStatus(cublasSetStream(handle, StreamOf(device)),
+  absl::Status bound = model_cuda::CublasStatus(blas->SetStream(handle, StreamOf(device)),
                                                 "cublasSetStream", __FILE__, __LINE__);
   if (bound.ok()) {
-    bound = model_cuda::CublasStatus(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
+    bound = model_cuda::CublasStatus(blas->SetMathMode(handle, CUBLAS_DEFAULT_MATH),
                                      "cublasSetMathMode", __FILE__, __LINE__);
   }
   if (!bound.ok()) {
-    cublasDestroy(handle);
+    blas->Destroy(handle);
     return bound;
   }
   return std::unique_ptr<CudaKernels>(new CudaKernels(device, options, handle));
@@ -56,7 +59,8 @@ absl::StatusOr<std::unique_ptr<CudaKernels>> CudaKernels::Create(
 CudaKernels::~CudaKernels() {
   if (cudaSetDevice(device_.ordinal()) != cudaSuccess) cudaGetLastError();
   device_.Free(scratch_);  // Stream-ordered: after the work that used it.
-  cublasDestroy(Handle(cublas_));
+  // Created through the loaded API, which stays loaded.
+  (*model_cuda::Cublas())->Destroy(Handle(cublas_));
 }
 
 absl::Status CudaKernels::TakeStatus() { return std::exchange(error_, absl::OkStatus()); }
@@ -179,6 +183,11 @@ void CudaKernels::Add(const float* a, const float* b, int64_t n, float* y) {
 void CudaKernels::Accumulate(const float* x, int64_t n, float* y) {
   if (!Begin()) return;
   Keep(ZS_LAUNCH_STATUS(model_cuda::Accumulate(x, n, y, StreamOf(device_))));
+}
+
+void CudaKernels::Sum(const float* x, int64_t n, double* sum) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::Sum(x, n, sum, StreamOf(device_))));
 }
 
 }  // namespace zeroshard

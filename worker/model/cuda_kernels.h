@@ -63,7 +63,7 @@ class CudaKernels final : public Kernels {
 
   // The first error since creation or the last TakeStatus (OK if none);
   // clears it so calls run again.
-  absl::Status TakeStatus();
+  absl::Status TakeStatus() override;
   int64_t scratch_bytes() const { return scratch_bytes_; }
   const CudaKernelsOptions& options() const { return options_; }
 
@@ -94,6 +94,7 @@ class CudaKernels final : public Kernels {
                          float* dwpe) override;
   void Add(const float* a, const float* b, int64_t n, float* y) override;
   void Accumulate(const float* x, int64_t n, float* y) override;
+  void Sum(const float* x, int64_t n, double* sum) override;
 
  private:
   CudaKernels(Device& device, const CudaKernelsOptions& options, void* cublas)

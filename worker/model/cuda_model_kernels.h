@@ -61,6 +61,9 @@ inline int64_t ColumnPartials(int N) {
 cudaError_t ColumnSums(ColumnTerm term, const float* a, const float* x, const float* mean,
                        const float* rstd, int N, int C, float* partials, float* out,
                        cudaStream_t stream);
+// *sum = sum of x[0..n) in fp64 (writes, also for n = 0): one block, each
+// thread sums a strided slice in index order, then a fixed tree.
+cudaError_t Sum(const float* x, int64_t n, double* sum, cudaStream_t stream);
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; a token outside [0, V) gives
 // a NaN row (no read outside wte).
 cudaError_t EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,

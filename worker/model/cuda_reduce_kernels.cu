@@ -98,6 +98,21 @@ __global__ void EmbeddingBackwardWpeKernel(const float* dout, int B, int T, int 
   }
 }
 
+constexpr int kSumThreads = 256;
+
+__global__ void SumKernel(const float* x, int64_t n, double* sum) {
+  __shared__ double part[kSumThreads];
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kSumThreads) acc += x[i];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kSumThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *sum = part[0];
+}
+
 }  // namespace
 
 cudaError_t ColumnSums(ColumnTerm term, const float* a, const float* x, const float* mean,
@@ -135,6 +150,11 @@ cudaError_t EmbeddingBackward(const float* dout, const int32_t* tokens, int B, i
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   EmbeddingBackwardWpeKernel<<<ElementBlocks(int64_t{T} * C), kThreads, 0, stream>>>(dout, B, T, C,
                                                                                      dwpe);
+  return cudaGetLastError();
+}
+
+cudaError_t Sum(const float* x, int64_t n, double* sum, cudaStream_t stream) {
+  SumKernel<<<1, kSumThreads, 0, stream>>>(x, n, sum);
   return cudaGetLastError();
 }
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/shard_plan.h"
 #include "common/status_macros.h"
+#include "worker/device/device_factory.h"
 
 namespace zeroshard {
 namespace {
@@ -20,6 +23,24 @@ ActSizes Sizes(const ModelConfig& c, int B, int T) {
   const int64_t bt = int64_t{B} * T;
   return {bt * c.n_embd, bt, bt * 3 * c.n_embd, int64_t{B} * c.n_head * T * T,
           bt * 4 * c.n_embd, bt * c.vocab};
+}
+
+// fn(array) for every array of a GptModel's Acts (const or not), in layout
+// order.
+template <typename ActsT, typename Fn>
+void ForEachArray(ActsT& acts, Fn&& fn) {
+  for (auto* a : {&acts.encoded, &acts.lnf, &acts.lnf_mean, &acts.lnf_rstd, &acts.logits,
+                  &acts.losses, &acts.dresidual, &acts.dln, &acts.datty, &acts.dqkv, &acts.dfch,
+                  &acts.dfch_gelu}) {
+    fn(*a);
+  }
+  for (auto& l : acts.blocks) {
+    for (auto* a : {&l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.att, &l.atty, &l.res2, &l.ln2,
+                    &l.ln2_mean, &l.ln2_rstd, &l.fch, &l.fch_gelu}) {
+      fn(*a);
+    }
+  }
+  for (auto& out : acts.outputs) fn(out);
 }
 
 int64_t Find(const UnitPlan& unit, const std::string& name) {
@@ -47,9 +68,19 @@ int64_t ModelActivationBytes(const ModelConfig& c, int B, int T, ActivationCheck
   return 4 * (block * blocks + outputs + rest);
 }
 
-GptModel::GptModel(const ModelConfig& config, ActivationCheckpointing mode, Kernels& kernels)
-    : config_(config), mode_(mode), k_(kernels) {
+GptModel::GptModel(const ModelConfig& config, ActivationCheckpointing mode, Kernels& kernels,
+                   Device* device)
+    : config_(config), mode_(mode), k_(kernels), device_(device) {
   ZS_CHECK(ValidateModelConfig(config).ok());
+  if (device_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<Device>> cpu = CreateDevice({"cpu", -1, 1});
+    ZS_CHECK(cpu.ok());
+    owned_device_ = std::move(cpu).value();
+    device_ = owned_device_.get();
+  }
+  arena_ = DeviceBuffer(device_, &accountant_, MemoryKind::kBuffers);
+  tokens_ = DeviceBuffer(device_, &accountant_, MemoryKind::kBuffers);
+  loss_sum_ = DeviceBuffer(device_, &accountant_, MemoryKind::kBuffers);
   absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
   ZS_CHECK(plan.ok());
   const UnitPlan& e = plan->units[0];
@@ -94,76 +125,118 @@ absl::Status GptModel::Validate(const int32_t* inputs, const int32_t* targets, i
   return absl::OkStatus();
 }
 
-void GptModel::Allocate(int B, int T) {
-  if (acts_.B == B && acts_.T == T) return;
+absl::Status GptModel::Allocate(int B, int T) {
+  if (acts_.B == B && acts_.T == T) return absl::OkStatus();
   const ActSizes s = Sizes(config_, B, T);
   acts_.B = B;
   acts_.T = T;
-  acts_.encoded.resize(s.btc);
-  acts_.lnf.resize(s.btc);
-  acts_.lnf_mean.resize(s.bt);
-  acts_.lnf_rstd.resize(s.bt);
-  acts_.logits.resize(s.logits);
-  acts_.losses.resize(s.bt);
   acts_.blocks.resize(mode_ == ActivationCheckpointing::kBlocks ? 1 : config_.n_layer);
   acts_.outputs.resize(config_.n_layer);
-  for (std::vector<float>& out : acts_.outputs) out.resize(s.btc);
-  for (BlockActs& l : acts_.blocks) {
-    for (auto* v : {&l.ln1, &l.atty, &l.res2, &l.ln2}) v->resize(s.btc);
-    for (auto* v : {&l.ln1_mean, &l.ln1_rstd, &l.ln2_mean, &l.ln2_rstd}) v->resize(s.bt);
-    l.qkv.resize(s.qkv);
-    l.att.resize(s.att);
-    l.fch.resize(s.fc);
-    l.fch_gelu.resize(s.fc);
+  for (Array* a : {&acts_.encoded, &acts_.lnf, &acts_.dresidual, &acts_.dln, &acts_.datty}) {
+    a->n = s.btc;
   }
-  for (auto* v : {&acts_.dresidual, &acts_.dln, &acts_.datty}) v->resize(s.btc);
-  acts_.dqkv.resize(s.qkv);
-  acts_.dfch.resize(s.fc);
-  acts_.dfch_gelu.resize(s.fc);
+  for (Array* a : {&acts_.lnf_mean, &acts_.lnf_rstd, &acts_.losses}) a->n = s.bt;
+  acts_.logits.n = s.logits;
+  acts_.dqkv.n = s.qkv;
+  acts_.dfch.n = s.fc;
+  acts_.dfch_gelu.n = s.fc;
+  for (Array& out : acts_.outputs) out.n = s.btc;
+  for (BlockActs& l : acts_.blocks) {
+    for (Array* a : {&l.ln1, &l.atty, &l.res2, &l.ln2}) a->n = s.btc;
+    for (Array* a : {&l.ln1_mean, &l.ln1_rstd, &l.ln2_mean, &l.ln2_rstd}) a->n = s.bt;
+    l.qkv.n = s.qkv;
+    l.att.n = s.att;
+    l.fch.n = s.fc;
+    l.fch_gelu.n = s.fc;
+  }
+  // Each array starts on a 64-byte boundary (16 floats).
+  auto padded = [](int64_t n) { return (n + 15) / 16 * 16; };
+  int64_t floats = 0;
+  ForEachArray(acts_, [&](const Array& a) { floats += padded(a.n); });
+  if (floats * 4 > arena_.bytes()) {
+    // Zeroed: nothing reads before writing, but a recompute workspace or a
+    // scratch never holds another allocation's leftovers.
+    absl::Status grown = arena_.Allocate(floats * 4);
+    if (!grown.ok()) {
+      acts_.B = acts_.T = 0;
+      return absl::Status(grown.code(), absl::StrCat("model activations (", floats * 4,
+                                                     " bytes): ", grown.message()));
+    }
+  }
+  float* next = arena_.as<float>();
+  ForEachArray(acts_, [&](Array& a) {
+    a.ptr = next;
+    next += padded(a.n);
+  });
+  return absl::OkStatus();
 }
 
 int64_t GptModel::ActivationBytes() const {
   int64_t n = 0;
-  for (const auto* v : {&acts_.encoded, &acts_.lnf, &acts_.lnf_mean, &acts_.lnf_rstd,
-                        &acts_.logits, &acts_.losses, &acts_.dresidual, &acts_.dln,
-                        &acts_.datty, &acts_.dqkv, &acts_.dfch, &acts_.dfch_gelu}) {
-    n += static_cast<int64_t>(v->size());
-  }
-  for (const BlockActs& l : acts_.blocks) {
-    for (const auto* v : {&l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.att, &l.atty, &l.res2,
-                          &l.ln2, &l.ln2_mean, &l.ln2_rstd, &l.fch, &l.fch_gelu}) {
-      n += static_cast<int64_t>(v->size());
-    }
-  }
-  for (const std::vector<float>& out : acts_.outputs) n += static_cast<int64_t>(out.size());
+  ForEachArray(acts_, [&](const Array& a) { n += a.n; });
   return 4 * n;
+}
+
+absl::StatusOr<const int32_t*> GptModel::DeviceTokens(const int32_t* host, int which) {
+  if (device_->kind() == DeviceKind::kCpu) return host;
+  const int64_t bt = int64_t{acts_.B} * acts_.T;
+  if (tokens_.bytes() < 2 * bt * 4) ZS_RETURN_IF_ERROR(tokens_.Allocate(2 * bt * 4));
+  int32_t* dst = tokens_.as<int32_t>() + which * bt;
+  // Stream-ordered after the previous call's kernels that read these ids.
+  ZS_RETURN_IF_ERROR(device_->Copy(dst, host, bt * 4));
+  return dst;
+}
+
+void GptModel::Zero(const Array& a) {
+  absl::Status s = device_->Memset(a.ptr, 0, a.n * 4);
+  if (status_.ok() && !s.ok()) status_ = s;
+}
+
+absl::StatusOr<double> GptModel::FinishCall() {
+  double sum = 0.0;
+  absl::Status s = std::exchange(status_, absl::OkStatus());
+  if (s.ok()) s = k_.TakeStatus();
+  if (s.ok()) s = device_->Copy(&sum, loss_sum_.data(), sizeof(double));
+  // Generous: the whole micro-batch's forward and backward run before it.
+  if (s.ok()) s = device_->Synchronize(absl::Minutes(10));
+  ZS_RETURN_IF_ERROR(s);
+  return sum;
 }
 
 absl::StatusOr<double> GptModel::ForwardBackward(const int32_t* inputs,
                                                  const int32_t* targets, int B, int T,
                                                  float loss_scale, UnitHooks& hooks) {
   ZS_RETURN_IF_ERROR(Validate(inputs, targets, B, T));
-  Allocate(B, T);
-  const double loss = RunForward(inputs, targets, hooks);
-  RunBackward(inputs, targets, loss_scale, hooks);
-  return loss;
+  ZS_RETURN_IF_ERROR(Allocate(B, T));
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, DeviceTokens(inputs, 0));
+  ZS_ASSIGN_OR_RETURN(const int32_t* tg, DeviceTokens(targets, 1));
+  RunForward(in, tg, hooks);
+  RunBackward(in, tg, loss_scale, hooks);
+  return FinishCall();
 }
 
 absl::StatusOr<double> GptModel::Forward(const int32_t* inputs, const int32_t* targets, int B,
                                          int T, UnitHooks& hooks) {
   ZS_RETURN_IF_ERROR(Validate(inputs, targets, B, T));
-  Allocate(B, T);
-  return RunForward(inputs, targets, hooks);
+  ZS_RETURN_IF_ERROR(Allocate(B, T));
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, DeviceTokens(inputs, 0));
+  ZS_ASSIGN_OR_RETURN(const int32_t* tg, DeviceTokens(targets, 1));
+  RunForward(in, tg, hooks);
+  return FinishCall();
 }
 
 absl::Status GptModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
                               std::vector<float>* logits) {
   // The inputs stand in for targets: Validate checks their range once.
   ZS_RETURN_IF_ERROR(Validate(inputs, inputs, B, T));
-  Allocate(B, T);
-  RunLogits(inputs, hooks);
-  logits->assign(acts_.logits.begin(), acts_.logits.end());
-  return absl::OkStatus();
+  ZS_RETURN_IF_ERROR(Allocate(B, T));
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, DeviceTokens(inputs, 0));
+  RunLogits(in, hooks);
+  logits->resize(static_cast<size_t>(acts_.logits.n));
+  ZS_RETURN_IF_ERROR(std::exchange(status_, absl::OkStatus()));
+  ZS_RETURN_IF_ERROR(k_.TakeStatus());
+  ZS_RETURN_IF_ERROR(device_->Copy(logits->data(), acts_.logits.data(), acts_.logits.n * 4));
+  return device_->Synchronize(absl::Minutes(10));
 }
 
 }  // namespace zeroshard

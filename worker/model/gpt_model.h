@@ -11,7 +11,13 @@
 // (evaluation) and Logits (inference) make only the forward brackets.
 //
 // Activations kept for backward (and backward scratch) are the model's own
-// memory, reused across calls and grown to the largest micro-batch seen.
+// memory: one allocation of its Device (the CPU's host memory, or a GPU's
+// memory for CudaKernels), grown to the largest micro-batch seen and
+// reused. On a device other than the CPU the token ids are copied into
+// device memory each call (stream-ordered), and the loss is summed on the
+// device (Kernels::Sum): one double per call crosses to the host. Every
+// parameter and gradient pointer the hooks hand out must be memory of that
+// Device, as every pointer the kernels get is.
 // Not thread-safe: one training thread per GptModel.
 //
 // [Note: activation checkpointing] With ActivationCheckpointing::kBlocks
@@ -38,9 +44,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/device/device.h"
+#include "worker/device/device_buffer.h"
+#include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/model/kernels.h"
 #include "worker/model/model_config.h"
@@ -60,18 +70,22 @@ class GptModel {
  public:
   // `config` must pass ValidateModelConfig (checked). `mode`: what forward
   // keeps for backward ([Note: activation checkpointing]). `kernels` must
-  // outlive the model.
+  // outlive the model and compute in `device`'s memory (CpuKernels: the
+  // CPU; CudaKernels: its CUDA Device); null `device` = a CPU device the
+  // model owns.
   explicit GptModel(const ModelConfig& config,
                     ActivationCheckpointing mode = ActivationCheckpointing::kNone,
-                    Kernels& kernels = CpuKernels());
+                    Kernels& kernels = CpuKernels(), Device* device = nullptr);
 
   // Forward and backward over B sequences of T tokens. inputs and targets are
   // int32 [B, T] row-major with values in [0, vocab); 1 <= T <= n_ctx.
   // Gradients of loss_scale * (sum over all B*T tokens of the cross-entropy,
   // in nats) are ADDED through the hooks. Returns that sum (unscaled), so the
-  // caller can form the mean over a global batch. INVALID_ARGUMENT naming the
-  // field for bad sizes, null pointers or out-of-range tokens (nothing is
-  // called on the hooks then).
+  // caller can form the mean over a global batch; it returns once the device
+  // has finished the call's work. inputs and targets are host memory.
+  // INVALID_ARGUMENT naming the field for bad sizes, null pointers or
+  // out-of-range tokens (nothing is called on the hooks then); the device's
+  // or the kernels' first error (memory, a failed launch).
   absl::StatusOr<double> ForwardBackward(const int32_t* inputs, const int32_t* targets, int B,
                                          int T, float loss_scale, UnitHooks& hooks);
 
@@ -86,8 +100,10 @@ class GptModel {
   absl::Status Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
                       std::vector<float>* logits);
 
-  // Bytes of activation and scratch buffers currently allocated; equals
+  // Bytes of activation and scratch buffers in use; equals
   // ModelActivationBytes(config(), B, T, mode()) for the last call's B, T.
+  // The allocation holding them adds under 64 bytes per buffer (alignment)
+  // and, off the CPU, 8 * B * T bytes of token ids and one double.
   int64_t ActivationBytes() const;
   const ModelConfig& config() const { return config_; }
   ActivationCheckpointing mode() const { return mode_; }
@@ -97,27 +113,44 @@ class GptModel {
     int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
         fcproj_b;
   };
+  // `n` floats of the arena (device memory).
+  struct Array {
+    float* ptr = nullptr;
+    int64_t n = 0;
+    float* data() const { return ptr; }
+    int64_t size() const { return n; }
+  };
   // One block's intermediates: what its backward reads besides its input.
   struct BlockActs {
-    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd,
-        fch, fch_gelu;
+    Array ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
   };
   struct Acts {
     int B = 0, T = 0;
-    std::vector<float> encoded, lnf, lnf_mean, lnf_rstd, logits, losses;
+    Array encoded, lnf, lnf_mean, lnf_rstd, logits, losses;
     // n_layer entries (kNone), or 1: the shared recompute workspace (kBlocks).
     std::vector<BlockActs> blocks;
     // Each block's output res3 (block l+1's input; the last feeds ln_f).
-    std::vector<std::vector<float>> outputs;
+    std::vector<Array> outputs;
     // Backward scratch.
-    std::vector<float> dresidual, dln, dqkv, datty, dfch, dfch_gelu;
+    Array dresidual, dln, dqkv, datty, dfch, dfch_gelu;
   };
 
   absl::Status Validate(const int32_t* inputs, const int32_t* targets, int B, int T) const;
-  void Allocate(int B, int T);
+  // Lays every buffer of a [B, T] micro-batch out in the arena (grown as
+  // needed).
+  absl::Status Allocate(int B, int T);
+  // Token ids in device memory: the caller's own on the CPU, else copied
+  // into tokens_ at slot `which` (0 inputs, 1 targets).
+  absl::StatusOr<const int32_t*> DeviceTokens(const int32_t* host, int which);
+  // Zero-fills `a` (device memset); a failure is kept in status_.
+  void Zero(const Array& a);
+  // The loss sum RunForward left on the device, on the host, after the
+  // device's work is done; then the kernels' and the device's first error.
+  absl::StatusOr<double> FinishCall();
   // Embedding, blocks, ln_f and the tied head: acts_.logits holds logits.
   void RunLogits(const int32_t* inputs, UnitHooks& hooks);
-  double RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks);
+  // Logits, then the loss sum into loss_sum_ (read by FinishCall).
+  void RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks);
   void RunBackward(const int32_t* inputs, const int32_t* targets, float loss_scale,
                    UnitHooks& hooks);
   // Block `layer`'s intermediates from its input x into Work(layer); then
@@ -133,6 +166,13 @@ class GptModel {
   ModelConfig config_;
   ActivationCheckpointing mode_;
   Kernels& k_;
+  std::unique_ptr<Device> owned_device_;  // When constructed without one.
+  Device* device_ = nullptr;
+  MemoryAccountant accountant_;  // The model's own buffers (not the engine's).
+  DeviceBuffer arena_;           // Every Array of acts_.
+  DeviceBuffer tokens_;          // Off the CPU: inputs and targets, 2 * B * T int32.
+  DeviceBuffer loss_sum_;        // One double: RunForward's sum.
+  absl::Status status_;          // First device error inside a pass.
   int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;  // Offsets in unit 0.
   BlockOffsets block_{};                             // Same in every block unit.
   Acts acts_;

@@ -35,15 +35,20 @@ void GptModel::RunLogits(const int32_t* inputs, UnitHooks& hooks) {
   hooks.PostForward(0);
 }
 
-double GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks) {
+void GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks) {
   const int BT = acts_.B * acts_.T, V = config_.vocab;
   RunLogits(inputs, hooks);
   // Probabilities overwrite the logits (kept for backward).
   k_.SoftmaxCrossEntropyForward(acts_.logits.data(), targets, BT, V, acts_.logits.data(),
                                 acts_.losses.data());
-  double sum = 0.0;
-  for (float v : acts_.losses) sum += v;
-  return sum;
+  if (!loss_sum_.allocated()) {
+    absl::Status s = loss_sum_.Allocate(sizeof(double));
+    if (!s.ok()) {
+      if (status_.ok()) status_ = s;
+      return;
+    }
+  }
+  k_.Sum(acts_.losses.data(), BT, loss_sum_.as<double>());
 }
 
 GptModel::BlockActs& GptModel::Work(int layer) {
@@ -91,7 +96,7 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
   float* dlogits = acts_.logits.data();  // In place over the probabilities.
   k_.SoftmaxCrossEntropyBackward(acts_.logits.data(), targets, BT, V, loss_scale, dlogits);
   const float* x_last = BlockInput(config_.n_layer);  // ln_f's input.
-  std::fill(acts_.dresidual.begin(), acts_.dresidual.end(), 0.0f);
+  Zero(acts_.dresidual);
   UnitBackwardView u = hooks.PreBackward(0);
   k_.Matmul(false, false, BT, C, V, 1.0f, dlogits, u.params + wte_, 0.0f, acts_.dln.data());
   k_.Matmul(true, false, V, C, BT, 1.0f, dlogits, acts_.lnf.data(), 1.0f, u.grads + wte_);
@@ -128,7 +133,7 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   k_.Matmul(true, false, C, 4 * C, BT, 1.0f, dres, a.fch_gelu.data(), 1.0f, g + o.fcproj_w);
   k_.Matmul(false, false, BT, 4 * C, C, 1.0f, dres, p + o.fcproj_w, 0.0f,
             acts_.dfch_gelu.data());
-  std::fill(acts_.dfch.begin(), acts_.dfch.end(), 0.0f);
+  Zero(acts_.dfch);
   k_.GeluBackward(a.fch.data(), acts_.dfch_gelu.data(), int64_t{BT} * 4 * C,
                   acts_.dfch.data());
   k_.BiasBackward(acts_.dfch.data(), BT, 4 * C, g + o.fc_b);
@@ -141,7 +146,7 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   k_.BiasBackward(dres, BT, C, g + o.proj_b);
   k_.Matmul(true, false, C, C, BT, 1.0f, dres, a.atty.data(), 1.0f, g + o.proj_w);
   k_.Matmul(false, false, BT, C, C, 1.0f, dres, p + o.proj_w, 0.0f, acts_.datty.data());
-  std::fill(acts_.dqkv.begin(), acts_.dqkv.end(), 0.0f);
+  Zero(acts_.dqkv);
   k_.AttentionBackward(acts_.datty.data(), a.qkv.data(), a.att.data(), B, T, C, NH,
                        acts_.dqkv.data());
   k_.BiasBackward(acts_.dqkv.data(), BT, 3 * C, g + o.qkv_b);

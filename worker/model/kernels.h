@@ -3,6 +3,9 @@
 // sgemm + threads) without touching GptModel. All tensors are fp32, row-major,
 // contiguous, in the backend's memory (host memory for the CPU backend).
 //
+// Errors: the methods return nothing; a backend whose work can fail (CUDA)
+// keeps the first error and enqueues nothing after it until TakeStatus().
+//
 // Shapes use N = rows (batch * tokens), C = channels, B = batch, T = tokens,
 // NH = heads, V = vocabulary. Every backward ADDS into its gradient outputs
 // (d* += ...), so callers zero them once and several uses accumulate; the
@@ -20,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "absl/status/status.h"
 
 namespace zeroshard {
 
@@ -82,6 +87,14 @@ class Kernels {
   virtual void Add(const float* a, const float* b, int64_t n, float* y) = 0;
   // y[i] += x[i].
   virtual void Accumulate(const float* x, int64_t n, float* y) = 0;
+  // *sum = x[0] + ... + x[n-1] accumulated in fp64 (writes one double, in
+  // the backend's memory), in an order fixed by n alone.
+  virtual void Sum(const float* x, int64_t n, double* sum) = 0;
+
+  // The first error a call hit since the last TakeStatus, cleared (OK if
+  // none). Backends whose calls cannot fail (the CPU's, which abort on a
+  // failed GEMM) always return OK.
+  virtual absl::Status TakeStatus() { return absl::OkStatus(); }
 };
 
 // The CPU backend: oneDNN sgemm, attention split over (batch, head) pairs

@@ -55,6 +55,11 @@ struct GenerationContext {
   // Peer redundancy's copies, refreshed every job.redundancy_every steps;
   // null = off.
   PeerReplica* replica = nullptr;
+  // What the model computes with, and where its activations live (the
+  // engine's device, whose memory the kernels use); null = CpuKernels on a
+  // CPU device of the model's own.
+  Kernels* kernels = nullptr;
+  Device* model_device = nullptr;
 };
 
 // Why and where the ranks stopped early, all at the same step boundary:
@@ -74,8 +79,8 @@ class GenerationTrainer {
   // `control` carries the control values (loss sums, the step record) in
   // host memory: the data communicator itself with Gloo on the CPU, a Gloo
   // communicator beside it otherwise. `hooks` is what the model calls: the
-  // engine, or HostHooks over it when the engine's buffers are device
-  // memory (worker/engine/host_hooks.h).
+  // engine (its buffers are memory of ctx.model_device), or HostHooks over a
+  // device engine for a model on the host (worker/engine/host_hooks.h).
   GenerationTrainer(const GenerationContext& ctx, Communicator* control, ShardedEngine* engine,
                     UnitHooks* hooks);
   // Trains steps [start_step, job.steps). OK when the job's steps are done

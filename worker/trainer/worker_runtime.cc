@@ -15,9 +15,9 @@
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
-#include "worker/engine/host_hooks.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
+#include "worker/model/model_kernels.h"
 #include "worker/optim/job_adamw.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
@@ -36,6 +36,7 @@ struct JobContext {
   std::unique_ptr<TextCorpus> corpus;
   std::vector<std::vector<float>> initial_units;
   std::unique_ptr<Device> device;  // This worker's, for every generation.
+  ModelKernels kernels;            // The model's, on `device`.
   std::string backend;             // job.backend resolved for the device.
   std::vector<HeldState> held;     // Handed over by the last generation.
   // --redundancy 1's copies (a pointer: JobContext moves, the copies' byte
@@ -91,6 +92,7 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   // use, so their stacks are in the footprint before the engine's fit check.
   SetComputeThreads(options.threads > 0 ? options.threads : ctx.job.threads);
   if (ctx.device->kind() == DeviceKind::kCpu) ZS_RETURN_IF_ERROR(PrepareCpuCompute(*ctx.device));
+  ZS_ASSIGN_OR_RETURN(ctx.kernels, CreateModelKernels(*ctx.device, ctx.model));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
             << std::flush;
@@ -100,14 +102,12 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
 EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, Device* device,
                                 Communicator* control) {
   EngineOptions o;
-  // The CPU model's activations and the matmuls' scratch share the device's
-  // (host) memory with the engine; on a GPU they are host memory, not the
-  // device's.
-  if (device->kind() == DeviceKind::kCpu) {
-    o.reserved_bytes = ModelActivationBytes(model, job.micro_batch, model.n_ctx,
-                                            JobActivationCheckpointing(job)) +
-                       CpuKernelsScratchBytes() + LateMappingBytes(job);
-  }
+  // The model's activations and its kernels' scratch share the device's
+  // memory with the engine (host memory on the CPU, with the late mappings).
+  o.reserved_bytes =
+      ModelActivationBytes(model, job.micro_batch, model.n_ctx, JobActivationCheckpointing(job)) +
+      ModelKernelsScratchBytes(device->kind(), model, job.micro_batch, model.n_ctx);
+  if (device->kind() == DeviceKind::kCpu) o.reserved_bytes += LateMappingBytes(job);
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
   o.reduce_dtype = job.reduce_dtype;
@@ -198,20 +198,14 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size(), &StopRequested,
-                        job.job.redundancy > 0 ? job.replica.get() : nullptr};
+                        job.job.redundancy > 0 ? job.replica.get() : nullptr,
+                        job.kernels.kernels, job.device.get()};
   const std::vector<UnitSpec> units = ModelUnits(job.model);
   ZS_ASSIGN_OR_RETURN(const int64_t start_step,
                       LoadBestState(ctx, job.held, units, *engine, *control));
-  // The CPU model computes on the host: over device buffers it goes through
-  // HostHooks (until the model has device kernels).
-  std::unique_ptr<HostHooks> host_hooks;
-  UnitHooks* hooks = engine.get();
-  if (job.device->kind() != DeviceKind::kCpu) {
-    host_hooks = std::make_unique<HostHooks>(engine->plan(), job.device.get(), engine.get(),
-                                             job.job.collective_timeout());
-    hooks = host_hooks.get();
-  }
-  GenerationTrainer trainer(ctx, control, engine.get(), hooks);
+  // The model computes on the engine's device (job.kernels), straight on the
+  // engine's buffers.
+  GenerationTrainer trainer(ctx, control, engine.get(), engine.get());
   absl::Status trained = trainer.Run(start_step);
   if (!trained.ok() && StopRequested()) {
     // Stopped while the generation broke: leave while this rank's

@@ -1,0 +1,92 @@
+// GptModel on a CUDA device (CudaKernels, activations and token ids in
+// device memory, the loss summed there) against the same model on the CPU
+// (CpuKernels), from the same weights and batch, for the `small` preset with
+// and without activation checkpointing: the training loss and every unit's
+// gradient, the evaluation loss and the logits, within the tolerance of
+// cuda_kernels_test_util.h (1e-5 relative in fp32). Needs a GPU: exits 77
+// (CTest: skipped) with the reason printed when there is none.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "tests/model/cuda_kernels_test_util.h"
+#include "tests/support/gpu_test_main.h"
+#include "worker/model/gpt_model.h"
+#include "worker/model/local_params.h"
+#include "worker/model/model_config.h"
+
+namespace zeroshard::cuda_kernels_test {
+namespace {
+
+// UnitHooks over device copies of every unit's parameters, with zeroed
+// device gradients.
+class DeviceParams : public UnitHooks {
+ public:
+  DeviceParams(CudaKernelsTest& t, const std::vector<std::vector<float>>& units) {
+    for (const std::vector<float>& u : units) {
+      params_.push_back(t.Up(u));
+      grads_.push_back(t.Up(std::vector<float>(u.size(), 0.0f)));
+    }
+  }
+  const float* PreForward(int u) override { return params_[u]; }
+  void PostForward(int) override {}
+  UnitBackwardView PreBackward(int u) override { return {params_[u], grads_[u]}; }
+  void PostBackward(int) override {}
+  const float* grads(int u) const { return grads_[u]; }
+
+ private:
+  std::vector<float*> params_, grads_;
+};
+
+TEST_F(CudaKernelsTest, GptModelMatchesTheCpuModel) {
+  absl::StatusOr<ModelConfig> config = ModelPreset("small");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const int B = 2, T = config->n_ctx;
+  const std::vector<std::vector<float>> units = InitUnits(*config, 7);
+  const std::vector<int32_t> inputs = RandomTokens(int64_t{B} * T, config->vocab, 1);
+  const std::vector<int32_t> targets = RandomTokens(int64_t{B} * T, config->vocab, 2);
+  const float scale = 1.0f / static_cast<float>(B * T);
+  for (ActivationCheckpointing mode : {ActivationCheckpointing::kNone,
+                                       ActivationCheckpointing::kBlocks}) {
+    const std::string what = mode == ActivationCheckpointing::kNone ? "no checkpointing" : "blocks";
+    LocalParams cpu_params(units);
+    GptModel cpu(*config, mode);
+    absl::StatusOr<double> cpu_loss =
+        cpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, cpu_params);
+    ASSERT_TRUE(cpu_loss.ok()) << cpu_loss.status();
+
+    CudaKernelsOptions options;
+    options.vocab = config->vocab;
+    std::unique_ptr<CudaKernels> k = MakeKernels(options);
+    ASSERT_NE(k, nullptr);
+    DeviceParams gpu_params(*this, units);
+    GptModel gpu(*config, mode, *k, device_.get());
+    absl::StatusOr<double> gpu_loss =
+        gpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, gpu_params);
+    ASSERT_TRUE(gpu_loss.ok()) << gpu_loss.status();
+    EXPECT_NEAR(*gpu_loss, *cpu_loss, kFp32Tolerance * std::fabs(*cpu_loss)) << what;
+    for (size_t u = 0; u < units.size(); ++u) {
+      EXPECT_CLOSE(Down(gpu_params.grads(static_cast<int>(u)), units[u].size()),
+                   cpu_params.grads(static_cast<int>(u)), kFp32Tolerance,
+                   ::testing::Message() << what << ", unit " << u << " gradient");
+    }
+    EXPECT_EQ(gpu.ActivationBytes(), cpu.ActivationBytes());
+
+    absl::StatusOr<double> cpu_eval = cpu.Forward(inputs.data(), targets.data(), B, T, cpu_params);
+    absl::StatusOr<double> gpu_eval = gpu.Forward(inputs.data(), targets.data(), B, T, gpu_params);
+    ASSERT_TRUE(cpu_eval.ok() && gpu_eval.ok());
+    EXPECT_NEAR(*gpu_eval, *cpu_eval, kFp32Tolerance * std::fabs(*cpu_eval)) << what;
+    std::vector<float> cpu_logits, gpu_logits;
+    ASSERT_TRUE(cpu.Logits(inputs.data(), B, T, cpu_params, &cpu_logits).ok());
+    ASSERT_TRUE(gpu.Logits(inputs.data(), B, T, gpu_params, &gpu_logits).ok());
+    EXPECT_CLOSE(gpu_logits, cpu_logits, kFp32Tolerance, what + " logits");
+    EXPECT_TRUE(k->TakeStatus().ok());
+  }
+}
+
+}  // namespace
+}  // namespace zeroshard::cuda_kernels_test
+
+int main(int argc, char** argv) {
+  return zeroshard::testing::RunGpuTestsOrSkip("model_gpt_cuda_test", argc, argv);
+}
