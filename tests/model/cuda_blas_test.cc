@@ -2,12 +2,13 @@
 // CUDA the library loads and every entry point resolves without a GPU, the
 // same table comes back each call, and the worker binary does not link
 // cuBLAS (a CPU worker must not map it).
+#include "worker/model/cuda_blas.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "worker/model/cuda_blas.h"
 
 namespace zeroshard::model_cuda {
 namespace {

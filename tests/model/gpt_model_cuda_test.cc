@@ -46,8 +46,8 @@ TEST_F(CudaKernelsTest, GptModelMatchesTheCpuModel) {
   const std::vector<int32_t> inputs = RandomTokens(int64_t{B} * T, config->vocab, 1);
   const std::vector<int32_t> targets = RandomTokens(int64_t{B} * T, config->vocab, 2);
   const float scale = 1.0f / static_cast<float>(B * T);
-  for (ActivationCheckpointing mode : {ActivationCheckpointing::kNone,
-                                       ActivationCheckpointing::kBlocks}) {
+  for (ActivationCheckpointing mode :
+       {ActivationCheckpointing::kNone, ActivationCheckpointing::kBlocks}) {
     const std::string what = mode == ActivationCheckpointing::kNone ? "no checkpointing" : "blocks";
     LocalParams cpu_params(units);
     GptModel cpu(*config, mode);

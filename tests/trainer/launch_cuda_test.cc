@@ -63,8 +63,8 @@ TEST(LaunchCudaTest, TwoRanksSharingTheGpuFollowOneRank) {
   const std::string dir = MakeTempDir("zs_launch_cuda_shared");
   const std::vector<double> one =
       Train(dir, "n1", "--device cuda --workers 1 --stage 0 --steps 20");
-  const std::vector<double> two = Train(
-      dir, "n2", "--device cuda --workers 2 --stage 3 --backend host-staged --steps 20");
+  const std::vector<double> two =
+      Train(dir, "n2", "--device cuda --workers 2 --stage 3 --backend host-staged --steps 20");
   ASSERT_EQ(one.size(), 20u);
   ASSERT_EQ(two.size(), 20u);
   for (size_t s = 0; s < one.size(); ++s) {

@@ -48,8 +48,8 @@ Loaded Load() {
     missing = "cublasGetStatusString";
   }
   if (missing != nullptr) {
-    out.status = absl::FailedPreconditionError(
-        absl::StrCat("cuBLAS: ", versioned, " has no ", missing));
+    out.status =
+        absl::FailedPreconditionError(absl::StrCat("cuBLAS: ", versioned, " has no ", missing));
   }
   return out;  // The library stays open for the process's life.
 }

@@ -27,15 +27,13 @@ struct CublasApi {
   cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int m, int n,
                            int k, const void* alpha, const void* A, cudaDataType, int lda,
                            const void* B, cudaDataType, int ldb, const void* beta, void* C,
-                           cudaDataType, int ldc, cublasComputeType_t,
-                           cublasGemmAlgo_t) = nullptr;
+                           cudaDataType, int ldc, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   cublasStatus_t (*GemmStridedBatchedEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
                                          int m, int n, int k, const void* alpha, const void* A,
-                                         cudaDataType, int lda, long long stride_a,
-                                         const void* B, cudaDataType, int ldb,
-                                         long long stride_b, const void* beta, void* C,
-                                         cudaDataType, int ldc, long long stride_c,
-                                         int batch_count, cublasComputeType_t,
+                                         cudaDataType, int lda, long long stride_a, const void* B,
+                                         cudaDataType, int ldb, long long stride_b,
+                                         const void* beta, void* C, cudaDataType, int ldc,
+                                         long long stride_c, int batch_count, cublasComputeType_t,
                                          cublasGemmAlgo_t) = nullptr;
   decltype(&cublasGetStatusName) GetStatusName = nullptr;
   decltype(&cublasGetStatusString) GetStatusString = nullptr;

@@ -29,9 +29,9 @@ ActSizes Sizes(const ModelConfig& c, int B, int T) {
 // order.
 template <typename ActsT, typename Fn>
 void ForEachArray(ActsT& acts, Fn&& fn) {
-  for (auto* a : {&acts.encoded, &acts.lnf, &acts.lnf_mean, &acts.lnf_rstd, &acts.logits,
-                  &acts.losses, &acts.dresidual, &acts.dln, &acts.datty, &acts.dqkv, &acts.dfch,
-                  &acts.dfch_gelu}) {
+  for (auto* a :
+       {&acts.encoded, &acts.lnf, &acts.lnf_mean, &acts.lnf_rstd, &acts.logits, &acts.losses,
+        &acts.dresidual, &acts.dln, &acts.datty, &acts.dqkv, &acts.dfch, &acts.dfch_gelu}) {
     fn(*a);
   }
   for (auto& l : acts.blocks) {
