@@ -4,8 +4,8 @@
 # only the test targets labelled "gpu" (tests register with
 # zeroshard_add_test(... LABELS gpu), so the CTest name is the target name)
 # and runs `ctest -L gpu`, then device_adamw_bench (one line per compute
-# dtype) and model_kernels_bench (one line per kernel) briefly. Meant to
-# finish in under 5 minutes.
+# dtype), model_kernels_bench (one line per kernel) and train_bench.py
+# (gpt2 at stages 0 and 3) briefly. Meant to finish in under 5 minutes.
 #
 # Usage: tests/gpu/run_gpu_tests.sh [build-dir]   (default: build-gpu)
 # Env:   CUDA_ARCH (default 90), JOBS (default: all cores).
@@ -50,5 +50,10 @@ fi
 if ninja -C "${build}" -j "${jobs}" model_kernels_bench >/dev/null; then
   timeout 120 "${build}/bin/model_kernels_bench" --model gpt2 --batch 4 --reps 5 || true
 fi
+# Training gpt2 on the GPU, briefly (tokens/s, MFU, peak memory by kind
+# against the ZeRO formula; bench/gpu/train_bench.py); launch_cuda_test
+# built the binaries. It does not change the exit status.
+timeout 150 python3 "${src}/bench/gpu/train_bench.py" --bin "${build}/bin" --model gpt2 \
+  --stages 0,3 --dtype bf16 --steps 20 --skip 5 --runs 1 || true
 echo "run_gpu_tests: total $(( $(date +%s) - start )) s, ctest status ${status}"
 exit "${status}"
