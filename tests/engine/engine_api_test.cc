@@ -155,6 +155,44 @@ TEST(EngineApiTest, NonFiniteGradientSkipsStepAndBracketedStepIsRefused) {
   }).ok());
 }
 
+// Stages 2-3 only mark the shard gradients zero after a step (the next
+// reduce-scatter overwrites them): a unit with a backward in step 1 and
+// none in step 2 must count as zero in step 2's norm, as at stage 0, which
+// zero-fills.
+TEST(EngineApiTest, AUnitWithoutBackwardCountsZeroAtEveryStage) {
+  std::vector<std::vector<double>> norms(4);
+  for (int stage : {0, 2, 3}) {
+    ASSERT_TRUE(RunRanksAsThreads(2, absl::StrCat("api_nobackward", stage),
+                                  [&](int rank, Communicator* comm) -> absl::Status {
+      ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 1));
+      ZS_ASSIGN_OR_RETURN(auto engine, MakeEngine(plan, comm, stage));
+      auto backward = [&](int u, float value) {
+        UnitBackwardView v = engine->PreBackward(u);
+        for (int64_t i = 0; i < plan.units[u].numel; ++i) v.grads[i] += value;
+        engine->PostBackward(u);
+      };
+      for (int u = 0; u < 3; ++u) backward(u, 2.0f);
+      ZS_ASSIGN_OR_RETURN(StepResult first, engine->Step());
+      backward(1, 1.0f);  // Units 0 and 2 have no backward in step 2.
+      ZS_ASSIGN_OR_RETURN(StepResult second, engine->Step());
+      if (rank == 0) norms[stage] = {first.grad_norm, second.grad_norm};
+      return absl::OkStatus();
+    }).ok());
+  }
+  ASSERT_EQ(norms[0].size(), 2u);
+  for (int stage : {2, 3}) {
+    ASSERT_EQ(norms[stage].size(), 2u);
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_NEAR(norms[stage][s], norms[0][s], 1e-9 * norms[0][s])
+          << "stage " << stage << " step " << s + 1;
+    }
+  }
+  // Step 2's gradient is unit 1's ones alone (the mean over ranks).
+  absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), 2, 1);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NEAR(norms[0][1], std::sqrt(static_cast<double>(plan->units[1].numel)), 1e-9);
+}
+
 // HostHooks (the bridge for a host model over device buffers) adds in fp32
 // on the host exactly as the CPU device does: through it, every stage
 // trains to the same bits as without it.

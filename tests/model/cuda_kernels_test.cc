@@ -1,6 +1,6 @@
 // CudaKernels against CpuKernels (an independent implementation: oneDNN
 // sgemm and plain loops) on random inputs at odd shapes, within the tolerance of
-// cuda_kernels_test_util.h: matmuls (fp32 and TF32, every transpose),
+// cuda_kernels_test_util.h: matmuls (fp32, TF32 and bf16, every transpose),
 // bias, LayerNorm, GELU, Add/Accumulate, Sum. Gradients start from random values
 // so the "adds" rule is checked too. Attention, cross-entropy, embeddings
 // and the determinism checks are in cuda_kernels_more_test.cc. Needs a GPU:
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/dtype.h"
 #include "tests/model/cuda_kernels_test_util.h"
 #include "tests/support/gpu_test_main.h"
 
@@ -51,6 +52,43 @@ TEST_F(CudaKernelsTest, MatmulEveryTransposeFp32AndTf32) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         for (const auto& [M, N, K] : shapes) CheckMatmul(*this, tf32, ta, tb, M, N, K);
+      }
+    }
+  }
+}
+
+// bf16 matmuls (CudaKernelsOptions::bf16_matmul) against the CPU's fp32 ones:
+// on inputs already bf16 only the summation order differs (1e-3 here); on
+// raw fp32 inputs the rounding of A and B shows too (the 1e-2).
+void CheckBf16Matmul(CudaKernelsTest& t, bool rounded, bool ta, bool tb, int M, int N, int K) {
+  std::vector<float> A = Random(int64_t{M} * K, 4), B = Random(int64_t{K} * N, 5);
+  if (rounded) {
+    for (float& x : A) x = Bf16ToFloat(FloatToBf16(x));
+    for (float& x : B) x = Bf16ToFloat(FloatToBf16(x));
+  }
+  std::vector<float> C = Random(int64_t{M} * N, 6);
+  CudaKernelsOptions options;
+  options.bf16_matmul = true;
+  std::unique_ptr<CudaKernels> k = t.MakeKernels(options);
+  ASSERT_NE(k, nullptr);
+  const float* dA = t.Up(A);
+  const float* dB = t.Up(B);
+  float* dC = t.Up(C);
+  k->Matmul(ta, tb, M, N, K, 0.7f, dA, dB, 0.3f, dC);
+  CudaKernelsTest::Cpu().Matmul(ta, tb, M, N, K, 0.7f, A.data(), B.data(), 0.3f, C.data());
+  EXPECT_CLOSE(t.Down(dC, C), C, rounded ? kTf32Tolerance : 1e-2,
+               ::testing::Message() << "bf16 rounded=" << rounded << " ta=" << ta << " tb=" << tb
+                                    << " M=" << M << " N=" << N << " K=" << K);
+  EXPECT_TRUE(k->TakeStatus().ok());
+}
+
+TEST_F(CudaKernelsTest, MatmulBf16EveryTranspose) {
+  const std::vector<std::tuple<int, int, int>> shapes = {
+      {1, 8, 7}, {7, 24, 33}, {33, 96, 24}, {17, 1, 5}, {64, 257, 96}};
+  for (bool rounded : {true, false}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (const auto& [M, N, K] : shapes) CheckBf16Matmul(*this, rounded, ta, tb, M, N, K);
       }
     }
   }

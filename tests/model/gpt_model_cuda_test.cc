@@ -3,8 +3,9 @@
 // (CpuKernels), from the same weights and batch, for the `small` preset with
 // and without activation checkpointing: the training loss and every unit's
 // gradient, the evaluation loss and the logits, within the tolerance of
-// cuda_kernels_test_util.h (1e-5 relative in fp32). Needs a GPU: exits 77
-// (CTest: skipped) with the reason printed when there is none.
+// cuda_kernels_test_util.h (1e-5 relative in fp32); with bf16 matmuls, within
+// 1e-2 (loss) and 5e-2 (gradients). Needs a GPU: exits 77 (CTest: skipped)
+// with the reason printed when there is none.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -82,6 +83,44 @@ TEST_F(CudaKernelsTest, GptModelMatchesTheCpuModel) {
     EXPECT_CLOSE(gpu_logits, cpu_logits, kFp32Tolerance, what + " logits");
     EXPECT_TRUE(k->TakeStatus().ok());
   }
+}
+
+// With bf16 matmuls (a job's --compute-dtype bf16 on a GPU) the model
+// stays near the fp32 CPU model: the loss within 1e-2 relative (the kernels'
+// bf16 tolerance) and every unit's gradient within 5e-2 of its largest
+// magnitude (the rounding of both inputs of every matmul, compounded over
+// the layers).
+TEST_F(CudaKernelsTest, GptModelWithBf16MatmulsStaysNearTheCpuModel) {
+  absl::StatusOr<ModelConfig> config = ModelPreset("small");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const int B = 2, T = config->n_ctx;
+  const std::vector<std::vector<float>> units = InitUnits(*config, 7);
+  const std::vector<int32_t> inputs = RandomTokens(int64_t{B} * T, config->vocab, 3);
+  const std::vector<int32_t> targets = RandomTokens(int64_t{B} * T, config->vocab, 4);
+  const float scale = 1.0f / static_cast<float>(B * T);
+  LocalParams cpu_params(units);
+  GptModel cpu(*config);
+  absl::StatusOr<double> cpu_loss =
+      cpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, cpu_params);
+  ASSERT_TRUE(cpu_loss.ok()) << cpu_loss.status();
+  CudaKernelsOptions options;
+  options.vocab = config->vocab;
+  options.bf16_matmul = true;
+  std::unique_ptr<CudaKernels> k = MakeKernels(options);
+  ASSERT_NE(k, nullptr);
+  DeviceParams gpu_params(*this, units);
+  GptModel gpu(*config, ActivationCheckpointing::kNone, *k, device_.get());
+  absl::StatusOr<double> gpu_loss =
+      gpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, gpu_params);
+  ASSERT_TRUE(gpu_loss.ok()) << gpu_loss.status();
+  EXPECT_NEAR(*gpu_loss, *cpu_loss, 1e-2 * std::fabs(*cpu_loss));
+  EXPECT_NE(*gpu_loss, *cpu_loss) << "bf16 matmuls must round: the same bits mean fp32 ran";
+  for (size_t u = 0; u < units.size(); ++u) {
+    EXPECT_CLOSE(Down(gpu_params.grads(static_cast<int>(u)), units[u].size()),
+                 cpu_params.grads(static_cast<int>(u)), 5e-2,
+                 ::testing::Message() << "bf16, unit " << u << " gradient");
+  }
+  EXPECT_TRUE(k->TakeStatus().ok());
 }
 
 }  // namespace

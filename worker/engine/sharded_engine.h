@@ -15,8 +15,10 @@
 //   stage 2: full compute copy resident; the model's gradient lives in a
 //            transient fp32 buffer per backward bracket; PostBackward
 //            reduce-scatters it (asynchronously, one in flight while the next
-//            unit's backward runs) and adds the rank's slice into a resident
-//            shard gradient (S, g). step(): update, all-gather as stage 1.
+//            unit's backward runs) into a resident shard gradient (S, g):
+//            the step's first one of a unit writes it, later ones add the
+//            rank's slice (Unit::grads_zero). step(): update, all-gather as
+//            stage 1.
 //   stage 3: only the shard compute copy (S, c) is resident, and it is the
 //            all-gather input the optimizer writes. PreForward/PreBackward
 //            all-gather the unit into a transient buffer freed at the

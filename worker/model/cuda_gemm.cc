@@ -54,4 +54,17 @@ absl::Status RowMajorGemm(cublasHandle_t handle, bool tf32, const GemmShape& s, 
   return absl::OkStatus();
 }
 
+absl::Status RowMajorGemmBf16(cublasHandle_t handle, const GemmShape& s, float alpha,
+                              const void* A, const void* B, float beta, float* C) {
+  if (s.M <= 0 || s.N <= 0) return absl::OkStatus();
+  const int ldb = std::max(1, s.trans_b ? s.K : s.N);
+  const int lda = std::max(1, s.trans_a ? s.M : s.K);
+  ZS_ASSIGN_OR_RETURN(const CublasApi* api, Cublas());
+  ZS_CUBLAS_RETURN_IF_ERROR(api->GemmEx(handle, s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, s.N, s.M, s.K,
+                                        &alpha, B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C,
+                                        CUDA_R_32F, s.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
 }  // namespace zeroshard::model_cuda

@@ -56,4 +56,10 @@ absl::Status RowMajorGemm(cublasHandle_t handle, bool tf32, const GemmShape& sha
                           const float* A, const float* B, float beta, float* C,
                           const GemmBatch& batch = {});
 
+// One GEMM as above with A and B in bf16 (CUDA_R_16BF, the layout of
+// common/dtype.h's bf16) and C in fp32, accumulated in fp32 on tensor cores
+// (CUBLAS_COMPUTE_32F): mixed precision's matmul.
+absl::Status RowMajorGemmBf16(cublasHandle_t handle, const GemmShape& shape, float alpha,
+                              const void* A, const void* B, float beta, float* C);
+
 }  // namespace zeroshard::model_cuda

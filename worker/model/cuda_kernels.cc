@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -95,9 +96,24 @@ float* CudaKernels::Workspace(int64_t floats) {
 void CudaKernels::Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                          const float* A, const float* B, float beta, float* C) {
   if (!Begin()) return;
-  Keep(model_cuda::RowMajorGemm(Handle(cublas_), options_.allow_tf32,
-                                {.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K},
-                                alpha, A, B, beta, C));
+  const model_cuda::GemmShape shape{.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K};
+  if (!options_.bf16_matmul) {
+    Keep(model_cuda::RowMajorGemm(Handle(cublas_), options_.allow_tf32, shape, alpha, A, B, beta,
+                                  C));
+    return;
+  }
+  // A then B rounded to bf16 (2 bytes each) in the workspace, B's copy on
+  // a 64-byte boundary (32 elements) for cuBLAS's aligned kernels.
+  const int64_t a_n = int64_t{M} * K, b_n = int64_t{K} * N;
+  const int64_t b_at = (a_n + 31) / 32 * 32;
+  float* work = Workspace((b_at + b_n + 1) / 2);
+  if (work == nullptr) return;
+  uint16_t* a16 = reinterpret_cast<uint16_t*>(work);
+  uint16_t* b16 = a16 + b_at;
+  Keep(device_.Convert(A, DType::kFp32, a16, DType::kBf16, a_n));
+  Keep(device_.Convert(B, DType::kFp32, b16, DType::kBf16, b_n));
+  if (!error_.ok()) return;
+  Keep(model_cuda::RowMajorGemmBf16(Handle(cublas_), shape, alpha, a16, b16, beta, C));
 }
 
 void CudaKernels::BiasAdd(float* out, const float* bias, int N, int C) {

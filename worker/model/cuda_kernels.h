@@ -6,7 +6,7 @@
 //
 // Agreement with CpuKernels (tests/model/cuda_kernels_test.cc): within
 // 1e-5 relative in fp32 (summation order and expf/tanhf against the CPU's
-// polynomials differ), 1e-3 with TF32 matmuls.
+// polynomials differ), 1e-3 with TF32 matmuls, 1e-2 with bf16 ones.
 //
 // Determinism: the bias, LayerNorm and embedding parameter gradients use no
 // atomics and sum in an order fixed by the shapes (cuda_reduce_kernels.cu),
@@ -21,10 +21,11 @@
 // outside [0, V) gives NaN losses / embedding rows instead of the CPU's
 // check (a kernel cannot stop the process); nothing is written outside.
 //
-// Scratch: attention and the column reductions use one device workspace of
-// this object, grown on demand through Device::Allocate (stream-ordered)
-// and reused by later calls; scratch_bytes() reports its size for memory
-// accounting (attention backward needs 7 B*T*C + B*NH*T*T floats).
+// Scratch: attention, the column reductions and bf16 matmuls' rounded
+// inputs use one device workspace of this object, grown on demand through
+// Device::Allocate (stream-ordered) and reused by later calls;
+// scratch_bytes() reports its size for memory accounting (attention
+// backward needs 7 B*T*C + B*NH*T*T floats, a bf16 matmul (M K + K N) / 2).
 //
 // Thread safety: one thread at a time (Kernels' rule); each call makes the
 // device current on the calling thread first.
@@ -48,6 +49,11 @@ struct CudaKernelsOptions {
   // the backward sums one row per vocabulary entry, and both check tokens
   // against it. The model's ModelConfig::vocab.
   int vocab = 256;
+  // Matmuls (not attention's) in bf16: both inputs rounded to bf16 (to
+  // nearest even) in the workspace, products accumulated and C kept in fp32
+  // (mixed precision; ~1e-2 relative to fp32). Takes precedence over
+  // allow_tf32 for them.
+  bool bf16_matmul = false;
 };
 
 class CudaKernels final : public Kernels {

@@ -192,14 +192,21 @@ void GptModel::Zero(const Array& a) {
   if (status_.ok() && !s.ok()) status_ = s;
 }
 
+absl::Status GptModel::TakeErrors() {
+  absl::Status s = std::exchange(status_, absl::OkStatus());
+  absl::Status kernels = k_.TakeStatus();  // Taken either way: none outlives its call.
+  if (s.ok()) s = kernels;
+  // The call's work is done (or failed) before it returns, whatever happened.
+  absl::Status done = device_->Synchronize(wait_);
+  return s.ok() ? done : s;
+}
+
 absl::StatusOr<double> GptModel::FinishCall() {
   double sum = 0.0;
-  absl::Status s = std::exchange(status_, absl::OkStatus());
-  if (s.ok()) s = k_.TakeStatus();
-  if (s.ok()) s = device_->Copy(&sum, loss_sum_.data(), sizeof(double));
-  // Generous: the whole micro-batch's forward and backward run before it.
-  if (s.ok()) s = device_->Synchronize(absl::Minutes(10));
-  ZS_RETURN_IF_ERROR(s);
+  absl::Status s = status_.ok() ? device_->Copy(&sum, loss_sum_.data(), sizeof(double))
+                                : absl::OkStatus();
+  absl::Status taken = TakeErrors();
+  ZS_RETURN_IF_ERROR(s.ok() ? taken : s);
   return sum;
 }
 
@@ -233,10 +240,11 @@ absl::Status GptModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& ho
   ZS_ASSIGN_OR_RETURN(const int32_t* in, DeviceTokens(inputs, 0));
   RunLogits(in, hooks);
   logits->resize(static_cast<size_t>(acts_.logits.n));
-  ZS_RETURN_IF_ERROR(std::exchange(status_, absl::OkStatus()));
-  ZS_RETURN_IF_ERROR(k_.TakeStatus());
-  ZS_RETURN_IF_ERROR(device_->Copy(logits->data(), acts_.logits.data(), acts_.logits.n * 4));
-  return device_->Synchronize(absl::Minutes(10));
+  absl::Status s = status_.ok() ? device_->Copy(logits->data(), acts_.logits.data(),
+                                                acts_.logits.n * 4)
+                                : absl::OkStatus();
+  absl::Status taken = TakeErrors();
+  return s.ok() ? taken : s;
 }
 
 }  // namespace zeroshard

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
@@ -85,7 +86,11 @@ class GptModel {
   // has finished the call's work. inputs and targets are host memory.
   // INVALID_ARGUMENT naming the field for bad sizes, null pointers or
   // out-of-range tokens (nothing is called on the hooks then); the device's
-  // or the kernels' first error (memory, a failed launch).
+  // or the kernels' first error (a failed launch, DEADLINE_EXCEEDED past
+  // set_device_wait). Growing the activations can fail (RESOURCE_EXHAUSTED)
+  // before any hook is called: on one rank only, its peers then wait in
+  // their collectives until those time out; the engine's fit check
+  // (EngineOptions::reserved_bytes) reserves these bytes so it should not.
   absl::StatusOr<double> ForwardBackward(const int32_t* inputs, const int32_t* targets, int B,
                                          int T, float loss_scale, UnitHooks& hooks);
 
@@ -105,6 +110,10 @@ class GptModel {
   // The allocation holding them adds under 64 bytes per buffer (alignment)
   // and, off the CPU, 8 * B * T bytes of token ids and one double.
   int64_t ActivationBytes() const;
+  // How long a call waits for its device work at the end (default 10 min):
+  // set it to the job's collective timeout, since on a GPU the engine's
+  // collectives run on the same stream and a hung peer shows here.
+  void set_device_wait(absl::Duration wait) { wait_ = wait; }
   const ModelConfig& config() const { return config_; }
   ActivationCheckpointing mode() const { return mode_; }
 
@@ -145,8 +154,11 @@ class GptModel {
   // Zero-fills `a` (device memset); a failure is kept in status_.
   void Zero(const Array& a);
   // The loss sum RunForward left on the device, on the host, after the
-  // device's work is done; then the kernels' and the device's first error.
+  // device's work is done; else the first error (TakeErrors).
   absl::StatusOr<double> FinishCall();
+  // Ends a call: the first of status_, the kernels' error and the device's
+  // wait (bounded by wait_), each taken so none carries over to the next call.
+  absl::Status TakeErrors();
   // Embedding, blocks, ln_f and the tied head: acts_.logits holds logits.
   void RunLogits(const int32_t* inputs, UnitHooks& hooks);
   // Logits, then the loss sum into loss_sum_ (read by FinishCall).
@@ -173,6 +185,7 @@ class GptModel {
   DeviceBuffer tokens_;          // Off the CPU: inputs and targets, 2 * B * T int32.
   DeviceBuffer loss_sum_;        // One double: RunForward's sum.
   absl::Status status_;          // First device error inside a pass.
+  absl::Duration wait_ = absl::Minutes(10);
   int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;  // Offsets in unit 0.
   BlockOffsets block_{};                             // Same in every block unit.
   Acts acts_;

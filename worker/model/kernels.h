@@ -88,7 +88,9 @@ class Kernels {
   // y[i] += x[i].
   virtual void Accumulate(const float* x, int64_t n, float* y) = 0;
   // *sum = x[0] + ... + x[n-1] accumulated in fp64 (writes one double, in
-  // the backend's memory), in an order fixed by n alone.
+  // the backend's memory), in an order fixed by n and the backend (on the
+  // CPU, by the instruction set picked at load time): the same bits every
+  // call on one machine.
   virtual void Sum(const float* x, int64_t n, double* sum) = 0;
 
   // The first error a call hit since the last TakeStatus, cleared (OK if

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/dtype.h"
 #include "worker/device/device.h"
 #include "worker/model/kernels.h"
 #include "worker/model/model_config.h"
@@ -19,19 +20,27 @@ namespace zeroshard {
 struct ModelKernels {
   Kernels* kernels = nullptr;      // What the model calls; valid while this lives.
   std::unique_ptr<Kernels> owned;  // Set when made for this device (CUDA).
+  // Device bytes the kernels hold between calls (the CUDA workspace, kept
+  // for the job's life); 0 on the CPU, whose scratch lives per call.
+  int64_t scratch_held() const;
 };
 
 // For `device` (which must outlive the result) and `model` (its vocabulary
-// sizes the CUDA embedding kernels). `allow_tf32`: CUDA matmuls on TF32
-// tensor cores (ignored on the CPU). Errors: FAILED_PRECONDITION for a
-// device kind this build has no kernels for; CudaKernels::Create's.
+// sizes the CUDA embedding kernels). On CUDA, `compute_dtype` kBf16 makes
+// the matmuls bf16 with fp32 accumulation (CudaKernelsOptions::bf16_matmul;
+// the job's --compute-dtype); kFp32 keeps them fp32. The CPU kernels are
+// fp32 either way (the engine hands them fp32 views). Errors:
+// FAILED_PRECONDITION for a device kind this build has no kernels for;
+// CudaKernels::Create's.
 absl::StatusOr<ModelKernels> CreateModelKernels(Device& device, const ModelConfig& model,
-                                                bool allow_tf32 = false);
+                                                DType compute_dtype = DType::kFp32);
 
 // Bytes the kernels allocate beyond the model's activations, in the device's
 // memory, for a micro-batch of B sequences of T tokens: on the CPU the
-// matmuls' scratch reserve (CpuKernelsScratchBytes); on CUDA the attention
-// backward's workspace, 7 B*T*C + B*NH*T*T floats (cuda_kernels.h).
+// matmuls' scratch reserve (CpuKernelsScratchBytes); on CUDA the one
+// workspace's largest use (cuda_kernels.h): the attention backward's
+// 7 B*T*C + B*NH*T*T floats, or a bf16 matmul's rounded inputs, at most
+// ((B*T + C) * max(4C, V) + B*T*C) / 2 floats (counted whatever the dtype).
 int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T);
 
 }  // namespace zeroshard

@@ -38,6 +38,7 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
       reporter_([client = &ctx.session->client()](const v1::StepReport& r) {
                   return client->ReportStep(r);
                 }, kQueuedReports, ctx.job->rpc_timeout()) {
+  model_.set_device_wait(ctx.job->collective_timeout());
   if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
     log_.open(ctx_.job->log_path, std::ios::app);
   }

@@ -92,7 +92,8 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   // use, so their stacks are in the footprint before the engine's fit check.
   SetComputeThreads(options.threads > 0 ? options.threads : ctx.job.threads);
   if (ctx.device->kind() == DeviceKind::kCpu) ZS_RETURN_IF_ERROR(PrepareCpuCompute(*ctx.device));
-  ZS_ASSIGN_OR_RETURN(ctx.kernels, CreateModelKernels(*ctx.device, ctx.model));
+  ZS_ASSIGN_OR_RETURN(ctx.kernels,
+                      CreateModelKernels(*ctx.device, ctx.model, ctx.job.compute_dtype));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
             << std::flush;
@@ -100,13 +101,16 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
 }
 
 EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, Device* device,
-                                Communicator* control) {
+                                const ModelKernels& kernels, Communicator* control) {
   EngineOptions o;
   // The model's activations and its kernels' scratch share the device's
-  // memory with the engine (host memory on the CPU, with the late mappings).
+  // memory with the engine (host memory on the CPU, with the late mappings);
+  // scratch an earlier generation's kernels already hold is in use already.
+  const int64_t scratch = ModelKernelsScratchBytes(device->kind(), model, job.micro_batch,
+                                                   model.n_ctx);
   o.reserved_bytes =
       ModelActivationBytes(model, job.micro_batch, model.n_ctx, JobActivationCheckpointing(job)) +
-      ModelKernelsScratchBytes(device->kind(), model, job.micro_batch, model.n_ctx);
+      std::max<int64_t>(0, scratch - kernels.scratch_held());
   if (device->kind() == DeviceKind::kCpu) o.reserved_bytes += LateMappingBytes(job);
   o.stage = job.stage;
   o.compute_dtype = job.compute_dtype;
@@ -194,7 +198,8 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
   absl::Cleanup stop_watching = [&session] { session.StopWatching(); };
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
                       ShardedEngine::Create(plan, data,
-                                            MakeEngineOptions(job.job, job.model, job.device.get(), control),
+                                            MakeEngineOptions(job.job, job.model, job.device.get(),
+                                                              job.kernels, control),
                                             job.initial_units));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size(), &StopRequested,
