@@ -167,6 +167,26 @@ TEST(CudaDevice, MemoryInfoAndExhaustion) {
   gpu->Free(*small);
 }
 
+// The stream-ordered pool keeps freed memory; memory_info counts it free,
+// so a later fit check (a new generation's engine) sees it.
+TEST(CudaDevice, MemoryThePoolKeepsCountsAsFree) {
+  std::unique_ptr<Device> gpu = MakeCuda();
+  ASSERT_NE(gpu, nullptr);
+  absl::StatusOr<MemoryInfo> before = gpu->memory_info();
+  ASSERT_TRUE(before.ok()) << before.status();
+  const int64_t bytes = int64_t{1} << 30;
+  absl::StatusOr<void*> block = gpu->Allocate(bytes);
+  ASSERT_TRUE(block.ok()) << block.status();
+  absl::StatusOr<MemoryInfo> held = gpu->memory_info();
+  ASSERT_TRUE(held.ok());
+  EXPECT_LE(held->free_bytes, before->free_bytes - bytes + (int64_t{64} << 20));
+  gpu->Free(*block);
+  ASSERT_TRUE(gpu->Synchronize(absl::Seconds(60)).ok());
+  absl::StatusOr<MemoryInfo> after = gpu->memory_info();
+  ASSERT_TRUE(after.ok());
+  EXPECT_GE(after->free_bytes, before->free_bytes - (int64_t{64} << 20));
+}
+
 TEST(CudaDevice, EventWaitTimesOutThenCompletes) {
   std::unique_ptr<Device> gpu = MakeCuda();
   ASSERT_NE(gpu, nullptr);

@@ -207,6 +207,16 @@ absl::StatusOr<MemoryInfo> CudaDevice::memory_info() const {
   ZS_RETURN_IF_ERROR(MakeCurrent());
   size_t free_bytes = 0, total_bytes = 0;
   ZS_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  cudaMemPool_t pool = nullptr;
+  uint64_t reserved = 0, used = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, ordinal_) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+          cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
+      reserved > used) {
+    free_bytes += static_cast<size_t>(reserved - used);
+  }
+  cudaGetLastError();  // A failed attribute query only leaves the pool uncounted.
   return MemoryInfo{static_cast<int64_t>(total_bytes), static_cast<int64_t>(free_bytes)};
 }
 

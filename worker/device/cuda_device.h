@@ -61,6 +61,10 @@ class CudaDevice final : public Device {
   absl::Status AdamW(const AdamWHyperparams& hp, int64_t step, float grad_scale,
                      const AdamWShard& shard) override;
 
+  // free_bytes: cudaMemGetInfo's free memory plus what the stream-ordered
+  // pool holds unused (freed by this process, kept for the next Allocate,
+  // which takes it first and trims the pool before failing): an earlier
+  // generation's freed engine and model buffers count as free.
   absl::StatusOr<MemoryInfo> memory_info() const override;
 
  private:
