@@ -25,50 +25,26 @@ const std::vector<std::tuple<int, int>>& RowShapes() {
   return shapes;
 }
 
-void CheckMatmul(CudaKernelsTest& t, bool tf32, bool ta, bool tb, int M, int N, int K) {
+// How a matmul runs, and what its inputs are: fp32; TF32 on inputs already
+// TF32 (1e-3: the summation order); bf16 on inputs already bf16 (only the
+// summation order differs, 1e-3) or on raw fp32 ones (their rounding shows
+// too: the bf16 tolerance, 1e-2).
+enum class MatmulMode { kFp32, kTf32, kBf16Rounded, kBf16Raw };
+
+void CheckMatmul(CudaKernelsTest& t, MatmulMode mode, bool ta, bool tb, int M, int N, int K) {
   std::vector<float> A = Random(int64_t{M} * K, 1), B = Random(int64_t{K} * N, 2);
-  if (tf32) {
+  if (mode == MatmulMode::kTf32) {
     A = ToTf32(std::move(A));
     B = ToTf32(std::move(B));
   }
-  std::vector<float> C = Random(int64_t{M} * N, 3);
-  std::unique_ptr<CudaKernels> k = t.MakeKernels({.allow_tf32 = tf32});
-  ASSERT_NE(k, nullptr);
-  const float* dA = t.Up(A);
-  const float* dB = t.Up(B);
-  float* dC = t.Up(C);
-  k->Matmul(ta, tb, M, N, K, 0.7f, dA, dB, 0.3f, dC);
-  CudaKernelsTest::Cpu().Matmul(ta, tb, M, N, K, 0.7f, A.data(), B.data(), 0.3f, C.data());
-  EXPECT_CLOSE(t.Down(dC, C), C, tf32 ? kTf32Tolerance : kFp32Tolerance,
-               ::testing::Message() << "tf32=" << tf32 << " ta=" << ta << " tb=" << tb << " M=" << M
-                                    << " N=" << N << " K=" << K);
-  EXPECT_TRUE(k->TakeStatus().ok());
-}
-
-TEST_F(CudaKernelsTest, MatmulEveryTransposeFp32AndTf32) {
-  const std::vector<std::tuple<int, int, int>> shapes = {
-      {1, 8, 7}, {7, 24, 33}, {33, 96, 24}, {17, 1, 5}, {64, 257, 96}};
-  for (bool tf32 : {false, true}) {
-    for (bool ta : {false, true}) {
-      for (bool tb : {false, true}) {
-        for (const auto& [M, N, K] : shapes) CheckMatmul(*this, tf32, ta, tb, M, N, K);
-      }
-    }
-  }
-}
-
-// bf16 matmuls (CudaKernelsOptions::bf16_matmul) against the CPU's fp32 ones:
-// on inputs already bf16 only the summation order differs (1e-3 here); on
-// raw fp32 inputs the rounding of A and B shows too (the 1e-2).
-void CheckBf16Matmul(CudaKernelsTest& t, bool rounded, bool ta, bool tb, int M, int N, int K) {
-  std::vector<float> A = Random(int64_t{M} * K, 4), B = Random(int64_t{K} * N, 5);
-  if (rounded) {
+  if (mode == MatmulMode::kBf16Rounded) {
     for (float& x : A) x = Bf16ToFloat(FloatToBf16(x));
     for (float& x : B) x = Bf16ToFloat(FloatToBf16(x));
   }
-  std::vector<float> C = Random(int64_t{M} * N, 6);
+  std::vector<float> C = Random(int64_t{M} * N, 3);
   CudaKernelsOptions options;
-  options.bf16_matmul = true;
+  options.allow_tf32 = mode == MatmulMode::kTf32;
+  options.bf16_matmul = mode == MatmulMode::kBf16Rounded || mode == MatmulMode::kBf16Raw;
   std::unique_ptr<CudaKernels> k = t.MakeKernels(options);
   ASSERT_NE(k, nullptr);
   const float* dA = t.Up(A);
@@ -76,19 +52,23 @@ void CheckBf16Matmul(CudaKernelsTest& t, bool rounded, bool ta, bool tb, int M, 
   float* dC = t.Up(C);
   k->Matmul(ta, tb, M, N, K, 0.7f, dA, dB, 0.3f, dC);
   CudaKernelsTest::Cpu().Matmul(ta, tb, M, N, K, 0.7f, A.data(), B.data(), 0.3f, C.data());
-  EXPECT_CLOSE(t.Down(dC, C), C, rounded ? kTf32Tolerance : 1e-2,
-               ::testing::Message() << "bf16 rounded=" << rounded << " ta=" << ta << " tb=" << tb
-                                    << " M=" << M << " N=" << N << " K=" << K);
+  const double tolerance = mode == MatmulMode::kFp32     ? kFp32Tolerance
+                           : mode == MatmulMode::kBf16Raw ? 1e-2
+                                                          : kTf32Tolerance;
+  EXPECT_CLOSE(t.Down(dC, C), C, tolerance,
+               ::testing::Message() << "mode=" << static_cast<int>(mode) << " ta=" << ta
+                                    << " tb=" << tb << " M=" << M << " N=" << N << " K=" << K);
   EXPECT_TRUE(k->TakeStatus().ok());
 }
 
-TEST_F(CudaKernelsTest, MatmulBf16EveryTranspose) {
+TEST_F(CudaKernelsTest, MatmulEveryTransposeFp32Tf32AndBf16) {
   const std::vector<std::tuple<int, int, int>> shapes = {
       {1, 8, 7}, {7, 24, 33}, {33, 96, 24}, {17, 1, 5}, {64, 257, 96}};
-  for (bool rounded : {true, false}) {
+  for (MatmulMode mode : {MatmulMode::kFp32, MatmulMode::kTf32, MatmulMode::kBf16Rounded,
+                          MatmulMode::kBf16Raw}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
-        for (const auto& [M, N, K] : shapes) CheckBf16Matmul(*this, rounded, ta, tb, M, N, K);
+        for (const auto& [M, N, K] : shapes) CheckMatmul(*this, mode, ta, tb, M, N, K);
       }
     }
   }

@@ -39,14 +39,27 @@ class DeviceParams : public UnitHooks {
   std::vector<float*> params_, grads_;
 };
 
+// `small`'s weights (seed 7) and a random batch of B = 2 full contexts;
+// scale = 1 / tokens (the mean loss's gradient).
+struct SmallJob {
+  ModelConfig config = *ModelPreset("small");
+  int B = 2, T = config.n_ctx;
+  std::vector<std::vector<float>> units = InitUnits(config, 7);
+  std::vector<int32_t> inputs, targets;
+  float scale = 1.0f / static_cast<float>(B * T);
+  explicit SmallJob(uint32_t seed)
+      : inputs(RandomTokens(int64_t{B} * T, config.vocab, seed)),
+        targets(RandomTokens(int64_t{B} * T, config.vocab, seed + 1)) {}
+};
+
 TEST_F(CudaKernelsTest, GptModelMatchesTheCpuModel) {
-  absl::StatusOr<ModelConfig> config = ModelPreset("small");
-  ASSERT_TRUE(config.ok()) << config.status();
-  const int B = 2, T = config->n_ctx;
-  const std::vector<std::vector<float>> units = InitUnits(*config, 7);
-  const std::vector<int32_t> inputs = RandomTokens(int64_t{B} * T, config->vocab, 1);
-  const std::vector<int32_t> targets = RandomTokens(int64_t{B} * T, config->vocab, 2);
-  const float scale = 1.0f / static_cast<float>(B * T);
+  const SmallJob job(1);
+  const ModelConfig* config = &job.config;
+  const int B = job.B, T = job.T;
+  const std::vector<std::vector<float>>& units = job.units;
+  const std::vector<int32_t>& inputs = job.inputs;
+  const std::vector<int32_t>& targets = job.targets;
+  const float scale = job.scale;
   for (ActivationCheckpointing mode :
        {ActivationCheckpointing::kNone, ActivationCheckpointing::kBlocks}) {
     const std::string what = mode == ActivationCheckpointing::kNone ? "no checkpointing" : "blocks";
@@ -91,17 +104,13 @@ TEST_F(CudaKernelsTest, GptModelMatchesTheCpuModel) {
 // magnitude (the rounding of both inputs of every matmul, compounded over
 // the layers).
 TEST_F(CudaKernelsTest, GptModelWithBf16MatmulsStaysNearTheCpuModel) {
-  absl::StatusOr<ModelConfig> config = ModelPreset("small");
-  ASSERT_TRUE(config.ok()) << config.status();
-  const int B = 2, T = config->n_ctx;
-  const std::vector<std::vector<float>> units = InitUnits(*config, 7);
-  const std::vector<int32_t> inputs = RandomTokens(int64_t{B} * T, config->vocab, 3);
-  const std::vector<int32_t> targets = RandomTokens(int64_t{B} * T, config->vocab, 4);
-  const float scale = 1.0f / static_cast<float>(B * T);
+  const SmallJob job(3);
+  const ModelConfig* config = &job.config;
+  const std::vector<std::vector<float>>& units = job.units;
   LocalParams cpu_params(units);
   GptModel cpu(*config);
-  absl::StatusOr<double> cpu_loss =
-      cpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, cpu_params);
+  absl::StatusOr<double> cpu_loss = cpu.ForwardBackward(job.inputs.data(), job.targets.data(),
+                                                        job.B, job.T, job.scale, cpu_params);
   ASSERT_TRUE(cpu_loss.ok()) << cpu_loss.status();
   CudaKernelsOptions options;
   options.vocab = config->vocab;
@@ -110,8 +119,8 @@ TEST_F(CudaKernelsTest, GptModelWithBf16MatmulsStaysNearTheCpuModel) {
   ASSERT_NE(k, nullptr);
   DeviceParams gpu_params(*this, units);
   GptModel gpu(*config, ActivationCheckpointing::kNone, *k, device_.get());
-  absl::StatusOr<double> gpu_loss =
-      gpu.ForwardBackward(inputs.data(), targets.data(), B, T, scale, gpu_params);
+  absl::StatusOr<double> gpu_loss = gpu.ForwardBackward(job.inputs.data(), job.targets.data(),
+                                                        job.B, job.T, job.scale, gpu_params);
   ASSERT_TRUE(gpu_loss.ok()) << gpu_loss.status();
   EXPECT_NEAR(*gpu_loss, *cpu_loss, 1e-2 * std::fabs(*cpu_loss));
   EXPECT_NE(*gpu_loss, *cpu_loss) << "bf16 matmuls must round: the same bits mean fp32 ran";
