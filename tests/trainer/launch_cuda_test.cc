@@ -62,11 +62,11 @@ TEST(LaunchCudaTest, TrainsSmallAsTheCpuDoes) {
 TEST(LaunchCudaTest, TwoRanksSharingTheGpuFollowOneRank) {
   const std::string dir = MakeTempDir("zs_launch_cuda_shared");
   const std::vector<double> one =
-      Train(dir, "n1", "--device cuda --workers 1 --stage 0 --steps 20");
+      Train(dir, "n1", "--device cuda --workers 1 --stage 0 --steps 10");
   const std::vector<double> two =
-      Train(dir, "n2", "--device cuda --workers 2 --stage 3 --backend host-staged --steps 20");
-  ASSERT_EQ(one.size(), 20u);
-  ASSERT_EQ(two.size(), 20u);
+      Train(dir, "n2", "--device cuda --workers 2 --stage 3 --backend host-staged --steps 10");
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(two.size(), 10u);
   for (size_t s = 0; s < one.size(); ++s) {
     EXPECT_NEAR(two[s], one[s], 1e-4 * std::abs(one[s])) << "step " << s + 1;
   }
