@@ -67,7 +67,7 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
   ZS_ASSIGN_OR_RETURN(const PlanMachine m, LaunchMachine(o));
   const int micro_batches = MicroBatchesPerStep(o.job.global_batch, o.workers, o.job.micro_batch);
   PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
-                               o.job.compute_dtype, o.job.reduce_dtype);
+                               o.job.compute_dtype, o.job.reduce_dtype, m.cuda);
   pm.offload_params_nvme = o.job.offload_params == "nvme";
   pm.offload_prefetch = o.job.offload_prefetch;
   pm.gather_prefetch = o.job.gather_prefetch;

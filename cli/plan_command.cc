@@ -102,8 +102,10 @@ int ResolveMachine(const PlanOptions& o, PlanMachine& m) {
   return 0;
 }
 
-// A model with structure (--model or the dimensions) into `model` and `h`.
-int ResolveStructure(const PlanOptions& o, DType c, DType g, PlanModel& model, PlanHeader& h) {
+// A model with structure (--model or the dimensions) into `model` and `h`;
+// with `cuda` its activations count the CUDA kernels' workspace.
+int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanModel& model,
+                     PlanHeader& h) {
   ModelConfig config{o.vocab, o.layers, o.width, o.heads, o.ctx};
   if (!o.model.empty()) {
     absl::StatusOr<ModelConfig> preset = ModelPreset(o.model);
@@ -117,7 +119,7 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, PlanModel& model, P
   if (seq > config.n_ctx) return Bad("--seq-len", absl::StrCat(seq, " is longer than the context ", config.n_ctx));
   const int global = o.global_batch > 0 ? o.global_batch : o.micro_batch * o.workers;
   h.micro_batches = MicroBatchesPerStep(global, o.workers, o.micro_batch);
-  model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g);
+  model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g, cuda);
   h.params = model.params;
   h.worker_host_bytes = model.worker_host_bytes;
   h.micro_batch = o.micro_batch;
@@ -152,7 +154,7 @@ int RunPlanCommand(const PlanOptions& o) {
     model.reduce_dtype = g;
     h.params_only = true;
     h.model = absl::StrCat(*psi, " parameters");
-  } else if (int code = ResolveStructure(o, c, g, model, h); code != 0) {
+  } else if (int code = ResolveStructure(o, c, g, m.cuda, model, h); code != 0) {
     return code;
   }
   absl::StatusOr<RunPlan> plan = MakeRunPlan(model, m);

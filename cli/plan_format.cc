@@ -63,6 +63,10 @@ std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
       "  buffers = transient gather/reduce buffers (bound), host-opt = optimizer state in host "
       "memory, nvme = offload files\n"
       "  traffic = ", t.name, " one rank sends per step (ring), comm = traffic / link bandwidth\n");
+  if (h.machine->cuda && !h.params_only) {
+    absl::StrAppend(&s, "  activ = activations + the CUDA kernels' workspace (attention "
+                        "backward's scratch or bf16 matmul inputs)\n");
+  }
   if (!h.machine->cuda && !h.params_only) {
     absl::StrAppend(&s, "  CPU workers: peak/rank = the kinds + the initial fp32 parameters a "
                         "worker keeps (", FormatDecimalBytes(h.worker_host_bytes),

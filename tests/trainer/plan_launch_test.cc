@@ -60,6 +60,23 @@ TEST(PlanCommandTest, ClassicSevenBillionExample) {
   EXPECT_EQ(plan["recommended"], "stage 1, checkpointing none, offload none");
 }
 
+// On a GPU the worker's fit check counts the CUDA kernels' workspace beside
+// the activations, so the plan does too: gpt2 at micro-batch 4 x 1024, the
+// attention backward's 7 B T C + B NH T T floats (the larger of its two
+// uses) = 4 * (7 * 4096 * 768 + 4 * 12 * 1024 * 1024) bytes more than on
+// the CPU.
+TEST(PlanCommandTest, CudaActivationsCountTheKernelsWorkspace) {
+  auto activations = [](const std::string& device) -> int64_t {
+    CommandResult r = Zs("plan --model gpt2 --workers 1 --micro-batch 4 --device-memory 140GB "
+                         "--host-memory 1TB --json --device " + device);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (r.exit_code != 0) return -1;
+    return nlohmann::json::parse(r.output)["choices"][0]["activation_bytes"].get<int64_t>();
+  };
+  const int64_t cpu = activations("cpu"), cuda = activations("cuda");
+  EXPECT_EQ(cuda - cpu, int64_t{4} * (7 * 4096 * 768 + int64_t{4} * 12 * 1024 * 1024));
+}
+
 TEST(PlanCommandTest, BadValuesExitTwoNamingTheFlag) {
   struct Case { std::string args, flag; };
   for (const Case& c : {Case{"--params lots", "--params"}, Case{"--model huge", "--model"},

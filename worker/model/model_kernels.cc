@@ -1,6 +1,5 @@
 #include "worker/model/model_kernels.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,16 +41,6 @@ int64_t ModelKernels::scratch_held() const {
   }
 #endif
   return 0;
-}
-
-int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T) {
-  if (kind == DeviceKind::kCpu) return CpuKernelsScratchBytes();
-  const int64_t bt = int64_t{B} * T, C = model.n_embd;
-  const int64_t attention = 7 * bt * C + int64_t{B} * model.n_head * T * T;
-  // Every matmul's M K + K N is at most (B T + C) W + B T C, W = max(4C, V).
-  const int64_t wide = std::max<int64_t>(4 * C, model.vocab);
-  const int64_t bf16_matmul = ((bt + C) * wide + bt * C + 1) / 2 + 16;  // + B's alignment.
-  return 4 * std::max(attention, bf16_matmul);
 }
 
 }  // namespace zeroshard

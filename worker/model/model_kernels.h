@@ -35,12 +35,4 @@ struct ModelKernels {
 absl::StatusOr<ModelKernels> CreateModelKernels(Device& device, const ModelConfig& model,
                                                 DType compute_dtype = DType::kFp32);
 
-// Bytes the kernels allocate beyond the model's activations, in the device's
-// memory, for a micro-batch of B sequences of T tokens: on the CPU the
-// matmuls' scratch reserve (CpuKernelsScratchBytes); on CUDA the one
-// workspace's largest use (cuda_kernels.h): the attention backward's
-// 7 B*T*C + B*NH*T*T floats, or a bf16 matmul's rounded inputs, at most
-// ((B*T + C) * max(4C, V) + B*T*C) / 2 floats (counted whatever the dtype).
-int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T);
-
 }  // namespace zeroshard

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "worker/model/gpt_model.h"
+#include "worker/model/kernels.h"
 
 namespace zeroshard {
 
@@ -23,7 +24,7 @@ int MicroBatchesPerStep(int global_batch, int workers, int micro_batch) {
 }
 
 PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
-                        int micro_batches, DType compute_dtype, DType reduce_dtype) {
+                        int micro_batches, DType compute_dtype, DType reduce_dtype, bool cuda) {
   PlanModel m;
   m.units = ModelUnits(config);
   m.params = ModelParamCount(config);
@@ -36,9 +37,22 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
                                             ActivationCheckpointing::kBlocks};
   for (int k = 0; k < 2; ++k) {
     m.brackets[k] = ModelBrackets(config, modes[k]);
-    m.activation_bytes[k] = ModelActivationBytes(config, micro_batch, seq_len, modes[k]);
+    m.activation_bytes[k] = ModelActivationBytes(config, micro_batch, seq_len, modes[k]) +
+                            (cuda ? ModelKernelsScratchBytes(DeviceKind::kCuda, config,
+                                                             micro_batch, seq_len)
+                                  : 0);
   }
   return m;
+}
+
+int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T) {
+  if (kind == DeviceKind::kCpu) return CpuKernelsScratchBytes();
+  const int64_t bt = int64_t{B} * T, C = model.n_embd;
+  const int64_t attention = 7 * bt * C + int64_t{B} * model.n_head * T * T;
+  // Every matmul's M K + K N is at most (B T + C) W + B T C, W = max(4C, V).
+  const int64_t wide = std::max<int64_t>(4 * C, model.vocab);
+  const int64_t bf16_matmul = ((bt + C) * wide + bt * C + 1) / 2 + 16;  // + B's alignment.
+  return 4 * std::max(attention, bf16_matmul);
 }
 
 }  // namespace zeroshard

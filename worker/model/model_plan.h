@@ -16,6 +16,7 @@
 
 #include "common/run_plan.h"
 #include "common/traffic_model.h"
+#include "worker/device/device.h"
 #include "worker/model/model_config.h"
 
 namespace zeroshard {
@@ -28,8 +29,20 @@ std::vector<UnitBracket> ModelBrackets(const ModelConfig& config, ActivationChec
 int MicroBatchesPerStep(int global_batch, int workers, int micro_batch);
 
 // The planner's model: units, brackets and activations of both modes for
-// micro-batches of `micro_batch` sequences of `seq_len` tokens.
+// micro-batches of `micro_batch` sequences of `seq_len` tokens. With `cuda`
+// the activations include the CUDA kernels' workspace
+// (ModelKernelsScratchBytes), which lives in device memory beside them; the
+// CPU's matmul scratch is per call and left out.
 PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
-                        int micro_batches, DType compute_dtype, DType reduce_dtype);
+                        int micro_batches, DType compute_dtype, DType reduce_dtype,
+                        bool cuda = false);
+
+// Bytes the kernels allocate beyond the model's activations, in the device's
+// memory, for a micro-batch of B sequences of T tokens: on the CPU the
+// matmuls' scratch reserve (CpuKernelsScratchBytes); on CUDA the one
+// workspace's largest use (cuda_kernels.h): the attention backward's
+// 7 B*T*C + B*NH*T*T floats, or a bf16 matmul's rounded inputs, at most
+// ((B*T + C) * max(4C, V) + B*T*C) / 2 floats (counted whatever the dtype).
+int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T);
 
 }  // namespace zeroshard

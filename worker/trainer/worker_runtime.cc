@@ -18,6 +18,7 @@
 #include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
 #include "worker/model/model_kernels.h"
+#include "worker/model/model_plan.h"
 #include "worker/optim/job_adamw.h"
 #include "worker/rendezvous/coordinator_store.h"
 #include "worker/trainer/checkpointing.h"
