@@ -32,7 +32,7 @@ struct MemoryByKind {
   // stream it are counted under optimizer / params.
   int64_t offloaded = 0;
   // The model's activations and backward scratch (GptModel::ActivationBytes;
-  // host memory: the model computes on the host). Reported beside the
+  // memory of the device the model computes on). Reported beside the
   // engine's kinds; not in model_state() or total(), which are the
   // engine's. 0 in the ZeRO formula.
   int64_t activations = 0;
