@@ -1,16 +1,21 @@
 // GptModel and its configuration: presets and validation, initialisation
 // statistics and determinism, the hook call order, input validation,
-// gradient accumulation over micro-batches, and activation accounting.
+// gradient accumulation over micro-batches, activation accounting, and the
+// off-CPU path (device-resident token ids and loss) against the CPU path.
 // (Loss and gradients against an independent NumPy model: gpt_reference_test.)
 #include "worker/model/gpt_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "worker/device/device_factory.h"
 #include "worker/model/local_params.h"
 #include "worker/model/model_config.h"
 
@@ -225,6 +230,92 @@ TEST(GptModelTest, PlainSgdFitsOneBatch) {
   std::printf("mean loss: step 0 %.4f, step 99 %.4f\n", first, last);
   EXPECT_NEAR(first, std::log(256.0), 0.05);
   EXPECT_LT(last, 1.0) << "first " << first;
+}
+
+// Host memory that calls itself a GPU: every operation goes to a CPU
+// device, but kind() is kCuda, so GptModel takes its off-CPU path (token
+// ids copied into its own buffer, the loss read back through Copy) with
+// kernels that can run here. Counts the copies.
+class HostMemoryAsGpu final : public Device {
+ public:
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  const std::string& name() const override { return name_; }
+  int ordinal() const override { return 0; }
+  void* stream() const override { return nullptr; }
+  absl::StatusOr<void*> Allocate(int64_t bytes) override { return cpu_->Allocate(bytes); }
+  void Free(void* ptr) override { cpu_->Free(ptr); }
+  absl::StatusOr<void*> AllocatePinnedHost(int64_t bytes) override {
+    return cpu_->AllocatePinnedHost(bytes);
+  }
+  void FreePinnedHost(void* ptr) override { cpu_->FreePinnedHost(ptr); }
+  absl::Status Memset(void* dst, int byte, int64_t bytes) override {
+    return cpu_->Memset(dst, byte, bytes);
+  }
+  absl::Status Copy(void* dst, const void* src, int64_t bytes) override {
+    ++copies;
+    return cpu_->Copy(dst, src, bytes);
+  }
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override {
+    return cpu_->RecordEvent();
+  }
+  absl::Status StreamWaitEvent(const DeviceEvent& event) override {
+    return cpu_->StreamWaitEvent(event);
+  }
+  absl::Status Convert(const void* src, DType src_dtype, void* dst, DType dst_dtype,
+                       int64_t n) override {
+    return cpu_->Convert(src, src_dtype, dst, dst_dtype, n);
+  }
+  absl::Status AddInto(void* acc, DType acc_dtype, const void* x, DType x_dtype,
+                       int64_t n) override {
+    return cpu_->AddInto(acc, acc_dtype, x, x_dtype, n);
+  }
+  absl::Status Scale(void* x, DType dtype, float alpha, int64_t n) override {
+    return cpu_->Scale(x, dtype, alpha, n);
+  }
+  absl::Status SumSquaresAccumulate(const void* x, DType dtype, int64_t n, double* acc) override {
+    return cpu_->SumSquaresAccumulate(x, dtype, n, acc);
+  }
+  absl::Status AdamW(const AdamWHyperparams& hp, int64_t step, float grad_scale,
+                     const AdamWShard& shard) override {
+    return cpu_->AdamW(hp, step, grad_scale, shard);
+  }
+  absl::StatusOr<MemoryInfo> memory_info() const override { return cpu_->memory_info(); }
+
+  int copies = 0;
+
+ private:
+  std::unique_ptr<Device> cpu_ = *CreateDevice({"cpu", -1, 1});
+  std::string name_ = "host memory as a gpu";
+};
+
+// The off-CPU path (what a GPU worker runs, less the CUDA kernels) gives
+// the CPU path's bits: losses, gradients and logits, over two calls of
+// different sizes (the buffers regrow); the token ids went through the
+// device's Copy, and the caller's arrays were only read.
+TEST(GptModelTest, OffCpuPathGivesTheCpuPathsBits) {
+  const ModelConfig c = Tiny();
+  HostMemoryAsGpu gpu;
+  GptModel on_cpu(c), off_cpu(c, ActivationCheckpointing::kNone, CpuKernels(), &gpu);
+  LocalParams a(InitUnits(c, 5)), b(InitUnits(c, 5));
+  for (auto [B, T] : {std::pair{2, 8}, std::pair{3, 16}}) {
+    const auto x = Tokens(B * T, 7), y = Tokens(B * T, 8);
+    const auto x_before = x, y_before = y;
+    const int copies_before = gpu.copies;
+    absl::StatusOr<double> la = on_cpu.ForwardBackward(x.data(), y.data(), B, T, 0.5f, a);
+    absl::StatusOr<double> lb = off_cpu.ForwardBackward(x.data(), y.data(), B, T, 0.5f, b);
+    ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
+    EXPECT_EQ(*la, *lb) << "B=" << B << " T=" << T;
+    // Inputs, targets and the loss: three copies a call.
+    EXPECT_EQ(gpu.copies - copies_before, 3);
+    EXPECT_EQ(x, x_before);
+    EXPECT_EQ(y, y_before);
+    for (int u = 0; u < a.num_units(); ++u) EXPECT_EQ(a.grads(u), b.grads(u)) << "unit " << u;
+    std::vector<float> ga, gb;
+    ASSERT_TRUE(on_cpu.Logits(x.data(), B, T, a, &ga).ok());
+    ASSERT_TRUE(off_cpu.Logits(x.data(), B, T, b, &gb).ok());
+    EXPECT_EQ(ga, gb);
+    EXPECT_EQ(off_cpu.ActivationBytes(), ModelActivationBytes(c, B, T));
+  }
 }
 
 }  // namespace
