@@ -106,8 +106,9 @@ void CudaKernels::Matmul(bool trans_a, bool trans_b, int M, int N, int K, float 
   // a 64-byte boundary (32 elements) for cuBLAS's aligned kernels.
   const int64_t a_n = int64_t{M} * K, b_n = int64_t{K} * N;
   const int64_t b_at = (a_n + 31) / 32 * 32;
+  // Null without an error only when both are empty (K = 0: C = beta C).
   float* work = Workspace((b_at + b_n + 1) / 2);
-  if (work == nullptr) return;
+  if (!error_.ok()) return;
   uint16_t* a16 = reinterpret_cast<uint16_t*>(work);
   uint16_t* b16 = a16 + b_at;
   Keep(device_.Convert(A, DType::kFp32, a16, DType::kBf16, a_n));
