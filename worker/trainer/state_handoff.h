@@ -36,7 +36,10 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
 enum class YieldOutcome { kHandedOff, kLeft };
 
 // Hands the state over at `y`: kHandedOff with `held` set on a survivor,
-// kLeft on a leaving rank (after it sent Leave).
+// kLeft on a leaving rank (after it sent Leave). A survivor whose closing
+// barrier fails after it holds its part still returns kHandedOff (the next
+// generation checks that every shard has a holder); any other failure is
+// the error.
 absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,
                                             const std::vector<UnitSpec>& units,
                                             ShardedEngine& engine, Communicator& control,
