@@ -33,20 +33,20 @@ Loaded Load() {
     return out;
   }
   CublasApi& a = out.api;
-  // The _v2 names are what cublas_v2.h's macros call.
+  // The first entry point missing, if any. The _v2 names are what
+  // cublas_v2.h's macros call.
   const char* missing = nullptr;
-  if (!Resolve(lib, "cublasCreate_v2", &a.Create)) missing = "cublasCreate_v2";
-  if (!Resolve(lib, "cublasDestroy_v2", &a.Destroy)) missing = "cublasDestroy_v2";
-  if (!Resolve(lib, "cublasSetStream_v2", &a.SetStream)) missing = "cublasSetStream_v2";
-  if (!Resolve(lib, "cublasSetMathMode", &a.SetMathMode)) missing = "cublasSetMathMode";
-  if (!Resolve(lib, "cublasGemmEx", &a.GemmEx)) missing = "cublasGemmEx";
-  if (!Resolve(lib, "cublasGemmStridedBatchedEx", &a.GemmStridedBatchedEx)) {
-    missing = "cublasGemmStridedBatchedEx";
-  }
-  if (!Resolve(lib, "cublasGetStatusName", &a.GetStatusName)) missing = "cublasGetStatusName";
-  if (!Resolve(lib, "cublasGetStatusString", &a.GetStatusString)) {
-    missing = "cublasGetStatusString";
-  }
+  auto resolve = [&](const char* name, auto* fn) {
+    if (!Resolve(lib, name, fn) && missing == nullptr) missing = name;
+  };
+  resolve("cublasCreate_v2", &a.Create);
+  resolve("cublasDestroy_v2", &a.Destroy);
+  resolve("cublasSetStream_v2", &a.SetStream);
+  resolve("cublasSetMathMode", &a.SetMathMode);
+  resolve("cublasGemmEx", &a.GemmEx);
+  resolve("cublasGemmStridedBatchedEx", &a.GemmStridedBatchedEx);
+  resolve("cublasGetStatusName", &a.GetStatusName);
+  resolve("cublasGetStatusString", &a.GetStatusString);
   if (missing != nullptr) {
     out.status =
         absl::FailedPreconditionError(absl::StrCat("cuBLAS: ", versioned, " has no ", missing));
