@@ -34,18 +34,24 @@ class Xxh64Stream {
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state_;
 };
 
-// Copies `size` bytes from `src` to `dst` (not overlapping) and returns
-// XXH64(src, size, 0). Thread-safe.
-inline uint64_t CopyWithXxh64(void* dst, const void* src, size_t size) {
-  Xxh64Stream hash;
+// Copies `size` bytes from `src` to `dst` (not overlapping), adding them to
+// `hash` block by block. Thread-safe for distinct `hash` objects.
+inline void CopyIntoXxh64(void* dst, const void* src, size_t size, Xxh64Stream* hash) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   for (size_t done = 0; done < size;) {
     const size_t n = std::min(kXxhashCopyBlockBytes, size - done);
     std::memcpy(d + done, s + done, n);
-    hash.Update(d + done, n);
+    hash->Update(d + done, n);
     done += n;
   }
+}
+
+// Copies `size` bytes from `src` to `dst` (not overlapping) and returns
+// XXH64(src, size, 0). Thread-safe.
+inline uint64_t CopyWithXxh64(void* dst, const void* src, size_t size) {
+  Xxh64Stream hash;
+  CopyIntoXxh64(dst, src, size, &hash);
   return hash.Digest();
 }
 

@@ -1,7 +1,9 @@
 #include "server/checkpoint/checkpoint_files.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +54,59 @@ absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
     offset += n;
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// pwritev of all of `iov` at `offset`, retrying short writes and EINTR;
+// `iov` is consumed.
+absl::Status PWritevFull(int fd, std::vector<iovec>& iov, int64_t offset, absl::string_view path) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    const ssize_t n = ::pwritev(fd, iov.data() + first, count, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "write", path);
+    }
+    if (n == 0) return ErrnoStatus(ENOSPC, "write", path);
+    offset += n;
+    for (size_t left = static_cast<size_t>(n); left > 0;) {
+      const size_t used = std::min(left, iov[first].iov_len);
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + used;
+      iov[first].iov_len -= used;
+      left -= used;
+      if (iov[first].iov_len == 0) ++first;
+    }
+    while (first < iov.size() && iov[first].iov_len == 0) ++first;
+  }
+  iov.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
+                                         int64_t offset, absl::string_view path) {
+  Xxh64Stream hash;
+  std::vector<iovec> block;
+  size_t block_bytes = 0;
+  for (absl::string_view piece : pieces) {
+    while (!piece.empty()) {
+      const size_t n = std::min(piece.size(), kXxhashCopyBlockBytes - block_bytes);
+      hash.Update(piece.data(), n);
+      block.push_back({const_cast<char*>(piece.data()), n});
+      block_bytes += n;
+      piece.remove_prefix(n);
+      if (block_bytes == kXxhashCopyBlockBytes) {
+        ZS_RETURN_IF_ERROR(PWritevFull(fd, block, offset, path));
+        offset += static_cast<int64_t>(block_bytes);
+        block_bytes = 0;
+      }
+    }
+  }
+  ZS_RETURN_IF_ERROR(PWritevFull(fd, block, offset, path));
+  return hash.Digest();
 }
 
 absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,

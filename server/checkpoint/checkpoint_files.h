@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace zeroshard::server {
 
@@ -20,6 +21,12 @@ absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path
 // Writes all `size` bytes at `offset` (pwrite, retrying short writes and EINTR).
 absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
                         absl::string_view path);
+// Writes `pieces`, in order, at `offset` and returns XXH64 (seed 0) of their
+// bytes: hashed and written in blocks of about kXxhashCopyBlockBytes, each
+// hashed just before its pwritev (retrying short writes and EINTR), while
+// still in cache.
+absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
+                                         int64_t offset, absl::string_view path);
 // Reads exactly `size` bytes at `offset`; DATA_LOSS if the file is shorter.
 absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
                        absl::string_view path);

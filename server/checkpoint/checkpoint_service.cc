@@ -16,21 +16,21 @@ grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status CheckpointServiceImpl::UploadShard(grpc::ServerContext* ctx,
-                                                grpc::ServerReader<v1::ShardChunk>* reader,
-                                                v1::UploadShardResponse* resp) {
+grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
+                                                 grpc::ServerReader<ShardChunkIn>* reader,
+                                                 v1::UploadShardResponse* resp) {
   absl::StatusOr<StreamLimits::Slot> slot =
       StreamLimits::OpenOn(streams_, ctx->peer(), "UploadShard");
   if (!slot.ok()) return ToGrpcStatus(slot.status());
-  v1::ShardChunk chunk;
+  ShardChunkIn chunk;
   while (reader->Read(&chunk)) {
-    absl::Status st = store_->WriteChunk(chunk);
+    absl::Status st = store_->WriteChunk(chunk.header(), chunk.pieces());
     if (!st.ok()) {
       return ToGrpcStatus(absl::Status(
           st.code(), absl::StrCat("chunk ", resp->chunks(), " of this stream: ", st.message())));
     }
     resp->set_chunks(resp->chunks() + 1);
-    resp->set_bytes(resp->bytes() + static_cast<int64_t>(chunk.data().size()));
+    resp->set_bytes(resp->bytes() + static_cast<int64_t>(chunk.data_size()));
   }
   // A stream that ends early (client gone) leaves what arrived pending and
   // uncommittable until the rank re-sends it; see checkpoint.proto.
@@ -65,16 +65,28 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
   return Reply(store_->Get(req->job_id(), step), resp);
 }
 
-grpc::Status CheckpointServiceImpl::DownloadRange(grpc::ServerContext* ctx,
-                                                  const v1::DownloadRangeRequest* req,
-                                                  grpc::ServerWriter<v1::RangeChunk>* writer) {
+grpc::Status CheckpointServiceImpl::DownloadChunks(grpc::ServerContext* ctx,
+                                                   RangeStreamer* stream) {
+  v1::DownloadRangeRequest req;
+  if (!stream->Read(&req)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "DownloadRange: no request");
+  }
   absl::StatusOr<StreamLimits::Slot> slot =
       StreamLimits::OpenOn(streams_, ctx->peer(), "DownloadRange");
   if (!slot.ok()) return ToGrpcStatus(slot.status());
-  return ToGrpcStatus(store_->ReadRange(*req, [&](const v1::RangeChunk& chunk) {
-    if (!writer->Write(chunk)) return absl::CancelledError("DownloadRange: the client went away");
-    return absl::OkStatus();
-  }));
+  // Each chunk is read straight into a slice that gRPC sends as it is.
+  RangeChunkOut out;
+  CheckpointStore::RangeSink sink{
+      [&](size_t bytes) {
+        out.data = grpc::Slice(bytes);
+        return reinterpret_cast<char*>(const_cast<uint8_t*>(out.data.begin()));
+      },
+      [&](const v1::RangeChunk& header) {
+        out.header = header;
+        if (!stream->Write(out)) return absl::CancelledError("DownloadRange: the client went away");
+        return absl::OkStatus();
+      }};
+  return ToGrpcStatus(store_->ReadRange(req, sink));
 }
 
 grpc::Status CheckpointServiceImpl::RequestCheckpoint(grpc::ServerContext*,

@@ -3,6 +3,8 @@
 // which names it in INVALID_ARGUMENT; absl::Status becomes grpc::Status in
 // common/rpc/grpc_status.h. Bad input never crashes the server.
 //
+// UploadShard and DownloadRange move chunk frames (framed_checkpoint_service.h).
+//
 // Register it on any grpc::ServerBuilder, e.g. as one of the extra services
 // of CoordinatorServer::Start. The checkpoint trigger (RequestCheckpoint /
 // GetCheckpointTrigger) is an in-memory counter: one job per coordinator, so
@@ -16,11 +18,11 @@
 
 #include "common/rpc/stream_limits.h"
 #include "server/checkpoint/checkpoint_store.h"
-#include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "server/checkpoint/framed_checkpoint_service.h"
 
 namespace zeroshard::server {
 
-class CheckpointServiceImpl final : public v1::CheckpointService::Service {
+class CheckpointServiceImpl final : public FramedCheckpointService {
  public:
   // `store` and `streams` (open UploadShard / DownloadRange streams per
   // caller; null = no limit) are not owned and must outlive the service.
@@ -29,8 +31,8 @@ class CheckpointServiceImpl final : public v1::CheckpointService::Service {
 
   grpc::Status BeginCheckpoint(grpc::ServerContext* ctx, const v1::BeginCheckpointRequest* req,
                                v1::BeginCheckpointResponse* resp) override;
-  grpc::Status UploadShard(grpc::ServerContext* ctx, grpc::ServerReader<v1::ShardChunk>* reader,
-                           v1::UploadShardResponse* resp) override;
+  grpc::Status UploadChunks(grpc::ServerContext* ctx, grpc::ServerReader<ShardChunkIn>* reader,
+                            v1::UploadShardResponse* resp) override;
   grpc::Status CommitCheckpoint(grpc::ServerContext* ctx, const v1::CommitCheckpointRequest* req,
                                 v1::CommitCheckpointResponse* resp) override;
   grpc::Status AbortCheckpoint(grpc::ServerContext* ctx, const v1::AbortCheckpointRequest* req,
@@ -39,8 +41,7 @@ class CheckpointServiceImpl final : public v1::CheckpointService::Service {
                                v1::ListCheckpointsResponse* resp) override;
   grpc::Status GetCheckpoint(grpc::ServerContext* ctx, const v1::GetCheckpointRequest* req,
                              v1::CheckpointInfo* resp) override;
-  grpc::Status DownloadRange(grpc::ServerContext* ctx, const v1::DownloadRangeRequest* req,
-                             grpc::ServerWriter<v1::RangeChunk>* writer) override;
+  grpc::Status DownloadChunks(grpc::ServerContext* ctx, RangeStreamer* stream) override;
   grpc::Status RequestCheckpoint(grpc::ServerContext* ctx, const v1::RequestCheckpointRequest* req,
                                  v1::RequestCheckpointResponse* resp) override;
   grpc::Status GetCheckpointTrigger(grpc::ServerContext* ctx,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -353,13 +354,30 @@ int CheckpointStore::PendingCount() const {
   return static_cast<int>(pending_.size());
 }
 
-void CheckpointStore::ApplyRetention() {
-  if (options_.keep_last <= 0) return;
+std::vector<std::string> CheckpointStore::ApplyRetention() {
+  std::vector<std::string> retired;
+  if (options_.keep_last <= 0) return retired;
   while (committed_.size() > static_cast<size_t>(options_.keep_last)) {
     auto oldest = committed_.begin();
-    DeleteCommittedDir(oldest->second->dir);
+    // Out of sight at once under the pending prefix (the next Open removes
+    // such a directory); the reaper frees its bytes in the background.
+    const std::string& dir = oldest->second->dir;
+    const std::string out_of_sight = (fs::path(options_.dir) /
+        absl::StrCat(kPendingPrefix, "retired-", fs::path(dir).filename().string())).string();
+    if (::rename(dir.c_str(), out_of_sight.c_str()) == 0) {
+      retired.push_back(out_of_sight);
+    } else {
+      DeleteCommittedDir(dir);
+    }
     committed_.erase(oldest);
   }
+  return retired;
+}
+
+void CheckpointStore::Reap(std::vector<std::string> retired) {
+  if (retired.empty()) return;
+  (void)FsyncPath(options_.dir);  // The renames; a crash before it keeps them listed, still valid.
+  for (std::string& dir : retired) reaper_.Remove(std::move(dir));
 }
 
 v1::ListCheckpointsResponse CheckpointStore::List(absl::string_view job_id) const {

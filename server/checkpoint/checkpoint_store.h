@@ -43,7 +43,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "common/shard_plan.h"
+#include "server/checkpoint/dir_reaper.h"
 #include "zeroshard/v1/checkpoint.pb.h"
 
 namespace zeroshard::server {
@@ -117,6 +119,12 @@ class CheckpointStore {
   absl::StatusOr<std::string> Begin(const v1::BeginCheckpointRequest& req);
   // Validates and writes one chunk (see ShardChunk in checkpoint.proto).
   absl::Status WriteChunk(const v1::ShardChunk& chunk);
+  // The same, with the data given apart from the message (whose own data
+  // field is ignored): `pieces` in order, as the service receives them
+  // (common/rpc/chunk_frame.h). Each block is hashed and written while
+  // still in cache; a chunk whose hash fails has reached only its pending
+  // file, and that checkpoint can never commit.
+  absl::Status WriteChunk(const v1::ShardChunk& header, absl::Span<const absl::string_view> pieces);
   // Records that `rank` finished; commits when all data is present.
   absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
   absl::Status Abort(const std::string& checkpoint_id);
@@ -132,6 +140,15 @@ class CheckpointStore {
   // in order; stops at the first error `sink` returns.
   absl::Status ReadRange(const v1::DownloadRangeRequest& req,
                          const std::function<absl::Status(const v1::RangeChunk&)>& sink);
+  // Where ReadRange puts chunks without a message holding their data:
+  // `buffer(bytes)` returns memory for the next chunk's data, `send(header)`
+  // hands on that chunk (header.data() empty; the data is what was just
+  // read into the buffer), in order, stopping at its first error.
+  struct RangeSink {
+    std::function<char*(size_t bytes)> buffer;
+    std::function<absl::Status(const v1::RangeChunk& header)> send;
+  };
+  absl::Status ReadRange(const v1::DownloadRangeRequest& req, const RangeSink& sink);
 
   int PendingCount() const;
   // Sets where the running job comes from. Without one (the store on its
@@ -182,8 +199,18 @@ class CheckpointStore {
   void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why,
                    const char* reason);
   void NoteFailed(const char* reason) const;
+  // Writes a chunk's data at byte `offset` of `path` (options_.write_fault
+  // first) and starts its writeback; returns the data's XXH64.
+  absl::StatusOr<uint64_t> WriteChunkData(const std::string& path,
+                                          absl::Span<const absl::string_view> pieces,
+                                          int64_t offset, int64_t bytes);
   void NoteCommitted(const Pending& p) const;  // After Install.
-  void ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the oldest committed checkpoints beyond keep_last from the index
+  // and renames their directories out of sight; returns the new names.
+  std::vector<std::string> ApplyRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes ApplyRetention's renames durable and queues the directories on
+  // reaper_ (no lock held).
+  void Reap(std::vector<std::string> retired);
 
   const CheckpointStoreOptions options_;
   mutable absl::Mutex mu_;
@@ -195,6 +222,7 @@ class CheckpointStore {
   absl::StatusOr<std::optional<CheckpointJob>> Job() const;  // nullopt: no source.
   absl::Status CheckBeginAgainstJob(const v1::BeginCheckpointRequest& req) const;
   std::atomic<CheckpointObserver*> observer_{nullptr};
+  DirReaper reaper_;  // Retired checkpoints' removal, off the commit's path.
 };
 
 }  // namespace zeroshard::server

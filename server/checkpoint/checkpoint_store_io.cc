@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Field checks that need only the plan (no lock).
-absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pending& p, int* unit) {
+absl::Status ValidateChunk(const v1::ShardChunk& c, size_t data_size,
+                           const CheckpointStore::Pending& p, int* unit) {
   if (c.rank() < 0 || c.rank() >= p.plan.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", c.rank(), " is not in [0, ", p.plan.world_size, ")"));
   }
@@ -51,8 +52,8 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, const CheckpointStore::Pendi
                                              shard.end(), ")")
                                     .c_str()));
   // length <= shard.length here, so length * 4 cannot overflow.
-  if (static_cast<int64_t>(c.data().size()) != c.length() * 4) {
-    return absl::InvalidArgumentError(absl::StrCat("data is ", c.data().size(), " bytes; length ",
+  if (static_cast<int64_t>(data_size) != c.length() * 4) {
+    return absl::InvalidArgumentError(absl::StrCat("data is ", data_size, " bytes; length ",
                                                    c.length(), " needs ", c.length() * 4));
   }
   return absl::OkStatus();
@@ -78,24 +79,17 @@ void AddMissingRanks(CheckpointStore::Pending& p, v1::CommitCheckpointResponse* 
 }  // namespace
 
 absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
+  const absl::string_view data = chunk.data();
+  return WriteChunk(chunk, absl::MakeConstSpan(&data, 1));
+}
+
+absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
+                                         absl::Span<const absl::string_view> pieces) {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Pending> p, FindPending(chunk.checkpoint_id()));
   int unit = -1;
-  ZS_RETURN_IF_ERROR(ValidateChunk(chunk, *p, &unit));
-  const uint64_t hash = XXH64(chunk.data().data(), chunk.data().size(), 0);
-  if (hash != chunk.xxhash64()) {
-    absl::Status bad = absl::DataLossError(absl::StrFormat(
-        "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
-        p->id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), hash,
-        chunk.xxhash64()));
-    bool first_failure = false;
-    {
-      absl::MutexLock plock(&p->mu);
-      first_failure = p->failed.ok() && !p->done;
-      if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
-    }
-    if (first_failure) NoteFailed("checksum");
-    return bad;
-  }
+  size_t data_size = 0;
+  for (absl::string_view piece : pieces) data_size += piece.size();
+  ZS_RETURN_IF_ERROR(ValidateChunk(chunk, data_size, *p, &unit));
   {
     absl::MutexLock plock(&p->mu);
     if (!p->failed.ok()) return p->failed;
@@ -106,33 +100,49 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk) {
   // unlinked file, and the coverage update below refuses it).
   const std::string path = p->DataPath(unit, chunk.kind());
   const int64_t bytes = chunk.length() * 4;
-  absl::Status st;
-  int injected = options_.write_fault ? options_.write_fault(bytes) : 0;
-  if (injected != 0) {
-    st = ErrnoStatus(injected, "write", path);
-  } else {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-      st = ErrnoStatus(errno, "open", path);
-    } else {
-      st = PWriteFull(fd, chunk.data().data(), bytes, chunk.offset() * 4, path);
-      // The disk writes this chunk while the next ones arrive; the commit's
-      // fsync still makes it durable.
-      if (st.ok()) st = StartWriteback(fd, chunk.offset() * 4, bytes, path);
-      ::close(fd);
-    }
-  }
-  if (!st.ok()) {
+  absl::StatusOr<uint64_t> hash = WriteChunkData(path, pieces, chunk.offset() * 4, bytes);
+  if (!hash.ok()) {
     // Free the space now; committed checkpoints are untouched.
-    absl::Status why = absl::Status(st.code(), absl::StrCat("checkpoint ", p->id, " dropped: ", st.message()));
-    DropPending(p, why, FailureReasonOf(st));
+    absl::Status why = absl::Status(hash.status().code(), absl::StrCat("checkpoint ", p->id, " dropped: ", hash.status().message()));
+    DropPending(p, why, FailureReasonOf(hash.status()));
     return why;
+  }
+  if (*hash != chunk.xxhash64()) {
+    absl::Status bad = absl::DataLossError(absl::StrFormat(
+        "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
+        p->id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), *hash,
+        chunk.xxhash64()));
+    bool first_failure = false;
+    {
+      absl::MutexLock plock(&p->mu);
+      first_failure = p->failed.ok() && !p->done;
+      if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
+    }
+    if (first_failure) NoteFailed("checksum");
+    return bad;
   }
   absl::MutexLock plock(&p->mu);
   if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
   p->AddCoverage(chunk.rank(), unit, chunk.kind(), chunk.offset(), chunk.offset() + chunk.length());
   p->bytes_received += bytes;
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> CheckpointStore::WriteChunkData(const std::string& path,
+                                                         absl::Span<const absl::string_view> pieces,
+                                                         int64_t offset, int64_t bytes) {
+  if (int injected = options_.write_fault ? options_.write_fault(bytes) : 0; injected != 0) {
+    return ErrnoStatus(injected, "write", path);
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  absl::StatusOr<uint64_t> hash = PWriteWithXxh64(fd, pieces, offset, path);
+  // The disk writes this chunk while the next ones arrive; the commit's
+  // fsync still makes it durable.
+  absl::Status st = hash.ok() ? StartWriteback(fd, offset, bytes, path) : hash.status();
+  ::close(fd);
+  if (!st.ok()) return st;
+  return hash;
 }
 
 absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::string& checkpoint_id,
@@ -189,15 +199,17 @@ absl::Status CheckpointStore::Install(const Pending& p) {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c,
                       LoadCommitted(p.step, final_dir, /*verified=*/true));
   std::vector<std::shared_ptr<Pending>> older;
+  std::vector<std::string> retired;
   {
     absl::MutexLock lock(&mu_);
     pending_.erase(p.id);
     committed_[p.step] = std::move(c);
-    ApplyRetention();
+    retired = ApplyRetention();
     for (const auto& [pid, other] : pending_) {
       if (other->step < p.step) older.push_back(other);
     }
   }
+  Reap(std::move(retired));
   // Saves older than a committed one can only be abandoned ones.
   for (const auto& o : older) {
     DropPending(o, absl::AbortedError(absl::StrCat("superseded by ", p.id)), "abandoned");

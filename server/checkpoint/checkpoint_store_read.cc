@@ -79,6 +79,22 @@ absl::StatusOr<v1::CheckpointInfo> CheckpointStore::Get(absl::string_view job_id
 absl::Status CheckpointStore::ReadRange(
     const v1::DownloadRangeRequest& req,
     const std::function<absl::Status(const v1::RangeChunk&)>& sink) {
+  v1::RangeChunk chunk;
+  std::string data;
+  return ReadRange(req, RangeSink{[&](size_t bytes) {
+                                    data.resize(bytes);
+                                    return data.data();
+                                  },
+                                  [&](const v1::RangeChunk& header) {
+                                    chunk = header;
+                                    chunk.mutable_data()->swap(data);
+                                    absl::Status st = sink(chunk);
+                                    chunk.mutable_data()->swap(data);
+                                    return st;
+                                  }});
+}
+
+absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, const RangeSink& sink) {
   if (!ValidTensorKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
   if (req.offset() < 0) return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " is negative"));
   if (req.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", req.length(), " is < 1"));
@@ -121,9 +137,8 @@ absl::Status CheckpointStore::ReadRange(
       (void)::posix_fadvise(fd, advised, want - advised, POSIX_FADV_WILLNEED);  // Advice only.
       advised = want;
     }
-    std::string* data = chunk.mutable_data();
-    data->resize(static_cast<size_t>(n * 4));
-    absl::StatusOr<uint64_t> hash = PReadWithXxh64(fd, data->data(), n * 4, off * 4, path);
+    absl::StatusOr<uint64_t> hash =
+        PReadWithXxh64(fd, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4, path);
     if (!hash.ok()) {
       st = hash.status();
       break;
@@ -131,7 +146,7 @@ absl::Status CheckpointStore::ReadRange(
     chunk.set_offset(off);
     chunk.set_length(n);
     chunk.set_xxhash64(*hash);
-    st = sink(chunk);
+    st = sink.send(chunk);
   }
   ::close(fd);
   return st;

@@ -9,18 +9,18 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
-class GuardedCheckpoints final : public v1::CheckpointService::Service {
+class GuardedCheckpoints final : public FramedCheckpointService {
  public:
-  GuardedCheckpoints(v1::CheckpointService::Service* inner, const AuthGate* gate)
+  GuardedCheckpoints(FramedCheckpointService* inner, const AuthGate* gate)
       : inner_(inner), gate_(gate) {}
 
   Status BeginCheckpoint(ServerContext* c, const v1::BeginCheckpointRequest* q,
                          v1::BeginCheckpointResponse* a) override {
     return Guard(c, "CheckpointService/BeginCheckpoint", [&] { return inner_->BeginCheckpoint(c, q, a); });
   }
-  Status UploadShard(ServerContext* c, grpc::ServerReader<v1::ShardChunk>* r,
-                     v1::UploadShardResponse* a) override {
-    return Guard(c, "CheckpointService/UploadShard", [&] { return inner_->UploadShard(c, r, a); });
+  Status UploadChunks(ServerContext* c, grpc::ServerReader<ShardChunkIn>* r,
+                      v1::UploadShardResponse* a) override {
+    return Guard(c, "CheckpointService/UploadShard", [&] { return inner_->UploadChunks(c, r, a); });
   }
   Status CommitCheckpoint(ServerContext* c, const v1::CommitCheckpointRequest* q,
                           v1::CommitCheckpointResponse* a) override {
@@ -38,9 +38,8 @@ class GuardedCheckpoints final : public v1::CheckpointService::Service {
                        v1::CheckpointInfo* a) override {
     return Guard(c, "CheckpointService/GetCheckpoint", [&] { return inner_->GetCheckpoint(c, q, a); });
   }
-  Status DownloadRange(ServerContext* c, const v1::DownloadRangeRequest* q,
-                       grpc::ServerWriter<v1::RangeChunk>* w) override {
-    return Guard(c, "CheckpointService/DownloadRange", [&] { return inner_->DownloadRange(c, q, w); });
+  Status DownloadChunks(ServerContext* c, RangeStreamer* s) override {
+    return Guard(c, "CheckpointService/DownloadRange", [&] { return inner_->DownloadChunks(c, s); });
   }
   Status RequestCheckpoint(ServerContext* c, const v1::RequestCheckpointRequest* q,
                            v1::RequestCheckpointResponse* a) override {
@@ -60,14 +59,14 @@ class GuardedCheckpoints final : public v1::CheckpointService::Service {
     return call();
   }
 
-  v1::CheckpointService::Service* const inner_;
+  FramedCheckpointService* const inner_;
   const AuthGate* const gate_;
 };
 
 }  // namespace
 
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
-    v1::CheckpointService::Service* inner, const AuthGate* gate) {
+    FramedCheckpointService* inner, const AuthGate* gate) {
   return std::make_unique<GuardedCheckpoints>(inner, gate);
 }
 

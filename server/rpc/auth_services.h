@@ -13,7 +13,7 @@
 #include "server/core/coordinator_core.h"
 #include "server/rpc/auth_gate.h"
 #include "server/rpc/kv_wait_calls.h"
-#include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "server/checkpoint/framed_checkpoint_service.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
@@ -23,6 +23,6 @@ namespace zeroshard::server {
 std::unique_ptr<AsyncKvWaitService> GuardCoordinatorService(
     v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
-    v1::CheckpointService::Service* inner, const AuthGate* gate);
+    FramedCheckpointService* inner, const AuthGate* gate);
 
 }  // namespace zeroshard::server

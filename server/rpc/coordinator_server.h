@@ -31,7 +31,7 @@
 #include "server/http/metrics_http.h"
 #include "server/rpc/auth_gate.h"
 #include "server/rpc/kv_wait_calls.h"
-#include "zeroshard/v1/checkpoint.grpc.pb.h"
+#include "server/checkpoint/framed_checkpoint_service.h"
 #include "server/rpc/heartbeat_watchdog.h"
 #include "server/state/durable_state.h"
 
@@ -57,7 +57,7 @@ struct CoordinatorOptions {
   server::ServerSecurity security;
   // The checkpoint service, served on the same port behind the same
   // AuthGate as the Coordinator service; null = none. Must outlive the server.
-  v1::CheckpointService::Service* checkpoint_service = nullptr;
+  server::FramedCheckpointService* checkpoint_service = nullptr;
   // Open streams (WatchGeneration, UploadShard, DownloadRange) one caller
   // (peer host) may hold; RESOURCE_EXHAUSTED beyond (common/rpc/stream_limits.h).
   int max_streams_per_caller = 256;

@@ -4,6 +4,9 @@
 // wire, and the checkpoint trigger.
 #include "server/checkpoint/checkpoint_service.h"
 
+#include <xxhash.h>
+
+#include <cstring>
 #include <thread>
 
 #include "grpcpp/create_channel.h"
@@ -212,6 +215,91 @@ TEST_F(ServiceTest, ChecksumAndFieldErrorsOverTheWire) {
   auto list = client_->List("", Soon());
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->checkpoints_size(), 0);
+}
+
+// Rank 0's upload of `state` as generated ShardChunk messages, and its commit.
+void UploadAsMessages(v1::CheckpointService::Stub& stub, const ShardPlan& plan,
+                      const ModelState& state, int64_t step) {
+  v1::BeginCheckpointResponse began;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub.BeginCheckpoint(&ctx, MakeBegin(plan, step, 0), &began).ok());
+  grpc::ClientContext up;
+  v1::UploadShardResponse resp;
+  auto writer = stub.UploadShard(&up, &resp);
+  int64_t bytes = 0;
+  for (const v1::ShardChunk& c : RankChunks(began.checkpoint_id(), plan, state, 0, 5)) {
+    ASSERT_TRUE(writer->Write(c));
+    bytes += static_cast<int64_t>(c.data().size());
+  }
+  writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.bytes(), bytes);
+  grpc::ClientContext done;
+  v1::CommitCheckpointRequest commit;
+  commit.set_checkpoint_id(began.checkpoint_id());
+  commit.set_rank(0);
+  v1::CommitCheckpointResponse committed;
+  ASSERT_TRUE(stub.CommitCheckpoint(&done, commit, &committed).ok());
+}
+
+// Elements [1, numel) of unit/kind read as generated RangeChunk messages of
+// 3 elements, each checked against its xxhash64 and offset.
+std::vector<float> DownloadAsMessages(v1::CheckpointService::Stub& stub, const UnitPlan& u,
+                                      v1::TensorKind kind) {
+  grpc::ClientContext ctx;
+  v1::DownloadRangeRequest req;
+  req.set_job_id("job");
+  req.set_unit(u.name);
+  req.set_kind(kind);
+  req.set_offset(1);
+  req.set_length(u.numel - 1);
+  req.set_chunk_bytes(12);
+  auto reader = stub.DownloadRange(&ctx, req);
+  v1::RangeChunk rc;
+  std::vector<float> got;
+  while (reader->Read(&rc)) {
+    EXPECT_EQ(rc.offset(), 1 + static_cast<int64_t>(got.size()));
+    EXPECT_EQ(rc.data().size(), static_cast<size_t>(rc.length()) * 4);
+    EXPECT_EQ(rc.xxhash64(), XXH64(rc.data().data(), rc.data().size(), 0));
+    const size_t at = got.size();
+    got.resize(at + rc.data().size() / 4);
+    std::memcpy(got.data() + at, rc.data().data(), (rc.data().size() / 4) * 4);
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  return got;
+}
+
+// The server moves chunk frames (server/checkpoint/framed_checkpoint_service.h),
+// the worker's client too; a client on the generated messages (the stub
+// here, grpcio elsewhere) must not notice: rank 0 uploads ShardChunk
+// messages, rank 1 uploads through CheckpointClient, and both read back as
+// RangeChunk messages (odd chunk sizes) and through the client.
+TEST_F(ServiceTest, GeneratedMessagesAndChunkFramesInteroperate) {
+  const ShardPlan plan = *MakeShardPlan(OddUnits(), 2, 4);
+  const ModelState state = RandomState(OddUnits(), 23);
+  auto stub = v1::CheckpointService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
+  UploadAsMessages(*stub, plan, state, 4);
+  RankBuffers rank1 = Shard(plan, state, 1);
+  SaveMetadata meta = Meta(plan, 4, 1, 3);
+  meta.model_config_json = R"({"d_model":8})";  // As MakeBegin has it.
+  meta.data_cursor = 4 * 16;
+  auto saved = client_->Save(meta, rank1.views, Soon());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(saved->committed);
+  for (const UnitPlan& u : plan.units) {
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<float> got = DownloadAsMessages(*stub, u, kKinds[k]);
+      std::vector<float> framed(static_cast<size_t>(u.numel - 1));
+      ASSERT_TRUE(client_->Download("job", 4, u.name, kKinds[k], {1, u.numel - 1}, framed.data(), Soon()).ok());
+      ASSERT_EQ(got.size(), framed.size());
+      for (int64_t e = 1; e < u.numel; ++e) {
+        ASSERT_EQ(got[e - 1], At(state.at(u.name), k, e)) << u.name << " kind " << k << " elem " << e;
+        ASSERT_EQ(framed[e - 1], got[e - 1]);
+      }
+    }
+  }
 }
 
 TEST_F(ServiceTest, CheckpointTriggerCounts) {

@@ -285,6 +285,10 @@ TEST_F(StoreTest, RetentionKeepsLastK) {
   EXPECT_FALSE(fs::exists(dir_ + "/step-00000001"));
   EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));
   EXPECT_TRUE(fs::exists(dir_ + "/step-00000003/manifest.json"));
+  s.reset();  // The retired directories' removal finishes with the store.
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind(".pending-", 0), std::string::npos) << e.path();
+  }
 }
 
 TEST_F(StoreTest, DiskFullGivesClearErrorAndKeepsPrevious) {

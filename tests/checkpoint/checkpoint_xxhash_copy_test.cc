@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -35,6 +36,33 @@ TEST(XxhashCopyTest, CopiesAndHashesLikeOneShotXxh64) {
     EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << n;
     EXPECT_EQ(dst[n], 'z') << "wrote past the end at size " << n;
   }
+}
+
+TEST(XxhashCopyTest, PWriteOfPiecesWritesAndHashesTheirConcatenation) {
+  char path[] = "/tmp/zs_xxhash_pwrite_XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::mt19937 rng(5);
+  for (size_t total : kSizes) {
+    const std::vector<char> bytes = RandomBytes(total, static_cast<uint32_t>(total) + 1);
+    // Cut at random points, empty pieces included (as gRPC's slices come).
+    std::vector<absl::string_view> pieces;
+    for (size_t at = 0; at < total || pieces.empty();) {
+      const size_t n = std::min<size_t>(total - at, rng() % 3 == 0 ? 0 : rng() % 70000);
+      pieces.emplace_back(bytes.data() + at, n);
+      at += n;
+      if (total == 0) break;
+    }
+    ASSERT_EQ(::ftruncate(fd, 0), 0);
+    absl::StatusOr<uint64_t> h = server::PWriteWithXxh64(fd, pieces, 9, path);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(*h, XXH64(bytes.data(), total, 0)) << total;
+    std::vector<char> back(total);
+    ASSERT_TRUE(server::PReadFull(fd, back.data(), static_cast<int64_t>(total), 9, path).ok());
+    EXPECT_TRUE(back == bytes) << total << " bytes in " << pieces.size() << " pieces";
+  }
+  ::close(fd);
+  ::unlink(path);
 }
 
 TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {

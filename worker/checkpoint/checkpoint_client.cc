@@ -6,11 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/parallel_for.h"
+#include "common/rpc/chunk_frame.h"
 #include "common/rpc/plan_proto.h"
 #include "common/rpc/unary_call.h"
 #include "common/status_macros.h"
 #include "common/xxhash_copy.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/sync_stream.h"
 #include "worker/checkpoint/reshard.h"
 
 namespace zeroshard::checkpoint {
@@ -18,6 +21,14 @@ namespace {
 
 constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
 constexpr int kMaxStreams = 64;
+
+using ShardChunkOut = OutgoingChunk<v1::ShardChunk>;
+using RangeChunkIn = IncomingChunk<v1::RangeChunk>;
+
+// The service's two data streams, called with chunk frames instead of the
+// generated stub's messages (the same names and wire bytes).
+constexpr char kUploadShardName[] = "/zeroshard.v1.CheckpointService/UploadShard";
+constexpr char kDownloadRangeName[] = "/zeroshard.v1.CheckpointService/DownloadRange";
 
 absl::Status ValidateOptions(const CheckpointClientOptions& o) {
   if (o.chunk_bytes < 4 || o.chunk_bytes > kMaxChunkBytes || o.chunk_bytes % 4 != 0) {
@@ -70,7 +81,11 @@ class FirstError {
 }  // namespace
 
 CheckpointClient::CheckpointClient(std::shared_ptr<grpc::Channel> channel, Options options)
-    : stub_(v1::CheckpointService::NewStub(std::move(channel))), options_(options) {}
+    : channel_(channel),
+      upload_method_(kUploadShardName, grpc::internal::RpcMethod::CLIENT_STREAMING, channel),
+      download_method_(kDownloadRangeName, grpc::internal::RpcMethod::SERVER_STREAMING, channel),
+      stub_(v1::CheckpointService::NewStub(std::move(channel))),
+      options_(options) {}
 
 absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(
     const std::string& target, Options options, const ClientSecurity& security) {
@@ -112,24 +127,29 @@ absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
                                             int64_t* bytes) {
   auto ctx = NewContext(deadline);
   v1::UploadShardResponse resp;
-  std::unique_ptr<grpc::ClientWriter<v1::ShardChunk>> writer = stub_->UploadShard(ctx.get(), &resp);
+  // [Note: chunk frames] The data goes out as slices over the caller's
+  // memory (common/rpc/chunk_frame.h), which outlives the stream: Finish
+  // below returns only after the server has read every chunk.
+  std::unique_ptr<grpc::ClientWriter<ShardChunkOut>> writer(
+      grpc::internal::ClientWriterFactory<ShardChunkOut>::Create(
+          channel_.get(), upload_method_, ctx.get(), &resp));
   const int64_t chunk_elems = options_.chunk_bytes / 4;
-  v1::ShardChunk chunk;
-  chunk.set_checkpoint_id(id);
-  chunk.set_rank(rank);
-  chunk.set_dtype(v1::DTYPE_FP32);
+  ShardChunkOut chunk;
+  chunk.header.set_checkpoint_id(id);
+  chunk.header.set_rank(rank);
+  chunk.header.set_dtype(v1::DTYPE_FP32);
   bool ok = true;
   for (const UploadPiece& piece : pieces) {
-    chunk.set_unit(piece.view->unit);
-    chunk.set_kind(piece.kind);
+    chunk.header.set_unit(piece.view->unit);
+    chunk.header.set_kind(piece.kind);
     const ElementRange range = piece.view->range;
     for (int64_t i = 0; ok && i < range.length; i += chunk_elems) {
       const int64_t n = std::min(chunk_elems, range.length - i);
-      chunk.set_offset(range.offset + i);
-      chunk.set_length(n);
-      std::string* data = chunk.mutable_data();
-      data->resize(static_cast<size_t>(n * 4));  // Same size as the last chunk's: no allocation.
-      chunk.set_xxhash64(CopyWithXxh64(data->data(), piece.data + i, data->size()));
+      const size_t size = static_cast<size_t>(n * 4);
+      chunk.header.set_offset(range.offset + i);
+      chunk.header.set_length(n);
+      chunk.header.set_xxhash64(XXH64(piece.data + i, size, 0));
+      chunk.data = grpc::Slice(piece.data + i, size, grpc::Slice::STATIC_SLICE);
       ok = writer->Write(chunk);  // false: the stream broke; Finish says why.
       *bytes += n * 4;
     }
@@ -237,18 +257,30 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   req.set_length(range.length);
   req.set_chunk_bytes(options_.chunk_bytes);
   auto ctx = NewContext(deadline);
-  std::unique_ptr<grpc::ClientReader<v1::RangeChunk>> reader = stub_->DownloadRange(ctx.get(), req);
-  v1::RangeChunk chunk;
+  // [Note: chunk frames] (UploadStream): each chunk's data is copied from
+  // gRPC's slices straight into dst.
+  std::unique_ptr<grpc::ClientReader<RangeChunkIn>> reader(
+      grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
+          channel_.get(), download_method_, ctx.get(), req));
+  RangeChunkIn frame;
   int64_t next = range.offset;
   absl::Status bad;
-  while (bad.ok() && reader->Read(&chunk)) {
+  while (bad.ok() && reader->Read(&frame)) {
+    const v1::RangeChunk& chunk = frame.header();
     if (chunk.offset() != next || chunk.length() < 1 ||
         chunk.offset() + chunk.length() > range.end() ||
-        static_cast<int64_t>(chunk.data().size()) != chunk.length() * 4) {
+        static_cast<int64_t>(frame.data_size()) != chunk.length() * 4) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
                                              " does not continue the range at ", next));
-    } else if (CopyWithXxh64(dst + (next - range.offset), chunk.data().data(),
-                             chunk.data().size()) != chunk.xxhash64()) {
+      break;
+    }
+    Xxh64Stream hash;
+    char* to = reinterpret_cast<char*>(dst + (next - range.offset));
+    for (absl::string_view piece : frame.pieces()) {
+      CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
+      to += piece.size();
+    }
+    if (hash.Digest() != chunk.xxhash64()) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
                                              unit, " failed its xxhash64"));
     } else {

@@ -38,6 +38,7 @@
 #include "common/rpc/unary_call.h"
 #include "common/shard_plan.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/client_context.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 
@@ -168,6 +169,9 @@ class CheckpointClient {
   absl::Status UploadStream(const std::string& id, int rank, const std::vector<UploadPiece>& pieces,
                             absl::Time deadline, int64_t* bytes);
 
+  std::shared_ptr<grpc::Channel> channel_;  // For the data streams (chunk frames).
+  const grpc::internal::RpcMethod upload_method_;
+  const grpc::internal::RpcMethod download_method_;
   std::unique_ptr<v1::CheckpointService::Stub> stub_;
   const Options options_;
   absl::Mutex mu_;
