@@ -1,9 +1,11 @@
 #include "common/rpc/chunk_frame.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -36,6 +38,25 @@ bool ReadTag(pio::CodedInputStream& in, uint32_t* tag, bool* end) {
     if ((byte & 0x80) == 0) {
       *tag = static_cast<uint32_t>(value);
       return (*tag >> 3) != 0;
+    }
+  }
+  return false;
+}
+
+// Reads a length prefix as the generated parser does: at most 5 bytes, the
+// fifth below 8, and at most INT_MAX - 16 (protobuf's slop bytes); false
+// otherwise or at the end of the input.
+bool ReadSize(pio::CodedInputStream& in, int* size) {
+  uint64_t value = 0;
+  for (int i = 0; i < 5; ++i) {
+    uint8_t byte = 0;
+    if (!in.ReadRaw(&byte, 1)) return false;
+    if (i == 4 && byte >= 8) return false;
+    value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      if (value > static_cast<uint64_t>(INT_MAX - 16)) return false;
+      *size = static_cast<int>(value);
+      return true;
     }
   }
   return false;
@@ -77,10 +98,10 @@ bool CopyField(uint32_t tag, pio::CodedInputStream& in, pio::CodedOutputStream& 
       return true;
     }
     case kLengthDelimited: {
-      uint32_t n = 0;
+      int n = 0;
       std::string bytes;
-      if (!in.ReadVarint32(&n) || !in.ReadString(&bytes, static_cast<int>(n))) return false;
-      out.WriteVarint32(n);
+      if (!ReadSize(in, &n) || !in.ReadString(&bytes, n)) return false;
+      out.WriteVarint32(static_cast<uint32_t>(n));
       out.WriteString(bytes);
       return true;
     }
@@ -133,6 +154,9 @@ grpc::Status Serialize(const google::protobuf::MessageLite& header, int data_fie
 grpc::Status Parse(grpc::ByteBuffer* in, int data_field, google::protobuf::MessageLite* header,
                    grpc::ByteBuffer* keep, std::vector<grpc::Slice>* slices,
                    std::vector<absl::string_view>* pieces, size_t* data_size) {
+  // gRPC leaves the received buffer to the deserialiser to free, on
+  // success and on failure alike.
+  absl::Cleanup free_input = [in] { in->Clear(); };
   slices->clear();
   pieces->clear();
   *data_size = 0;
@@ -153,11 +177,11 @@ grpc::Status Parse(grpc::ByteBuffer* in, int data_field, google::protobuf::Messa
           return ParseError(absl::StrCat("field ", tag >> 3));
         continue;
       }
-      uint32_t n = 0;
-      if (!coded.ReadVarint32(&n)) return ParseError("data length");
+      int n = 0;
+      if (!ReadSize(coded, &n)) return ParseError("data length");
       data_offset = static_cast<size_t>(coded.CurrentPosition());
-      *data_size = n;
-      if (!coded.Skip(static_cast<int>(n))) return ParseError("data is truncated");
+      *data_size = static_cast<size_t>(n);
+      if (!coded.Skip(n)) return ParseError("data is truncated");
     }
     if (!end) return ParseError("bad tag");
   }
@@ -165,8 +189,31 @@ grpc::Status Parse(grpc::ByteBuffer* in, int data_field, google::protobuf::Messa
   if (grpc::Status st = in->Dump(slices); !st.ok()) return st;
   if (!ViewsOf(*slices, data_offset, *data_size, pieces)) return ParseError("data is truncated");
   keep->Swap(in);
-  in->Clear();
   return grpc::Status::OK;
 }
 
 }  // namespace zeroshard::chunk_frame_internal
+
+namespace zeroshard {
+
+grpc::Slice BorrowedSlices::Borrow(const void* data, size_t size) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++live_;
+  }
+  // grpc_slice_new_with_user_data: Release(this) runs when the last ref goes.
+  return grpc::Slice(const_cast<void*>(data), size, &BorrowedSlices::Release, this);
+}
+
+void BorrowedSlices::Release(void* self) {
+  auto* slices = static_cast<BorrowedSlices*>(self);
+  absl::MutexLock lock(&slices->mu_);
+  --slices->live_;
+}
+
+void BorrowedSlices::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &BorrowedSlices::AllReleased));
+}
+
+}  // namespace zeroshard

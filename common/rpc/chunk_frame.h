@@ -27,9 +27,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
@@ -47,6 +50,11 @@ struct OutgoingChunk {
 template <class Header>
 class IncomingChunk {
  public:
+  IncomingChunk() = default;
+  // Not copyable: pieces() may point into slices this object holds.
+  IncomingChunk(const IncomingChunk&) = delete;
+  IncomingChunk& operator=(const IncomingChunk&) = delete;
+
   const Header& header() const { return header_; }
   // The data field's bytes, in order: views into the received buffer, valid
   // while this object lives and until the next parse into it.
@@ -54,7 +62,7 @@ class IncomingChunk {
   size_t data_size() const { return data_size_; }
 
   // The parse behind SerializationTraits<IncomingChunk<Header>>::Deserialize.
-  // Takes over `buffer` (left empty).
+  // Takes over `buffer` (left empty, also on failure, as gRPC expects).
   grpc::Status ParseFrom(grpc::ByteBuffer* buffer);
 
  private:
@@ -63,6 +71,33 @@ class IncomingChunk {
   std::vector<grpc::Slice> slices_;
   std::vector<absl::string_view> pieces_;
   size_t data_size_ = 0;
+};
+
+// Slices over memory the caller owns, for OutgoingChunk::data, and a wait
+// until gRPC has let go of all of them. A Write returns once the transport
+// has taken the bytes into its send queue, not once they are on the
+// socket, and a stream that fails (deadline, cancel, a server error) can
+// end with bytes still queued: the memory must stay valid until Wait
+// returns. Thread-safe.
+class BorrowedSlices {
+ public:
+  BorrowedSlices() = default;
+  BorrowedSlices(const BorrowedSlices&) = delete;
+  BorrowedSlices& operator=(const BorrowedSlices&) = delete;
+  ~BorrowedSlices() { Wait(); }
+
+  // A slice over [data, data + size), not copied, counted until released.
+  grpc::Slice Borrow(const void* data, size_t size);
+  // Blocks until every slice Borrow made is released. Call it after the
+  // call that used them is finished and destroyed (its objects hold refs).
+  void Wait();
+
+ private:
+  static void Release(void* self);
+  bool AllReleased() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return live_ == 0; }
+
+  mutable absl::Mutex mu_;
+  int64_t live_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 namespace chunk_frame_internal {

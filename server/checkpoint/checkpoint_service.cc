@@ -67,13 +67,16 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
 
 grpc::Status CheckpointServiceImpl::DownloadChunks(grpc::ServerContext* ctx,
                                                    RangeStreamer* stream) {
-  v1::DownloadRangeRequest req;
-  if (!stream->Read(&req)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "DownloadRange: no request");
-  }
+  // The slot first: the request is read inside the handler (split streaming),
+  // so a caller that never sends one still holds a counted stream.
   absl::StatusOr<StreamLimits::Slot> slot =
       StreamLimits::OpenOn(streams_, ctx->peer(), "DownloadRange");
   if (!slot.ok()) return ToGrpcStatus(slot.status());
+  v1::DownloadRangeRequest req;
+  if (!stream->Read(&req)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "DownloadRange: the request did not arrive or did not parse");
+  }
   // Each chunk is read straight into a slice that gRPC sends as it is.
   RangeChunkOut out;
   CheckpointStore::RangeSink sink{

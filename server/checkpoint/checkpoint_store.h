@@ -123,7 +123,8 @@ class CheckpointStore {
   // field is ignored): `pieces` in order, as the service receives them
   // (common/rpc/chunk_frame.h). Each block is hashed and written while
   // still in cache; a chunk whose hash fails has reached only its pending
-  // file, and that checkpoint can never commit.
+  // file, and that checkpoint can never commit (a Commit waits for the
+  // writes under way to be judged).
   absl::Status WriteChunk(const v1::ShardChunk& header, absl::Span<const absl::string_view> pieces);
   // Records that `rank` finished; commits when all data is present.
   absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
@@ -199,6 +200,8 @@ class CheckpointStore {
   void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why,
                    const char* reason);
   void NoteFailed(const char* reason) const;
+  // A chunk whose data failed its hash: marks `p` failed, ends its write.
+  absl::Status RefuseChunk(Pending& p, const v1::ShardChunk& chunk, uint64_t hash);
   // Writes a chunk's data at byte `offset` of `path` (options_.write_fault
   // first) and starts its writeback; returns the data's XXH64.
   absl::StatusOr<uint64_t> WriteChunkData(const std::string& path,

@@ -62,6 +62,9 @@ struct CheckpointStore::Pending {
   absl::Status failed ABSL_GUARDED_BY(mu);  // Not OK: this checkpoint never commits.
   bool done = false ABSL_GUARDED_BY(mu);    // Committed or dropped.
   int64_t bytes_received ABSL_GUARDED_BY(mu) = 0;
+  // WriteChunk calls between their checks and their verdict; Commit waits
+  // for 0 ([Note: writes in flight], checkpoint_store_io.cc).
+  int writes_in_flight ABSL_GUARDED_BY(mu) = 0;
 };
 
 // A committed checkpoint in the index.

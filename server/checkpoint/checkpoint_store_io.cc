@@ -94,6 +94,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
     absl::MutexLock plock(&p->mu);
     if (!p->failed.ok()) return p->failed;
     if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
+    ++p->writes_in_flight;  // [Note: writes in flight]
   }
   // The file exists while p lives: it was created before the id went out and
   // is only removed once p is done (a write then fails or lands in an
@@ -105,27 +106,33 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
     // Free the space now; committed checkpoints are untouched.
     absl::Status why = absl::Status(hash.status().code(), absl::StrCat("checkpoint ", p->id, " dropped: ", hash.status().message()));
     DropPending(p, why, FailureReasonOf(hash.status()));
+    absl::MutexLock plock(&p->mu);
+    --p->writes_in_flight;  // After the drop: a waiting Commit finds it failed.
     return why;
   }
-  if (*hash != chunk.xxhash64()) {
-    absl::Status bad = absl::DataLossError(absl::StrFormat(
-        "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
-        p->id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), *hash,
-        chunk.xxhash64()));
-    bool first_failure = false;
-    {
-      absl::MutexLock plock(&p->mu);
-      first_failure = p->failed.ok() && !p->done;
-      if (p->failed.ok()) p->failed = bad;  // This checkpoint can never commit.
-    }
-    if (first_failure) NoteFailed("checksum");
-    return bad;
-  }
+  if (*hash != chunk.xxhash64()) return RefuseChunk(*p, chunk, *hash);
   absl::MutexLock plock(&p->mu);
+  --p->writes_in_flight;
   if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
   p->AddCoverage(chunk.rank(), unit, chunk.kind(), chunk.offset(), chunk.offset() + chunk.length());
   p->bytes_received += bytes;
   return absl::OkStatus();
+}
+
+absl::Status CheckpointStore::RefuseChunk(Pending& p, const v1::ShardChunk& chunk, uint64_t hash) {
+  absl::Status bad = absl::DataLossError(absl::StrFormat(
+      "chunk of checkpoint %s rank %d unit %s kind %s offset %d: xxhash64 %016x, chunk says %016x",
+      p.id, chunk.rank(), chunk.unit(), TensorKindName(chunk.kind()), chunk.offset(), hash,
+      chunk.xxhash64()));
+  bool first_failure = false;
+  {
+    absl::MutexLock plock(&p.mu);
+    --p.writes_in_flight;  // With the failure, in one step: see [Note: writes in flight].
+    first_failure = p.failed.ok() && !p.done;
+    if (p.failed.ok()) p.failed = bad;  // This checkpoint can never commit.
+  }
+  if (first_failure) NoteFailed("checksum");
+  return bad;
 }
 
 absl::StatusOr<uint64_t> CheckpointStore::WriteChunkData(const std::string& path,
@@ -158,6 +165,13 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
   absl::Status st;
   {
     absl::MutexLock plock(&p->mu);
+    // [Note: writes in flight] A chunk is hashed as it is written, so its
+    // bytes may be in the file before its hash is known to be bad (a chunk
+    // sent again over a range already covered). The commit waits for every
+    // write under way to be judged: a bad one has then set `failed`.
+    p->mu.Await(absl::Condition(
+        +[](Pending* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu) { return q->writes_in_flight == 0; },
+        p.get()));
     if (!p->failed.ok()) {
       return absl::Status(p->failed.code(), absl::StrCat("checkpoint ", p->id,
                                                          " can never commit: ", p->failed.message()));

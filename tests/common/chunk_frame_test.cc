@@ -186,7 +186,27 @@ TEST(ChunkFrameTest, FieldOrderRepeatsAndUnknownFieldsAsTheGeneratedParser) {
         a.SerializeAsString() + b.SerializeAsString(),             // Repeats.
         unknown + a.SerializeAsString() + unknown, a.SerializeAsString() + group,
         group + a.SerializeAsString(),
-        a.SerializeAsString() + group.substr(0, 8)}) {  // A group never closed.
+        a.SerializeAsString() + group.substr(0, 8),  // A group never closed.
+        // Length prefixes the generated parser refuses: six bytes, a fifth
+        // byte of 8 or more; and the longest it takes.
+        std::string("\x0a\x82\x80\x80\x80\x80\x00"
+                    "ab",
+                    9),
+        std::string("\x0a\x82\x80\x80\x80\x10"
+                    "ab",
+                    8),
+        std::string("\x4a\x82\x80\x80\x80\x80\x00"
+                    "ab",
+                    9),
+        std::string("\x4a\x82\x80\x80\x80\x10"
+                    "ab",
+                    8),
+        std::string("\x4a\x82\x80\x80\x80\x00"
+                    "ab",
+                    8),
+        std::string("\x4a\xef\xff\xff\xff\x07"
+                    "ab",
+                    8)}) {
     ExpectParsesLikeGenerated(bytes, {bytes.size() / 3});
   }
 }

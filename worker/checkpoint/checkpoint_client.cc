@@ -125,11 +125,13 @@ int CheckpointClient::StreamsFor(size_t jobs) const {
 absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
                                             const std::vector<UploadPiece>& pieces, absl::Time deadline,
                                             int64_t* bytes) {
+  // [Note: chunk frames] The data goes out as slices over the caller's
+  // memory (common/rpc/chunk_frame.h); declared first, so its destructor
+  // (which waits until gRPC has let go of every one, sent or dropped) runs
+  // after the call's objects are gone, on every path out.
+  BorrowedSlices borrowed;
   auto ctx = NewContext(deadline);
   v1::UploadShardResponse resp;
-  // [Note: chunk frames] The data goes out as slices over the caller's
-  // memory (common/rpc/chunk_frame.h), which outlives the stream: Finish
-  // below returns only after the server has read every chunk.
   std::unique_ptr<grpc::ClientWriter<ShardChunkOut>> writer(
       grpc::internal::ClientWriterFactory<ShardChunkOut>::Create(
           channel_.get(), upload_method_, ctx.get(), &resp));
@@ -149,7 +151,7 @@ absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
       chunk.header.set_offset(range.offset + i);
       chunk.header.set_length(n);
       chunk.header.set_xxhash64(XXH64(piece.data + i, size, 0));
-      chunk.data = grpc::Slice(piece.data + i, size, grpc::Slice::STATIC_SLICE);
+      chunk.data = borrowed.Borrow(piece.data + i, size);
       ok = writer->Write(chunk);  // false: the stream broke; Finish says why.
       *bytes += n * 4;
     }
