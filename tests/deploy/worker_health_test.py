@@ -7,7 +7,9 @@
 - once a second worker makes a generation form, /readyz is 200;
 - with the coordinator stopped (SIGSTOP) heartbeats fail and /healthz turns
   503 after --health-stale-after, /readyz 503; after SIGCONT both recover;
-- a malformed or busy --health-listen is one line naming the flag, exit 1.
+- a malformed or busy --health-listen is one line naming the flag, exit 1;
+- SIGTERM while waiting to join (a live member holds the worker id) and
+  after the coordinator's pause both exit 0.
 Skipped (77) when the binaries are not built."""
 import json
 import re
@@ -112,6 +114,20 @@ with tempfile.TemporaryDirectory() as d:
                 f"in a running generation: /readyz 200 ({a_log.read_text()[-300:]})")
         c.check(wait_status(b_port, "/readyz", 200, 30) == 200, "the second worker is ready too")
 
+        # A second "a" waits for the live member's id; a stop while it waits
+        # to join is a leave (exit 0), not an error.
+        dup_log = pathlib.Path(d) / "a-dup.log"
+        dup = start([worker_bin, f"--coordinator=127.0.0.1:{grpc}", "--worker-id=a",
+                     "--threads=1"], dup_log)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "still held" not in dup_log.read_text():
+            time.sleep(0.1)
+        time.sleep(0.5)  # Its Join is refused while "a" holds the id: it retries.
+        dup.send_signal(signal.SIGTERM)
+        rc = dup.wait(timeout=30)
+        c.check(rc == 0, f"SIGTERM while waiting to join exits 0 (exit {rc}: "
+                f"{dup_log.read_text()[-600:]})")
+
         coordinator.send_signal(signal.SIGSTOP)
         c.check(wait_status(a_port, "/healthz", 503, STALE_S + 10) == 503,
                 f"heartbeats failing for {STALE_S} s: /healthz 503")
@@ -122,7 +138,10 @@ with tempfile.TemporaryDirectory() as d:
                 "coordinator back: /healthz 200 again")
         for name, p in (("a", a), ("b", b)):
             p.send_signal(signal.SIGTERM)
-            c.check(p.wait(timeout=60) == 0, f"worker {name} exits 0 on SIGTERM")
+            rc = p.wait(timeout=60)
+            log = (pathlib.Path(d) / f"{name}.log")
+            c.check(rc == 0, f"worker {name} exits 0 on SIGTERM (exit {rc}; log tail: "
+                    f"{log.read_text()[-1500:] if log.is_file() else '(none)'})")
     finally:
         for p in procs:
             if p.poll() is None:

@@ -25,6 +25,7 @@
 #include "worker/trainer/coordinator_refusal.h"
 #include "worker/trainer/cpu_reserve.h"
 #include "worker/trainer/generation_trainer.h"
+#include "worker/trainer/job_join.h"
 #include "worker/trainer/state_handoff.h"
 #include "worker/trainer/stop_signal.h"
 
@@ -227,39 +228,6 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
   return outcome == YieldOutcome::kLeft ? GenerationEnd::kLeft : GenerationEnd::kHandedOff;
 }
 
-// A job that has ended, as seen by a worker that has nothing to do in it:
-// OK (with one line) if it completed, its failure otherwise.
-absl::Status EndedJobOutcome(const v1::JobStatus& status) {
-  if (status.job_state() == v1::JOB_STATE_FAILED) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", status.job_id(), " failed: ", status.job_state_reason()));
-  }
-  std::cout << "job " << status.job_id() << " is already completed (" << status.job_state_reason()
-            << "); nothing to train: exiting\n" << std::flush;
-  return absl::OkStatus();
-}
-
-bool JobEnded(const v1::JobStatus& status) {
-  return status.job_state() == v1::JOB_STATE_COMPLETED ||
-         status.job_state() == v1::JOB_STATE_FAILED;
-}
-
-// Joins the job. A Join refused because the job ended meanwhile gives a null
-// session with OK (completed) or the job's failure.
-absl::StatusOr<std::unique_ptr<WorkerSession>> JoinJob(CoordinatorClient& client,
-                                                       const WorkerSession::Identity& identity,
-                                                       const ModelConfig& model,
-                                                       absl::Duration held_id_wait) {
-  auto session = WorkerSession::Join(client, identity, ModelUnits(model), held_id_wait);
-  if (session.ok() || !absl::IsFailedPrecondition(session.status())) return session;
-  v1::GetJobStatusRequest request;
-  request.set_job_id(identity.job_id);
-  auto status = client.GetJobStatus(request);
-  if (!status.ok() || !JobEnded(*status)) return session.status();
-  ZS_RETURN_IF_ERROR(EndedJobOutcome(*status));
-  return std::unique_ptr<WorkerSession>();
-}
-
 struct WorkerState {
   const WorkerOptions& options;
   JobContext& job;
@@ -289,6 +257,40 @@ std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationIn
   }
   std::cout << "generation " << info.generation() << " handed off; waiting for the next\n"
             << std::flush;
+  return std::nullopt;
+}
+
+// After a generation that failed with `s`: the worker's final status (it
+// was stopped, or the error is its own), or nothing to go on to the next.
+std::optional<absl::Status> AfterFailedEnd(WorkerState& w, const v1::GenerationInfo& info,
+                                           const absl::Status& s) {
+  // The peer copies of the last refreshed step, if any; anything handed
+  // over before is stale after a failure.
+  w.job.held = w.job.replica->Take();
+  // A peer that vanished or a generation that ended shows up as a failed
+  // collective: report it (the coordinator then forms the next generation
+  // at once) and go on in the next one. Anything else is this worker's own
+  // error and ends it.
+  w.session->ReportFailure(info.generation(), -1, std::string(s.message()));
+  if (StopRequested()) {
+    // Stopped while the generation broke (or its handoff failed): leave.
+    std::cout << "generation " << info.generation() << " ended (" << s.message()
+              << ") after a stop request: leaving the job\n" << std::flush;
+    w.session->Leave();
+    return absl::OkStatus();
+  }
+  if (IsForgottenMember(*w.session, s)) {
+    std::cout << "generation " << info.generation()
+              << " ended: the coordinator no longer knows this member (" << s.message()
+              << ")\n" << std::flush;
+    return std::nullopt;  // AwaitGeneration says NOT_FOUND: Join again.
+  }
+  if (!IsGenerationLoss(s) ||
+      !w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
+    return s;
+  }
+  std::cout << "generation " << info.generation() << " ended (" << s.message()
+            << "); waiting for the next\n" << std::flush;
   return std::nullopt;
 }
 
@@ -331,27 +333,9 @@ absl::Status RunGenerations(WorkerState& w) {
       if (finished.has_value()) return *finished;
       continue;
     }
-    const absl::Status s = end.status();
-    // The peer copies of the last refreshed step, if any; anything handed
-    // over before is stale after a failure.
-    w.job.held = w.job.replica->Take();
-    // A peer that vanished or a generation that ended shows up as a failed
-    // collective: report it (the coordinator then forms the next generation
-    // at once) and go on in the next one. Anything else is this worker's own
-    // error and ends it.
-    w.session->ReportFailure(info.generation(), -1, std::string(s.message()));
-    if (IsForgottenMember(*w.session, s)) {
-      std::cout << "generation " << info.generation()
-                << " ended: the coordinator no longer knows this member (" << s.message()
-                << ")\n" << std::flush;
-      continue;  // AwaitGeneration says NOT_FOUND: Join again.
+    if (std::optional<absl::Status> finished = AfterFailedEnd(w, info, end.status())) {
+      return *finished;
     }
-    if (!IsGenerationLoss(s) ||
-        !w.session->AwaitEnd(info.generation(), w.options.generation_end_timeout)) {
-      return s;
-    }
-    std::cout << "generation " << info.generation() << " ended (" << s.message()
-              << "); waiting for the next\n" << std::flush;
   }
 }
 
