@@ -197,6 +197,7 @@ grpc::Status Parse(grpc::ByteBuffer* in, int data_field, google::protobuf::Messa
 namespace zeroshard {
 
 grpc::Slice BorrowedSlices::Borrow(const void* data, size_t size) {
+  if (size == 0) return grpc::Slice();  // Nothing to borrow, nothing to wait for.
   {
     absl::MutexLock lock(&mu_);
     ++live_;
