@@ -6,10 +6,14 @@
 // byte corruptions, fields in any order and repeated.
 #include "common/rpc/chunk_frame.h"
 
+#include <atomic>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "zeroshard/v1/checkpoint.pb.h"
@@ -128,6 +132,28 @@ TEST(ChunkFrameTest, OutgoingReferencesTheDataInsteadOfCopyingIt) {
   ASSERT_TRUE(buffer.Dump(&slices).ok());
   ASSERT_EQ(slices.size(), 2u);
   EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), data.data());
+}
+
+TEST(ChunkFrameTest, BorrowedSlicesWaitUntilTheLastReferenceIsGone) {
+  const std::string data = Random(4096, 2);
+  auto borrowed = std::make_unique<BorrowedSlices>();
+  grpc::Slice a = borrowed->Borrow(data.data(), 100);
+  grpc::Slice b = borrowed->Borrow(data.data() + 100, 200);
+  EXPECT_EQ(reinterpret_cast<const char*>(b.begin()), data.data() + 100);
+  grpc::Slice a_again = a;  // A second reference, as a transport would hold.
+  EXPECT_EQ(borrowed->Borrow(data.data(), 0).size(), 0u);
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    borrowed->Wait();
+    waited = true;
+  });
+  a = grpc::Slice();
+  b = grpc::Slice();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_FALSE(waited) << "Wait returned while a reference was still held";
+  a_again = grpc::Slice();
+  waiter.join();
+  EXPECT_TRUE(waited);
 }
 
 TEST(ChunkFrameTest, IncomingMatchesTheGeneratedParserAcrossSlices) {
