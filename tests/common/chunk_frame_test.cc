@@ -3,7 +3,8 @@
 // of the same ShardChunk / RangeChunk, and an IncomingChunk parses whatever
 // the generated parser accepts to the same fields and data (split across any
 // slices), and refuses what it refuses: every prefix of a message, random
-// byte corruptions, fields in any order and repeated.
+// byte corruptions, fields in any order and repeated. And BorrowedSlices
+// waits for the last reference to a borrowed slice.
 #include "common/rpc/chunk_frame.h"
 
 #include <atomic>
