@@ -113,6 +113,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
   if (*hash != chunk.xxhash64()) return RefuseChunk(*p, chunk, *hash);
   absl::MutexLock plock(&p->mu);
   --p->writes_in_flight;
+  if (!p->failed.ok()) return p->failed;  // Dropped meanwhile: why it was.
   if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
   p->AddCoverage(chunk.rank(), unit, chunk.kind(), chunk.offset(), chunk.offset() + chunk.length());
   p->bytes_received += bytes;

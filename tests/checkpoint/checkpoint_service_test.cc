@@ -6,6 +6,8 @@
 
 #include <xxhash.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -307,6 +309,55 @@ TEST_F(ServiceTest, CheckpointTriggerCounts) {
   EXPECT_EQ(*client_->RequestCheckpoint(Soon()), 1);
   EXPECT_EQ(*client_->RequestCheckpoint(Soon()), 2);
   EXPECT_EQ(*client_->GetCheckpointTrigger(Soon()), 2);
+}
+
+// The disk fills in the middle of an async save: the upload fails with the
+// store's error while its streams may still have chunks queued, and the
+// handle (which frees its snapshot) goes at once. The data slices borrow
+// the snapshot, so the save must not end before gRPC has let go of them
+// (run under scripts/test.sh asan, a read after free shows here).
+TEST(CheckpointClientTest, AFailedUploadEndsWithTheServersErrorAndReleasesItsData) {
+  server::CheckpointStoreOptions o;
+  o.dir = MakeTempDir("ckpt_full");
+  std::atomic<int64_t> budget{3000};
+  o.write_fault = [&](int64_t bytes) { return (budget -= bytes) < 0 ? ENOSPC : 0; };
+  auto store = *server::CheckpointStore::Open(o);
+  server::CheckpointServiceImpl service(store.get());
+  int port = 0;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  checkpoint::CheckpointClientOptions co;
+  co.chunk_bytes = 64;
+  auto client = *CheckpointClient::Connect("127.0.0.1:" + std::to_string(port), co);
+  const ShardPlan plan = *MakeShardPlan(OddUnits(), 1, 1);
+  const ModelState state = RandomState(OddUnits(), 4);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::vector<float>> bufs;
+    std::vector<UnitShardView> views;
+    bufs.reserve(plan.units.size() * 3);
+    for (const UnitPlan& u : plan.units) {
+      const float* p[3];
+      for (int k = 0; k < 3; ++k) {
+        auto& v = bufs.emplace_back(static_cast<size_t>(u.padded_numel));
+        for (int64_t e = 0; e < u.padded_numel; ++e) v[e] = At(state.at(u.name), k, e);
+        p[k] = v.data();
+      }
+      views.push_back({u.name, {0, u.padded_numel}, p[0], p[1], p[2]});
+    }
+    SaveMetadata meta;
+    meta.job_id = "job";
+    meta.step = 1 + attempt;
+    meta.plan = plan;
+    meta.model_config_json = "{}";
+    auto handle = client->SaveAsync(meta, views, Soon());
+    auto result = handle->Wait(absl::Seconds(20));
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
+    handle.reset();  // Frees the snapshot the slices borrowed.
+  }
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
 
 TEST(CheckpointClientTest, ConnectRefusesStreamsOutsideOneToSixtyFour) {

@@ -59,14 +59,17 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
   return absl::OkStatus();
 }
 
-// The first error of several streams, in time: the root cause (a stream
-// that fails after another dropped the pending checkpoint reports only
-// that it is gone). Thread-safe.
+// The first error of several streams, in time: the root cause. A stream
+// that finds the pending checkpoint already dropped reports only that it
+// is gone (NOT_FOUND), and may finish before the stream whose error
+// dropped it: that error replaces a NOT_FOUND. Thread-safe.
 class FirstError {
  public:
   void Note(const absl::Status& st) {
     absl::MutexLock lock(&mu_);
-    if (status_.ok()) status_ = st;
+    if (status_.ok() || (absl::IsNotFound(status_) && !st.ok() && !absl::IsNotFound(st))) {
+      status_ = st;
+    }
   }
   absl::Status Get() {
     absl::MutexLock lock(&mu_);
