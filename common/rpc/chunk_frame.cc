@@ -22,44 +22,43 @@ grpc::Status ParseError(absl::string_view what) {
   return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("malformed chunk message: ", what));
 }
 
-// Reads a tag as the generated parser does: at most 5 bytes, bits beyond
-// 32 dropped, field number not 0. False at the end of the input (`*end` set) or on a
-// malformed tag (`*end` clear).
-bool ReadTag(pio::CodedInputStream& in, uint32_t* tag, bool* end) {
-  *end = false;
-  uint64_t value = 0;
-  for (int i = 0; i < 5; ++i) {
+// Reads a varint of at most 5 bytes (the generated parser's limit for tags
+// and lengths): false at the end of the input or when a fifth byte goes
+// on; `*bytes` says how many were read.
+bool ReadShortVarint(pio::CodedInputStream& in, uint64_t* value, int* bytes) {
+  *value = 0;
+  for (*bytes = 0; *bytes < 5;) {
     uint8_t byte = 0;
-    if (!in.ReadRaw(&byte, 1)) {
-      *end = i == 0;
-      return false;
-    }
-    value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      *tag = static_cast<uint32_t>(value);
-      return (*tag >> 3) != 0;
-    }
+    if (!in.ReadRaw(&byte, 1)) return false;
+    *value |= static_cast<uint64_t>(byte & 0x7f) << (7 * (*bytes)++);
+    if ((byte & 0x80) == 0) return true;
   }
   return false;
 }
 
-// Reads a length prefix as the generated parser does: at most 5 bytes, the
-// fifth below 8, and at most INT_MAX - 16 (protobuf's slop bytes); false
-// otherwise or at the end of the input.
+// Reads a tag as the generated parser does: bits beyond 32 dropped, field
+// number not 0. False at the end of the input (`*end` set) or on a
+// malformed tag (`*end` clear).
+bool ReadTag(pio::CodedInputStream& in, uint32_t* tag, bool* end) {
+  uint64_t value = 0;
+  int bytes = 0;
+  const bool read = ReadShortVarint(in, &value, &bytes);
+  *end = !read && bytes == 0;
+  *tag = static_cast<uint32_t>(value);
+  return read && (*tag >> 3) != 0;
+}
+
+// Reads a length prefix as the generated parser does: at most INT_MAX - 16
+// (protobuf's slop bytes; it also refuses a fifth byte of 8 or more, which
+// this bound covers). False otherwise or at the end of the input.
 bool ReadSize(pio::CodedInputStream& in, int* size) {
   uint64_t value = 0;
-  for (int i = 0; i < 5; ++i) {
-    uint8_t byte = 0;
-    if (!in.ReadRaw(&byte, 1)) return false;
-    if (i == 4 && byte >= 8) return false;
-    value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      if (value > static_cast<uint64_t>(INT_MAX - 16)) return false;
-      *size = static_cast<int>(value);
-      return true;
-    }
+  int bytes = 0;
+  if (!ReadShortVarint(in, &value, &bytes) || value > static_cast<uint64_t>(INT_MAX - 16)) {
+    return false;
   }
-  return false;
+  *size = static_cast<int>(value);
+  return true;
 }
 
 // The generated parser's nesting limit (protobuf's default recursion limit).

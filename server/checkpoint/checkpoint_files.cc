@@ -39,30 +39,15 @@ absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path
   return absl::InternalError(msg);
 }
 
-absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
-                        absl::string_view path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::pwrite(fd, p, static_cast<size_t>(size), offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "write", path);
-    }
-    if (n == 0) return ErrnoStatus(ENOSPC, "write", path);
-    p += n;
-    size -= n;
-    offset += n;
-  }
-  return absl::OkStatus();
-}
-
 namespace {
 
 // pwritev of all of `iov` at `offset`, retrying short writes and EINTR;
-// `iov` is consumed.
+// `iov` is consumed. Empty entries are skipped (nothing at all: OK).
 absl::Status PWritevFull(int fd, std::vector<iovec>& iov, int64_t offset, absl::string_view path) {
   size_t first = 0;
-  while (first < iov.size()) {
+  for (;;) {
+    while (first < iov.size() && iov[first].iov_len == 0) ++first;
+    if (first == iov.size()) break;
     const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
     const ssize_t n = ::pwritev(fd, iov.data() + first, count, offset);
     if (n < 0) {
@@ -78,13 +63,19 @@ absl::Status PWritevFull(int fd, std::vector<iovec>& iov, int64_t offset, absl::
       left -= used;
       if (iov[first].iov_len == 0) ++first;
     }
-    while (first < iov.size() && iov[first].iov_len == 0) ++first;
   }
   iov.clear();
   return absl::OkStatus();
 }
 
 }  // namespace
+
+// One short-write loop for both: a single buffer is one iovec.
+absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
+                        absl::string_view path) {
+  std::vector<iovec> one{{const_cast<void*>(data), static_cast<size_t>(size)}};
+  return PWritevFull(fd, one, offset, path);
+}
 
 absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
                                          int64_t offset, absl::string_view path) {

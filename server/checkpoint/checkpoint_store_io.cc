@@ -59,6 +59,14 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, size_t data_size,
   return absl::OkStatus();
 }
 
+// OK while `p` takes chunks; else why not: the failure that ended it, or
+// that it is done (committed).
+absl::Status TakesChunks(const CheckpointStore::Pending& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
+  if (!p.failed.ok()) return p.failed;
+  if (p.done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p.id, " is no longer pending"));
+  return absl::OkStatus();
+}
+
 // Adds to out->missing_ranks every rank whose shards have not all arrived.
 void AddMissingRanks(CheckpointStore::Pending& p, v1::CommitCheckpointResponse* out)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
@@ -92,8 +100,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
   ZS_RETURN_IF_ERROR(ValidateChunk(chunk, data_size, *p, &unit));
   {
     absl::MutexLock plock(&p->mu);
-    if (!p->failed.ok()) return p->failed;
-    if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
+    ZS_RETURN_IF_ERROR(TakesChunks(*p));
     ++p->writes_in_flight;  // [Note: writes in flight]
   }
   // The file exists while p lives: it was created before the id went out and
@@ -113,8 +120,7 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
   if (*hash != chunk.xxhash64()) return RefuseChunk(*p, chunk, *hash);
   absl::MutexLock plock(&p->mu);
   --p->writes_in_flight;
-  if (!p->failed.ok()) return p->failed;  // Dropped meanwhile: why it was.
-  if (p->done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p->id, " is no longer pending"));
+  ZS_RETURN_IF_ERROR(TakesChunks(*p));  // Dropped or committed meanwhile.
   p->AddCoverage(chunk.rank(), unit, chunk.kind(), chunk.offset(), chunk.offset() + chunk.length());
   p->bytes_received += bytes;
   return absl::OkStatus();
