@@ -50,7 +50,7 @@ void AddOptimizer(const MemoryModelInputs& in, int world_size, int64_t opt_elems
   // The pinned host-update staging on a GPU is counted as buffers.
   if (in.cuda && in.offload_optimizer != OptimizerOffload::kNone) out.state.buffers = 8 * max_n;
   const bool own_only = in.stage == 0 || world_size == 1;
-  out.state.redundancy = in.redundancy == 0 ? 0 : (own_only ? 1 : 2) * state;
+  out.state.redundancy = in.redundancy == 0 ? 0 : (own_only ? 1 : 3) * state;
 }
 
 }  // namespace

@@ -27,8 +27,10 @@
 //             = ParamStagingBytes(prefetch, c max S_u), the host staging
 //             slots; files of AlignUp(c S_u) per unit are "offloaded".
 //   redundancy (--redundancy 1, worker/trainer/peer_replica.h): host copies
-//     of the own and the ring neighbour's optimizer shard, 24 sum(n_u);
-//     12 sum(n_u) at stage 0 or N = 1 (only the own snapshot).
+//     of the own and the ring neighbour's optimizer shard, 24 sum(n_u),
+//     peaking at 36 sum(n_u) while a refresh receives the new neighbour
+//     copy beside the last one; 12 sum(n_u) at stage 0 or N = 1 (only the
+//     own snapshot).
 //   gather buffers: the engine's transient bound (GatherBufferBound).
 // Activation bytes are the caller's (worker/model ModelActivationBytes).
 //

@@ -10,12 +10,14 @@ set -euo pipefail
 # python3: `zeroshard launch` trains on Python's standard-library sources by
 # default. GoogleTest and benchmark: the build compiles the tests and benches.
 # openssl (the CLI): the security tests make their certificates with it.
+# ocl-icd-opencl-dev: Debian's libdnnl-dev is built for OpenCL GPUs, and its
+# CMake config requires OpenCL (a recommendation we install by name).
 DEB_PACKAGES=(
   cmake g++ pkg-config ninja-build ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev
   libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  libbenchmark-dev python3 liburing-dev openssl
+  libbenchmark-dev python3 liburing-dev openssl ocl-icd-opencl-dev
 )
 
 # shellcheck source=scripts/apt_missing.sh

@@ -5,77 +5,14 @@
 // optimizer range must equal that reference bit for bit (padding zero),
 // the optimizer step must carry over, and training on must equal training
 // on with the state restored by hand. The decision rules are tested apart.
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
-#include "tests/engine/engine_runner.h"
+#include "tests/trainer/held_state_testing.h"
 #include "worker/trainer/live_reshard.h"
 
 namespace zeroshard::testing {
 namespace {
-
-const MlpDims kDims{5, 9};
-
-void Train(ShardedEngine& engine, const ShardPlan& plan, int rank, int n, int first, int count) {
-  for (int step = first; step < first + count; ++step) {
-    std::vector<Sample> batch;
-    const int per = 12 / n;
-    for (int k = 0; k < per; ++k) batch.push_back(MakeSample(kDims, step, rank * per + k));
-    MlpForwardBackward(kDims, plan, engine, batch);
-    ASSERT_TRUE(engine.Step(1.0f / per).ok());
-  }
-}
-
-absl::StatusOr<std::unique_ptr<ShardedEngine>> Engine(Communicator* comm, int stage,
-                                                      uint32_t seed) {
-  ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), comm->world_size(), 2));
-  RunConfig config;
-  config.stage = stage;
-  return ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
-                               MlpInit(plan, seed));
-}
-
-// The whole state per unit (master, m, v over numel) from old snapshots.
-struct Full {
-  std::vector<std::vector<float>> master, m, v;
-};
-Full Assemble(const std::vector<HeldState>& held, const ShardPlan& old_plan) {
-  Full f;
-  for (const UnitPlan& u : old_plan.units) {
-    f.master.emplace_back(u.padded_numel, 0.0f);
-    f.m.emplace_back(u.padded_numel, 0.0f);
-    f.v.emplace_back(u.padded_numel, 0.0f);
-  }
-  for (const HeldState& h : held) {
-    for (size_t u = 0; u < h.units.size(); ++u) {
-      const HeldUnit& x = h.units[u];
-      std::memcpy(f.master[u].data() + x.range.offset, x.master.data(), x.range.length * 4);
-      std::memcpy(f.m[u].data() + x.range.offset, x.m.data(), x.range.length * 4);
-      std::memcpy(f.v[u].data() + x.range.offset, x.v.data(), x.range.length * 4);
-    }
-  }
-  return f;
-}
-
-void ExpectMatches(const Full& want, ShardedEngine& engine, const std::string& what) {
-  for (size_t u = 0; u < engine.plan().units.size(); ++u) {
-    const ElementRange r = engine.OptimizerShard(static_cast<int>(u)).range;
-    std::vector<float> master(r.length), m(r.length), v(r.length);
-    ASSERT_TRUE(engine.CopyOptimizerState(static_cast<int>(u), r, master.data(), m.data(),
-                                          v.data()).ok());
-    const int64_t numel = engine.plan().units[u].numel;
-    for (int64_t i = 0; i < r.length; ++i) {
-      const int64_t e = r.offset + i;
-      const float wm = e < numel ? want.master[u][e] : 0.0f;
-      const float wmo = e < numel ? want.m[u][e] : 0.0f;
-      const float wv = e < numel ? want.v[u][e] : 0.0f;
-      ASSERT_TRUE(master[i] == wm && m[i] == wmo && v[i] == wv)
-          << what << " unit " << u << " element " << e;
-    }
-  }
-}
 
 struct Case {
   int stage, old_n, new_n;
@@ -87,13 +24,13 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
     const std::string what = absl::StrCat("stage ", c.stage, " N ", c.old_n, "->", c.new_n);
     std::vector<HeldState> held(c.old_n);
     ASSERT_TRUE(RunRanksAsThreads(c.old_n, "old" + what, [&](int r, Communicator* comm) {
-                  ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, c.stage, 42));
-                  Train(*engine, engine->plan(), r, c.old_n, 0, 3);
+                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, c.stage, 42));
+                  TrainSteps(*engine, r, c.old_n, 0, 3);
                   ZS_ASSIGN_OR_RETURN(held[r], SnapshotState(*engine, 7, 3));
                   return absl::OkStatus();
                 }).ok()) << what;
-    const ShardPlan old_plan = *MakeShardPlan(MlpUnits(kDims), c.old_n, 2);
-    const Full want = Assemble(held, old_plan);
+    const ShardPlan old_plan = *MakeShardPlan(MlpUnits(kHeldDims), c.old_n, 2);
+    const FullState want = AssembleState(held, old_plan);
     // Scale-down keeps enough holders only when the new world is the old one
     // minus ranks that handed off; here, holders sit at reversed ranks and
     // any extra rank holds nothing.
@@ -109,12 +46,12 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
                   EXPECT_EQ(live.live, expect_live) << what << ": " << live.why_not;
                   if (!live.live) return absl::OkStatus();
                   EXPECT_EQ(live.step, 3);
-                  ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, c.stage, 1));
+                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, c.stage, 1));
                   ZS_RETURN_IF_ERROR(
-                      ReshardInto(*comm, live, mine, MlpUnits(kDims), *engine, absl::Seconds(20)));
+                      ReshardInto(*comm, live, mine, MlpUnits(kHeldDims), *engine, absl::Seconds(20)));
                   EXPECT_EQ(engine->optimizer_step(), held[0].optimizer_step) << what;
-                  ExpectMatches(want, *engine, absl::StrCat(what, " rank ", r));
-                  Train(*engine, engine->plan(), r, c.new_n, 3, 2);  // Trains on.
+                  ExpectStateMatches(want, *engine, absl::StrCat(what, " rank ", r));
+                  TrainSteps(*engine, r, c.new_n, 3, 2);  // Trains on.
                   return engine->status();
                 }).ok()) << what;
   }
@@ -132,12 +69,12 @@ TEST(LiveReshardTest, ANeighboursCopyStandsInForALostRank) {
   const int stage = 3;
   std::vector<HeldState> held(3);
   ASSERT_TRUE(RunRanksAsThreads(3, "replica_old", [&](int r, Communicator* comm) {
-                ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, stage, 42));
-                Train(*engine, engine->plan(), r, 3, 0, 2);
+                ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 42));
+                TrainSteps(*engine, r, 3, 0, 2);
                 ZS_ASSIGN_OR_RETURN(held[r], SnapshotState(*engine, 9, 2));
                 return absl::OkStatus();
               }).ok());
-  const Full want = Assemble(held, *MakeShardPlan(MlpUnits(kDims), 3, 2));
+  const FullState want = AssembleState(held, *MakeShardPlan(MlpUnits(kHeldDims), 3, 2));
   const std::vector<std::vector<HeldState>> survivors = {{held[0], held[1]}, {held[2]}};
   ASSERT_TRUE(RunRanksAsThreads(2, "replica_new", [&](int r, Communicator* comm) {
                 ZS_ASSIGN_OR_RETURN(const LiveState live,
@@ -145,10 +82,10 @@ TEST(LiveReshardTest, ANeighboursCopyStandsInForALostRank) {
                 EXPECT_TRUE(live.live) << live.why_not;
                 EXPECT_EQ(live.source, (std::vector<int>{0, 0, 1}));
                 EXPECT_EQ(live.source_slot, (std::vector<int>{0, 1, 0}));
-                ZS_ASSIGN_OR_RETURN(auto engine, Engine(comm, stage, 1));
-                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kDims),
+                ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
+                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims),
                                                *engine, absl::Seconds(20)));
-                ExpectMatches(want, *engine, absl::StrCat("survivor ", r));
+                ExpectStateMatches(want, *engine, absl::StrCat("survivor ", r));
                 return absl::OkStatus();
               }).ok());
 }

@@ -140,6 +140,12 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
   if (ctx_.rank == 0 && !job.log_path.empty() && !log_.is_open()) {
     return absl::PermissionDeniedError(absl::StrCat("cannot open the step log ", job.log_path));
   }
+  // Peer copies of the state this generation starts from: until the first
+  // refresh, a lost rank would lose its shard.
+  if (ctx_.replica != nullptr && start_step < job.steps) {
+    ZS_RETURN_IF_ERROR(ctx_.replica->Refresh(*engine_, *comm_, ctx_.generation, start_step,
+                                             job.collective_timeout()));
+  }
   for (int64_t step = start_step; step < job.steps; ++step) {
     if (ctx_.session->Ended(ctx_.generation)) {
       return absl::AbortedError(absl::StrCat("generation ", ctx_.generation, " ended"));

@@ -83,8 +83,9 @@ struct LiveState {
 };
 
 // A rank holds at most kHeldSlots states: its own, and with peer
-// redundancy its ring neighbour's.
-inline constexpr int kHeldSlots = 2;
+// redundancy its ring neighbour's, of up to two steps after a refresh cut
+// short (peer_replica.h, [Note: a refresh cut short]).
+inline constexpr int kHeldSlots = 4;
 // This rank's descriptor row block (kHeldSlots rows) of what it holds.
 std::vector<int64_t> DescribeHeld(absl::Span<const HeldState> held);
 // The decision from every rank's DescribeHeld block (rank order): the

@@ -1,7 +1,6 @@
 #include "worker/trainer/peer_replica.h"
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "common/status_macros.h"
@@ -18,23 +17,23 @@ int64_t HeldBytes(const std::vector<HeldState>& held) {
   return n;
 }
 
-// One unit's state shifted one rank left around the ring: returns the right
-// neighbour's over `theirs` (the same length at stages 1-3).
-absl::StatusOr<HeldUnit> ShiftUnit(Communicator& control, const HeldUnit& mine,
+// Unit `u` of this rank's optimizer state, read from the engine and
+// shifted one rank left around the ring: returns the right neighbour's,
+// over `theirs` (the same length at stages 1-3).
+absl::StatusOr<HeldUnit> ShiftUnit(ShardedEngine& engine, int u, Communicator& control,
                                    ElementRange theirs, absl::Duration timeout) {
-  const size_t n = mine.master.size();
+  const ElementRange mine = engine.OptimizerShard(u).range;
+  const size_t n = static_cast<size_t>(mine.length);
   auto send = std::make_shared<std::vector<float>>(3 * n);
   auto recv = std::make_shared<std::vector<float>>(3 * n);
-  std::memcpy(send->data(), mine.master.data(), n * 4);
-  std::memcpy(send->data() + n, mine.m.data(), n * 4);
-  std::memcpy(send->data() + 2 * n, mine.v.data(), n * 4);
-  std::unique_ptr<Work> work = control.RingShift(send->data(), recv->data(),
-                                                 static_cast<int64_t>(3 * n), DType::kFp32,
-                                                 {timeout});
-  if (absl::Status s = WaitOrAbort(control, *work, timeout); !s.ok()) {
+  float* s = send->data();
+  ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(u, mine, s, s + n, s + 2 * n));
+  std::unique_ptr<Work> work = control.RingShift(s, recv->data(), static_cast<int64_t>(3 * n),
+                                                 DType::kFp32, {timeout});
+  if (absl::Status st = WaitOrAbort(control, *work, timeout); !st.ok()) {
     KeepForever(std::shared_ptr<void>(send));  // [Note: failed collective buffers]
     KeepForever(std::shared_ptr<void>(recv));
-    return s;
+    return st;
   }
   HeldUnit out;
   out.range = theirs;
@@ -44,37 +43,62 @@ absl::StatusOr<HeldUnit> ShiftUnit(Communicator& control, const HeldUnit& mine,
   return out;
 }
 
+// Collective: the ring neighbour's state as of `step`, straight from every
+// rank's engine.
+absl::StatusOr<HeldState> ReceiveNeighbour(ShardedEngine& engine, Communicator& control,
+                                           uint64_t generation, int64_t step,
+                                           absl::Duration timeout) {
+  const ShardPlan& plan = engine.plan();
+  HeldState neighbour;
+  neighbour.generation = generation;
+  neighbour.world_size = plan.world_size;
+  neighbour.alignment = plan.alignment;
+  neighbour.stage = engine.options().stage;
+  neighbour.index = (engine.rank() + 1) % plan.world_size;
+  neighbour.step = step;
+  neighbour.optimizer_step = engine.optimizer_step();
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const ElementRange theirs = OptimizerRange(plan.units[u], neighbour.stage, neighbour.index);
+    ZS_ASSIGN_OR_RETURN(HeldUnit unit,
+                        ShiftUnit(engine, static_cast<int>(u), control, theirs, timeout));
+    neighbour.units.push_back(std::move(unit));
+  }
+  return neighbour;
+}
+
 }  // namespace
 
 absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
                                   uint64_t generation, int64_t step, absl::Duration timeout) {
-  Clear();
-  ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
-  const int n = control.world_size();
-  std::vector<HeldState> held;
-  if (own.stage > 0 && n > 1) {
-    HeldState neighbour;
-    neighbour.generation = own.generation;
-    neighbour.world_size = own.world_size;
-    neighbour.alignment = own.alignment;
-    neighbour.stage = own.stage;
-    neighbour.index = (own.index + 1) % n;
-    neighbour.step = own.step;
-    neighbour.optimizer_step = own.optimizer_step;
-    const ShardPlan& plan = engine.plan();
-    for (size_t u = 0; u < own.units.size(); ++u) {
-      const ElementRange theirs = OptimizerRange(plan.units[u], own.stage, neighbour.index);
-      ZS_ASSIGN_OR_RETURN(HeldUnit unit, ShiftUnit(control, own.units[u], theirs, timeout));
-      neighbour.units.push_back(std::move(unit));
-    }
-    held.push_back(std::move(own));
-    held.push_back(std::move(neighbour));
-  } else {
-    held.push_back(std::move(own));
+  if (engine.options().stage == 0 || control.world_size() == 1) {  // Local only.
+    ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
+    held_.clear();
+    held_.push_back(std::move(own));
+    Count();
+    return absl::OkStatus();
   }
-  held_ = std::move(held);
+  absl::StatusOr<HeldState> neighbour =
+      ReceiveNeighbour(engine, control, generation, step, timeout);
+  if (neighbour.ok()) Count(HeldBytes({*neighbour}));  // Beside the last refresh's.
+  const absl::Status met = neighbour.ok()
+                               ? control.Barrier(CollectiveOptions{timeout})
+                               : neighbour.status();
+  if (met.ok()) {  // Every rank holds its neighbour's copy of `step`.
+    held_.clear();
+    ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
+    held_.push_back(std::move(own));
+    held_.push_back(*std::move(neighbour));
+    Count();
+    return absl::OkStatus();
+  }
+  // [Note: a refresh cut short] Keep the last refresh's copies, this rank's
+  // own state of `step`, and the neighbour's if it arrived.
+  if (absl::StatusOr<HeldState> own = SnapshotState(engine, generation, step); own.ok()) {
+    held_.push_back(*std::move(own));
+  }
+  if (neighbour.ok()) held_.push_back(*std::move(neighbour));
   Count();
-  return absl::OkStatus();
+  return met;
 }
 
 std::vector<HeldState> PeerReplica::Take() {
@@ -88,8 +112,8 @@ void PeerReplica::Clear() {
   Count();
 }
 
-void PeerReplica::Count() {
-  const int64_t b = HeldBytes(held_);
+void PeerReplica::Count(int64_t in_flight) {
+  const int64_t b = HeldBytes(held_) + in_flight;
   bytes_.store(b);
   peak_bytes_.store(std::max(peak_bytes_.load(), b));
 }

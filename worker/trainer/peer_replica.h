@@ -5,16 +5,30 @@
 // (live_reshard.h) instead of restoring a checkpoint. Two neighbouring
 // ranks lost at once lose a shard: the job falls back to the checkpoint.
 //
-// How it works: Refresh snapshots the engine's state (SnapshotState) and
-// ring-shifts it unit by unit over the control communicator
-// (Communicator::RingShift: one message to the left neighbour per unit).
-// The trainer refreshes after a step's update and before the step record
-// (the commit), so the copies never run ahead of what the log shows and no
-// step is trained twice. At stage 0 every rank holds everything and only
-// the own snapshot is kept. Memory: two optimizer shards (24 bytes a
-// parameter of the shard, fp32 master, m, v twice), plus one unit's worth
-// transiently; counted as the "redundancy" kind (MemoryByKind).
+// How it works: Refresh ring-shifts this rank's state, read unit by unit
+// from the engine, over the control communicator (Communicator::RingShift:
+// one message to the left neighbour per unit), then meets the others at a
+// barrier; only once every rank holds its neighbour's copy does it drop the
+// last refresh's copies and snapshot its own (SnapshotState). A refresh cut
+// short by a lost rank keeps the last refresh's copies, this rank's own
+// state of the new step and the neighbour's if it arrived ([Note: a refresh
+// cut short]), so the survivors always hold every shard of one step.
+// The trainer refreshes when a generation starts and after a step's update,
+// before the step record (the commit), so the copies never run ahead of
+// what the log shows and no step is trained twice. At stage 0 or N = 1
+// every rank holds everything and only the own snapshot is kept.
+// Memory: two optimizer shards (24 bytes a parameter of the shard, fp32
+// master, m, v twice); during a refresh a third (the new neighbour copy)
+// plus one unit's send and receive buffers; counted as the "redundancy"
+// kind (MemoryByKind).
 //
+// [Note: a refresh cut short] Rank D dies during the refresh of step s.
+// Its left neighbour L may or may not have D's shard of s. If it has, every
+// survivor holds its own shard of s and L holds D's: the job goes on from
+// s. If it has not, nobody passed the barrier, so every rank still holds
+// the last refresh's copies (step s - k) and L holds D's of s - k: the job
+// goes on from s - k, and s was never recorded. A rank that passed the
+// barrier knows every rank holds its neighbour's copy of s.
 // Thread safety: the training thread only; bytes() from any thread.
 #pragma once
 
@@ -33,19 +47,20 @@ namespace zeroshard {
 class PeerReplica {
  public:
   // Collective over `control`: keeps this rank's state as of `step` and its
-  // neighbour's. The previous copies are dropped first; on an error none
-  // are kept (the job falls back to the checkpoint if a rank dies next).
+  // neighbour's. On an error (the communicator's: a rank was lost) it keeps
+  // what the note above says and returns the error.
   absl::Status Refresh(ShardedEngine& engine, Communicator& control, uint64_t generation,
                        int64_t step, absl::Duration timeout);
-  // The copies (own first), moved out for the next generation; empties this.
+  // The copies, moved out for the next generation; empties this.
   std::vector<HeldState> Take();
   void Clear();
   int64_t bytes() const { return bytes_.load(); }
   int64_t peak_bytes() const { return peak_bytes_.load(); }
 
  private:
-  void Count();
-  std::vector<HeldState> held_;  // [own, neighbour] or empty.
+  void Count(int64_t in_flight = 0);
+  // [own, neighbour], [own] or empty; after a refresh cut short, up to four.
+  std::vector<HeldState> held_;
   std::atomic<int64_t> bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
 };

@@ -264,9 +264,11 @@ std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationIn
 // was stopped, or the error is its own), or nothing to go on to the next.
 std::optional<absl::Status> AfterFailedEnd(WorkerState& w, const v1::GenerationInfo& info,
                                            const absl::Status& s) {
-  // The peer copies of the last refreshed step, if any; anything handed
-  // over before is stale after a failure.
-  w.job.held = w.job.replica->Take();
+  // The peer copies of the last refreshed step. With none (the generation
+  // failed before its first refresh, so before its first step) what was
+  // handed over to it is still the newest state: it stays.
+  std::vector<HeldState> copies = w.job.replica->Take();
+  if (!copies.empty()) w.job.held = std::move(copies);
   // A peer that vanished or a generation that ended shows up as a failed
   // collective: report it (the coordinator then forms the next generation
   // at once) and go on in the next one. Anything else is this worker's own
