@@ -136,7 +136,7 @@ TEST(LiveReshardTest, DecisionNamesWhatIsMissingOrInconsistent) {
   EXPECT_NE(d.why_not.find("disagree"), std::string::npos) << d.why_not;
 
   HeldState older = b;
-  older.generation = 4;  // A stale holder from an earlier generation is ignored.
+  older.generation = 4;  // Another generation's holder does not complete this one.
   d = DecideLiveState({Row(a), Row(older)}, 3);
   EXPECT_FALSE(d.live);
 

@@ -5,6 +5,8 @@
 // - a refresh cut short by a lost rank (it never joins the refresh) leaves
 //   the survivors holding every shard of the last refreshed step, and they
 //   reshard live onto N - 1 ranks to exactly that state;
+// - a rank lost before a generation's first refresh passes leaves the
+//   survivors the state the generation started from (PeerReplica::Keep);
 // - the decision over what a cut-short refresh leaves ([Note: a refresh cut
 //   short]) picks the newest step every shard has.
 #include "absl/strings/str_cat.h"
@@ -36,8 +38,9 @@ TEST(PeerReplicaTest, KeepsTheOwnAndTheNeighboursState) {
               }).ok());
   for (int r = 0; r < n; ++r) {
     ASSERT_EQ(taken[r].size(), 2u) << "rank " << r;
-    const HeldState& mine = taken[r][0];
-    const HeldState& theirs = taken[r][1];
+    const bool own_first = taken[r][0].index == r;
+    const HeldState& mine = taken[r][own_first ? 0 : 1];
+    const HeldState& theirs = taken[r][own_first ? 1 : 0];
     EXPECT_EQ(mine.index, r);
     EXPECT_EQ(theirs.index, (r + 1) % n);
     int64_t elements = 0;
@@ -98,9 +101,56 @@ TEST(PeerReplicaTest, ARefreshCutShortLeavesAWholeStep) {
   }
 }
 
-HeldState Held(int index, int64_t step) {
+// A generation resharded live from generation 7's copies (step 2) loses
+// rank 1 before its first refresh passes: the survivors still hold what it
+// started from (PeerReplica::Keep) and go on from generation 7's step 2.
+TEST(PeerReplicaTest, ARankLostBeforeTheFirstRefreshLeavesTheStartState) {
+  const int stage = 3, n = 3, lost = 1;
+  std::vector<HeldState> at2(n);
+  std::vector<std::vector<HeldState>> copies(n), held(n);
+  ASSERT_TRUE(RunRanksAsThreads(n, "replica_g7", [&](int r, Communicator* comm) {
+                ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 42));
+                TrainSteps(*engine, r, n, 0, 2);
+                PeerReplica replica;
+                ZS_RETURN_IF_ERROR(replica.Refresh(*engine, *comm, 7, 2, kTimeout));
+                ZS_ASSIGN_OR_RETURN(at2[r], SnapshotState(*engine, 7, 2));
+                copies[r] = replica.Take();
+                return absl::OkStatus();
+              }).ok());
+  ASSERT_TRUE(RunRanksAsThreads(n, "replica_g8", [&](int r, Communicator* comm) {
+                ZS_ASSIGN_OR_RETURN(const LiveState live,
+                                    AgreeOnLiveState(*comm, copies[r], stage, kTimeout));
+                EXPECT_TRUE(live.live && live.generation == 7) << live.why_not;
+                ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
+                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, copies[r], MlpUnits(kHeldDims),
+                                               *engine, kTimeout));
+                PeerReplica replica;
+                replica.Keep(copies[r]);
+                if (r == lost) return absl::OkStatus();  // Gone before the first refresh.
+                EXPECT_FALSE(replica.Refresh(*engine, *comm, 8, 2, absl::Seconds(2)).ok());
+                held[r] = replica.Take();
+                return absl::OkStatus();
+              }).ok());
+  const FullState want = AssembleState(at2, *MakeShardPlan(MlpUnits(kHeldDims), n, 2));
+  const std::vector<std::vector<HeldState>> survivors = {held[0], held[2]};
+  ASSERT_TRUE(RunRanksAsThreads(2, "replica_g9", [&](int r, Communicator* comm) {
+                ZS_ASSIGN_OR_RETURN(const LiveState live,
+                                    AgreeOnLiveState(*comm, survivors[r], stage, kTimeout));
+                EXPECT_TRUE(live.live) << live.why_not;
+                if (!live.live) return absl::OkStatus();
+                EXPECT_EQ(live.generation, 7u);
+                EXPECT_EQ(live.step, 2);
+                ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
+                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims),
+                                               *engine, kTimeout));
+                ExpectStateMatches(want, *engine, absl::StrCat("survivor ", r));
+                return absl::OkStatus();
+              }).ok());
+}
+
+HeldState Held(int index, int64_t step, uint64_t generation = 7) {
   HeldState h;
-  h.generation = 7;
+  h.generation = generation;
   h.world_size = 3;
   h.stage = 3;
   h.index = index;
@@ -127,6 +177,14 @@ TEST(PeerReplicaTest, TheDecisionTakesTheNewestWholeStep) {
   EXPECT_EQ(d.step, 2);
   EXPECT_EQ(d.source, (std::vector<int>{0, 0, 1}));
   EXPECT_EQ(d.source_slot, (std::vector<int>{0, 1, 0}));
+  // Generation 8 started from generation 7's step 2 and lost rank 1 before
+  // its first refresh passed: generation 7's state, kept beside it.
+  const HeldState kept0[] = {Held(0, 2), Held(1, 2), Held(0, 2, 8)};
+  const HeldState kept2[] = {Held(2, 2), Held(0, 2), Held(2, 2, 8)};
+  d = DecideLiveState({DescribeHeld(kept0), DescribeHeld(kept2)}, 3);
+  ASSERT_TRUE(d.live) << d.why_not;
+  EXPECT_EQ(d.generation, 7u);
+  EXPECT_EQ(d.step, 2);
 }
 
 }  // namespace

@@ -52,8 +52,8 @@ struct GenerationContext {
   int world_size = 1;
   // Whether this rank wants to leave the job (SIGTERM); null = never.
   std::function<bool()> leave_requested;
-  // Peer redundancy's copies, refreshed every job.redundancy_every steps;
-  // null = off.
+  // Peer redundancy's copies, refreshed as the generation starts and every
+  // job.redundancy_every steps; null = off.
   PeerReplica* replica = nullptr;
   // What the model computes with, and where its activations live (the
   // engine's device, whose memory the kernels use); null = CpuKernels on a

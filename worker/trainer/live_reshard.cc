@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -179,32 +180,28 @@ std::string TryStep(const std::vector<Slot>& slots, int stage, LiveState& out) {
 
 LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage) {
   std::vector<Slot> all;
-  int64_t newest = -1;
+  std::vector<std::pair<int64_t, int64_t>> tags;  // (generation, step) held.
   for (size_t r = 0; r < rows.size(); ++r) {
     for (int k = 0; k * kFields < static_cast<int>(rows[r].size()); ++k) {
       const int64_t* row = &rows[r][k * kFields];
       if (row[kHas] != 1) continue;
       all.push_back({static_cast<int>(r), k, row});
-      newest = std::max(newest, row[kGeneration]);
+      tags.emplace_back(row[kGeneration], row[kStep]);
     }
   }
-  LiveState out;
-  if (newest < 0) return out;  // Nobody holds state: not live, nothing to say.
-  std::vector<int64_t> steps;
-  for (const Slot& s : all) {
-    if (s.row[kGeneration] == newest) steps.push_back(s.row[kStep]);
-  }
-  std::sort(steps.rbegin(), steps.rend());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  for (int64_t step : steps) {  // The newest step every shard has.
+  LiveState out;  // Nobody holds state: not live, nothing to say.
+  std::sort(tags.rbegin(), tags.rend());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  for (const auto& [generation, step] : tags) {  // The newest step every shard has.
     std::vector<Slot> at;
     for (const Slot& s : all) {
-      if (s.row[kGeneration] == newest && s.row[kStep] == step) at.push_back(s);
+      if (s.row[kGeneration] == generation && s.row[kStep] == step) at.push_back(s);
     }
     LiveState tried;
     const std::string why = TryStep(at, stage, tried);
     if (why.empty()) {
       tried.live = true;
+      tried.generation = static_cast<uint64_t>(generation);
       return tried;
     }
     if (out.why_not.empty()) out.why_not = why;

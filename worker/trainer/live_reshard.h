@@ -73,6 +73,7 @@ absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generati
 struct LiveState {
   bool live = false;
   std::string why_not;        // When !live and some rank held state.
+  uint64_t generation = 0;    // The held state's (HeldState::generation).
   int world_size = 0;         // The held plan's.
   int64_t alignment = 1;
   int stage = 0;
@@ -89,8 +90,11 @@ inline constexpr int kHeldSlots = 4;
 // This rank's descriptor row block (kHeldSlots rows) of what it holds.
 std::vector<int64_t> DescribeHeld(absl::Span<const HeldState> held);
 // The decision from every rank's DescribeHeld block (rank order): the
-// newest generation's newest step whose holders cover every shard of their
-// plan. Pure, so every rank reaches the same one.
+// newest (generation, step) whose holders cover every shard of their plan.
+// An older generation's state is held only until the next generation's
+// first refresh has passed (PeerReplica::Keep), so it is tried only when
+// that generation has trained nothing. Pure, so every rank reaches the
+// same one; why_not says why the newest was not live.
 LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage);
 
 // Collective: all-gathers DescribeHeld over `control` and decides.

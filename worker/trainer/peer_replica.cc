@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "worker/comm/wait_or_abort.h"
 
 namespace zeroshard {
 namespace {
 
-int64_t HeldBytes(const std::vector<HeldState>& held) {
+int64_t HeldBytes(absl::Span<const HeldState> held) {
   int64_t n = 0;
   for (const HeldState& h : held) {
     for (const HeldUnit& u : h.units) n += 3 * 4 * static_cast<int64_t>(u.master.size());
@@ -79,17 +80,17 @@ absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
   }
   absl::StatusOr<HeldState> neighbour =
       ReceiveNeighbour(engine, control, generation, step, timeout);
-  if (neighbour.ok()) Count(HeldBytes({*neighbour}));  // Beside the last refresh's.
+  if (neighbour.ok()) Count(HeldBytes(absl::MakeConstSpan(&*neighbour, 1)));  // Beside held_.
   const absl::Status met = neighbour.ok()
                                ? control.Barrier(CollectiveOptions{timeout})
                                : neighbour.status();
   if (met.ok()) {  // Every rank holds its neighbour's copy of `step`.
     held_.clear();
-    ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
-    held_.push_back(std::move(own));
     held_.push_back(*std::move(neighbour));
+    absl::StatusOr<HeldState> own = SnapshotState(engine, generation, step);
+    if (own.ok()) held_.push_back(*std::move(own));
     Count();
-    return absl::OkStatus();
+    return own.status();
   }
   // [Note: a refresh cut short] Keep the last refresh's copies, this rank's
   // own state of `step`, and the neighbour's if it arrived.
@@ -99,6 +100,11 @@ absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
   if (neighbour.ok()) held_.push_back(*std::move(neighbour));
   Count();
   return met;
+}
+
+void PeerReplica::Keep(std::vector<HeldState> prior) {
+  for (HeldState& h : prior) held_.push_back(std::move(h));
+  Count();
 }
 
 std::vector<HeldState> PeerReplica::Take() {

@@ -15,7 +15,8 @@
 // cut short]), so the survivors always hold every shard of one step.
 // The trainer refreshes when a generation starts and after a step's update,
 // before the step record (the commit), so the copies never run ahead of
-// what the log shows and no step is trained twice. At stage 0 or N = 1
+// what the log shows; with --redundancy-every 1 (the default) no step is
+// trained twice, with K > 1 up to K - 1 recorded steps are. At stage 0 or N = 1
 // every rank holds everything and only the own snapshot is kept.
 // Memory: two optimizer shards (24 bytes a parameter of the shard, fp32
 // master, m, v twice); during a refresh a third (the new neighbour copy)
@@ -51,6 +52,10 @@ class PeerReplica {
   // what the note above says and returns the error.
   absl::Status Refresh(ShardedEngine& engine, Communicator& control, uint64_t generation,
                        int64_t step, absl::Duration timeout);
+  // Holds `prior`, the state this generation started from (LoadBestState's
+  // live reshard), beside the copies until the first refresh passes: a
+  // rank lost before then leaves the survivors that state to go on from.
+  void Keep(std::vector<HeldState> prior);
   // The copies, moved out for the next generation; empties this.
   std::vector<HeldState> Take();
   void Clear();
@@ -59,7 +64,9 @@ class PeerReplica {
 
  private:
   void Count(int64_t in_flight = 0);
-  // [own, neighbour], [own] or empty; after a refresh cut short, up to four.
+  // [neighbour, own], [own] or empty, or what Keep added; after a refresh
+  // cut short, up to four (kHeldSlots): two of the last refresh or Keep's
+  // (own and neighbour of one step), two of the new step.
   std::vector<HeldState> held_;
   std::atomic<int64_t> bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};

@@ -17,6 +17,12 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
                       AgreeOnLiveState(control, held, ctx.job->stage, timeout));
   if (live.live) {
     ZS_RETURN_IF_ERROR(ReshardInto(control, live, held, units, engine, timeout));
+    if (ctx.replica != nullptr) {  // Until this generation's first refresh has passed.
+      std::erase_if(held, [&](const HeldState& h) {
+        return h.generation != live.generation || h.step != live.step;
+      });
+      ctx.replica->Keep(std::move(held));
+    }
     held.clear();
     std::cout << "resharded live: step " << live.step << " from a plan of " << live.world_size
               << " ranks onto " << ctx.world_size << ", no checkpoint read\n"

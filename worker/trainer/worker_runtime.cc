@@ -264,9 +264,10 @@ std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationIn
 // was stopped, or the error is its own), or nothing to go on to the next.
 std::optional<absl::Status> AfterFailedEnd(WorkerState& w, const v1::GenerationInfo& info,
                                            const absl::Status& s) {
-  // The peer copies of the last refreshed step. With none (the generation
-  // failed before its first refresh, so before its first step) what was
-  // handed over to it is still the newest state: it stays.
+  // The peer copies of the last refreshed step (with what the generation
+  // started from, until its first refresh passed). With none (it failed
+  // while loading its state, before any step) what was handed over to it
+  // is still the newest state: it stays.
   std::vector<HeldState> copies = w.job.replica->Take();
   if (!copies.empty()) w.job.held = std::move(copies);
   // A peer that vanished or a generation that ended shows up as a failed
