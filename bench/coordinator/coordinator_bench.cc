@@ -6,7 +6,8 @@
 //    median of R runs, and as a ratio to the gRPC floor measured the same
 //    way in the same run (a Heartbeat the coordinator refuses before taking
 //    KvGet of a 1-byte key: one unary RPC and the core's lock, no
-//    membership work).
+//    membership work). Then the same workers over HeartbeatStream
+//    (stream_load.h): a stream each, one heartbeat in flight on each.
 // 2. Failure propagation: workers heartbeat every --interval; one worker
 //    goes silent; for each survivor, the time from the victim's lease
 //    expiry (its last acknowledged heartbeat + lease timeout) to the first
@@ -27,6 +28,7 @@
 
 #include "common/process_setup.h"
 #include "common/cli.h"
+#include "bench/coordinator/stream_load.h"
 #include "common/rpc/coordinator_client.h"
 #include "server/rpc/coordinator_server.h"
 
@@ -35,6 +37,8 @@ namespace {
 
 struct Flags {
   int workers = 1000, threads = 8, runs = 3, trials = 7;
+  int stream_threads = 2, server_stream_threads = 2;  // HeartbeatStream load, both sides.
+  int stream_connections = 0;  // 0 = each worker's own; K = K shared by the streams.
   double seconds = 3, lease = 2, interval = 0.25, settle = 0.1;
   std::string tls_dir;  // "" = plaintext only.
 };
@@ -42,6 +46,7 @@ struct Flags {
 struct SimWorker {
   std::unique_ptr<CoordinatorClient> client;  // Its own channel and identity.
   uint64_t member_id = 0;
+  std::string member_secret;
   std::atomic<bool> silent{false};
   std::atomic<int64_t> last_ack_ns{0};
   std::atomic<int64_t> saw_ns{0};  // First reply showing the awaited generation.
@@ -105,6 +110,13 @@ double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double 
   return static_cast<double>(calls.load()) / seconds;
 }
 
+ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {
+  ClientSecurity security;
+  const std::string& d = f.tls_dir;
+  if (tls) security.tls = {d + "/ca.pem", d + "/client.pem", d + "/client.key"};
+  return security;
+}
+
 // Starts a coordinator (with `tls` when set) and joins every worker to it.
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
                                                                 absl::Duration lease,
@@ -118,11 +130,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
   o.core.settle = absl::Seconds(f.settle);
   o.core.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
   o.core.lease_timeout = lease;
-  ClientSecurity security;
+  o.heartbeat_stream_threads = f.server_stream_threads;
+  // Every simulated worker is on this host, where production has a host each.
+  o.max_streams_per_caller = 2 * f.workers + 16;
+  const ClientSecurity security = BenchClientSecurity(f, tls);
   if (tls) {
     const std::string& d = f.tls_dir;
     o.security.tls = {d + "/ca.pem", d + "/server.pem", d + "/server.key"};
-    security.tls = {d + "/ca.pem", d + "/client.pem", d + "/client.key"};
   }
   auto server = CoordinatorServer::Start(o);
   if (!server.ok()) return server.status();
@@ -136,6 +150,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
     auto r = workers[i].client->Join(j);
     if (!r.ok()) return r.status();
     workers[i].member_id = r->member_id();
+    workers[i].member_secret = r->member_secret();
   }
   return server;
 }
@@ -163,12 +178,30 @@ absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server,
   return generation;
 }
 
-// Part 1's figures of one coordinator: per-run heartbeat and floor rates.
+// Part 1's figures of one coordinator: per-run heartbeat, floor and
+// HeartbeatStream rates.
 struct Rates {
-  std::vector<double> heartbeats, floors;
+  std::vector<double> heartbeats, floors, streamed;
+  // --stream-connections channels without a member credential (each
+  // stream carries its own); empty = each worker's own channel.
+  std::vector<std::shared_ptr<grpc::Channel>> shared;
+  int64_t stream_errors = 0;
   void Measure(const Flags& f, const std::vector<SimWorker>& workers, uint64_t generation) {
     heartbeats.push_back(HeartbeatRate(f.threads, workers, f.seconds, false, generation));
     floors.push_back(HeartbeatRate(f.threads, workers, f.seconds, true, generation));
+    std::vector<bench::StreamLoadWorker> load;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      const SimWorker& w = workers[i];
+      if (shared.empty()) {
+        load.push_back({w.client->channel(), "bench", w.member_id, ""});
+      } else {
+        load.push_back({shared[i % shared.size()], "bench", w.member_id,
+                        absl::StrCat(w.member_id, ":", w.member_secret)});
+      }
+    }
+    bench::StreamLoadResult r = bench::RunStreamLoad(load, f.stream_threads, 0.5, f.seconds);
+    streamed.push_back(r.heartbeats_per_second);
+    stream_errors += r.errors;
   }
 };
 
@@ -178,6 +211,11 @@ void PrintRates(const char* name, const Rates& r) {
   for (double v : r.heartbeats) std::printf(" %.0f", v);
   std::printf(")\n%sfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
               name, floor_rate, rate / floor_rate);
+  const double streamed = Percentile(r.streamed, 0.5);
+  std::printf("%sHeartbeatStream heartbeats/s: median %.0f (runs:", name, streamed);
+  for (double v : r.streamed) std::printf(" %.0f", v);
+  std::printf("); streams ended early %lld; stream/floor ratio %.2f\n",
+              static_cast<long long>(r.stream_errors), streamed / floor_rate);
 }
 
 // Paced heartbeats, as workers send them: f.threads threads heartbeat their
@@ -342,6 +380,11 @@ struct ThroughputStack {
     absl::StatusOr<uint64_t> g = PrepareFloor(f, *server, workers);
     if (!g.ok()) return g.status();
     generation = *g;
+    for (int k = 0; k < f.stream_connections; ++k) {
+      auto c = WorkerClient(server->address(), f.workers + k, BenchClientSecurity(f, tls));
+      if (!c.ok()) return c.status();
+      rates.shared.push_back((*c)->channel());
+    }
     return absl::OkStatus();
   }
 };
@@ -360,6 +403,12 @@ int ThroughputPart(const Flags& f) {
   }
   std::printf("workers %d (a connection each), client threads %d, runs %d x %.1f s\n", f.workers,
               f.threads, f.runs, f.seconds);
+  std::printf("HeartbeatStream: %s, client threads %d, server threads %d\n",
+              f.stream_connections == 0
+                  ? "a stream per worker on its own connection"
+                  : absl::StrCat("a stream per worker over ", f.stream_connections,
+                                 " shared connections").c_str(),
+              f.stream_threads, f.server_stream_threads);
   PrintRates(tls.server ? "plaintext " : "", plain.rates);
   if (tls.server) {
     PrintRates("mTLS      ", tls.rates);
@@ -384,7 +433,17 @@ int main(int argc, char** argv) {
   CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation", "coordinator_bench"};
   zeroshard::Flags f;
   app.add_option("--workers", f.workers)->check(CLI::Range(3, 100000));
-  app.add_option("--threads", f.threads)->check(CLI::Range(1, 256));
+  app.add_option("--threads", f.threads, "client threads of the unary heartbeats and the floor")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--stream-threads", f.stream_threads,
+                 "client threads driving the HeartbeatStream load")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--stream-connections", f.stream_connections,
+                 "HeartbeatStream load over K shared connections (0 = a connection each)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--server-stream-threads", f.server_stream_threads,
+                 "the coordinator's HeartbeatStream threads (heartbeat_stream_threads)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--runs", f.runs)->check(CLI::Range(1, 100));
   app.add_option("--seconds", f.seconds)->check(CLI::Range(0.1, 600.0));
   app.add_option("--trials", f.trials)->check(CLI::Range(1, 100));

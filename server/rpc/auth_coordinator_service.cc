@@ -11,7 +11,7 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
-class GuardedCoordinator final : public AsyncKvWaitService {
+class GuardedCoordinator final : public AsyncCoordinatorService {
  public:
   GuardedCoordinator(v1::Coordinator::Service* inner, const AuthGate* gate,
                      const CoordinatorCore* core)
@@ -89,7 +89,7 @@ class GuardedCoordinator final : public AsyncKvWaitService {
 
 }  // namespace
 
-std::unique_ptr<AsyncKvWaitService> GuardCoordinatorService(
+std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(
     v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core) {
   return std::make_unique<GuardedCoordinator>(inner, gate, core);
 }

@@ -24,6 +24,7 @@ const std::vector<RpcPolicy>& AllPolicies() {
   static const std::vector<RpcPolicy> kPolicies = {
       {"Coordinator/Join", Role::kWorker, MemberRule::kNone},
       {"Coordinator/Heartbeat", Role::kWorker, MemberRule::kSelf},
+      {"Coordinator/HeartbeatStream", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/Leave", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/ReportFailure", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/GetGeneration", Role::kWorker, MemberRule::kNone},

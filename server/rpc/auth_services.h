@@ -20,7 +20,7 @@ namespace zeroshard::server {
 
 // The guard is what the server registers; its KvWait is asynchronous
 // (kv_wait_calls.h authorizes those calls itself) and `inner`'s is unused.
-std::unique_ptr<AsyncKvWaitService> GuardCoordinatorService(
+std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(
     v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
     FramedCheckpointService* inner, const AuthGate* gate);

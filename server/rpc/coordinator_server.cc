@@ -29,6 +29,10 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   if (o.max_receive_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_receive_message_bytes is below 1 MiB");
   }
+  if (o.heartbeat_stream_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat_stream_threads = ", o.heartbeat_stream_threads, " is < 1"));
+  }
   if (o.max_streams_per_caller < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_streams_per_caller = ", o.max_streams_per_caller, " is < 1"));
@@ -109,6 +113,14 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   // KvWait on the asynchronous API ([Note: poller starvation]).
   kv_waits_ = std::make_unique<server::KvWaitCalls>(guarded_service_.get(), core, gate_.get(),
                                                     builder.AddCompletionQueue());
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> beat_queues;
+  for (int i = 0; i < options_.heartbeat_stream_threads; ++i) {
+    beat_queues.push_back(builder.AddCompletionQueue());
+  }
+  heartbeat_streams_ = std::make_unique<server::HeartbeatStreams>(
+      server::HeartbeatStreamsDeps{guarded_service_.get(), core, gate_.get(), streams,
+                                   watchdog_.get()},
+      std::move(beat_queues));
   if (options_.checkpoint_service != nullptr) {
     guarded_checkpoints_ =
         server::GuardCheckpointService(options_.checkpoint_service, gate_.get());
@@ -120,6 +132,7 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", options_.listen));
   }
   kv_waits_->Start();
+  heartbeat_streams_->Start();
   return absl::OkStatus();
 }
 
@@ -145,7 +158,9 @@ void CoordinatorServer::Shutdown() {
   if (grpc_server_ != nullptr) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
-  if (kv_waits_ != nullptr) kv_waits_->Shutdown();  // After the server's, as gRPC requires.
+  // After the server's, as gRPC requires.
+  if (kv_waits_ != nullptr) kv_waits_->Shutdown();
+  if (heartbeat_streams_ != nullptr) heartbeat_streams_->Shutdown();
   if (http_ != nullptr) http_->Stop();
   if (!stop_ticker_.HasBeenNotified()) stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();

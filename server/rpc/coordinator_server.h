@@ -30,6 +30,7 @@
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
 #include "server/rpc/auth_gate.h"
+#include "server/rpc/heartbeat_streams.h"
 #include "server/rpc/kv_wait_calls.h"
 #include "server/checkpoint/framed_checkpoint_service.h"
 #include "server/rpc/heartbeat_watchdog.h"
@@ -61,6 +62,9 @@ struct CoordinatorOptions {
   // Open streams (WatchGeneration, UploadShard, DownloadRange) one caller
   // (peer host) may hold; RESOURCE_EXHAUSTED beyond (common/rpc/stream_limits.h).
   int max_streams_per_caller = 256;
+  // Threads serving HeartbeatStream calls, each driving one completion
+  // queue of them (heartbeat_streams.h); >= 1.
+  int heartbeat_stream_threads = 2;
   // The count those streams share: CoordinatorStack passes the checkpoint
   // service's. nullptr = the server's own, of max_streams_per_caller. Must
   // outlive the server.
@@ -119,10 +123,11 @@ class CoordinatorServer {
   std::unique_ptr<StreamLimits> own_streams_;  // When options.stream_limits is null.
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<server::AuthGate> gate_;
-  std::unique_ptr<server::AsyncKvWaitService> guarded_service_;  // service_ behind gate_.
+  std::unique_ptr<server::AsyncCoordinatorService> guarded_service_;  // service_ behind gate_.
   std::unique_ptr<grpc::Service> guarded_checkpoints_;  // options.checkpoint_service behind gate_.
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<server::KvWaitCalls> kv_waits_;  // Its queue outlives no server call.
+  std::unique_ptr<server::HeartbeatStreams> heartbeat_streams_;  // Likewise.
   std::unique_ptr<server::MetricsHttpServer> http_;
   std::thread ticker_;
   absl::Notification stop_ticker_;

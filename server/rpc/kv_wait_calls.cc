@@ -20,7 +20,7 @@ class KvWaitCall {
     Event event;
   };
 
-  KvWaitCall(KvWaitCalls* calls, AsyncKvWaitService* service, CoordinatorCore* core,
+  KvWaitCall(KvWaitCalls* calls, AsyncCoordinatorService* service, CoordinatorCore* core,
              const AuthGate* gate, grpc::ServerCompletionQueue* queue)
       : calls_(calls), core_(core), gate_(gate) {
     ctx_.AsyncNotifyWhenDone(&done_);
@@ -96,7 +96,7 @@ class KvWaitCall {
 
 }  // namespace
 
-KvWaitCalls::KvWaitCalls(AsyncKvWaitService* service, CoordinatorCore* core,
+KvWaitCalls::KvWaitCalls(AsyncCoordinatorService* service, CoordinatorCore* core,
                          const AuthGate* gate, std::unique_ptr<grpc::ServerCompletionQueue> queue)
     : service_(service), core_(core), gate_(gate), queue_(std::move(queue)) {}
 

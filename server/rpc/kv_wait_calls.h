@@ -26,17 +26,15 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/completion_queue.h"
 #include "server/core/coordinator_core.h"
+#include "server/rpc/async_coordinator_service.h"
 #include "server/rpc/auth_gate.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
 
-// The Coordinator service with KvWait on the asynchronous API.
-using AsyncKvWaitService = v1::Coordinator::WithAsyncMethod_KvWait<v1::Coordinator::Service>;
-
 class KvWaitCalls {
  public:
-  KvWaitCalls(AsyncKvWaitService* service, CoordinatorCore* core, const AuthGate* gate,
+  KvWaitCalls(AsyncCoordinatorService* service, CoordinatorCore* core, const AuthGate* gate,
               std::unique_ptr<grpc::ServerCompletionQueue> queue);
   ~KvWaitCalls();  // Shutdown() if not done.
   KvWaitCalls(const KvWaitCalls&) = delete;
@@ -51,7 +49,7 @@ class KvWaitCalls {
  private:
   void Run();
 
-  AsyncKvWaitService* const service_;
+  AsyncCoordinatorService* const service_;
   CoordinatorCore* const core_;
   const AuthGate* const gate_;
   std::unique_ptr<grpc::ServerCompletionQueue> queue_;

@@ -70,6 +70,7 @@ STREAM_IN = {CKPT + "UploadShard": ((1, "s"), (2, "v"), (3, "s"), (4, "v"), (5, 
 STREAM_OUT = {CKPT + "DownloadRange": ((1, "s"), (2, "v"), (3, "v"), (4, "s"), (5, "v"),
                                        (6, "v"), (7, "v"), (8, "v"))}
 STREAM_OUT[COORD + "WatchGeneration"] = ((1, "s"), (2, "v"))
+STREAM_BIDI = {COORD + "HeartbeatStream": METHODS[COORD + "Heartbeat"]}
 BOUNDARY_INTS = [0, 1, -1, 2, 7, 2**31 - 1, -2**31, 2**62, 2**63 - 1, -2**63, 600000, 600001]
 BOUNDARY_STRS = [b"", b"fuzz", b"step-00000001.0.00000000", b"x" * 300, b"\x00\x01" * 8,
                  b"../../etc/passwd", b"a" * 5000]
@@ -261,6 +262,8 @@ def main():
                for p in STREAM_IN}
     downloads = {p: channel.unary_stream(p, request_serializer=ident, response_deserializer=ident)
                  for p in STREAM_OUT}
+    bidis = {p: channel.stream_stream(p, request_serializer=ident, response_deserializer=ident)
+             for p in STREAM_BIDI}
     member = Member(channel)
     rss0 = rss_kb(proc.pid)
     counts, findings = {}, []
@@ -275,11 +278,17 @@ def main():
                 path = rng.choice(list(METHODS))
                 body, parsed = message(METHODS[path], rng)
                 unary[path](body, timeout=5, metadata=md)
-            elif kind < 0.93:
+            elif kind < 0.90:
                 path = rng.choice(list(STREAM_IN))
                 bodies = [message(STREAM_IN[path], rng) for _ in range(rng.randrange(1, 4))]
                 parsed = all(p for _, p in bodies)
                 uploads[path](iter([b for b, _ in bodies]), timeout=5, metadata=md)
+            elif kind < 0.93:
+                path = rng.choice(list(STREAM_BIDI))
+                bodies = [message(STREAM_BIDI[path], rng) for _ in range(rng.randrange(1, 4))]
+                parsed = all(p for _, p in bodies)
+                for _ in bidis[path](iter([b for b, _ in bodies]), timeout=5, metadata=md):
+                    pass
             else:
                 path = rng.choice(list(STREAM_OUT))
                 body, parsed = message(STREAM_OUT[path], rng)

@@ -91,6 +91,14 @@ class AuthTableTest : public ::testing::Test {
       }
       return reader->Finish();
     };
+    c["Coordinator/HeartbeatStream"] = [s](grpc::ClientContext* ctx) {
+      auto stream = s->HeartbeatStream(ctx);
+      v1::HeartbeatRequest req;
+      v1::HeartbeatResponse resp;
+      if (stream->Write(req)) stream->Read(&resp);
+      stream->WritesDone();
+      return stream->Finish();
+    };
     c["CheckpointService/UploadShard"] = [k](grpc::ClientContext* ctx) {
       v1::UploadShardResponse resp;
       auto writer = k->UploadShard(ctx, &resp);

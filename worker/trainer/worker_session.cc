@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
 WorkerSession::WorkerSession(CoordinatorClient& client, Identity identity,
                              const v1::JoinResponse& joined)
     : client_(client),
+      beats_(&client),
       identity_(std::move(identity)),
       member_id_(joined.member_id()),
       interval_(absl::Milliseconds(std::max<int64_t>(50, joined.heartbeat_interval_ms()))) {
@@ -81,7 +82,7 @@ void WorkerSession::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       request.set_generation(watched_);
     }
-    auto reply = client_.Heartbeat(request);
+    auto reply = beats_.Beat(request);
     absl::MutexLock callback_lock(&callback_mu_);
     std::function<void()> fire;
     {

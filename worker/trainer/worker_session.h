@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/rpc/coordinator_client.h"
+#include "common/rpc/heartbeat_stream_client.h"
 #include "common/shard_plan.h"
 
 namespace zeroshard {
@@ -88,6 +89,8 @@ class WorkerSession {
   bool EndedLocked(uint64_t generation) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CoordinatorClient& client_;
+  // The heartbeat loop's stream (used only on heartbeat_'s thread).
+  HeartbeatStreamClient beats_;
   Identity identity_;
   uint64_t member_id_;
   absl::Duration interval_;
