@@ -24,10 +24,13 @@
 #include <atomic>
 #include <cstdio>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/process_setup.h"
 #include "common/cli.h"
+#include "bench/coordinator/bench_workers.h"
+#include "bench/coordinator/process_part.h"
 #include "bench/coordinator/stream_load.h"
 #include "common/rpc/coordinator_client.h"
 #include "server/rpc/coordinator_server.h"
@@ -35,87 +38,14 @@
 namespace zeroshard {
 namespace {
 
-struct Flags {
-  int workers = 1000, threads = 8, runs = 3, trials = 7;
-  int stream_threads = 2, server_stream_threads = 2;  // HeartbeatStream load, both sides.
-  int stream_connections = 0;  // 0 = each worker's own; K = K shared by the streams.
-  double seconds = 3, lease = 2, interval = 0.25, settle = 0.1;
-  std::string tls_dir;  // "" = plaintext only.
-};
+using bench::BenchClientSecurity;
+using bench::Fail;
+using bench::Flags;
+using bench::HeartbeatRate;
+using bench::Percentile;
+using bench::SimWorker;
+using bench::WorkerClient;
 
-struct SimWorker {
-  std::unique_ptr<CoordinatorClient> client;  // Its own channel and identity.
-  uint64_t member_id = 0;
-  std::string member_secret;
-  std::atomic<bool> silent{false};
-  std::atomic<int64_t> last_ack_ns{0};
-  std::atomic<int64_t> saw_ns{0};  // First reply showing the awaited generation.
-};
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
-}
-
-// A worker's client: its own channel (distinct args: its own connection)
-// and identity (no token: the bench's coordinators have no token file).
-absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
-                                                                 int index,
-                                                                 const ClientSecurity& security) {
-  grpc::ChannelArguments args;
-  args.SetInt("zeroshard.bench_worker", index);
-  CoordinatorClient::Options options;
-  options.security = security;
-  options.identity = std::make_shared<CallIdentity>("");
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      OpenChannel(address, security, args, options.identity);
-  if (!channel.ok()) return channel.status();
-  return std::make_unique<CoordinatorClient>(*channel, options);
-}
-
-// Closed-loop heartbeats from `t_count` threads for `seconds`; returns
-// successful calls per second. With `floor`, KvGet of the 1-byte key
-// "floor" instead.
-double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double seconds, bool floor,
-                     uint64_t generation) {
-  std::atomic<int64_t> calls{0};
-  const absl::Time end = absl::Now() + absl::Seconds(seconds);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < t_count; ++t) {
-    threads.emplace_back([&, t] {
-      int64_t mine = 0;
-      for (size_t i = t; absl::Now() < end; i += t_count) {
-        if (i >= workers.size()) i = t;
-        bool ok = false;
-        if (floor) {
-          v1::KvGetRequest g;
-          g.set_job_id("bench");
-          g.set_generation(generation);
-          g.set_key("floor");
-          ok = workers[i].client->KvGet(g).ok();
-        } else {
-          v1::HeartbeatRequest h;
-          h.set_job_id("bench");
-          h.set_member_id(workers[i].member_id);
-          ok = workers[i].client->Heartbeat(h).ok();
-        }
-        if (ok) ++mine;
-      }
-      calls += mine;
-    });
-  }
-  for (auto& th : threads) th.join();
-  return static_cast<double>(calls.load()) / seconds;
-}
-
-ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {
-  ClientSecurity security;
-  const std::string& d = f.tls_dir;
-  if (tls) security.tls = {d + "/ca.pem", d + "/client.pem", d + "/client.key"};
-  return security;
-}
 
 // Starts a coordinator (with `tls` when set) and joins every worker to it.
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
@@ -155,10 +85,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
   return server;
 }
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "coordinator_bench: %s\n", s.ToString().c_str());
-  return 1;
-}
 
 // Waits for every worker to hold a rank, then sets the 1-byte key the floor
 // reads in that generation; returns the generation.
@@ -420,6 +346,7 @@ int ThroughputPart(const Flags& f) {
   return 0;
 }
 
+
 int Run(const Flags& f) {
   if (int rc = ThroughputPart(f); rc != 0) return rc;
   return f.tls_dir.empty() ? PropagationPart(f) : 0;
@@ -431,7 +358,7 @@ int Run(const Flags& f) {
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
   CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation", "coordinator_bench"};
-  zeroshard::Flags f;
+  zeroshard::bench::Flags f;
   app.add_option("--workers", f.workers)->check(CLI::Range(3, 100000));
   app.add_option("--threads", f.threads, "client threads of the unary heartbeats and the floor")
       ->check(CLI::Range(1, 256));
@@ -441,6 +368,8 @@ int main(int argc, char** argv) {
   app.add_option("--stream-connections", f.stream_connections,
                  "HeartbeatStream load over K shared connections (0 = a connection each)")
       ->check(CLI::Range(0, 100000));
+  app.add_flag("--server-process", f.server_process,
+               "only part 0: the coordinator in a child process, its CPU per heartbeat");
   app.add_option("--server-stream-threads", f.server_stream_threads,
                  "the coordinator's HeartbeatStream threads (heartbeat_stream_threads)")
       ->check(CLI::Range(1, 64));
@@ -453,5 +382,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-dir", f.tls_dir, "certificates (tests/security/certs.py): TLS vs plaintext")
       ->check(CLI::ExistingDirectory);
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+  if (f.server_process) {  // Forked before this process touches gRPC.
+    auto process = zeroshard::bench::ServerProcess::Fork(zeroshard::bench::ProcessOptions(f));
+    if (!process.ok()) return zeroshard::bench::Fail(process.status());
+    return zeroshard::bench::ServerProcessPart(f, **process);
+  }
   return zeroshard::Run(f);
 }

@@ -116,7 +116,8 @@ void Drive(std::vector<Beat*> beats, grpc::CompletionQueue* queue, Window& w) {
 }  // namespace
 
 StreamLoadResult RunStreamLoad(const std::vector<StreamLoadWorker>& workers, int threads,
-                               double warmup_seconds, double seconds) {
+                               double warmup_seconds, double seconds,
+                               const std::function<double()>& sample) {
   std::vector<std::unique_ptr<Beat>> beats;
   for (const StreamLoadWorker& worker : workers) {
     auto b = std::make_unique<Beat>();
@@ -137,6 +138,13 @@ StreamLoadResult RunStreamLoad(const std::vector<StreamLoadWorker>& workers, int
     queues.push_back(std::make_unique<grpc::CompletionQueue>());
     drivers.emplace_back(Drive, std::move(mine), queues.back().get(), std::ref(w));
   }
+  double sampled = 0;
+  if (sample) {
+    absl::SleepFor(w.begin - absl::Now());
+    const double at_begin = sample();
+    absl::SleepFor(w.end - absl::Now());
+    sampled = sample() - at_begin;
+  }
   for (auto& d : drivers) d.join();
   for (auto& q : queues) {
     q->Shutdown();
@@ -145,7 +153,7 @@ StreamLoadResult RunStreamLoad(const std::vector<StreamLoadWorker>& workers, int
     while (q->Next(&tag, &ok)) {
     }
   }
-  return {static_cast<double>(w.answered.load()) / seconds, w.errors.load()};
+  return {static_cast<double>(w.answered.load()) / seconds, w.errors.load(), sampled};
 }
 
 }  // namespace zeroshard::bench

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,11 +30,15 @@ struct StreamLoadWorker {
 struct StreamLoadResult {
   double heartbeats_per_second = 0;  // Answered in the measured window.
   int64_t errors = 0;                // Streams that ended before the window did.
+  double sampled = 0;                // sample() at the window's end minus at its start.
 };
 
 // Opens every stream, warms up for `warmup_seconds`, counts answers for
 // `seconds`, then half-closes every stream and waits for it to end.
+// `sample` (may be null; e.g. a process's CPU seconds) is read as the
+// window opens and as it closes.
 StreamLoadResult RunStreamLoad(const std::vector<StreamLoadWorker>& workers, int threads,
-                               double warmup_seconds, double seconds);
+                               double warmup_seconds, double seconds,
+                               const std::function<double()>& sample = nullptr);
 
 }  // namespace zeroshard::bench

@@ -25,6 +25,16 @@ constexpr char kWorker[] = "worker-token-0123456789";
 
 using Call = std::function<grpc::Status(grpc::ClientContext*)>;
 
+// A HeartbeatStream with one default request; its final status.
+grpc::Status OneStreamedHeartbeat(v1::Coordinator::Stub* s, grpc::ClientContext* ctx) {
+  auto stream = s->HeartbeatStream(ctx);
+  v1::HeartbeatRequest req;
+  v1::HeartbeatResponse resp;
+  if (stream->Write(req)) stream->Read(&resp);
+  stream->WritesDone();
+  return stream->Finish();
+}
+
 class AuthTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -92,12 +102,7 @@ class AuthTableTest : public ::testing::Test {
       return reader->Finish();
     };
     c["Coordinator/HeartbeatStream"] = [s](grpc::ClientContext* ctx) {
-      auto stream = s->HeartbeatStream(ctx);
-      v1::HeartbeatRequest req;
-      v1::HeartbeatResponse resp;
-      if (stream->Write(req)) stream->Read(&resp);
-      stream->WritesDone();
-      return stream->Finish();
+      return OneStreamedHeartbeat(s, ctx);
     };
     c["CheckpointService/UploadShard"] = [k](grpc::ClientContext* ctx) {
       v1::UploadShardResponse resp;

@@ -1,0 +1,76 @@
+#include "bench/coordinator/bench_workers.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "absl/time/clock.h"
+
+namespace zeroshard::bench {
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
+                                                                 int index,
+                                                                 const ClientSecurity& security) {
+  grpc::ChannelArguments args;
+  args.SetInt("zeroshard.bench_worker", index);
+  CoordinatorClient::Options options;
+  options.security = security;
+  options.identity = std::make_shared<CallIdentity>("");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      OpenChannel(address, security, args, options.identity);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<CoordinatorClient>(*channel, options);
+}
+
+double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double seconds, bool floor,
+                     uint64_t generation) {
+  std::atomic<int64_t> calls{0};
+  const absl::Time end = absl::Now() + absl::Seconds(seconds);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < t_count; ++t) {
+    threads.emplace_back([&, t] {
+      int64_t mine = 0;
+      for (size_t i = t; absl::Now() < end; i += t_count) {
+        if (i >= workers.size()) i = t;
+        bool ok = false;
+        if (floor) {
+          v1::KvGetRequest g;
+          g.set_job_id("bench");
+          g.set_generation(generation);
+          g.set_key("floor");
+          ok = workers[i].client->KvGet(g).ok();
+        } else {
+          v1::HeartbeatRequest h;
+          h.set_job_id("bench");
+          h.set_member_id(workers[i].member_id);
+          ok = workers[i].client->Heartbeat(h).ok();
+        }
+        if (ok) ++mine;
+      }
+      calls += mine;
+    });
+  }
+  for (auto& th : threads) th.join();
+  return static_cast<double>(calls.load()) / seconds;
+}
+
+ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {
+  ClientSecurity security;
+  const std::string& d = f.tls_dir;
+  if (tls) security.tls = {d + "/ca.pem", d + "/client.pem", d + "/client.key"};
+  return security;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "coordinator_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace zeroshard::bench

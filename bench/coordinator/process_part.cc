@@ -1,0 +1,65 @@
+#include "bench/coordinator/process_part.h"
+
+#include <cstdio>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "bench/coordinator/stream_load.h"
+
+namespace zeroshard::bench {
+
+CoordinatorOptions ProcessOptions(const Flags& f) {
+  CoordinatorOptions o;
+  o.core.job_id = "bench";
+  o.metrics_listen = "";
+  o.core.min_workers = 2;
+  o.core.max_workers = f.workers;
+  o.core.settle = absl::Seconds(f.settle);
+  o.core.heartbeat_interval = absl::Seconds(f.interval);
+  o.core.lease_timeout = absl::Seconds(600);
+  o.heartbeat_stream_threads = f.server_stream_threads;
+  o.max_streams_per_caller = 2 * f.workers + 16;
+  return o;
+}
+
+int ServerProcessPart(const Flags& f, ServerProcess& process) {
+  std::vector<SimWorker> workers(f.workers);
+  for (int i = 0; i < f.workers; ++i) {
+    auto client = WorkerClient(process.address(), i, ClientSecurity{});
+    if (!client.ok()) return Fail(client.status());
+    workers[i].client = *std::move(client);
+    v1::JoinRequest j;
+    j.set_job_id("bench");
+    j.set_worker_id("sim-" + std::to_string(i));
+    auto r = workers[i].client->Join(j);
+    if (!r.ok()) return Fail(r.status());
+    workers[i].member_id = r->member_id();
+  }
+  std::vector<StreamLoadWorker> load;
+  for (const SimWorker& w : workers) load.push_back({w.client->channel(), "bench", w.member_id, ""});
+  std::vector<double> unary, unary_us, streamed, streamed_us;
+  const auto cpu = [&process] { return process.CpuSeconds(); };
+  for (int run = 0; run < f.runs; ++run) {
+    const double c0 = cpu();
+    const double rate = HeartbeatRate(f.threads, workers, f.seconds, false, 0);
+    unary.push_back(rate);
+    unary_us.push_back((cpu() - c0) / (rate * f.seconds) * 1e6);
+    StreamLoadResult r = RunStreamLoad(load, f.stream_threads, 0.5, f.seconds, cpu);
+    streamed.push_back(r.heartbeats_per_second);
+    streamed_us.push_back(r.sampled / (r.heartbeats_per_second * f.seconds) * 1e6);
+  }
+  const double cores = static_cast<double>(std::thread::hardware_concurrency());
+  std::printf("coordinator in its own process; %d workers (a connection each), runs %d x %.1f s\n",
+              f.workers, f.runs, f.seconds);
+  for (auto [name, rates, us] : {std::tuple{"unary Heartbeat", &unary, &unary_us},
+                                 std::tuple{"HeartbeatStream", &streamed, &streamed_us}}) {
+    const double m = Percentile(*us, 0.5);
+    std::printf("%s: %.0f heartbeats/s (median); coordinator CPU %.1f us a heartbeat (median); "
+                "%.0f cores / that = %.0f heartbeats/s\n",
+                name, Percentile(*rates, 0.5), m, cores, cores / m * 1e6);
+  }
+  return 0;
+}
+
+}  // namespace zeroshard::bench
