@@ -80,9 +80,13 @@ void AddJobFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-streams-per-caller", f.options.max_streams_per_caller,
-                 "open WatchGeneration, UploadShard and DownloadRange streams one peer host may "
-                 "hold (RESOURCE_EXHAUSTED beyond)")
+                 "open WatchGeneration, HeartbeatStream, UploadShard and DownloadRange streams "
+                 "one peer host may hold (RESOURCE_EXHAUSTED beyond)")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--heartbeat-stream-threads", f.options.heartbeat_stream_threads,
+                 "threads serving the workers' HeartbeatStreams, each driving one completion queue")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--alignment", core.alignment, "shard plan alignment, elements")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))

@@ -61,6 +61,20 @@ double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double 
   return static_cast<double>(calls.load()) / seconds;
 }
 
+CoordinatorOptions BenchServerOptions(const Flags& f, absl::Duration lease) {
+  CoordinatorOptions o;
+  o.core.job_id = "bench";
+  o.metrics_listen = "";
+  o.core.min_workers = 2;
+  o.core.max_workers = f.workers;
+  o.core.settle = absl::Seconds(f.settle);
+  o.core.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
+  o.core.lease_timeout = lease;
+  o.heartbeat_stream_threads = f.server_stream_threads;
+  o.max_streams_per_caller = 2 * f.workers + 16;
+  return o;
+}
+
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {
   ClientSecurity security;
   const std::string& d = f.tls_dir;

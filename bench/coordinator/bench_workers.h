@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/rpc_security.h"
+#include "server/rpc/coordinator_server.h"
 
 namespace zeroshard::bench {
 
@@ -51,6 +52,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::strin
 // "floor" in `generation` instead.
 double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double seconds, bool floor,
                      uint64_t generation);
+
+// The bench's coordinator: job "bench", no HTTP, 2..f.workers workers,
+// f's settle, interval (at most lease / 2) and stream threads, and a
+// stream limit for f.workers streams from this one host (production has a
+// host a worker).
+CoordinatorOptions BenchServerOptions(const Flags& f, absl::Duration lease);
 
 // The client side of --tls-dir's certificates, or plaintext.
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls);

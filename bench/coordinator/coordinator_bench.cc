@@ -52,17 +52,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
                                                                 absl::Duration lease,
                                                                 std::vector<SimWorker>& workers,
                                                                 bool tls = false) {
-  CoordinatorOptions o;
-  o.core.job_id = "bench";
-  o.metrics_listen = "";
-  o.core.min_workers = 2;
-  o.core.max_workers = f.workers;
-  o.core.settle = absl::Seconds(f.settle);
-  o.core.heartbeat_interval = std::min(absl::Seconds(f.interval), lease / 2);
-  o.core.lease_timeout = lease;
-  o.heartbeat_stream_threads = f.server_stream_threads;
-  // Every simulated worker is on this host, where production has a host each.
-  o.max_streams_per_caller = 2 * f.workers + 16;
+  CoordinatorOptions o = bench::BenchServerOptions(f, lease);
   const ClientSecurity security = BenchClientSecurity(f, tls);
   if (tls) {
     const std::string& d = f.tls_dir;
@@ -383,7 +373,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   if (f.server_process) {  // Forked before this process touches gRPC.
-    auto process = zeroshard::bench::ServerProcess::Fork(zeroshard::bench::ProcessOptions(f));
+    auto process = zeroshard::bench::ServerProcess::Fork(zeroshard::bench::BenchServerOptions(f, absl::Seconds(600)));
     if (!process.ok()) return zeroshard::bench::Fail(process.status());
     return zeroshard::bench::ServerProcessPart(f, **process);
   }

@@ -9,20 +9,6 @@
 
 namespace zeroshard::bench {
 
-CoordinatorOptions ProcessOptions(const Flags& f) {
-  CoordinatorOptions o;
-  o.core.job_id = "bench";
-  o.metrics_listen = "";
-  o.core.min_workers = 2;
-  o.core.max_workers = f.workers;
-  o.core.settle = absl::Seconds(f.settle);
-  o.core.heartbeat_interval = absl::Seconds(f.interval);
-  o.core.lease_timeout = absl::Seconds(600);
-  o.heartbeat_stream_threads = f.server_stream_threads;
-  o.max_streams_per_caller = 2 * f.workers + 16;
-  return o;
-}
-
 int ServerProcessPart(const Flags& f, ServerProcess& process) {
   std::vector<SimWorker> workers(f.workers);
   for (int i = 0; i < f.workers; ++i) {

@@ -9,9 +9,6 @@
 
 namespace zeroshard::bench {
 
-// The options of part 0's coordinator (the other parts set theirs in
-// StartAndJoin).
-CoordinatorOptions ProcessOptions(const Flags& f);
 // Joins f.workers workers to `process` and measures; returns the exit code.
 int ServerProcessPart(const Flags& f, ServerProcess& process);
 

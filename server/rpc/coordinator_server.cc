@@ -40,6 +40,13 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   return absl::OkStatus();
 }
 
+MetricFamily* HeartbeatStreamGauge(MetricsRegistry& metrics) {
+  MetricFamily* gauge = metrics.Gauge(
+      "zeroshard_heartbeat_streams", "Open HeartbeatStreams: workers heartbeating over a stream.");
+  gauge->Set({}, 0);
+  return gauge;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
@@ -119,7 +126,7 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   }
   heartbeat_streams_ = std::make_unique<server::HeartbeatStreams>(
       server::HeartbeatStreamsDeps{guarded_service_.get(), core, gate_.get(), streams,
-                                   watchdog_.get()},
+                                   watchdog_.get(), HeartbeatStreamGauge(metrics_)},
       std::move(beat_queues));
   if (options_.checkpoint_service != nullptr) {
     guarded_checkpoints_ =

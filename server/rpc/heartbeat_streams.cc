@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/rpc/grpc_status.h"
+#include "server/rpc/call_queue.h"
 
 namespace zeroshard::server {
 namespace {
@@ -28,6 +29,12 @@ class HeartbeatStreamCall {
     ctx_.AsyncNotifyWhenDone(&done_);
     deps_.service->RequestHeartbeatStream(&ctx_, &stream_, queue, queue, &accepted_);
   }
+
+  ~HeartbeatStreamCall() {
+    if (slot_.has_value() && deps_.open_streams != nullptr) deps_.open_streams->Add({}, -1);
+  }
+  HeartbeatStreamCall(const HeartbeatStreamCall&) = delete;
+  HeartbeatStreamCall& operator=(const HeartbeatStreamCall&) = delete;
 
   void Handle(Event event, bool ok) {
     switch (event) {
@@ -75,6 +82,7 @@ class HeartbeatStreamCall {
       return;
     }
     slot_.emplace(*std::move(slot));
+    if (deps_.open_streams != nullptr) deps_.open_streams->Add({}, 1);
     stream_.Read(&request_, &read_);
   }
 
@@ -146,12 +154,7 @@ void HeartbeatStreams::RequestNext(size_t q) {
 }
 
 void HeartbeatStreams::Run(size_t q) {
-  void* tag = nullptr;
-  bool ok = false;
-  while (queues_[q]->Next(&tag, &ok)) {
-    auto* t = static_cast<HeartbeatStreamCall::Tag*>(tag);
-    t->call->Handle(t->event, ok);
-  }
+  RunCallQueue<HeartbeatStreamCall::Tag>(queues_[q].get());
 }
 
 void HeartbeatStreams::Shutdown() {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
 #include "common/rpc/stream_limits.h"
 #include "grpcpp/completion_queue.h"
 #include "server/core/coordinator_core.h"
@@ -39,6 +40,7 @@ struct HeartbeatStreamsDeps {
   const AuthGate* gate;
   StreamLimits* streams;        // Null = no per-caller limit.
   HeartbeatWatchdog* watchdog;  // Null = not timed.
+  MetricFamily* open_streams;   // Gauge of open streams; null = none.
 };
 
 class HeartbeatStreams {

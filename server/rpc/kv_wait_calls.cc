@@ -4,6 +4,7 @@
 
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/stream_limits.h"
+#include "server/rpc/call_queue.h"
 
 namespace zeroshard::server {
 namespace {
@@ -113,14 +114,7 @@ void KvWaitCalls::RequestNext() {
   new KvWaitCall(this, service_, core_, gate_, queue_.get());  // Owns itself.
 }
 
-void KvWaitCalls::Run() {
-  void* tag = nullptr;
-  bool ok = false;
-  while (queue_->Next(&tag, &ok)) {
-    auto* t = static_cast<KvWaitCall::Tag*>(tag);
-    t->call->Handle(t->event, ok);
-  }
-}
+void KvWaitCalls::Run() { RunCallQueue<KvWaitCall::Tag>(queue_.get()); }
 
 void KvWaitCalls::Shutdown() {
   {

@@ -4,7 +4,8 @@
 // status and the next Beat opens a new one; a stream's metadata must prove
 // every member it heartbeats for; the per-caller stream limit and a
 // coordinator without the method send the worker back to unary heartbeats;
-// shutting the server down with streams open is bounded.
+// shutting the server down with streams open is bounded; the open streams
+// are a gauge in /metrics.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -108,6 +109,9 @@ TEST_F(HeartbeatStreamTest, AnswersAsUnaryRenewsTheLeaseOnOneStream) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_EQ(beats.streamed(), n);
+  EXPECT_NE(server_->metrics()->Render().find("zeroshard_heartbeat_streams 1\n"),
+            std::string::npos)
+      << server_->metrics()->Render();
   // Once a generation formed, the streamed answer names it as unary does.
   auto streamed = beats.Beat(m.Beat());
   auto unary = m.client->Heartbeat(m.Beat());
@@ -246,6 +250,8 @@ TEST_F(HeartbeatStreamTest, ShutdownWithOpenStreamsIsBoundedAndBeatsThenFail) {
   server_->Shutdown();
   EXPECT_LT(absl::Now() - t0, absl::Seconds(3));
   EXPECT_EQ(limits_->open_by(kLocalCaller), 0) << "every stream's slot is freed";
+  EXPECT_NE(server_->metrics()->Render().find("zeroshard_heartbeat_streams 0\n"),
+            std::string::npos);
   const absl::Time t1 = absl::Now();
   auto r = beats[0]->Beat(members[0].Beat());
   EXPECT_FALSE(r.ok());
