@@ -4,6 +4,9 @@
 #include <utility>
 
 #include "common/rpc/grpc_status.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/proto_buffer_writer.h"
 #include "server/rpc/call_queue.h"
 
 namespace zeroshard::server {
@@ -55,7 +58,7 @@ class HeartbeatStreamCall {
         return;
       case Event::kWritten:
         if (ok) {
-          stream_.Read(&request_, &read_);
+          stream_.Read(&received_, &read_);
         } else {
           Finish(grpc::Status(grpc::StatusCode::CANCELLED, "HeartbeatStream: the write failed"));
         }
@@ -83,7 +86,7 @@ class HeartbeatStreamCall {
     }
     slot_.emplace(*std::move(slot));
     if (deps_.open_streams != nullptr) deps_.open_streams->Add({}, 1);
-    stream_.Read(&request_, &read_);
+    stream_.Read(&received_, &read_);
   }
 
   // The stream's metadata never changes, so a member_id authorized once
@@ -98,6 +101,13 @@ class HeartbeatStreamCall {
   }
 
   void Answer() {
+    request_.Clear();
+    if (!grpc::SerializationTraits<v1::HeartbeatRequest>::Deserialize(&received_, &request_)
+             .ok()) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "HeartbeatStream: a request is not a valid HeartbeatRequest"));
+      return;
+    }
     if (absl::Status s = Authorize(); !s.ok()) {
       Finish(ToGrpcStatus(s));
       return;
@@ -112,8 +122,13 @@ class HeartbeatStreamCall {
       Finish(ToGrpcStatus(reply.status()));
       return;
     }
-    response_ = *std::move(reply);
-    stream_.Write(response_, &written_);
+    bool own_buffer = false;
+    if (!grpc::SerializationTraits<v1::HeartbeatResponse>::Serialize(*reply, &reply_, &own_buffer)
+             .ok()) {
+      Finish(grpc::Status(grpc::StatusCode::INTERNAL, "HeartbeatStream: cannot encode a reply"));
+      return;
+    }
+    stream_.Write(reply_, &written_);
   }
 
   void Finish(const grpc::Status& status) { stream_.Finish(status, &finished_); }
@@ -122,9 +137,9 @@ class HeartbeatStreamCall {
   const HeartbeatStreamsDeps deps_;
   const size_t q_;
   grpc::ServerContext ctx_;
-  grpc::ServerAsyncReaderWriter<v1::HeartbeatResponse, v1::HeartbeatRequest> stream_{&ctx_};
+  grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_{&ctx_};
+  grpc::ByteBuffer received_, reply_;  // The raw request and response.
   v1::HeartbeatRequest request_;
-  v1::HeartbeatResponse response_;
   std::optional<StreamLimits::Slot> slot_;
   bool authorized_ = false;
   uint64_t authorized_member_ = 0;

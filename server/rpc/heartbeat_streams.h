@@ -5,7 +5,8 @@
 // callback API: [Note: poller starvation] in kv_wait_calls.h.
 //
 // How a stream runs: accepted -> stream slot (StreamLimits, per caller) ->
-// read a request -> authorize (AuthGate, "Coordinator/HeartbeatStream",
+// read a request (raw bytes, parsed here: INVALID_ARGUMENT if malformed)
+// -> authorize (AuthGate, "Coordinator/HeartbeatStream",
 // once per member_id a stream names: its metadata does not change) ->
 // CoordinatorCore::Heartbeat (timed by the HeartbeatWatchdog, as unary
 // heartbeats are) -> write the response -> read the next. The first refused

@@ -2,10 +2,10 @@
 // each streamed heartbeat is answered as the unary Heartbeat answers it and
 // renews the lease; a refused request ends the stream with the unary call's
 // status and the next Beat opens a new one; a stream's metadata must prove
-// every member it heartbeats for; the per-caller stream limit and a
-// coordinator without the method send the worker back to unary heartbeats;
-// shutting the server down with streams open is bounded; the open streams
-// are a gauge in /metrics.
+// every member it heartbeats for; malformed bytes are INVALID_ARGUMENT; the
+// per-caller stream limit and a coordinator without the method send the
+// worker back to unary heartbeats; shutting the server down with streams
+// open is bounded; the open streams are a gauge in /metrics.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -18,6 +18,7 @@
 #include "common/rpc/heartbeat_stream_client.h"
 #include "common/rpc/rpc_security.h"
 #include "common/rpc/stream_limits.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_server.h"
@@ -199,6 +200,40 @@ TEST_F(HeartbeatStreamTest, StreamLimitSendsTheWorkerToUnaryHeartbeats) {
   }
   EXPECT_EQ(second.streamed(), 0);
   EXPECT_EQ(limits_->open_by(kLocalCaller), 1);
+}
+
+// Bytes that are no HeartbeatRequest, sent through the generic stub (the
+// generated one cannot): INVALID_ARGUMENT, not a quiet end of the stream.
+TEST_F(HeartbeatStreamTest, MalformedRequestIsInvalidArgument) {
+  Start();
+  auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call = generic.PrepareCall(&ctx, "/zeroshard.v1.Coordinator/HeartbeatStream", &queue);
+  const auto step = [&queue](auto issue) {
+    int tag = 0;
+    issue(&tag);
+    void* got = nullptr;
+    bool ok = false;
+    EXPECT_TRUE(queue.Next(&got, &ok));
+    EXPECT_EQ(got, &tag);
+  };
+  step([&](void* t) { call->StartCall(t); });
+  grpc::Slice bytes(std::string("\xff\xff\xff"));
+  grpc::ByteBuffer message(&bytes, 1);
+  step([&](void* t) { call->Write(message, t); });
+  step([&](void* t) { call->WritesDone(t); });
+  grpc::Status status;
+  step([&](void* t) { call->Finish(&status, t); });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("not a valid HeartbeatRequest"), std::string::npos);
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
 }
 
 // A coordinator of an older build: unary Heartbeat only.
