@@ -1,5 +1,6 @@
 #include "common/rpc/heartbeat_stream_client.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <utility>
@@ -21,7 +22,17 @@ constexpr absl::Duration kDrainBound = absl::Seconds(10);
 // cancels it (nothing depends on the coordinator's answer then).
 constexpr absl::Duration kCloseBound = absl::Seconds(1);
 
+// After a failed op the coordinator's status is already on its way; this
+// is the least a Finish is given even when the Beat's time is nearly out.
+constexpr absl::Duration kFinishFloor = absl::Milliseconds(200);
+
 void* TagOf(unsigned op) { return reinterpret_cast<void*>(static_cast<uintptr_t>(op)); }
+
+// How a stream that broke under an idle client ends (a coordinator restart,
+// a reset connection), as opposed to the coordinator's answer to a request.
+bool BrokenStream(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsCancelled(s) || absl::IsInternal(s);
+}
 
 }  // namespace
 
@@ -94,13 +105,13 @@ grpc::Status HeartbeatStreamClient::End(bool cancel, absl::Duration finish_wait)
 
 absl::StatusOr<v1::HeartbeatResponse> HeartbeatStreamClient::Beat(
     const v1::HeartbeatRequest& request) {
-  if (unsupported_ || absl::Now() < unary_until_) return client_->Heartbeat(request);
+  if (absl::Now() < unary_until_) return client_->Heartbeat(request);
   const absl::Time deadline = absl::Now() + client_->options().timeout;
   const bool reused = stream_ != nullptr;
   absl::StatusOr<v1::HeartbeatResponse> reply = BeatOnStream(request, deadline);
   // A stream idle since the last beat may have broken meanwhile (the
   // coordinator restarted, a connection dropped): one more try on a new one.
-  if (reused && absl::IsUnavailable(reply.status()) && absl::Now() < deadline) {
+  if (reused && BrokenStream(reply.status()) && absl::Now() < deadline) {
     reply = BeatOnStream(request, deadline);
   }
   return reply;
@@ -133,15 +144,14 @@ absl::StatusOr<v1::HeartbeatResponse> HeartbeatStreamClient::BeatOnStream(
     ++streamed_;
     return response_;
   }
-  return OnEnded(request, End(/*cancel=*/false, client_->options().timeout));
+  return OnEnded(request,
+                 End(/*cancel=*/false, std::max(deadline - absl::Now(), kFinishFloor)));
 }
 
 absl::StatusOr<v1::HeartbeatResponse> HeartbeatStreamClient::OnEnded(
     const v1::HeartbeatRequest& request, grpc::Status status) {
   switch (status.error_code()) {
-    case grpc::StatusCode::UNIMPLEMENTED:
-      unsupported_ = true;
-      return client_->Heartbeat(request);
+    case grpc::StatusCode::UNIMPLEMENTED:  // An older coordinator; it may be upgraded.
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       unary_until_ = absl::Now() + kStreamRetry;
       return client_->Heartbeat(request);

@@ -2,14 +2,15 @@
 // stream opens on the first Beat and stays open for the session, so a
 // heartbeat costs one message each way instead of a unary call's set-up.
 //
-// Fallbacks, so a worker never depends on the stream:
-// - a coordinator that answers UNIMPLEMENTED (an older build): every later
-//   Beat is a unary Heartbeat;
-// - RESOURCE_EXHAUSTED (the caller's stream limit): unary Heartbeats for
-//   kStreamRetry, then the stream is tried again.
-// A stream that ends (the coordinator refused a heartbeat, restarted, or
-// the connection broke) is reopened by the next Beat; a Beat that finds
-// its idle stream broken (UNAVAILABLE) tries once more on a new one.
+// Fallbacks, so a worker never depends on the stream: a coordinator that
+// answers UNIMPLEMENTED (an older build) or RESOURCE_EXHAUSTED (the
+// caller's stream limit) gets unary Heartbeats for kStreamRetry, then the
+// stream is tried again. A stream that ends (the coordinator refused a
+// heartbeat, restarted, or the connection broke) is reopened by the next
+// Beat; a Beat that finds its idle stream broken (UNAVAILABLE, CANCELLED,
+// INTERNAL) tries once more on a new one, so a restarted coordinator's
+// NOT_FOUND reaches the worker on its first heartbeat, as a unary call's
+// would.
 //
 // Thread safety: none; one thread (the session's heartbeat loop) calls
 // Beat. `client` must outlive this.
@@ -32,8 +33,9 @@ class HeartbeatStreamClient {
   static constexpr absl::Duration kStreamRetry = absl::Seconds(30);
 
   explicit HeartbeatStreamClient(CoordinatorClient* client);
-  // Half-closes an open stream and waits (at most ~1 s, then cancels it)
-  // for it to end.
+  // Half-closes an open stream and gives the coordinator ~1 s to end it
+  // and ~1 s to hand back its status, then cancels it (a cancel drains at
+  // once; kDrainBound in the .cc bounds a broken library).
   ~HeartbeatStreamClient();
   HeartbeatStreamClient(const HeartbeatStreamClient&) = delete;
   HeartbeatStreamClient& operator=(const HeartbeatStreamClient&) = delete;
@@ -71,8 +73,8 @@ class HeartbeatStreamClient {
   v1::HeartbeatResponse response_;
   unsigned outstanding_ = 0;  // Ops issued on stream_ whose tags did not come back.
   int64_t streamed_ = 0;
-  bool unsupported_ = false;                          // UNIMPLEMENTED seen.
-  absl::Time unary_until_ = absl::InfinitePast();  // After RESOURCE_EXHAUSTED.
+  // After UNIMPLEMENTED or RESOURCE_EXHAUSTED: unary Heartbeats until then.
+  absl::Time unary_until_ = absl::InfinitePast();
 };
 
 }  // namespace zeroshard

@@ -1,7 +1,8 @@
 // Per-caller limits on open streaming RPCs (issue 16): each open
 // WatchGeneration, UploadShard or DownloadRange holds one of gRPC's sync
-// server threads for as long as it lasts, so one host opening thousands of
-// them would starve every other caller. A handler opens a Slot for its whole
+// server threads for as long as it lasts (a HeartbeatStream holds memory
+// only, and counts too), so one host opening thousands of them would starve
+// every other caller. A handler opens a Slot for its whole
 // run; a caller (a peer host, PeerHost below: one host can use any number
 // of ports) past `max_per_caller` open streams of any kind is
 // refused with RESOURCE_EXHAUSTED naming the limit and its flag

@@ -59,8 +59,9 @@ struct CoordinatorOptions {
   // The checkpoint service, served on the same port behind the same
   // AuthGate as the Coordinator service; null = none. Must outlive the server.
   server::FramedCheckpointService* checkpoint_service = nullptr;
-  // Open streams (WatchGeneration, UploadShard, DownloadRange) one caller
-  // (peer host) may hold; RESOURCE_EXHAUSTED beyond (common/rpc/stream_limits.h).
+  // Open streams (WatchGeneration, HeartbeatStream, UploadShard,
+  // DownloadRange) one caller (peer host) may hold; RESOURCE_EXHAUSTED
+  // beyond (common/rpc/stream_limits.h).
   int max_streams_per_caller = 256;
   // Threads serving HeartbeatStream calls, each driving one completion
   // queue of them (heartbeat_streams.h); >= 1.

@@ -123,6 +123,7 @@ class HeartbeatStreamCall {
       return;
     }
     bool own_buffer = false;
+    reply_.Clear();  // Serialize asserts on a buffer that still holds the last reply.
     if (!grpc::SerializationTraits<v1::HeartbeatResponse>::Serialize(*reply, &reply_, &own_buffer)
              .ok()) {
       Finish(grpc::Status(grpc::StatusCode::INTERNAL, "HeartbeatStream: cannot encode a reply"));

@@ -45,7 +45,8 @@ struct Member {
 
 class HeartbeatStreamTest : public ::testing::Test {
  protected:
-  void Start(int max_streams = 64, absl::Duration lease = absl::Seconds(30)) {
+  void Start(int max_streams = 64, absl::Duration lease = absl::Seconds(30),
+             const std::string& listen = "127.0.0.1:0") {
     limits_ = std::make_unique<StreamLimits>(max_streams);
     CoordinatorOptions o;
     o.metrics_listen = "";
@@ -55,6 +56,8 @@ class HeartbeatStreamTest : public ::testing::Test {
     o.core.heartbeat_interval = std::min(absl::Milliseconds(100), lease / 4);
     o.core.lease_timeout = lease;
     o.stream_limits = limits_.get();
+    o.listen = listen;
+    o.core.job_config_json = R"({"steps": 1})";
     auto s = CoordinatorServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
@@ -77,6 +80,15 @@ class HeartbeatStreamTest : public ::testing::Test {
       m.secret = joined->member_secret();
     }
     return m;
+  }
+
+  // The stream slots this host holds, once the server's queue threads
+  // settled (a finished stream frees its slot on their time).
+  int OpenSoon(int want) {
+    for (int i = 0; i < 200 && limits_->open_by(kLocalCaller) != want; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return limits_->open_by(kLocalCaller);
   }
 
   std::unique_ptr<StreamLimits> limits_;
@@ -142,7 +154,57 @@ TEST_F(HeartbeatStreamTest, RefusedRequestEndsTheStreamAndTheNextBeatReopens) {
   auto again = beats.Beat(m.Beat());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(beats.streamed(), 2);
-  EXPECT_EQ(limits_->open_by(kLocalCaller), 1);
+  EXPECT_EQ(OpenSoon(1), 1);
+}
+
+// A reply longer than the ones before it on the same stream: the job's
+// end, with its reason (the server's reply buffer is reused).
+TEST_F(HeartbeatStreamTest, LongerReplyLaterOnTheSameStream) {
+  Start();
+  Member m = Join("w0");
+  HeartbeatStreamClient beats(m.client.get());
+  absl::StatusOr<v1::HeartbeatResponse> r;
+  int n = 0;
+  for (int i = 0; i < 300; ++i) {  // Until the generation of one runs.
+    r = beats.Beat(m.Beat());
+    ++n;
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (r->state() == v1::GenerationInfo::STATE_RUNNING) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(r->state(), v1::GenerationInfo::STATE_RUNNING);
+  v1::StepReport step;
+  step.set_job_id(kJob);
+  step.set_member_id(m.id);
+  step.set_generation(r->generation());
+  step.set_step(1);  // The job config's last step: the job completes.
+  step.set_loss(2.5);
+  ASSERT_TRUE(m.client->ReportStep(step).ok());
+  auto done = beats.Beat(m.Beat(r->generation()));
+  ++n;
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->job_state(), v1::JOB_STATE_COMPLETED);
+  EXPECT_FALSE(done->job_state_reason().empty());
+  EXPECT_GT(done->ByteSizeLong(), r->ByteSizeLong());
+  ASSERT_TRUE(beats.Beat(m.Beat(r->generation())).ok());
+  EXPECT_EQ(beats.streamed(), n + 1);
+  EXPECT_EQ(OpenSoon(1), 1) << "one stream carried them all";
+}
+
+// The coordinator restarts on the same port (its members are gone): the
+// worker's first heartbeat after it, on the broken stream, still gets the
+// new coordinator's NOT_FOUND, so the worker rejoins at once.
+TEST_F(HeartbeatStreamTest, RestartedCoordinatorSaysNotFoundOnTheFirstBeat) {
+  Start();
+  Member m = Join("w0");
+  HeartbeatStreamClient beats(m.client.get());
+  ASSERT_TRUE(beats.Beat(m.Beat()).ok());
+  const int port = server_->port();
+  server_->Shutdown();
+  server_.reset();
+  Start(64, absl::Seconds(30), absl::StrCat("127.0.0.1:", port));
+  auto r = beats.Beat(m.Beat());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
 }
 
 // A raw stream on `m`'s channel (its credential in the metadata): writes
@@ -248,13 +310,54 @@ class UnaryOnlyCoordinator final : public v1::Coordinator::Service {
   std::atomic<int> calls{0};
 };
 
+// A coordinator that takes a stream's heartbeat and never answers.
+class SilentCoordinator final : public v1::Coordinator::Service {
+ public:
+  grpc::Status HeartbeatStream(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::HeartbeatResponse, v1::HeartbeatRequest>* stream) override {
+    ++streams;
+    v1::HeartbeatRequest r;
+    stream->Read(&r);
+    while (!ctx->IsCancelled()) absl::SleepFor(absl::Milliseconds(5));
+    return grpc::Status::OK;
+  }
+  std::atomic<int> streams{0};
+};
+
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
+TEST(HeartbeatStreamFallbackTest, NoAnswerIsDeadlineExceededAndTheNextBeatReopens) {
+  SilentCoordinator service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
+  ASSERT_NE(server, nullptr);
+  CoordinatorClient::Options options;
+  options.timeout = absl::Milliseconds(300);
+  auto client = CoordinatorClient::Connect(absl::StrCat("127.0.0.1:", port), options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  HeartbeatStreamClient beats(client->get());
+  v1::HeartbeatRequest r;
+  r.set_member_id(1);
+  for (int i = 1; i <= 2; ++i) {
+    const absl::Time t0 = absl::Now();
+    auto reply = beats.Beat(r);
+    EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded) << reply.status();
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(2)) << "bounded by the client's timeout";
+    EXPECT_EQ(service.streams.load(), i) << "each Beat after a timeout opens a new stream";
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
 TEST(HeartbeatStreamFallbackTest, CoordinatorWithoutTheStreamGetsUnaryHeartbeats) {
   UnaryOnlyCoordinator service;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
   ASSERT_NE(server, nullptr);
   auto client = CoordinatorClient::Connect(absl::StrCat("127.0.0.1:", port));
   ASSERT_TRUE(client.ok()) << client.status();
