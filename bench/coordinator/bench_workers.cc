@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace zeroshard::bench {
@@ -73,6 +74,39 @@ CoordinatorOptions BenchServerOptions(const Flags& f, absl::Duration lease) {
   o.heartbeat_stream_threads = f.server_stream_threads;
   o.max_streams_per_caller = 2 * f.workers + 16;
   return o;
+}
+
+absl::Status JoinWorkers(const std::string& address, const ClientSecurity& security,
+                         std::vector<SimWorker>& workers) {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    auto client = WorkerClient(address, static_cast<int>(i), security);
+    if (!client.ok()) return client.status();
+    workers[i].client = *std::move(client);
+    v1::JoinRequest j;
+    j.set_job_id("bench");
+    j.set_worker_id("sim-" + std::to_string(i));
+    auto r = workers[i].client->Join(j);
+    if (!r.ok()) return r.status();
+    workers[i].member_id = r->member_id();
+    workers[i].member_secret = r->member_secret();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<StreamLoadWorker> StreamLoadOf(
+    const std::vector<SimWorker>& workers,
+    const std::vector<std::shared_ptr<grpc::Channel>>& shared) {
+  std::vector<StreamLoadWorker> load;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const SimWorker& w = workers[i];
+    if (shared.empty()) {
+      load.push_back({w.client->channel(), "bench", w.member_id, ""});
+    } else {
+      load.push_back({shared[i % shared.size()], "bench", w.member_id,
+                      absl::StrCat(w.member_id, ":", w.member_secret)});
+    }
+  }
+  return load;
 }
 
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {

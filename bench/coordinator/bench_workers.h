@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "bench/coordinator/stream_load.h"
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/rpc_security.h"
 #include "server/rpc/coordinator_server.h"
@@ -58,6 +59,18 @@ double HeartbeatRate(int t_count, const std::vector<SimWorker>& workers, double 
 // stream limit for f.workers streams from this one host (production has a
 // host a worker).
 CoordinatorOptions BenchServerOptions(const Flags& f, absl::Duration lease);
+
+// Gives each of `workers` its own client to `address` (WorkerClient) and
+// joins it as "sim-<index>", keeping its member id and secret.
+absl::Status JoinWorkers(const std::string& address, const ClientSecurity& security,
+                         std::vector<SimWorker>& workers);
+
+// The HeartbeatStream load of `workers`: each on its own channel, or, when
+// `shared` is not empty, worker i on shared[i % size] with its member
+// credential in its stream's metadata.
+std::vector<StreamLoadWorker> StreamLoadOf(
+    const std::vector<SimWorker>& workers,
+    const std::vector<std::shared_ptr<grpc::Channel>>& shared);
 
 // The client side of --tls-dir's certificates, or plaintext.
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls);

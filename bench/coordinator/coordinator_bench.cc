@@ -46,7 +46,6 @@ using bench::Percentile;
 using bench::SimWorker;
 using bench::WorkerClient;
 
-
 // Starts a coordinator (with `tls` when set) and joins every worker to it.
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
                                                                 absl::Duration lease,
@@ -60,21 +59,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
   }
   auto server = CoordinatorServer::Start(o);
   if (!server.ok()) return server.status();
-  for (int i = 0; i < f.workers; ++i) {
-    auto client = WorkerClient((*server)->address(), i, security);
-    if (!client.ok()) return client.status();
-    workers[i].client = *std::move(client);
-    v1::JoinRequest j;
-    j.set_job_id("bench");
-    j.set_worker_id("sim-" + std::to_string(i));
-    auto r = workers[i].client->Join(j);
-    if (!r.ok()) return r.status();
-    workers[i].member_id = r->member_id();
-    workers[i].member_secret = r->member_secret();
+  if (absl::Status s = bench::JoinWorkers((*server)->address(), security, workers); !s.ok()) {
+    return s;
   }
   return server;
 }
-
 
 // Waits for every worker to hold a rank, then sets the 1-byte key the floor
 // reads in that generation; returns the generation.
@@ -105,17 +94,8 @@ struct Rates {
   void Measure(const Flags& f, const std::vector<SimWorker>& workers, uint64_t generation) {
     heartbeats.push_back(HeartbeatRate(f.threads, workers, f.seconds, false, generation));
     floors.push_back(HeartbeatRate(f.threads, workers, f.seconds, true, generation));
-    std::vector<bench::StreamLoadWorker> load;
-    for (size_t i = 0; i < workers.size(); ++i) {
-      const SimWorker& w = workers[i];
-      if (shared.empty()) {
-        load.push_back({w.client->channel(), "bench", w.member_id, ""});
-      } else {
-        load.push_back({shared[i % shared.size()], "bench", w.member_id,
-                        absl::StrCat(w.member_id, ":", w.member_secret)});
-      }
-    }
-    bench::StreamLoadResult r = bench::RunStreamLoad(load, f.stream_threads, 0.5, f.seconds);
+    bench::StreamLoadResult r =
+        bench::RunStreamLoad(bench::StreamLoadOf(workers, shared), f.stream_threads, 0.5, f.seconds);
     streamed.push_back(r.heartbeats_per_second);
     stream_errors += r.errors;
   }
@@ -336,7 +316,6 @@ int ThroughputPart(const Flags& f) {
   return 0;
 }
 
-
 int Run(const Flags& f) {
   if (int rc = ThroughputPart(f); rc != 0) return rc;
   return f.tls_dir.empty() ? PropagationPart(f) : 0;
@@ -373,7 +352,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   if (f.server_process) {  // Forked before this process touches gRPC.
-    auto process = zeroshard::bench::ServerProcess::Fork(zeroshard::bench::BenchServerOptions(f, absl::Seconds(600)));
+    auto process = zeroshard::bench::ServerProcess::Fork(
+        zeroshard::bench::BenchServerOptions(f, absl::Seconds(600)));
     if (!process.ok()) return zeroshard::bench::Fail(process.status());
     return zeroshard::bench::ServerProcessPart(f, **process);
   }

@@ -5,25 +5,15 @@
 #include <tuple>
 #include <vector>
 
-#include "bench/coordinator/stream_load.h"
 
 namespace zeroshard::bench {
 
 int ServerProcessPart(const Flags& f, ServerProcess& process) {
   std::vector<SimWorker> workers(f.workers);
-  for (int i = 0; i < f.workers; ++i) {
-    auto client = WorkerClient(process.address(), i, ClientSecurity{});
-    if (!client.ok()) return Fail(client.status());
-    workers[i].client = *std::move(client);
-    v1::JoinRequest j;
-    j.set_job_id("bench");
-    j.set_worker_id("sim-" + std::to_string(i));
-    auto r = workers[i].client->Join(j);
-    if (!r.ok()) return Fail(r.status());
-    workers[i].member_id = r->member_id();
+  if (absl::Status s = JoinWorkers(process.address(), ClientSecurity{}, workers); !s.ok()) {
+    return Fail(s);
   }
-  std::vector<StreamLoadWorker> load;
-  for (const SimWorker& w : workers) load.push_back({w.client->channel(), "bench", w.member_id, ""});
+  const std::vector<StreamLoadWorker> load = StreamLoadOf(workers, {});
   std::vector<double> unary, unary_us, streamed, streamed_us;
   const auto cpu = [&process] { return process.CpuSeconds(); };
   for (int run = 0; run < f.runs; ++run) {

@@ -1,7 +1,6 @@
 #include "server/rpc/coordinator_service.h"
 
 #include <chrono>
-#include <optional>
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
@@ -27,9 +26,8 @@ grpc::Status CoordinatorService::Join(grpc::ServerContext*, const v1::JoinReques
 grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            const v1::HeartbeatRequest* request,
                                            v1::HeartbeatResponse* response) {
-  std::optional<HeartbeatWatchdog::Timing> timing;
-  if (watchdog_ != nullptr) timing.emplace(watchdog_);
-  return Reply(core_->Heartbeat(*request), response);
+  return Reply(HeartbeatWatchdog::Timed(watchdog_, [&] { return core_->Heartbeat(*request); }),
+               response);
 }
 
 grpc::Status CoordinatorService::Leave(grpc::ServerContext*, const v1::LeaveRequest* request,

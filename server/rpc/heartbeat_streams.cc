@@ -92,10 +92,9 @@ class HeartbeatStreamCall {
   // The stream's metadata never changes, so a member_id authorized once
   // stays authorized for the stream (a lapsed lease is the core's NOT_FOUND).
   absl::Status Authorize() {
-    if (authorized_ && request_.member_id() == authorized_member_) return absl::OkStatus();
+    if (authorized_member_ == request_.member_id()) return absl::OkStatus();
     absl::StatusOr<Role> role = deps_.gate->Authorize(ctx_, kMethod, request_.member_id());
     if (!role.ok()) return role.status();
-    authorized_ = true;
     authorized_member_ = request_.member_id();
     return absl::OkStatus();
   }
@@ -112,12 +111,8 @@ class HeartbeatStreamCall {
       Finish(ToGrpcStatus(s));
       return;
     }
-    absl::StatusOr<v1::HeartbeatResponse> reply;
-    {
-      std::optional<HeartbeatWatchdog::Timing> timing;
-      if (deps_.watchdog != nullptr) timing.emplace(deps_.watchdog);
-      reply = deps_.core->Heartbeat(request_);
-    }
+    absl::StatusOr<v1::HeartbeatResponse> reply =
+        HeartbeatWatchdog::Timed(deps_.watchdog, [&] { return deps_.core->Heartbeat(request_); });
     if (!reply.ok()) {
       Finish(ToGrpcStatus(reply.status()));
       return;
@@ -142,8 +137,7 @@ class HeartbeatStreamCall {
   grpc::ByteBuffer received_, reply_;  // The raw request and response.
   v1::HeartbeatRequest request_;
   std::optional<StreamLimits::Slot> slot_;
-  bool authorized_ = false;
-  uint64_t authorized_member_ = 0;
+  std::optional<uint64_t> authorized_member_;  // The last member_id the gate allowed.
   int pending_ = 2;  // The finished and done events still to come.
   Tag accepted_{this, Event::kAccepted}, read_{this, Event::kRead},
       written_{this, Event::kWritten}, finished_{this, Event::kFinished},

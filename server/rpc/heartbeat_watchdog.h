@@ -1,14 +1,16 @@
 // Whether heartbeats are served on time, for /readyz: a coordinator whose
 // heartbeats are slow (a stalled lock, starved threads) lets leases expire
-// while its process looks healthy (issue 16). Each Heartbeat handler holds
-// a Timing for its whole run; Ready() is false while a heartbeat has been in
-// flight longer than `limit`, and for `window` after one took longer.
+// while its process looks healthy (issue 16). Every heartbeat, unary or
+// streamed, runs through Timed (a Timing for its whole run); Ready() is
+// false while a heartbeat has been in flight longer than `limit`, and for
+// `window` after one took longer.
 //
 // Thread-safe: any method from any thread.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -34,6 +36,14 @@ class HeartbeatWatchdog {
     HeartbeatWatchdog* w_;
     uint64_t id_;
   };
+
+  // Runs `heartbeat` under a Timing of `w`; untimed when `w` is null.
+  template <typename F>
+  static auto Timed(HeartbeatWatchdog* w, F&& heartbeat) {
+    std::optional<Timing> timing;
+    if (w != nullptr) timing.emplace(w);
+    return heartbeat();
+  }
 
   bool Ready(absl::Time now = absl::Now()) const {
     absl::MutexLock lock(&mu_);
