@@ -109,6 +109,44 @@ std::vector<StreamLoadWorker> StreamLoadOf(
   return load;
 }
 
+absl::StatusOr<uint64_t> PrepareFloor(std::vector<SimWorker>& workers) {
+  v1::HeartbeatRequest h;
+  h.set_job_id("bench");
+  h.set_member_id(workers[0].member_id);
+  absl::StatusOr<v1::HeartbeatResponse> seen = absl::UnavailableError("no heartbeat yet");
+  for (int i = 0; i < 600; ++i) {
+    seen = workers[0].client->Heartbeat(h);
+    if (seen.ok() && seen->in_generation() &&
+        seen->world_size() == static_cast<int>(workers.size())) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  if (!seen.ok()) return seen.status();
+  if (seen->world_size() != static_cast<int>(workers.size())) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the generation holds ", seen->world_size(), " of ", workers.size(), " workers after 6 s"));
+  }
+  v1::KvSetRequest set;
+  set.set_job_id("bench");
+  set.set_generation(seen->generation());
+  set.set_key("floor");
+  set.set_value("x");
+  if (absl::Status s = workers[0].client->KvSet(set); !s.ok()) return s;
+  return seen->generation();
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<grpc::Channel>>> SharedChannels(
+    const Flags& f, const std::string& address, const ClientSecurity& security) {
+  std::vector<std::shared_ptr<grpc::Channel>> shared;
+  for (int k = 0; k < f.stream_connections; ++k) {
+    auto c = WorkerClient(address, f.workers + k, security);
+    if (!c.ok()) return c.status();
+    shared.push_back((*c)->channel());
+  }
+  return shared;
+}
+
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls) {
   ClientSecurity security;
   const std::string& d = f.tls_dir;

@@ -72,6 +72,17 @@ std::vector<StreamLoadWorker> StreamLoadOf(
     const std::vector<SimWorker>& workers,
     const std::vector<std::shared_ptr<grpc::Channel>>& shared);
 
+// Waits (up to 6 s) until workers[0]'s heartbeat shows a generation of all
+// of `workers`, then sets the 1-byte key "floor" that HeartbeatRate's floor
+// reads in it; returns that generation. Over RPC only, so it serves a
+// coordinator in this process or in a child (server_process.h) alike.
+absl::StatusOr<uint64_t> PrepareFloor(std::vector<SimWorker>& workers);
+
+// f.stream_connections channels to `address` without a member credential,
+// for StreamLoadOf's `shared` (empty when the flag is 0).
+absl::StatusOr<std::vector<std::shared_ptr<grpc::Channel>>> SharedChannels(
+    const Flags& f, const std::string& address, const ClientSecurity& security);
+
 // The client side of --tls-dir's certificates, or plaintext.
 ClientSecurity BenchClientSecurity(const Flags& f, bool tls);
 

@@ -43,8 +43,9 @@ using bench::Fail;
 using bench::Flags;
 using bench::HeartbeatRate;
 using bench::Percentile;
+using bench::PrepareFloor;
+using bench::SharedChannels;
 using bench::SimWorker;
-using bench::WorkerClient;
 
 // Starts a coordinator (with `tls` when set) and joins every worker to it.
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
@@ -63,24 +64,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> StartAndJoin(const Flags& f,
     return s;
   }
   return server;
-}
-
-// Waits for every worker to hold a rank, then sets the 1-byte key the floor
-// reads in that generation; returns the generation.
-absl::StatusOr<uint64_t> PrepareFloor(const Flags& f, CoordinatorServer& server,
-                                      std::vector<SimWorker>& workers) {
-  for (int i = 0;
-       i < 600 && server.core()->RankedMembers().size() != static_cast<size_t>(f.workers); ++i) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  const uint64_t generation = server.generation();
-  v1::KvSetRequest set;
-  set.set_job_id("bench");
-  set.set_generation(generation);
-  set.set_key("floor");
-  set.set_value("x");
-  if (absl::Status s = workers[0].client->KvSet(set); !s.ok()) return s;
-  return generation;
 }
 
 // Part 1's figures of one coordinator: per-run heartbeat, floor and
@@ -273,14 +256,12 @@ struct ThroughputStack {
     auto started = StartAndJoin(f, absl::Seconds(600), workers, tls);
     if (!started.ok()) return started.status();
     server = *std::move(started);
-    absl::StatusOr<uint64_t> g = PrepareFloor(f, *server, workers);
+    absl::StatusOr<uint64_t> g = PrepareFloor(workers);
     if (!g.ok()) return g.status();
     generation = *g;
-    for (int k = 0; k < f.stream_connections; ++k) {
-      auto c = WorkerClient(server->address(), f.workers + k, BenchClientSecurity(f, tls));
-      if (!c.ok()) return c.status();
-      rates.shared.push_back((*c)->channel());
-    }
+    auto shared = SharedChannels(f, server->address(), BenchClientSecurity(f, tls));
+    if (!shared.ok()) return shared.status();
+    rates.shared = *std::move(shared);
     return absl::OkStatus();
   }
 };
