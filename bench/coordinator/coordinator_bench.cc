@@ -15,6 +15,9 @@
 //    survivor (median, p99 over all trials) and per trial for the last
 //    survivor ("every survivor sees it"), against the bound tick + settle +
 //    one heartbeat interval.
+// 0. With --server-process, only this part (process_part.h): the same
+//    floor, unary and HeartbeatStream rates against a coordinator in a
+//    child process, with its own CPU per heartbeat.
 // Each simulated worker has its own channel from the product's OpenChannel
 // (a connection each) carrying its member credential from Join. With
 // --tls-dir (made by `python3 tests/security/certs.py DIR`), part 1 runs
@@ -319,7 +322,7 @@ int main(int argc, char** argv) {
                  "HeartbeatStream load over K shared connections (0 = a connection each)")
       ->check(CLI::Range(0, 100000));
   app.add_flag("--server-process", f.server_process,
-               "only part 0: the coordinator in a child process, its CPU per heartbeat");
+               "only part 0: the coordinator in a child process: rates, floor, its CPU per heartbeat");
   app.add_option("--server-stream-threads", f.server_stream_threads,
                  "the coordinator's HeartbeatStream threads (heartbeat_stream_threads)")
       ->check(CLI::Range(1, 64));
