@@ -16,6 +16,12 @@ double Percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+void PrintMedianAndRuns(const std::vector<double>& v) {
+  std::printf("median %.0f (runs:", Percentile(v, 0.5));
+  for (double x : v) std::printf(" %.0f", x);
+  std::printf(")");
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
                                                                  int index,
                                                                  const ClientSecurity& security) {
@@ -113,17 +119,16 @@ absl::StatusOr<uint64_t> PrepareFloor(std::vector<SimWorker>& workers) {
   v1::HeartbeatRequest h;
   h.set_job_id("bench");
   h.set_member_id(workers[0].member_id);
-  absl::StatusOr<v1::HeartbeatResponse> seen = absl::UnavailableError("no heartbeat yet");
-  for (int i = 0; i < 600; ++i) {
-    seen = workers[0].client->Heartbeat(h);
-    if (seen.ok() && seen->in_generation() &&
-        seen->world_size() == static_cast<int>(workers.size())) {
-      break;
-    }
+  const auto whole = [&workers](const v1::HeartbeatResponse& r) {
+    return r.in_generation() && r.world_size() == static_cast<int>(workers.size());
+  };
+  absl::StatusOr<v1::HeartbeatResponse> seen = workers[0].client->Heartbeat(h);
+  for (int i = 1; i < 600 && !(seen.ok() && whole(*seen)); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
+    seen = workers[0].client->Heartbeat(h);
   }
   if (!seen.ok()) return seen.status();
-  if (seen->world_size() != static_cast<int>(workers.size())) {
+  if (!whole(*seen)) {
     return absl::DeadlineExceededError(absl::StrCat(
         "the generation holds ", seen->world_size(), " of ", workers.size(), " workers after 6 s"));
   }

@@ -42,6 +42,9 @@ struct SimWorker {
 // The p-quantile (0..1) of v, nearest rank; 0 for an empty v.
 double Percentile(std::vector<double> v, double p);
 
+// Prints "median M (runs: a b c)" of v (no newline).
+void PrintMedianAndRuns(const std::vector<double>& v);
+
 // A worker's client: its own channel (distinct args: its own connection)
 // and identity (no token: the bench's coordinators have no token file).
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,

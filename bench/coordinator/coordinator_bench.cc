@@ -46,6 +46,7 @@ using bench::Fail;
 using bench::Flags;
 using bench::HeartbeatRate;
 using bench::Percentile;
+using bench::PrintMedianAndRuns;
 using bench::PrepareFloor;
 using bench::SharedChannels;
 using bench::SimWorker;
@@ -89,14 +90,14 @@ struct Rates {
 
 void PrintRates(const char* name, const Rates& r) {
   const double rate = Percentile(r.heartbeats, 0.5), floor_rate = Percentile(r.floors, 0.5);
-  std::printf("%sheartbeats/s: median %.0f (runs:", name, rate);
-  for (double v : r.heartbeats) std::printf(" %.0f", v);
-  std::printf(")\n%sfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
+  std::printf("%sheartbeats/s: ", name);
+  PrintMedianAndRuns(r.heartbeats);
+  std::printf("\n%sfloor (KvGet of 1 byte) calls/s: median %.0f; heartbeat/floor ratio %.2f\n",
               name, floor_rate, rate / floor_rate);
   const double streamed = Percentile(r.streamed, 0.5);
-  std::printf("%sHeartbeatStream heartbeats/s: median %.0f (runs:", name, streamed);
-  for (double v : r.streamed) std::printf(" %.0f", v);
-  std::printf("); streams ended early %lld; stream/floor ratio %.2f\n",
+  std::printf("%sHeartbeatStream heartbeats/s: ", name);
+  PrintMedianAndRuns(r.streamed);
+  std::printf("; streams ended early %lld; stream/floor ratio %.2f\n",
               static_cast<long long>(r.stream_errors), streamed / floor_rate);
 }
 

@@ -38,13 +38,15 @@ int ServerProcessPart(const Flags& f, ServerProcess& process) {
               f.stream_connections > 0 ? (std::to_string(f.stream_connections) + " shared").c_str()
                                        : "their own",
               f.runs, f.seconds);
-  std::printf("floor (KvGet of 1 byte) calls/s: median %.0f\n", floor_rate);
+  std::printf("floor (KvGet of 1 byte) calls/s: ");
+  PrintMedianAndRuns(floors);
+  std::printf("\n");
   for (auto [name, rates, us] : {std::tuple{"unary Heartbeat", &unary, &unary_us},
                                  std::tuple{"HeartbeatStream", &streamed, &streamed_us}}) {
     const double m = Percentile(*us, 0.5);
-    std::printf("%s: %.0f heartbeats/s (median; runs:", name, Percentile(*rates, 0.5));
-    for (double v : *rates) std::printf(" %.0f", v);
-    std::printf("), %.2f x the floor; coordinator CPU %.1f us a heartbeat (median); "
+    std::printf("%s heartbeats/s: ", name);
+    PrintMedianAndRuns(*rates);
+    std::printf(", %.2f x the floor; coordinator CPU %.1f us a heartbeat (median); "
                 "%.0f cores / that = %.0f heartbeats/s\n",
                 Percentile(*rates, 0.5) / floor_rate, m, cores, cores / m * 1e6);
   }
