@@ -20,6 +20,7 @@
 //                         [--chunk-kib 1024] [--streams 4] [--cache cold|warm]
 //                         [--tls-dir DIR]
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,9 +36,8 @@
 #include "common/cli.h"
 #include "absl/time/clock.h"
 #include "common/rpc/rpc_security.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
-#include "server/checkpoint/checkpoint_service.h"
+#include "bench/checkpoint/server_child.h"
+#include "bench/support/proc_stat.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"
 
@@ -63,6 +63,22 @@ void EvictTree(const std::string& root) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// CPU seconds used so far by the bench's process (the ranks' side) and by
+// the service's.
+struct CpuSeconds {
+  double ranks = 0, service = 0;
+};
+CpuSeconds TakeCpu(pid_t service) {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return {static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec),
+          zs::bench::ProcessCpuSeconds(service)};
+}
+CpuSeconds Since(const CpuSeconds& start, pid_t service) {
+  const CpuSeconds now = TakeCpu(service);
+  return {now.ranks - start.ranks, now.service - start.service};
 }
 
 double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t bytes) {
@@ -128,32 +144,6 @@ zs::ShardPlan BenchPlan(int64_t mib, int ranks) {
   return *zs::MakeShardPlan(units, ranks, 64);
 }
 
-// The CheckpointService over a store in `dir`, on a loopback port.
-struct Service {
-  std::unique_ptr<zs::server::CheckpointStore> store;
-  std::unique_ptr<zs::server::CheckpointServiceImpl> impl;
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-};
-
-// `tls` empty = plaintext; else mTLS with the server certificate.
-Service StartService(const std::string& dir, const zs::TlsFiles& tls) {
-  Service s;
-  s.store = *zs::server::CheckpointStore::Open({dir, 1, nullptr, nullptr});
-  s.impl = std::make_unique<zs::server::CheckpointServiceImpl>(s.store.get());
-  auto creds = zs::MakeServerCredentials(tls);
-  if (!creds.ok()) {
-    std::fprintf(stderr, "%s\n", creds.status().ToString().c_str());
-    std::exit(1);
-  }
-  grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", *creds, &s.port);
-  b.RegisterService(s.impl.get());
-  b.SetMaxReceiveMessageSize(8 << 20);
-  s.server = b.BuildAndStart();
-  return s;
-}
-
 // `security` empty = plaintext; channels from the product's OpenChannel.
 std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
     int port, const Flags& flags, const zs::ClientSecurity& security) {
@@ -207,8 +197,11 @@ Shards FillShards(const zs::ShardPlan& plan, int ranks) {
 using Clients = std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>>;
 
 // Seconds for every rank to Save its shards as checkpoint `step`.
-double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step) {
+// `cpu` gets the CPU both processes used meanwhile.
+double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step,
+                pid_t service, CpuSeconds* cpu) {
   const int ranks = static_cast<int>(clients.size());
+  const CpuSeconds cpu0 = TakeCpu(service);
   absl::Time t0 = absl::Now();
   std::vector<std::thread> threads;
   std::vector<int> committed(ranks, 0);
@@ -229,6 +222,7 @@ double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shard
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  *cpu = Since(cpu0, service);
   // The last rank to commit commits; a rank whose Commit comes after that
   // is told committed too.
   if (std::count(committed.begin(), committed.end(), 1) < 1) Die("no rank committed");
@@ -239,7 +233,8 @@ double TimeSave(const zs::ShardPlan& plan, Clients& clients, const Shards& shard
 // the product's path (GetInfo, then Restore of every unit and kind) into
 // buffers allocated and touched before the clock starts, as the engine's
 // are; checked against what was saved after it stops.
-double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step) {
+double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& shards, int step,
+                   pid_t service, CpuSeconds* cpu) {
   const int ranks = static_cast<int>(clients.size());
   std::vector<std::vector<std::vector<float>>> dst(ranks);
   std::vector<std::vector<zs::checkpoint::RestoreTarget>> targets(ranks);
@@ -256,6 +251,7 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
       }
     }
   }
+  const CpuSeconds cpu0 = TakeCpu(service);
   absl::Time t0 = absl::Now();
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
@@ -269,6 +265,7 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  *cpu = Since(cpu0, service);
   for (int r = 0; r < ranks; ++r) {
     if (dst[r] != shards.data[r]) Die("restored bytes differ");
   }
@@ -278,7 +275,26 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
 // Per-run seconds of each measurement (tls_*: the mTLS service's).
 struct Timings {
   std::vector<double> save_s, write_s, restore_s, read_s, tls_save_s, tls_restore_s;
+  std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
 };
+
+// Median CPU seconds per GB (10^9 bytes) of each side; the service's
+// figure counts /proc's 10 ms clock ticks.
+void PrintCpu(const char* what, int64_t total_bytes, const std::vector<CpuSeconds>& runs) {
+  std::vector<double> ranks, service;
+  for (const CpuSeconds& c : runs) {
+    ranks.push_back(c.ranks);
+    service.push_back(c.service);
+  }
+  const double gb = static_cast<double>(total_bytes) / 1e9;
+  std::printf("  %s CPU s per GB: service process %.3f, ranks' process %.3f\n", what,
+              Median(service) / gb, Median(ranks) / gb);
+}
+
+void PrintServiceMemory(const zs::bench::ProcessMemory& m) {
+  std::printf("  service process memory after the runs: VmRSS %.1f MB, VmHWM %.1f MB\n",
+              m.rss_bytes / 1e6, m.hwm_bytes / 1e6);
+}
 
 void PrintTls(int64_t total_bytes, const Timings& t) {
   if (t.tls_save_s.empty()) return;
@@ -306,6 +322,8 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
               save / write);
   std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
               restore / read);
+  PrintCpu("save   ", total_bytes, t.save_cpu);
+  PrintCpu("restore", total_bytes, t.restore_cpu);
   PrintTls(total_bytes, t);
 }
 
@@ -319,15 +337,18 @@ int main(int argc, char** argv) {
   const zs::ShardPlan plan = BenchPlan(flags.mib, flags.ranks);
   const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
 
-  Service service = StartService(dir + "/ckpt", {});
-  Clients clients = MakeClients(service.port, flags, {});
+  auto service = std::make_unique<zs::bench::ServerChild>(dir + "/ckpt", zs::TlsFiles{},
+                                                         dir + "/server.log");
+  Clients clients = MakeClients(service->port(), flags, {});
   const bool tls = !flags.tls_dir.empty();
   const std::string& td = flags.tls_dir;
-  Service tls_service;
+  std::unique_ptr<zs::bench::ServerChild> tls_service;
   Clients tls_clients;
   if (tls) {
-    tls_service = StartService(dir + "/ckpt-tls", {td + "/ca.pem", td + "/server.pem", td + "/server.key"});
-    tls_clients = MakeClients(tls_service.port, flags,
+    tls_service = std::make_unique<zs::bench::ServerChild>(
+        dir + "/ckpt-tls", zs::TlsFiles{td + "/ca.pem", td + "/server.pem", td + "/server.key"},
+        dir + "/server-tls.log");
+    tls_clients = MakeClients(tls_service->port(), flags,
                               {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
   }
   const Shards shards = FillShards(plan, flags.ranks);
@@ -342,20 +363,27 @@ int main(int argc, char** argv) {
     const std::string plain = dir + "/plain.bin";
     ::unlink(plain.c_str());
     t.write_s.push_back(PlainWrite(plain, buf, total_bytes));
-    t.save_s.push_back(TimeSave(plan, clients, shards, run + 1));
+    const pid_t pid = service->pid();
+    t.save_s.push_back(TimeSave(plan, clients, shards, run + 1, pid, &t.save_cpu.emplace_back()));
     if (cold) EvictTree(dir);
-    t.restore_s.push_back(TimeRestore(plan, clients, shards, run + 1));
+    t.restore_s.push_back(
+        TimeRestore(plan, clients, shards, run + 1, pid, &t.restore_cpu.emplace_back()));
     if (cold) EvictTree(dir);
     t.read_s.push_back(PlainRead(plain, buf));
     if (tls) {
-      t.tls_save_s.push_back(TimeSave(plan, tls_clients, shards, run + 1));
+      CpuSeconds unused;
+      const pid_t tls_pid = tls_service->pid();
+      t.tls_save_s.push_back(TimeSave(plan, tls_clients, shards, run + 1, tls_pid, &unused));
       if (cold) EvictTree(dir);
-      t.tls_restore_s.push_back(TimeRestore(plan, tls_clients, shards, run + 1));
+      t.tls_restore_s.push_back(TimeRestore(plan, tls_clients, shards, run + 1, tls_pid, &unused));
     }
   }
   Print(flags, total_bytes, t);
-  service.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-  if (tls) tls_service.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  PrintServiceMemory(zs::bench::ReadProcessMemory(service->pid()));
+  clients.clear();
+  tls_clients.clear();
+  service.reset();
+  tls_service.reset();
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "bench/support/proc_stat.h"
 
 namespace zeroshard::bench {
 namespace {
@@ -62,18 +61,6 @@ ServerProcess::~ServerProcess() {
   waitpid(pid_, &status, 0);
 }
 
-double ServerProcess::CpuSeconds() const {
-  std::ifstream in(absl::StrCat("/proc/", pid_, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Fields after the command name (which may hold spaces) start after ')'.
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
+double ServerProcess::CpuSeconds() const { return ProcessCpuSeconds(pid_); }
 
 }  // namespace zeroshard::bench

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "common/allocator.h"
 #include "common/job_config.h"
 #include "common/version.h"
 #include "common/rpc/plan_proto.h"
@@ -212,9 +213,10 @@ void CoordinatorCore::PublishInitialMetrics(MetricsRegistry* metrics) {
   for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
   metrics->Gauge("zeroshard_build_info",
                  "The coordinator's build (value 1); insecure=\"true\" when it serves a "
-                 "non-loopback address without TLS and tokens (--insecure).",
-                 {"version", "insecure"})
-      ->Set({kZeroshardVersion, options_.insecure ? "true" : "false"}, 1);
+                 "non-loopback address without TLS and tokens (--insecure); allocator: "
+                 "its malloc, tcmalloc or glibc (common/allocator.h).",
+                 {"version", "insecure", "allocator"})
+      ->Set({kZeroshardVersion, options_.insecure ? "true" : "false", MallocName()}, 1);
 }
 
 void CoordinatorCore::UpdateGaugesLocked() {

@@ -2,13 +2,16 @@
 // port 0 read back from its output, kill -9 and restart on the same state
 // dir (generation strictly above the old one, last step intact, workers
 // rejoin), SIGTERM exits cleanly, bad flags exit 2, and `zeroshard status`
-// prints the job or fails with one line when unreachable.
+// prints the job or fails with one line when unreachable; its
+// zeroshard_build_info names the malloc the build linked it with.
 #include <signal.h>
 
 #include <fstream>
+#include <regex>
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
+#include "server/http_get.h"
 #include "support/subprocess.h"
 
 namespace zeroshard {
@@ -165,6 +168,24 @@ TEST(CoordinatorProcessTest, KillNineAndRestartKeepsGenerationAndStep) {
   second.process->Signal(SIGTERM);
   EXPECT_EQ(second.process->Wait(absl::Seconds(10)), 0) << ReadFile(second.log);
   ExpectStatusUnreachable(second.address);
+}
+
+// ZEROSHARD_COORDINATOR_MALLOC: cmake/Allocator.cmake's choice for this build.
+TEST(CoordinatorProcessTest, BuildInfoNamesTheLinkedMalloc) {
+  const std::string dir = MakeTempDir("coord-malloc");
+  Coordinator c = StartCoordinator(dir + "/state", dir + "/coordinator.log");
+  ASSERT_FALSE(c.address.empty()) << ReadFile(c.log);
+  std::smatch port;
+  const std::string log = ReadFile(c.log);
+  ASSERT_TRUE(std::regex_search(log, port, std::regex(R"(127\.0\.0\.1:([0-9]+) \(metrics\))")))
+      << log;
+  const std::string text = server::testing::HttpGet(std::stoi(port[1].str()), "/metrics").body;
+  EXPECT_NE(text.find(std::string("zeroshard_build_info{allocator=\"") +
+                      ZEROSHARD_COORDINATOR_MALLOC + "\""),
+            std::string::npos)
+      << text;
+  c.process->Signal(SIGTERM);
+  EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0) << ReadFile(c.log);
 }
 
 TEST(CoordinatorProcessTest, BadFlagsExitTwo) {

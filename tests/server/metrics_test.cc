@@ -218,7 +218,9 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
         "zeroshard_heartbeats_total 0\n", "zeroshard_joins_total 2\n",
         "zeroshard_memory_bytes{kind=\"redundancy\",rank=\"1\"} 0\n",
         "zeroshard_memory_bytes{kind=\"activations\",rank=\"1\"} 6000\n",
-        "zeroshard_build_info{insecure=\"false\",version=\"",
+        // This test runs on glibc's malloc; the coordinator's binaries on
+        // tcmalloc (coordinator_process_test checks theirs).
+        "zeroshard_build_info{allocator=\"glibc\",insecure=\"false\",version=\"",
         // Counted once per step, not per rank: both ranks reported step 3.
         "zeroshard_tokens_total 8192\n", "zeroshard_grad_norm 3\n",
         "zeroshard_grad_norm_clipped 1.5\n", "zeroshard_grad_clips_total 1\n",
