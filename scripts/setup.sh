@@ -10,6 +10,7 @@ set -euo pipefail
 # python3: `zeroshard launch` trains on Python's standard-library sources by
 # default. GoogleTest and benchmark: the build compiles the tests and benches.
 # openssl (the CLI): the security tests make their certificates with it.
+# libgoogle-perftools-dev: tcmalloc, the coordinator's malloc (cmake/Allocator.cmake).
 # ocl-icd-opencl-dev: Debian's libdnnl-dev is built for OpenCL GPUs, and its
 # CMake config requires OpenCL (a recommendation we install by name).
 DEB_PACKAGES=(
@@ -18,6 +19,7 @@ DEB_PACKAGES=(
   libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev python3 liburing-dev openssl ocl-icd-opencl-dev
+  libgoogle-perftools-dev
 )
 
 # shellcheck source=scripts/apt_missing.sh

@@ -1,5 +1,9 @@
 // Checkpoint save and restore throughput through the CheckpointService over
-// loopback gRPC, against the limit of the same disk measured in the same run:
+// loopback gRPC, against the limit of the same disk measured in the same run.
+// The service runs in a process of its own (checkpoint_bench_server, linked
+// with the coordinator's malloc, server_child.h); this process is the ranks'
+// side, on the workers' malloc. Each side's CPU seconds per GB are printed,
+// and the service's VmRSS / VmHWM after the runs.
 //   save:    N ranks (threads, one channel each) Save their shards of fp32
 //            master/m/v (Begin, chunked upload with XXH64, commit = fsync +
 //            hash read-back + renames + manifest); vs one sequential write of
