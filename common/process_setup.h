@@ -11,8 +11,15 @@
 // Thread safety: call once, before any other thread starts.
 #pragma once
 
+#include <signal.h>
+
 namespace zeroshard {
 
 void SetUpProcess();
+
+// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts
+// afterwards, so only the caller's sigwait on the returned set sees them
+// (servers that stop on either). Call before any other thread starts.
+sigset_t BlockStopSignals();
 
 }  // namespace zeroshard

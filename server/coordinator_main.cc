@@ -147,17 +147,6 @@ absl::Status ApplyFlags(Flags& f) {
   return absl::OkStatus();
 }
 
-// Blocks the stop signals in this thread and every thread it starts, so
-// only main's sigwait sees them.
-sigset_t BlockStopSignals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  return stop_signals;
-}
-
 void PrintAddresses(const zeroshard::CoordinatorOptions& o,
                     const zeroshard::CoordinatorServer& server) {
   std::cout << "zeroshard-coordinator: listening on " << server.address() << " (grpc)";
@@ -189,7 +178,7 @@ int main(int argc, char** argv) {
   }
   const zeroshard::CoordinatorOptions& o = flags.options;
 
-  sigset_t stop_signals = BlockStopSignals();
+  sigset_t stop_signals = zeroshard::BlockStopSignals();
   // The checkpoint service shares the coordinator's port (checkpoint.proto).
   auto stack = zeroshard::StartCoordinatorStack(o, flags.keep_checkpoints);
   if (!stack.ok()) {

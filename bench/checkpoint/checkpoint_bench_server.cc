@@ -10,6 +10,7 @@
 
 #include "bench/checkpoint/bench_service.h"
 #include "common/cli.h"
+#include "common/process_setup.h"
 
 int main(int argc, char** argv) {
   CLI::App app("checkpoint_bench's checkpoint service, in its own process");
@@ -20,11 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", tls.cert, "PEM server certificate (turns mTLS on)");
   app.add_option("--tls-key", tls.key, "PEM key of --tls-cert");
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // Before gRPC starts its threads.
+  sigset_t stop = zeroshard::BlockStopSignals();  // Before gRPC starts its threads.
   zeroshard::bench::CheckpointBenchService service =
       zeroshard::bench::StartCheckpointBenchService(dir, tls);
   std::printf("checkpoint_bench_server: listening on 127.0.0.1:%d (grpc)\n", service.port);
