@@ -282,5 +282,55 @@ TEST(GlooBehaviourTest, ReduceScatterOverSeveralSegments) {
   }
 }
 
+// The all-gather ring moves 1 MiB segments and forwards each as it lands:
+// 2 full segments and a 6-byte tail per block (bf16, moved as bytes), N = 2, 3, 4, in place and
+// from a separate send buffer. Every rank must hold every rank's bytes.
+TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
+  const int64_t block = (int64_t{1} << 20) + 3;  // Elements.
+  for (int n : {2, 3, 4}) {
+    for (bool in_place : {true, false}) {
+      InMemoryStore store;
+      auto comms = MustConnect(store, n);
+      ASSERT_EQ(comms.size(), static_cast<size_t>(n));
+      auto value = [](int r, int64_t i) { return static_cast<uint16_t>((r * 131 + i * 7) % 65521); };
+      std::vector<std::vector<uint16_t>> out(n, std::vector<uint16_t>(block * n));
+      ParallelFor(n, [&](int r) {
+        std::vector<uint16_t> send(block);
+        for (int64_t i = 0; i < block; ++i) send[i] = value(r, i);
+        uint16_t* own = out[r].data() + r * block;
+        if (in_place) std::memcpy(own, send.data(), block * sizeof(uint16_t));
+        EXPECT_TRUE(comms[r]->AllGather(in_place ? own : send.data(), out[r].data(), block,
+                                        DType::kBf16)->Wait(absl::Seconds(30)).ok());
+      });
+      for (int r = 0; r < n; ++r) {
+        for (int64_t j = 0; j < block * n; ++j) {
+          ASSERT_EQ(out[r][j], value(static_cast<int>(j / block), j % block))
+              << "N " << n << " rank " << r << " element " << j << " in place " << in_place;
+        }
+      }
+    }
+  }
+}
+
+// A rank whose all-gather waits on a peer that is alive but never sends (a
+// stopped process): Abort returns the op at once and the communicator is
+// destroyed promptly, not after the op's 60 s timeout.
+TEST(GlooBehaviourTest, AbortWakesAnAllGatherWaitingOnASilentPeer) {
+  InMemoryStore store;
+  auto comms = MustConnect(store, 3);
+  ASSERT_EQ(comms.size(), 3u);
+  const int64_t block = int64_t{3} << 18;  // 3 MiB of fp32.
+  std::vector<float> a(block * 3), b(block * 3);
+  auto w0 = comms[0]->AllGather(a.data(), a.data(), block, DType::kFp32);
+  auto w1 = comms[1]->AllGather(b.data() + block, b.data(), block, DType::kFp32);
+  absl::SleepFor(absl::Milliseconds(200));  // Rank 2 never issues its part.
+  const absl::Time start = absl::Now();
+  comms[0]->Abort();
+  EXPECT_EQ(w0->Wait(absl::Seconds(5)).code(), absl::StatusCode::kAborted);
+  EXPECT_FALSE(w1->Wait(absl::Seconds(10)).ok());  // Its peer rank 0 is gone.
+  comms.clear();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
 }  // namespace
 }  // namespace zeroshard::testing

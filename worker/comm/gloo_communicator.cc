@@ -11,13 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
 #include "gloo/common/error.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/device.h"
+#include "worker/comm/gloo_ring_all_gather.h"
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport.h"
@@ -93,20 +93,15 @@ class GlooCommunicator final : public Communicator {
     ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
     const int n = world_size();
-    const int r = rank();
-    return Submit(CommOp::kAllGather, static_cast<int64_t>(bytes) * n, [=, this] {
-      if (bytes == 0) return;
-      char* out = static_cast<char*>(recv);
-      if (n == 1) {
-        std::memmove(out, send, bytes);
-        return;
-      }
-      gloo::AllgatherOptions o(context_);
-      // In place (send == recv + rank*count): Gloo takes our block from out.
-      if (send != out + r * bytes) o.setInput(static_cast<char*>(const_cast<void*>(send)), bytes);
-      o.setOutput(out, bytes * n);
-      o.setTimeout(GlooTimeout(opts.timeout));
-      gloo::allgather(o);
+    if ((n - 1) * RingAllGatherSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
+      return CompletedWork(absl::InvalidArgumentError("AllGather: block too large for one op"));
+    }
+    RingAllGatherArgs args{recv, bytes, kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
+                           GlooTimeout(opts.timeout), &pending_waits_};
+    return Submit(CommOp::kAllGather, static_cast<int64_t>(bytes) * n, [this, send, args] {
+      char* own = static_cast<char*>(args.out) + rank() * args.block_bytes;
+      if (send != own) std::memmove(own, send, args.block_bytes);  // Not in place.
+      RingAllGather(context_, args);
     });
   }
 

@@ -9,7 +9,9 @@
 // op_queue.h).
 //
 // Algorithms (buffers and the in-place rule as in communicator.h):
-//   AllGather:     gloo::allgather (ring), any dtype (moved as bytes).
+//   AllGather:     a pipelined ring built from Gloo primitives
+//                  (gloo_ring_all_gather.h), so Abort always wakes it; any
+//                  dtype (moved as bytes).
 //   ReduceScatter: a ring built from Gloo primitives (unbound-buffer
 //                  send/recv; gloo_ring_reduce_scatter.h), because the packaged
 //                  Gloo has no usable one. fp32, bf16; sum, max.

@@ -34,10 +34,6 @@ constexpr int64_t kSegmentElements = int64_t{1} << 18;
 
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
-void ThrowIfAborted(bool ok, const char* what) {
-  if (!ok) throw ::gloo::IoException(std::string("ring ") + what + " aborted");
-}
-
 // One op's state; the steps of "How it works" as its methods.
 class Ring {
  public:
@@ -51,7 +47,7 @@ class Ring {
   void Exchange(int step, const float* sending);
   int64_t SegBegin(int64_t k) const { return k * kSegmentElements; }
   int64_t SegLen(int64_t k) const { return std::min(kSegmentElements, args_.count - SegBegin(k)); }
-  std::chrono::milliseconds Remaining() const;
+  std::chrono::milliseconds Remaining() const { return deadline_.Remaining(); }
 
   const std::shared_ptr<gloo::Context>& context_;
   const RingReduceScatterArgs& args_;
@@ -61,7 +57,7 @@ class Ring {
   const bool fp32_;
   const char* const send_;
   const int64_t segments_;
-  const std::chrono::steady_clock::time_point deadline_;
+  const OpDeadline deadline_;
   float* outgoing_ = nullptr;
   float* incoming_ = nullptr;
 };
@@ -72,7 +68,7 @@ Ring::Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatte
       rank_(context->rank), elem_(DTypeSize(args.dtype)), fp32_(args.dtype == DType::kFp32),
       send_(static_cast<const char*>(args.send)),
       segments_((args.count + kSegmentElements - 1) / kSegmentElements),
-      deadline_(std::chrono::steady_clock::now() + args.timeout) {
+      deadline_(args.timeout) {
   auto fit = [count = args.count](std::vector<float>& v) {
     if (static_cast<int64_t>(v.size()) < count) v.resize(count);
   };
@@ -81,13 +77,6 @@ Ring::Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatte
   if (!fp32_) fit(scratch.own);  // bf16 only: our block in fp32.
   outgoing_ = scratch.outgoing.data();
   incoming_ = scratch.incoming.data();
-}
-
-std::chrono::milliseconds Ring::Remaining() const {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline_ - std::chrono::steady_clock::now());
-  // Zero would mean "no wait"; 1 ms still times out promptly.
-  return left.count() > 0 ? left : std::chrono::milliseconds(1);
 }
 
 // Input block `block` as fp32: read in place for fp32, converted into
@@ -137,11 +126,11 @@ void Ring::Exchange(int step, const float* sending) {
   // Segments complete in order (one TCP connection from prev): reduce each
   // while the next one is still arriving.
   for (int64_t k = 0; k < segments_; ++k) {
-    ThrowIfAborted(in_buf->waitRecv(Remaining()), "recv");
+    ThrowIfWaitAborted(in_buf->waitRecv(Remaining()), "recv");
     const int64_t b = SegBegin(k);
     Combine(reduced + b, incoming_ + b, mine + b, SegLen(k), args_.op);
   }
-  for (int64_t k = 0; k < segments_; ++k) ThrowIfAborted(out_buf->waitSend(Remaining()), "send");
+  for (int64_t k = 0; k < segments_; ++k) ThrowIfWaitAborted(out_buf->waitSend(Remaining()), "send");
 }
 
 }  // namespace
@@ -165,8 +154,8 @@ void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* s
   const PendingWaitScope scope(waits, {in_buf.get(), out_buf.get()});
   in_buf->recv((r + 1) % n, slot, 0, bytes);
   out_buf->send((r + n - 1) % n, slot, 0, bytes);
-  ThrowIfAborted(in_buf->waitRecv(timeout), "recv");
-  ThrowIfAborted(out_buf->waitSend(timeout), "send");
+  ThrowIfWaitAborted(in_buf->waitRecv(timeout), "recv");
+  ThrowIfWaitAborted(out_buf->waitSend(timeout), "send");
 }
 
 }  // namespace zeroshard

@@ -37,6 +37,16 @@ void AbortGlooContext(gloo::Context& context) {
   }
 }
 
+std::chrono::milliseconds OpDeadline::Remaining() const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline_ - std::chrono::steady_clock::now());
+  return left.count() > 0 ? left : std::chrono::milliseconds(1);
+}
+
+void ThrowIfWaitAborted(bool ok, const char* what) {
+  if (!ok) throw ::gloo::IoException(std::string("ring ") + what + " aborted");
+}
+
 bool PendingWaits::Add(std::span<gloo::transport::UnboundBuffer* const> buffers) {
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) return false;

@@ -14,6 +14,7 @@
 // it cannot be included: gloo/common/memory.h is missing from libgloo-dev.)
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -64,6 +65,24 @@ class PendingWaitScope {
   PendingWaits* waits_;
   std::vector<gloo::transport::UnboundBuffer*> buffers_;
 };
+
+// A whole op's deadline for its successive waits: Gloo takes a timeout per
+// wait, and zeroshard's rings wait many times per op.
+class OpDeadline {
+ public:
+  explicit OpDeadline(std::chrono::milliseconds timeout)
+      : deadline_(std::chrono::steady_clock::now() + timeout) {}
+  // What is left, at least 1 ms (Gloo reads 0 as "no wait"), so a wait past
+  // the deadline still times out promptly.
+  std::chrono::milliseconds Remaining() const;
+
+ private:
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+// Throws gloo::IoException("ring <what> aborted") unless `ok`: what an
+// unbound buffer's waitRecv/waitSend returns false for (PendingWaits::AbortAll).
+void ThrowIfWaitAborted(bool ok, const char* what);
 
 // A TCP device listening on `hostname` (port chosen by the kernel). The first
 // call sets SIGPIPE to ignored for the process (see the .cc). Throws

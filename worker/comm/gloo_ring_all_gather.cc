@@ -1,0 +1,61 @@
+#include "worker/comm/gloo_ring_all_gather.h"
+
+#include <algorithm>
+
+#include "gloo/transport/unbound_buffer.h"
+
+namespace zeroshard {
+
+// How it works (pipelined ring all-gather).
+// Rank r sends to next = r + 1 and receives from prev = r - 1. In step
+// s = 0 .. N-2 it sends block (r - s) mod N and receives block
+// (r - s - 1) mod N, which is the block it sends in step s + 1; after N - 1
+// steps every block has reached every rank, each rank having sent and
+// received (N-1)/N of the output (the bus-bandwidth optimum).
+// Each block travels as segments; message (s, k) takes slot
+// args.slot + s * segments + k. Every receive is posted up front, and since
+// prev sends in (s, k) order over one TCP connection, the i-th completed
+// receive is message i: segment k of step s is forwarded as step s + 1's as
+// soon as it has landed.
+namespace {
+
+constexpr size_t kSegmentBytes = size_t{1} << 20;
+
+int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+int64_t RingAllGatherSegments(size_t block_bytes) {
+  return static_cast<int64_t>((block_bytes + kSegmentBytes - 1) / kSegmentBytes);
+}
+
+void RingAllGather(const std::shared_ptr<gloo::Context>& context, const RingAllGatherArgs& args) {
+  const int n = context->size, r = context->rank;
+  if (n == 1 || args.block_bytes == 0) return;
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const int64_t segments = RingAllGatherSegments(args.block_bytes);
+  const size_t block = args.block_bytes;
+  auto seg_len = [&](int64_t k) { return std::min(kSegmentBytes, block - k * kSegmentBytes); };
+  auto offset = [&](int64_t b, int64_t k) { return b * block + k * kSegmentBytes; };
+  auto slot = [&](int s, int64_t k) { return args.slot + s * segments + k; };
+  auto buf = context->createUnboundBuffer(args.out, block * n);
+  const PendingWaitScope scope(args.waits, {buf.get()});
+  const OpDeadline deadline(args.timeout);
+  for (int s = 0; s < n - 1; ++s) {
+    const int64_t b = Mod(r - s - 1, n);
+    for (int64_t k = 0; k < segments; ++k) buf->recv(prev, slot(s, k), offset(b, k), seg_len(k));
+  }
+  for (int64_t k = 0; k < segments; ++k) buf->send(next, slot(0, k), offset(r, k), seg_len(k));
+  for (int s = 0; s < n - 1; ++s) {
+    const int64_t b = Mod(r - s - 1, n);
+    for (int64_t k = 0; k < segments; ++k) {
+      ThrowIfWaitAborted(buf->waitRecv(deadline.Remaining()), "all-gather recv");
+      if (s + 1 < n - 1) buf->send(next, slot(s + 1, k), offset(b, k), seg_len(k));
+    }
+  }
+  for (int64_t i = 0; i < (n - 1) * segments; ++i) {
+    ThrowIfWaitAborted(buf->waitSend(deadline.Remaining()), "all-gather send");
+  }
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,45 @@
+// Ring all-gather built from Gloo primitives (unbound-buffer send/recv),
+// pipelined by segment. It replaces gloo::allgather for two reasons:
+// - Abort: its waits are registered in PendingWaits, so Abort always wakes
+//   them. A gloo::allgather waiting on a peer that died could stay blocked
+//   until its own timeout ([Note: aborting a Gloo context] does not always
+//   reach it), and the communicator's destructor joins that wait: a survivor
+//   then missed the next generation (seen in elastic_redundancy_test under
+//   CI's load).
+// - Bandwidth: a block travels as 1 MiB segments, and a rank forwards each
+//   segment as soon as it lands, so the N - 1 steps overlap instead of each
+//   waiting for the whole block (the pipelined ring of NCCL's all-gather).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "gloo/context.h"
+#include "worker/comm/gloo_transport.h"
+
+namespace zeroshard {
+
+struct RingAllGatherArgs {
+  // world_size blocks of `block_bytes`; this rank's block must already be at
+  // out + rank * block_bytes. The others are written here.
+  void* out = nullptr;
+  size_t block_bytes = 0;
+  // The op's first slot: it uses (world_size - 1) * segments consecutive
+  // slots from here. Unique per op and equal on every rank.
+  uint64_t slot = 0;
+  std::chrono::milliseconds timeout{60000};  // Whole-op deadline.
+  PendingWaits* waits = nullptr;             // Abort wakes the ring's waits (may be null).
+};
+
+// Segments of one block (1 MiB each, the last may be shorter): how many
+// slots per step the op takes.
+int64_t RingAllGatherSegments(size_t block_bytes);
+
+// Runs the ring on `context`. Throws gloo::IoException on transport failure,
+// abort or timeout (the caller maps exceptions to absl::Status). Allocates
+// nothing beyond Gloo's per-message bookkeeping.
+void RingAllGather(const std::shared_ptr<gloo::Context>& context, const RingAllGatherArgs& args);
+
+}  // namespace zeroshard
