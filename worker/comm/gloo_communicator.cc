@@ -18,6 +18,7 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/device.h"
 #include "worker/comm/gloo_ring_all_gather.h"
+#include "worker/comm/gloo_ring_all_reduce.h"
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport.h"
@@ -127,6 +128,10 @@ class GlooCommunicator final : public Communicator {
                                   ReduceOp op, const CollectiveOptions& opts) override {
     ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true));
+    const RingAllReduceArgs args{send, recv, count, dtype, op,
+                                 kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
+                                 kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
+                                 GlooTimeout(opts.timeout), &pending_waits_};
     return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
       if (count == 0) return;
       const bool wide = dtype == DType::kInt64 || dtype == DType::kFp64;
@@ -140,16 +145,8 @@ class GlooCommunicator final : public Communicator {
         }
         return;
       }
-      // fp32 reduces in recv itself; bf16 through an fp32 scratch (round once).
-      std::vector<float> scratch;
-      float* data = static_cast<float*>(recv);
-      if (dtype == DType::kBf16) {
-        scratch.resize(count);
-        data = scratch.data();
-      }
-      ToFloat(send, dtype, data, count);
-      if (world_size() > 1) GlooAllReduce(context_, data, count, op, opts.timeout);
-      FromFloat(data, dtype, recv, count);
+      // fp32 / bf16: zeroshard's rings (bf16 reduced in fp32, rounded once).
+      RingAllReduce(context_, args, all_reduce_scratch_);
     });
   }
 
@@ -219,6 +216,7 @@ class GlooCommunicator final : public Communicator {
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;  // Issue thread only; equal on every rank.
   RingScratch ring_scratch_;    // Queue thread only.
+  RingAllReduceScratch all_reduce_scratch_;  // Queue thread only.
   PendingWaits pending_waits_;  // The rings' waits, for Abort.
   OpQueue queue_;               // Last: destroyed (joined) before the context.
 };

@@ -15,16 +15,21 @@
 //   ReduceScatter: a ring built from Gloo primitives (unbound-buffer
 //                  send/recv; gloo_ring_reduce_scatter.h), because the packaged
 //                  Gloo has no usable one. fp32, bf16; sum, max.
-//   AllReduce:     gloo::allreduce (ring) on fp32; sum, max.
+//   AllReduce:     fp32, bf16: a ring reduce-scatter then a ring all-gather
+//                  (gloo_ring_all_reduce.h), so Abort always wakes it;
+//                  int64, fp64 (control values): gloo::allreduce. Sum, max.
 //   Broadcast:     gloo::broadcast, any dtype (bytes).
 //   Barrier:       gloo::barrier, queued in order with the other ops; its
 //                  opts.timeout bounds the wait for earlier ops too. A Barrier
 //                  that returns DEADLINE_EXCEEDED may still run later: Abort
 //                  the communicator rather than reuse it.
 // Memory: the reduce-scatter keeps fp32 scratch of 2 x count elements (3 for
-// bf16) of the largest op so far, for the communicator's lifetime.
-// bf16 reductions accumulate in fp32 and round once to bf16 at the end; they
-// move fp32 on the wire (twice the bytes of the bf16 data).
+// bf16) of the largest op so far, for the communicator's lifetime; the
+// all-reduce keeps its own (for count / world_size elements) and, for counts
+// not a multiple of world_size, a padded copy of its largest op.
+// bf16 reductions accumulate in fp32 and round once to bf16 at the end; their
+// reduce-scatter moves fp32 on the wire (twice the bytes of the bf16 data),
+// an all-reduce's gather phase bf16.
 //
 // Errors (Wait's status): a peer gone or a transport error: UNAVAILABLE; the
 // op's CollectiveOptions::timeout passed: DEADLINE_EXCEEDED; after Abort:
