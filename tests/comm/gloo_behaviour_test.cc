@@ -1,6 +1,7 @@
 // Gloo communicator behaviour beyond results: timeouts that must fire, Abort,
 // stats, argument errors, bf16 rounding, the factory by name.
 #include <cstring>
+#include <functional>
 
 #include "gtest/gtest.h"
 #include "tests/comm/rank_threads.h"
@@ -312,25 +313,66 @@ TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
   }
 }
 
-// A rank whose all-gather waits on a peer that is alive but never sends (a
+// A rank whose collective waits on a peer that is alive but never sends (a
 // stopped process): Abort returns the op at once and the communicator is
-// destroyed promptly, not after the op's 60 s timeout.
-TEST(GlooBehaviourTest, AbortWakesAnAllGatherWaitingOnASilentPeer) {
+// destroyed promptly, not after the op's 60 s timeout. Every kind of op:
+// zeroshard's rings (all-gather, reduce-scatter, fp32 all-reduce) register
+// their waits; Gloo's built-ins (broadcast, the fp64 control all-reduce) are
+// woken by closing the pairs (AbortGlooContext).
+struct SilentPeerCase {
+  const char* name;
+  // Issues rank r's part of the op over `buf` (3 blocks of `block` fp32).
+  std::function<std::unique_ptr<Work>(Communicator&, int r, float* buf, int64_t block)> issue;
+};
+
+class AbortWakesTest : public ::testing::TestWithParam<SilentPeerCase> {};
+
+TEST_P(AbortWakesTest, AnOpWaitingOnASilentPeer) {
   InMemoryStore store;
   auto comms = MustConnect(store, 3);
   ASSERT_EQ(comms.size(), 3u);
   const int64_t block = int64_t{3} << 18;  // 3 MiB of fp32.
-  std::vector<float> a(block * 3), b(block * 3);
-  auto w0 = comms[0]->AllGather(a.data(), a.data(), block, DType::kFp32);
-  auto w1 = comms[1]->AllGather(b.data() + block, b.data(), block, DType::kFp32);
+  std::vector<float> a(block * 3, 1.0f), b(block * 3, 1.0f);
+  auto w0 = GetParam().issue(*comms[0], 0, a.data(), block);
+  auto w1 = GetParam().issue(*comms[1], 1, b.data(), block);
   absl::SleepFor(absl::Milliseconds(200));  // Rank 2 never issues its part.
   const absl::Time start = absl::Now();
   comms[0]->Abort();
   EXPECT_EQ(w0->Wait(absl::Seconds(5)).code(), absl::StatusCode::kAborted);
-  EXPECT_FALSE(w1->Wait(absl::Seconds(10)).ok());  // Its peer rank 0 is gone.
+  comms[0].reset();  // Joins its op: returns at once, not at the op's timeout.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // Rank 1 may be waiting on the silent rank 2, not on rank 0: its own Abort.
+  comms[1]->Abort();
+  EXPECT_FALSE(w1->Wait(absl::Seconds(5)).ok());
   comms.clear();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOp, AbortWakesTest,
+    ::testing::Values(
+        SilentPeerCase{"AllGather",
+                       [](Communicator& c, int r, float* buf, int64_t block) {
+                         return c.AllGather(buf + r * block, buf, block, DType::kFp32);
+                       }},
+        SilentPeerCase{"ReduceScatter",
+                       [](Communicator& c, int r, float* buf, int64_t block) {
+                         return c.ReduceScatter(buf, buf + r * block, block, DType::kFp32,
+                                                ReduceOp::kSum);
+                       }},
+        SilentPeerCase{"AllReduceFp32",
+                       [](Communicator& c, int, float* buf, int64_t block) {
+                         return c.AllReduce(buf, buf, 3 * block, DType::kFp32, ReduceOp::kSum);
+                       }},
+        SilentPeerCase{"AllReduceFp64Control",
+                       [](Communicator& c, int, float* buf, int64_t block) {
+                         return c.AllReduce(buf, buf, block, DType::kFp64, ReduceOp::kSum);
+                       }},
+        SilentPeerCase{"BroadcastFromTheSilentRank",
+                       [](Communicator& c, int, float* buf, int64_t block) {
+                         return c.Broadcast(buf, buf, 3 * block, DType::kFp32, /*root=*/2);
+                       }}),
+    [](const ::testing::TestParamInfo<SilentPeerCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace zeroshard::testing

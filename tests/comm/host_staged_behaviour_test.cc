@@ -89,9 +89,9 @@ TEST_F(HostStagedBehaviourTest, QueuedOpsCompleteInOrderWithStats) {
 }
 
 TEST_F(HostStagedBehaviourTest, TimeoutFiresThenLaterOpsAreAborted) {
+  std::vector<float> in(16, 1.0f), out(32);  // Outlive comms (op_queue.h).
   auto comms = Connect(2);
   ASSERT_EQ(comms.size(), 2u);
-  std::vector<float> in(16, 1.0f), out(32);
   CollectiveOptions opts;
   opts.timeout = absl::Milliseconds(300);
   const absl::Time start = absl::Now();
@@ -108,9 +108,9 @@ TEST_F(HostStagedBehaviourTest, TimeoutFiresThenLaterOpsAreAborted) {
 }
 
 TEST_F(HostStagedBehaviourTest, AbortFailsRunningQueuedAndLaterOpsFast) {
+  std::vector<float> a(1000, 1.0f), c(2, 1.0f);  // Outlive comms (op_queue.h).
   auto comms = Connect(2);
   ASSERT_EQ(comms.size(), 2u);
-  std::vector<float> a(1000, 1.0f), c(2, 1.0f);
   // Rank 0 enters an all-reduce that rank 1 never issues.
   auto running = comms[0]->AllReduce(a.data(), a.data(), 1000, DType::kFp32, ReduceOp::kSum);
   auto queued = comms[0]->AllGather(c.data(), c.data(), 1, DType::kFp32);

@@ -157,10 +157,14 @@ TEST(ShmBehaviourTest, SegmentsMoveAndUnlinkOnce) {
 }
 
 TEST(ShmBehaviourTest, AbortFailsPendingOpFastAndThePeerSeesItLeave) {
+  // Declared before the communicators, so they outlive them: an aborted op's
+  // body may still write its buffers until its communicator is destroyed
+  // ([Note: completion wins once], op_queue.h). Rank 0's queue thread can
+  // wake after Abort, find rank 1's post and write `a` after the test body.
+  std::vector<float> a(8, 1.0f), b(8, 2.0f);
   InMemoryStore store;
   auto comms = MustConnect(store, 2);
   ASSERT_EQ(comms.size(), 2u);
-  std::vector<float> a(8, 1.0f);
   auto pending = comms[0]->AllReduce(a.data(), a.data(), 8, DType::kFp32, ReduceOp::kSum);
   absl::SleepFor(absl::Milliseconds(50));
   const absl::Time start = absl::Now();
@@ -169,7 +173,6 @@ TEST(ShmBehaviourTest, AbortFailsPendingOpFastAndThePeerSeesItLeave) {
   EXPECT_EQ(comms[0]->Barrier().code(), absl::StatusCode::kAborted);
   // Rank 1's matching op may still complete (rank 0 had posted its part);
   // the next one finds rank 0 gone: UNAVAILABLE, not a timeout.
-  std::vector<float> b(8, 2.0f);
   CollectiveOptions long_wait;
   long_wait.timeout = absl::Seconds(30);
   comms[1]->AllReduce(b.data(), b.data(), 8, DType::kFp32, ReduceOp::kSum, long_wait)
