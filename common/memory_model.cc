@@ -23,6 +23,7 @@ absl::Status Validate(const MemoryModelInputs& in) {
   if (in.gather_prefetch < 0 || in.gather_prefetch > 64) {
     return bad("gather prefetch: ", in.gather_prefetch, " (expected 0..64)");
   }
+  if (in.bucket_bytes < 0) return bad("bucket bytes: ", in.bucket_bytes, " (expected >= 0)");
   if (in.redundancy < 0 || in.redundancy > 1) return bad("redundancy: ", in.redundancy, " (expected 0 or 1)");
   if (in.activation_bytes < 0) return bad("activation bytes: must be >= 0");
   return absl::OkStatus();
@@ -80,15 +81,23 @@ int64_t OffloadStagingBytes(OptimizerOffload offload, int64_t max_n, bool cuda) 
 }
 
 int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
-                          DType reduce_dtype, int prefetch) {
+                          DType reduce_dtype, int prefetch, int64_t bucket_bytes) {
   int64_t max_padded = 0;
   for (const UnitPlan& u : plan.units) max_padded = std::max(max_padded, u.padded_numel);
-  const int64_t c = DTypeSize(compute_dtype);
-  const int64_t view = compute_dtype == DType::kBf16 ? 4 : 0;
-  const int64_t params = (stage == 3 ? (1 + prefetch) * c : 0) + view;
-  const int64_t grads = 4 + (stage >= 2 ? DTypeSize(reduce_dtype) : 0);
-  const int64_t step = 4;
-  return max_padded * (params + grads + step) + 8;
+  const int64_t c = DTypeSize(compute_dtype), g = DTypeSize(reduce_dtype);
+  const int64_t view = compute_dtype == DType::kBf16 ? 4 * max_padded : 0;
+  const int64_t step = 4 * max_padded + 8;
+  if (bucket_bytes <= 0) {
+    const int64_t gathers = stage == 3 ? (1 + prefetch) * c * max_padded : 0;
+    const int64_t grads = (4 + (stage >= 2 ? g : 0)) * max_padded;
+    return gathers + view + grads + step;
+  }
+  const int64_t total = plan.total_padded_numel();
+  const int64_t gather = std::max(max_padded, std::min(bucket_bytes / c, total));
+  const int64_t reduce = std::max(max_padded, std::min(bucket_bytes / g, total));
+  const int64_t gathers = stage == 3 ? std::min((1 + prefetch) * gather, total) * c : 0;
+  const int64_t grads = 4 * max_padded + (stage >= 2 ? (g + 4) * reduce : 0);
+  return gathers + view + grads + step;
 }
 
 absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
@@ -117,7 +126,7 @@ absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
   }
   out.state.offloaded = out.host_offload + out.nvme;
   out.gather_buffers = GatherBufferBound(plan, in.stage, in.compute_dtype, in.reduce_dtype,
-                                         in.gather_prefetch);
+                                         in.gather_prefetch, in.bucket_bytes);
   out.activations = in.activation_bytes;
   return out;
 }

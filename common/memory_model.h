@@ -83,6 +83,7 @@ struct MemoryModelInputs {
   bool offload_params_nvme = false;
   int offload_prefetch = 2;    // --offload-prefetch, 0..64.
   int gather_prefetch = 1;     // Stage 3: --gather-prefetch, 0..64.
+  int64_t bucket_bytes = 0;    // Stages 2-3: --bucket-mib in bytes, >= 0 (0 = none).
   bool cuda = false;           // The device is a GPU (host memory is then apart).
   int redundancy = 0;          // --redundancy 0|1.
   int64_t activation_bytes = 0;  // The model's activations and scratch, the caller's.
@@ -114,8 +115,13 @@ struct MemoryPrediction {
 //   the bracket's fp32 gradient view, plus one reduce-scatter staging in
 //   flight (g P) at stages 2-3;
 //   Step's fp32 gradient conversion; + 8 bytes (the squared-norm scalar).
+// With buckets of B bytes (EngineOptions::bucket_bytes > 0) a gather bucket
+// holds G = max(P, min(B / c, total padded)) elements and a reduce bucket R
+// = max(P, min(B / g, total padded)): stage 3 keeps (1 + d) buckets, at
+// most every unit, min((1 + d) G, total) c; the reduce-scatter in flight is
+// g R; and at stages 2-3 the gradients waiting in the reduce bucket add 4 R.
 int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
-                          DType reduce_dtype, int prefetch);
+                          DType reduce_dtype, int prefetch, int64_t bucket_bytes = 0);
 
 // Every kind for one rank of `plan` (ranks' shards are equal).
 // INVALID_ARGUMENT for a stage outside 0..3, a dtype other than fp32/bf16,

@@ -19,9 +19,11 @@ void Add(TrafficPrediction& t, Collective op, int64_t bytes, int world_size) {
 }
 
 // Stage 3's all-gathers over one step (micro_batches x brackets) by the
-// engine's rule (worker/engine/sharded_engine.h): a unit opened is gathered
-// unless it still is; the next `prefetch` units of the order are gathered
-// ahead, and gathered units outside that window are freed; a closed unit
+// engine's rule (worker/engine/sharded_engine.h, GatherWindow): when a unit
+// opens, gathered units outside the window (the rest of its bucket and the
+// next `prefetch` buckets; without buckets the next `prefetch` units) are
+// freed, the unit is gathered with the rest of its bucket unless it still
+// is, and each next bucket's ungathered units in one op; a closed unit
 // stays gathered only while the order expects it within the window. The
 // order is the one the previous step recorded (the steady state): the
 // brackets themselves.
@@ -29,28 +31,68 @@ void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, TrafficPred
   const int64_t c = DTypeSize(in.compute_dtype);
   const int units = static_cast<int>(plan.units.size());
   GatherOrder order(units);
+  std::vector<int64_t> weight;
+  for (const UnitPlan& u : plan.units) weight.push_back(c * u.padded_numel);
+  order.SetBuckets(weight, in.bucket_bytes);
   for (int mb = 0; mb < in.micro_batches; ++mb) {
     for (const UnitBracket& b : in.brackets) order.Record(b.unit, 0);
   }
   order.EndStep(0);
   std::vector<bool> gathered(units, false);
-  auto gather = [&](int u) {
-    gathered[u] = true;
-    Add(t, Collective::kAllGather, c * plan.units[u].padded_numel, plan.world_size);
+  auto gather = [&](std::vector<int> group, const std::vector<int>& bucket) {
+    for (int u : bucket) {
+      if (!gathered[u] && std::find(group.begin(), group.end(), u) == group.end()) group.push_back(u);
+    }
+    int64_t bytes = 0;
+    for (int u : group) {
+      gathered[u] = true;
+      bytes += weight[u];
+    }
+    if (!group.empty()) Add(t, Collective::kAllGather, bytes, plan.world_size);
   };
   for (int mb = 0; mb < in.micro_batches; ++mb) {
     for (const UnitBracket& b : in.brackets) {
-      if (!gathered[b.unit]) gather(b.unit);
-      const std::vector<int> next = order.Record(b.unit, in.prefetch);
+      order.Record(b.unit, in.prefetch);
+      const std::vector<std::vector<int>> window = order.WindowBuckets(in.prefetch);
       for (int u = 0; u < units; ++u) {
-        if (u != b.unit && std::find(next.begin(), next.end(), u) == next.end()) gathered[u] = false;
+        if (u != b.unit && !order.Expects(u, in.prefetch)) gathered[u] = false;
       }
-      for (int u : next) {
-        if (!gathered[u]) gather(u);
-      }
+      gather(gathered[b.unit] ? std::vector<int>{} : std::vector<int>{b.unit}, window[0]);
+      for (size_t k = 1; k < window.size(); ++k) gather({}, window[k]);
       gathered[b.unit] = order.Expects(b.unit, in.prefetch);
     }
   }
+}
+
+// Stages 2-3's reduce-scatters by the engine's reduce bucket (FlushGrads,
+// TakeFromReduceBucket): a closed backward bracket's unit joins the bucket
+// (issued first if it would overflow, and as soon as it is full; without
+// buckets at once); a bracket whose unit still waits there takes it back;
+// Step issues what is left.
+void SimulateReduces(const ShardPlan& plan, const TrafficInputs& in, TrafficPrediction& t) {
+  const int64_t g = DTypeSize(in.reduce_dtype);
+  std::vector<int> bucket;
+  int64_t bytes = 0;
+  auto issue = [&] {
+    if (!bucket.empty()) Add(t, Collective::kReduceScatter, bytes, plan.world_size);
+    bucket.clear();
+    bytes = 0;
+  };
+  for (int mb = 0; mb < in.micro_batches; ++mb) {
+    for (const UnitBracket& b : in.brackets) {
+      if (!b.backward) continue;
+      const int64_t unit_bytes = g * plan.units[b.unit].padded_numel;
+      if (const auto it = std::find(bucket.begin(), bucket.end(), b.unit); it != bucket.end()) {
+        bucket.erase(it);
+        bytes -= unit_bytes;
+      }
+      if (!bucket.empty() && bytes + unit_bytes > in.bucket_bytes) issue();
+      bucket.push_back(b.unit);
+      bytes += unit_bytes;
+      if (bytes >= in.bucket_bytes) issue();
+    }
+  }
+  issue();
 }
 
 }  // namespace
@@ -94,6 +136,7 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
   if (in.prefetch < 0 || in.prefetch > 64) {
     return absl::InvalidArgumentError(absl::StrCat("prefetch: ", in.prefetch, " (expected 0..64)"));
   }
+  if (in.bucket_bytes < 0) return absl::InvalidArgumentError("bucket_bytes: must be >= 0");
   const int units = static_cast<int>(plan.units.size());
   for (const UnitBracket& b : in.brackets) {
     if (b.unit < 0 || b.unit >= units) {
@@ -104,11 +147,7 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
   TrafficPrediction t;
   if (in.stage == 3) SimulateGathers(plan, in, t);
-  for (int mb = 0; mb < in.micro_batches && in.stage >= 2; ++mb) {
-    for (const UnitBracket& b : in.brackets) {
-      if (b.backward) Add(t, Collective::kReduceScatter, g * plan.units[b.unit].padded_numel, n);
-    }
-  }
+  if (in.stage >= 2) SimulateReduces(plan, in, t);
   for (const UnitPlan& u : plan.units) {
     if (in.stage == 0) Add(t, Collective::kAllReduce, g * u.padded_numel, n);
     if (in.stage == 1) Add(t, Collective::kReduceScatter, g * u.padded_numel, n);

@@ -25,6 +25,13 @@
 //            Step frees the rest. Simulated over the bracket order by the
 //            engine's rule and the same GatherOrder (common/gather_order.h),
 //            so prefetch hits are exact.
+//   buckets (bucket_bytes > 0; the engine's "buckets"): a gather bucket's
+//            units go in one all-gather (one call, their bytes summed), and
+//            the reduce-scatters of stages 2-3 are the engine's reduce
+//            buckets (a bracket whose unit still waits there joins it; one
+//            call per bucket issued, at the latest at Step), simulated the
+//            same way. Counts assume a backend that runs a group as one op
+//            (shm, Gloo; communicator.h).
 // Sizes are the counters' (nccl-tests' algbw size): the full N * count
 // buffer for all-gather and reduce-scatter, the count for all-reduce.
 // Wire bytes a rank sends (and receives) on a ring are that size times the
@@ -78,6 +85,7 @@ struct TrafficInputs {
   int micro_batches = 1;                 // Forward/backward passes per step.
   std::vector<UnitBracket> brackets;     // One micro-batch's, in order.
   int prefetch = 1;                      // EngineOptions::prefetch (stage 3), 0..64.
+  int64_t bucket_bytes = 0;              // EngineOptions::bucket_bytes (stages 2-3), >= 0.
 };
 
 // One step of one rank of `plan`, after the first (stage 3 prefetches in the

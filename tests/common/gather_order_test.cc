@@ -56,5 +56,40 @@ TEST(GatherOrderTest, AStepWithoutGathersKeepsTheOrder) {
   EXPECT_EQ(order.order(), (V{0, 1, 1, 0}));
 }
 
+// Buckets: unit 0 weighs 1, blocks 1..3 weigh 4, capacity 8. The seeded
+// order 0 1 2 3 3 2 1 0 cuts into [0 1] [2 3 3 2] [1 0]: a run goes on while
+// its distinct units fit, and a unit it already holds costs nothing.
+TEST(GatherOrderTest, BucketsCutByWeightAndTheWindowCountsBuckets) {
+  using B = std::vector<V>;
+  GatherOrder order(4);
+  order.SetBuckets({1, 4, 4, 4}, 8);
+  EXPECT_EQ(order.WindowBuckets(1), (B{{}, {0, 1}}));
+  EXPECT_EQ(order.Record(0, 1), (V{1, 2, 3, 3, 2}));  // The rest of [0 1], then [2 3 3 2].
+  EXPECT_EQ(order.WindowBuckets(1), (B{{1}, {2, 3}}));
+  EXPECT_EQ(order.Record(1, 1), (V{2, 3, 3, 2}));
+  EXPECT_EQ(order.WindowBuckets(1), (B{{}, {2, 3}}));
+  EXPECT_EQ(order.Record(2, 0), (V{3, 3, 2}));        // Prefetch 0: the bucket's rest.
+  EXPECT_EQ(order.WindowBuckets(2), (B{{3, 2}, {1, 0}}));
+  EXPECT_TRUE(order.Expects(0, 1));
+  EXPECT_FALSE(order.Expects(0, 0));
+  for (int u : {3, 3, 2, 1}) order.Record(u, 1);
+  EXPECT_EQ(order.Record(0, 1), V{});
+  // Recut with unit 1 heavier than the capacity: [0] [1] [2 3 3 2] [1] [0]
+  // (a unit too heavy for a bucket is one alone); EndStep cuts the new
+  // order (the same gathers) the same way.
+  order.SetBuckets({1, 9, 4, 4}, 8);
+  EXPECT_EQ(order.EndStep(1), (V{0}));
+  EXPECT_EQ(order.WindowBuckets(3), (B{{}, {0}, {1}, {2, 3}}));
+}
+
+// Without buckets the window by bucket is the flat window, one unit a bucket.
+TEST(GatherOrderTest, WithoutBucketsEachPositionIsABucket) {
+  using B = std::vector<V>;
+  GatherOrder order(3);  // 0 1 2 2 1 0
+  EXPECT_EQ(order.WindowBuckets(2), (B{{}, {0}, {1}}));
+  order.Record(0, 2);
+  EXPECT_EQ(order.WindowBuckets(3), (B{{}, {1}, {2}, {2}}));
+}
+
 }  // namespace
 }  // namespace zeroshard

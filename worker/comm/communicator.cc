@@ -1,10 +1,44 @@
 #include "worker/comm/communicator.h"
 
-#include "worker/comm/op_queue.h"
+#include <algorithm>
+#include <utility>
+#include <vector>
 
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/comm/op_queue.h"
+#include "worker/comm/reduce_math.h"
 
 namespace zeroshard {
+namespace {
+
+// The default grouped collective's handle: one Work per member, waited in
+// issue order under one deadline.
+class GroupWork final : public Work {
+ public:
+  GroupWork(std::vector<std::unique_ptr<Work>> members, CommOp op)
+      : members_(std::move(members)), op_(op) {}
+
+  absl::Status Wait(absl::Duration timeout) override {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (std::unique_ptr<Work>& w : members_) {
+      ZS_RETURN_IF_ERROR(w->Wait(std::max(deadline - absl::Now(), absl::ZeroDuration())));
+    }
+    return absl::OkStatus();
+  }
+  // Every member on the stream, or none (one backend answers alike for all).
+  absl::Status CompleteOnStream() override {
+    for (std::unique_ptr<Work>& w : members_) ZS_RETURN_IF_ERROR(w->CompleteOnStream());
+    return absl::OkStatus();
+  }
+  CommOp op() const override { return op_; }
+
+ private:
+  std::vector<std::unique_ptr<Work>> members_;
+  CommOp op_;
+};
+
+}  // namespace
 
 const char* CommOpName(CommOp op) {
   switch (op) {
@@ -43,6 +77,27 @@ double BusBandwidthFactor(CommOp op, int world_size) {
       break;
   }
   return 0.0;
+}
+
+std::unique_ptr<Work> Communicator::AllGatherGroup(absl::Span<const CollectiveArgs> group,
+                                                  DType dtype, const CollectiveOptions& opts) {
+  ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+  std::vector<std::unique_ptr<Work>> members;
+  for (const CollectiveArgs& a : group) {
+    members.push_back(AllGather(a.send, a.recv, a.count, dtype, opts));
+  }
+  return std::make_unique<GroupWork>(std::move(members), CommOp::kAllGather);
+}
+
+std::unique_ptr<Work> Communicator::ReduceScatterGroup(absl::Span<const CollectiveArgs> group,
+                                                      DType dtype, ReduceOp op,
+                                                      const CollectiveOptions& opts) {
+  ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+  std::vector<std::unique_ptr<Work>> members;
+  for (const CollectiveArgs& a : group) {
+    members.push_back(ReduceScatter(a.send, a.recv, a.count, dtype, op, opts));
+  }
+  return std::make_unique<GroupWork>(std::move(members), CommOp::kReduceScatter);
 }
 
 std::unique_ptr<Work> Communicator::RingShift(const void*, void*, int64_t, DType,

@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/dtype.h"
 
 namespace zeroshard {
@@ -98,6 +99,14 @@ struct CollectiveOptions {
   absl::Duration timeout = absl::Seconds(60);
 };
 
+// One member of a grouped collective: the buffers and per-rank count one
+// AllGather or ReduceScatter call would take, with that call's in-place rule.
+struct CollectiveArgs {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  int64_t count = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -123,6 +132,21 @@ class Communicator {
   // answer UNIMPLEMENTED.
   virtual std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count,
                                           DType dtype, const CollectiveOptions& opts = {});
+  // Grouped collectives, as NCCL's ncclGroupStart/ncclGroupEnd: the result
+  // of one AllGather (ReduceScatter) per member of `group`, in order, all of
+  // `dtype`, completed by one Work. The shm and Gloo backends run a group as
+  // one op of their queue (shm packs the members into shared rounds, one
+  // meeting of the ranks for many small units) and count it in stats() as
+  // one call of the summed bytes; the default here (NCCL, host-staged)
+  // issues the members one by one, each counted, and waits for all. Every
+  // rank passes the same counts in the same order; members must not overlap
+  // each other. Errors: as the single op's (the first failing member's); an
+  // empty group is INVALID_ARGUMENT.
+  virtual std::unique_ptr<Work> AllGatherGroup(absl::Span<const CollectiveArgs> group, DType dtype,
+                                               const CollectiveOptions& opts = {});
+  virtual std::unique_ptr<Work> ReduceScatterGroup(absl::Span<const CollectiveArgs> group,
+                                                   DType dtype, ReduceOp op,
+                                                   const CollectiveOptions& opts = {});
   virtual absl::Status Barrier(const CollectiveOptions& opts = {}) = 0;
   // Ends the communicator (its generation ended): pending work fails fast.
   virtual void Abort() = 0;

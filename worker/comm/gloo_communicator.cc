@@ -91,37 +91,52 @@ class GlooCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
                                   const CollectiveOptions& opts) override {
-    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
-    const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
-    const int n = world_size();
-    if ((n - 1) * RingAllGatherSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
-      return CompletedWork(absl::InvalidArgumentError("AllGather: block too large for one op"));
-    }
-    RingAllGatherArgs args{recv, bytes, kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
-                           GlooTimeout(opts.timeout), &pending_waits_};
-    return Submit(CommOp::kAllGather, static_cast<int64_t>(bytes) * n, [this, send, args] {
-      char* own = static_cast<char*>(args.out) + rank() * args.block_bytes;
-      if (send != own) std::memmove(own, send, args.block_bytes);  // Not in place.
-      RingAllGather(context_, args);
-    });
+    const CollectiveArgs one{send, recv, count};
+    return AllGatherGroup({&one, 1}, dtype, opts);
   }
 
   std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count, DType dtype,
                                       ReduceOp op, const CollectiveOptions& opts) override {
-    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
+    const CollectiveArgs one{send, recv, count};
+    return ReduceScatterGroup({&one, 1}, dtype, op, opts);
+  }
+
+  // A group runs as one item of the queue: its members' rings back to back.
+  std::unique_ptr<Work> AllGatherGroup(absl::Span<const CollectiveArgs> group, DType dtype,
+                                       const CollectiveOptions& opts) override {
+    ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+    const int n = world_size();
+    std::vector<std::function<void()>> bodies;
+    for (const CollectiveArgs& a : group) {
+      const size_t bytes = static_cast<size_t>(a.count * DTypeSize(dtype));
+      if ((n - 1) * RingAllGatherSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
+        return CompletedWork(absl::InvalidArgumentError("AllGather: block too large for one op"));
+      }
+      RingAllGatherArgs args{a.recv, bytes, NextRingSlot(), GlooTimeout(opts.timeout),
+                             &pending_waits_};
+      bodies.push_back([this, send = a.send, args] {
+        char* own = static_cast<char*>(args.out) + rank() * args.block_bytes;
+        if (send != own) std::memmove(own, send, args.block_bytes);  // Not in place.
+        RingAllGather(context_, args);
+      });
+    }
+    return SubmitAll(CommOp::kAllGather, GroupStatsBytes(group, dtype, n), std::move(bodies));
+  }
+
+  std::unique_ptr<Work> ReduceScatterGroup(absl::Span<const CollectiveArgs> group, DType dtype,
+                                           ReduceOp op, const CollectiveOptions& opts) override {
+    ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
     ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "ReduceScatter dtype"));
-    RingReduceScatterArgs args{send,
-                               recv,
-                               count,
-                               dtype,
-                               op,
-                               kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
-                               GlooTimeout(opts.timeout),
-                               &pending_waits_};
-    const int64_t bytes = count * DTypeSize(dtype) * world_size();
-    return Submit(CommOp::kReduceScatter, bytes, [this, args] {
-      if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
-    });
+    std::vector<std::function<void()>> bodies;
+    for (const CollectiveArgs& a : group) {
+      RingReduceScatterArgs args{a.send, a.recv, a.count, dtype, op, NextRingSlot(),
+                                 GlooTimeout(opts.timeout), &pending_waits_};
+      bodies.push_back([this, args] {
+        if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
+      });
+    }
+    return SubmitAll(CommOp::kReduceScatter, GroupStatsBytes(group, dtype, world_size()),
+                     std::move(bodies));
   }
 
   std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count, DType dtype,
@@ -129,8 +144,8 @@ class GlooCommunicator final : public Communicator {
     ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true));
     const RingAllReduceArgs args{send, recv, count, dtype, op,
-                                 kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
-                                 kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits),
+                                 NextRingSlot(),
+                                 NextRingSlot(),
                                  GlooTimeout(opts.timeout), &pending_waits_};
     return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
       if (count == 0) return;
@@ -170,7 +185,7 @@ class GlooCommunicator final : public Communicator {
                                   const CollectiveOptions& opts) override {
     ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
-    const uint64_t slot = kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits);
+    const uint64_t slot = NextRingSlot();
     const auto timeout = GlooTimeout(opts.timeout);
     return Submit(CommOp::kRingShift, static_cast<int64_t>(bytes), [=, this] {
       if (bytes > 0) RingShiftBytes(context_, send, recv, bytes, slot, timeout, &pending_waits_);
@@ -197,6 +212,13 @@ class GlooCommunicator final : public Communicator {
   CommStats stats() const override { return queue_.stats(); }
 
  private:
+  uint64_t NextRingSlot() { return kRingSlotPrefix | (next_ring_tag_++ << kRingSegmentBits); }
+  std::unique_ptr<Work> SubmitAll(CommOp op, int64_t bytes,
+                                  std::vector<std::function<void()>> bodies) {
+    return Submit(op, bytes, [bodies = std::move(bodies)] {
+      for (const std::function<void()>& body : bodies) body();
+    });
+  }
   std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, std::function<void()> body) {
     return queue_.Submit(op, bytes, [this, body = std::move(body)]() -> absl::Status {
       if (aborted_.load()) return absl::AbortedError("communicator aborted");

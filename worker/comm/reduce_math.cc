@@ -23,6 +23,22 @@ absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count)
   return absl::OkStatus();
 }
 
+absl::Status CheckCommGroup(absl::Span<const CollectiveArgs> group) {
+  if (group.empty()) return absl::InvalidArgumentError("a grouped collective needs a member");
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (absl::Status s = CheckCommBuffers(group[i].send, group[i].recv, group[i].count); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("group member ", i, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t GroupStatsBytes(absl::Span<const CollectiveArgs> group, DType dtype, int world_size) {
+  int64_t bytes = 0;
+  for (const CollectiveArgs& a : group) bytes += a.count * DTypeSize(dtype) * world_size;
+  return bytes;
+}
+
 absl::Status CheckBroadcastArgs(const void* send, const void* recv, int64_t count, int root,
                                 int rank, int world_size) {
   if (root < 0 || root >= world_size) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "common/dtype.h"
 #include "worker/comm/communicator.h"
 
@@ -20,6 +21,13 @@ absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes 
 // OK when count >= 0 and, for count > 0, both buffers are non-null;
 // INVALID_ARGUMENT otherwise.
 absl::Status CheckCommBuffers(const void* send, const void* recv, int64_t count);
+
+// OK for a non-empty group whose members each pass CheckCommBuffers;
+// INVALID_ARGUMENT naming the member otherwise.
+absl::Status CheckCommGroup(absl::Span<const CollectiveArgs> group);
+// A group's stats bytes (CommOpStats::bytes): every member's full
+// world_size x count buffer of `dtype`.
+int64_t GroupStatsBytes(absl::Span<const CollectiveArgs> group, DType dtype, int world_size);
 
 // OK for 0 <= root < world_size, and buffers as CheckCommBuffers where only
 // the root reads send (others may pass null); INVALID_ARGUMENT otherwise.

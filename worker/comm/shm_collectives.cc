@@ -125,45 +125,103 @@ bool Alone(const ShmGroup& g, const void* send, void* recv, size_t bytes) {
   return true;
 }
 
+// The members of a grouped collective laid end to end, per rank: member i
+// covers [start(i), start(i) + length(i)) of one virtual buffer, in units of
+// `unit` bytes per element (1: elements, the element size: bytes).
+class MemberStarts {
+ public:
+  MemberStarts(absl::Span<const CollectiveArgs> group, int64_t unit) {
+    starts_.push_back(0);
+    for (const CollectiveArgs& a : group) starts_.push_back(starts_.back() + a.count * unit);
+  }
+  int64_t total() const { return starts_.back(); }
+  int64_t length(size_t i) const { return starts_[i + 1] - starts_[i]; }
+  // fn(i, at, pos, n) for each member i overlapping [off, off + len): n
+  // units at offset `at` of member i, offset `pos` of the range.
+  template <typename Fn>
+  void ForEach(int64_t off, int64_t len, Fn&& fn) const {
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), off) -
+                                   starts_.begin()) - 1;
+    for (; i + 1 < starts_.size() && starts_[i] < off + len; ++i) {
+      const int64_t lo = std::max(off, starts_[i]), hi = std::min(off + len, starts_[i + 1]);
+      if (hi > lo) fn(i, lo - starts_[i], lo - off, hi - lo);
+    }
+  }
+
+ private:
+  std::vector<int64_t> starts_;
+};
+
 }  // namespace
 
-absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t bytes,
-                          absl::Time deadline) {
-  if (Alone(g, send, recv, bytes)) return absl::OkStatus();
-  const char* in = static_cast<const char*>(send);
-  char* out = static_cast<char*>(recv);
-  return PieceRounds(g, in, bytes, deadline, [&](size_t off, size_t len) {
-    for (int q = 0; q < g.world_size(); ++q) {
-      char* dst = out + q * bytes + off;
-      if (q != g.rank()) {
-        std::memcpy(dst, g.slot(q), len);
-      } else if (dst != in + off) {
-        std::memcpy(dst, in + off, len);
-      }
-    }
-  });
+absl::Status ShmAllGatherGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
+                               size_t elem_bytes, absl::Time deadline) {
+  const MemberStarts starts(group, static_cast<int64_t>(elem_bytes));
+  auto send = [&](size_t i) { return static_cast<const char*>(group[i].send); };
+  auto recv = [&](size_t i, int q, int64_t at) {
+    return static_cast<char*>(group[i].recv) + q * starts.length(i) + at;
+  };
+  if (g.world_size() == 1) {
+    for (size_t i = 0; i < group.size(); ++i) Alone(g, send(i), recv(i, 0, 0), starts.length(i));
+    return absl::OkStatus();
+  }
+  for (int64_t off = 0; off < starts.total(); off += g.slot_bytes()) {
+    const int64_t len = std::min<int64_t>(g.slot_bytes(), starts.total() - off);
+    ZS_RETURN_IF_ERROR(g.Round(
+        deadline,
+        [&](char* slot) {
+          starts.ForEach(off, len, [&](size_t i, int64_t at, int64_t pos, int64_t n) {
+            std::memcpy(slot + pos, send(i) + at, n);
+          });
+        },
+        [&] {
+          for (int q = 0; q < g.world_size(); ++q) {
+            starts.ForEach(off, len, [&](size_t i, int64_t at, int64_t pos, int64_t n) {
+              char* dst = recv(i, q, at);
+              if (q != g.rank()) {
+                std::memcpy(dst, g.slot(q) + pos, n);
+              } else if (dst != send(i) + at) {
+                std::memcpy(dst, send(i) + at, n);
+              }
+            });
+          }
+        }));
+  }
+  return absl::OkStatus();
 }
 
-absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t count,
-                              DType dtype, ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
-  if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
+absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
+                                   DType dtype, ReduceOp op, ShmScratch& scratch,
+                                   absl::Time deadline) {
+  const MemberStarts starts(group, 1);  // In elements.
+  if (g.world_size() == 1) {
+    for (const CollectiveArgs& a : group) Alone(g, a.send, a.recv, a.count * DTypeSize(dtype));
+    return absl::OkStatus();
+  }
   const int n = g.world_size(), r = g.rank();
   const int64_t per = static_cast<int64_t>(g.slot_bytes() / (sizeof(float) * n));
-  for (int64_t off = 0; off < count; off += per) {
-    const int64_t len = std::min(per, count - off);
-    float* acc = dtype == DType::kFp32 ? reinterpret_cast<float*>(At(recv, off, dtype))
-                                       : Scratch(scratch, len);
+  const bool fp32 = dtype == DType::kFp32;
+  for (int64_t off = 0; off < starts.total(); off += per) {
+    const int64_t len = std::min(per, starts.total() - off);
+    float* scratch_acc = fp32 ? nullptr : Scratch(scratch, len);
     ZS_RETURN_IF_ERROR(g.Round(
         deadline,
         [&](char* slot) {
           for (int p = 0; p < n; ++p) {
-            ToFloat(At(send, p * count + off, dtype), dtype,
-                    reinterpret_cast<float*>(slot) + p * per, len);
+            starts.ForEach(off, len, [&](size_t i, int64_t at, int64_t pos, int64_t m) {
+              ToFloat(At(group[i].send, p * group[i].count + at, dtype), dtype,
+                      reinterpret_cast<float*>(slot) + p * per + pos, m);
+            });
           }
         },
         [&] {
-          ReduceSlots(g, r * per, len, op, acc);
-          FromFloat(acc, dtype, At(recv, off, dtype), len);
+          starts.ForEach(off, len, [&](size_t i, int64_t at, int64_t pos, int64_t m) {
+            // fp32 reduces straight into recv; bf16 through fp32 scratch.
+            float* acc = fp32 ? reinterpret_cast<float*>(At(group[i].recv, at, dtype))
+                              : scratch_acc + pos;
+            ReduceSlots(g, r * per + pos, m, op, acc);
+            if (!fp32) FromFloat(acc, dtype, At(group[i].recv, at, dtype), m);
+          });
         }));
   }
   return absl::OkStatus();

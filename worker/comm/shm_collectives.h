@@ -6,8 +6,10 @@
 // fp32 (bf16 converted on the way into the slot, rounded once at the end;
 // int64 and fp64 in their own type), so every rank gets the same bits and
 // the result does not depend on timing. Slot use per round:
-//   AllGather, Broadcast, RingShift: slot_bytes of the payload.
-//   ReduceScatter: N blocks of slot_bytes / (4N) fp32 elements.
+//   AllGather, Broadcast, RingShift: slot_bytes of the payload (a group's
+//     members back to back).
+//   ReduceScatter: N blocks of slot_bytes / (4N) fp32 elements (a group's
+//     members back to back in each block).
 //   AllReduce, fp32/bf16: counts up to kShmOneRoundElements in one round
 //     (every rank reduces all of it); larger ones in chunks of slot_bytes / 4
 //     elements, two rounds each (rank r reduces the r-th of N segments, then
@@ -34,10 +36,14 @@ struct ShmScratch {
   std::vector<float> acc;
 };
 
-absl::Status ShmAllGather(ShmGroup& g, const void* send, void* recv, size_t bytes,
-                          absl::Time deadline);
-absl::Status ShmReduceScatter(ShmGroup& g, const void* send, void* recv, int64_t count,
-                              DType dtype, ReduceOp op, ShmScratch& scratch, absl::Time deadline);
+// Grouped (communicator.h AllGatherGroup / ReduceScatterGroup): the
+// members' per-rank pieces are laid end to end and moved in shared rounds,
+// so small members share one meeting; a single op is a group of one.
+absl::Status ShmAllGatherGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
+                               size_t elem_bytes, absl::Time deadline);
+absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
+                                   DType dtype, ReduceOp op, ShmScratch& scratch,
+                                   absl::Time deadline);
 absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline);
 absl::Status ShmBroadcast(ShmGroup& g, const void* send, void* recv, size_t bytes, int root,

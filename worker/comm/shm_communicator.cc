@@ -28,22 +28,34 @@ class ShmCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
                                   const CollectiveOptions& opts) override {
-    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
-    const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
-    return Submit(CommOp::kAllGather, static_cast<int64_t>(bytes) * world_size(), opts,
-                  [=, this](absl::Time deadline) {
-                    return ShmAllGather(*group_, send, recv, bytes, deadline);
-                  });
+    const CollectiveArgs one{send, recv, count};
+    return AllGatherGroup({&one, 1}, dtype, opts);
   }
 
   std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count, DType dtype,
                                       ReduceOp op, const CollectiveOptions& opts) override {
-    ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
-    ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "ReduceScatter dtype"));
-    return Submit(CommOp::kReduceScatter, count * DTypeSize(dtype) * world_size(), opts,
+    const CollectiveArgs one{send, recv, count};
+    return ReduceScatterGroup({&one, 1}, dtype, op, opts);
+  }
+
+  std::unique_ptr<Work> AllGatherGroup(absl::Span<const CollectiveArgs> group, DType dtype,
+                                       const CollectiveOptions& opts) override {
+    ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+    std::vector<CollectiveArgs> members(group.begin(), group.end());
+    return Submit(CommOp::kAllGather, GroupStatsBytes(members, dtype, world_size()), opts,
                   [=, this](absl::Time deadline) {
-                    return ShmReduceScatter(*group_, send, recv, count, dtype, op, scratch_,
-                                            deadline);
+                    return ShmAllGatherGroup(*group_, members, DTypeSize(dtype), deadline);
+                  });
+  }
+
+  std::unique_ptr<Work> ReduceScatterGroup(absl::Span<const CollectiveArgs> group, DType dtype,
+                                           ReduceOp op, const CollectiveOptions& opts) override {
+    ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+    ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "ReduceScatter dtype"));
+    std::vector<CollectiveArgs> members(group.begin(), group.end());
+    return Submit(CommOp::kReduceScatter, GroupStatsBytes(members, dtype, world_size()), opts,
+                  [=, this](absl::Time deadline) {
+                    return ShmReduceScatterGroup(*group_, members, dtype, op, scratch_, deadline);
                   });
   }
 
@@ -94,6 +106,7 @@ class ShmCommunicator final : public Communicator {
 
  private:
   using Body = std::function<absl::Status(absl::Time deadline)>;
+
   std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, const CollectiveOptions& opts,
                                Body body) {
     return queue_.Submit(op, bytes, [this, timeout = opts.timeout, body = std::move(body)] {

@@ -60,48 +60,81 @@ void ShardedEngine::Retire(DeviceBuffer& buffer) {
   buffer = Buffer(kind);
 }
 
-void ShardedEngine::IssueGather(int u) {
-  Unit& unit = units_[u];
-  const int64_t bytes = unit.plan->padded_numel * cbytes();
-  // Zeros where nothing will be gathered: the model unwinds, Step reports
-  // the error. Otherwise the gather overwrites every byte.
-  MustAllocate(unit.gathered, bytes, /*zeroed=*/Failed());
-  if (Failed()) return;
-  const int64_t S = unit.plan->shard_numel;
-  const void* send = unit.params.data();
-  if (params_ != nullptr) {
-    // In place: the rank's slice of the gather buffer is the send buffer.
-    uint8_t* mine = Slice(unit.gathered, S, cbytes());
-    if (absl::Status s = StageParamShard(u, mine); !s.ok()) {
-      comm_->Abort();  // The peers would wait for this rank's gather.
-      Fail(s);
-      MustAllocate(unit.gathered, bytes);  // Zeros, as above.
-      return;
+void ShardedEngine::IssueGathers(const std::vector<int>& group) {
+  if (group.empty()) return;
+  std::vector<CollectiveArgs> args;
+  for (int u : group) {
+    Unit& unit = units_[u];
+    // Zeros where nothing will be gathered: the model unwinds, Step reports
+    // the error. Otherwise the gather overwrites every byte.
+    MustAllocate(unit.gathered, unit.plan->padded_numel * cbytes(), /*zeroed=*/Failed());
+    if (Failed()) continue;
+    const int64_t S = unit.plan->shard_numel;
+    const void* send = unit.params.data();
+    if (params_ != nullptr) {
+      // In place: the rank's slice of the gather buffer is the send buffer.
+      uint8_t* mine = Slice(unit.gathered, S, cbytes());
+      if (absl::Status s = StageParamShard(u, mine); !s.ok()) {
+        comm_->Abort();  // The peers would wait for this rank's gather.
+        Fail(s);
+        continue;
+      }
+      send = mine;
     }
-    send = mine;
+    args.push_back({send, unit.gathered.data(), S});
   }
-  unit.gather_work = comm_->AllGather(send, unit.gathered.data(), S, options_.compute_dtype,
-                                      {options_.collective_timeout});
+  if (Failed()) {
+    for (int u : group) MustAllocate(units_[u].gathered, units_[u].gathered.bytes());  // Zeros.
+    return;
+  }
+  auto gather = std::make_shared<GatherWork>();
+  gather->work = comm_->AllGatherGroup(args, options_.compute_dtype, {options_.collective_timeout});
+  for (int u : group) units_[u].gather = gather;
 }
 
-// Units still gathered are the open ones and the window `next`: a prefetch
-// the model did not take is freed once the order stops expecting it.
-void ShardedEngine::PrefetchAfter(int u) {
-  const std::vector<int> next = orders_->use.Record(u, options_.prefetch);
+// Gathered units outside the open ones and the window are freed first (a
+// prefetch the model did not take, once the order stops expecting it), so
+// at most (1 + prefetch) buckets are ever gathered; then the open unit with
+// the rest of its bucket, in one op; then the window's next buckets, one op
+// each.
+void ShardedEngine::GatherWindow(int u) {
+  orders_->use.Record(u, options_.prefetch);
+  const std::vector<std::vector<int>> window = orders_->use.WindowBuckets(options_.prefetch);
+  auto ungathered = [&](const std::vector<int>& bucket, std::vector<int> group) {
+    for (int w : bucket) {
+      if (!units_[w].gathered.allocated() && units_[w].param_refs == 0 &&
+          std::find(group.begin(), group.end(), w) == group.end()) {
+        group.push_back(w);
+      }
+    }
+    return group;
+  };
   for (Unit& other : units_) {
     const int w = static_cast<int>(&other - units_.data());
-    if (other.param_refs == 0 && other.gathered.allocated() &&
-        std::find(next.begin(), next.end(), w) == next.end()) {
+    if (other.param_refs == 0 && other.gathered.allocated() && !orders_->use.Expects(w, options_.prefetch)) {
       FreeGather(other);
     }
   }
-  for (int w : next) {
-    if (!units_[w].gathered.allocated() && units_[w].param_refs == 0) IssueGather(w);
+  IssueGathers(ungathered(window[0], units_[u].gathered.allocated() ? std::vector<int>{}
+                                                                     : std::vector<int>{u}));
+  for (size_t b = 1; b < window.size(); ++b) IssueGathers(ungathered(window[b], {}));
+}
+
+bool ShardedEngine::SettleGather(Unit& unit, bool on_stream) {
+  const std::shared_ptr<GatherWork> gather = std::move(unit.gather);
+  unit.gather = nullptr;
+  if (gather == nullptr) return true;
+  if (gather->work != nullptr) {
+    const absl::Status s = on_stream ? Sequence(gather->work) : Await(gather->work);
+    if (!s.ok()) gather->failed = true;
   }
+  if (!gather->failed) return true;
+  Retire(unit.gathered);  // [Note: failed collective buffers]
+  return false;
 }
 
 void ShardedEngine::FreeGather(Unit& unit) {
-  if (unit.gather_work != nullptr && !Await(unit.gather_work).ok()) Retire(unit.gathered);
+  SettleGather(unit, /*on_stream=*/false);
   if (unit.param_refs == 0) unit.gathered.Free();
 }
 
@@ -120,12 +153,8 @@ const float* ShardedEngine::AcquireParams(int u) {
   const bool bf16_compute = options_.compute_dtype == DType::kBf16;
   const void* full = unit.params.data();
   if (options_.stage == 3) {
-    if (!unit.gathered.allocated()) IssueGather(u);
-    PrefetchAfter(u);  // Issued before the wait for u's, to overlap it.
-    if (unit.gather_work != nullptr && !Sequence(unit.gather_work).ok()) {
-      Retire(unit.gathered);  // [Note: failed collective buffers]
-      MustAllocate(unit.gathered, P * cbytes());
-    }
+    GatherWindow(u);  // Prefetches issued before the wait for u's, to overlap it.
+    if (!SettleGather(unit, /*on_stream=*/true)) MustAllocate(unit.gathered, P * cbytes());
     full = unit.gathered.data();
   }
   if (bf16_compute) {
@@ -145,7 +174,7 @@ void ShardedEngine::ReleaseParams(int u) {
   ZS_CHECK(unit.param_refs > 0);  // A Post* without its Pre*.
   if (--unit.param_refs > 0) return;
   unit.view.Free();
-  if (unit.gather_work == nullptr && !KeepGathered(u)) unit.gathered.Free();
+  if (unit.gather == nullptr && !KeepGathered(u)) unit.gathered.Free();
   unit.param_ptr = nullptr;
 }
 
@@ -166,7 +195,8 @@ UnitBackwardView ShardedEngine::PreBackward(int u) {
     if (options_.stage <= 1 && options_.reduce_dtype == DType::kFp32) {
       unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
     } else {
-      MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
+      // A gradient still waiting in the reduce bucket takes this bracket's too.
+      if (!TakeFromReduceBucket(u)) MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
       unit.grad_ptr = unit.grad_view.as<float>();
     }
   }
@@ -184,12 +214,13 @@ void ShardedEngine::PostBackward(int u) {
 
 // Moves the bracket's fp32 gradient into the resident gradient: at stages 0-1
 // by adding (when it is not already the resident buffer); at stages 2-3 by a
-// reduce-scatter of a staging buffer, straight into the shard gradient when
-// that holds zeros (Unit::grads_zero), else in place, its slice added into
-// the shard gradient once the collective completes (DrainOneReduce).
+// reduce-scatter of a staging buffer (grouped with the reduce bucket's
+// others), straight into the shard gradient when that holds zeros
+// (Unit::grads_zero), else in place, its slice added into the shard
+// gradient once the collective completes (DrainOneReduce).
 void ShardedEngine::FlushGrads(int u) {
   Unit& unit = units_[u];
-  const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
+  const int64_t P = unit.plan->padded_numel;
   if (options_.stage <= 1) {
     if (unit.grad_view.allocated()) {
       Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, unit.grad_view.data(),
@@ -198,43 +229,78 @@ void ShardedEngine::FlushGrads(int u) {
     }
     return;
   }
-  // One reduce-scatter in flight (the previous unit's, overlapping this
-  // unit's backward): it completes before the next staging is allocated.
-  while (!pending_.empty()) DrainOneReduce();
-  PendingReduce pending{u, nullptr, Buffer(MemoryKind::kBuffers)};
-  if (options_.reduce_dtype == DType::kFp32) {
-    pending.staging = std::move(unit.grad_view);
-    unit.grad_view = Buffer(MemoryKind::kBuffers);
-  } else {
-    MustAllocate(pending.staging, P * 2);
-    Fail(device_->Convert(unit.grad_view.data(), DType::kFp32, pending.staging.data(),
-                          DType::kBf16, P));
-    unit.grad_view.Free();
+  const int64_t bytes = P * gbytes();
+  if (!reduce_bucket_.empty() && reduce_bucket_bytes_ + bytes > options_.bucket_bytes) {
+    IssueReduceBucket();
   }
-  if (Failed()) return;  // Nothing is reduced after a failure.
-  pending.direct = unit.grads_zero;
-  unit.grads_zero = false;
-  void* recv = pending.direct ? unit.grads.data() : Slice(pending.staging, S, gbytes());
-  pending.work = comm_->ReduceScatter(pending.staging.data(), recv, S, options_.reduce_dtype,
-                                      ReduceOp::kSum, {options_.collective_timeout});
+  reduce_bucket_.push_back(u);
+  reduce_bucket_bytes_ += bytes;
+  if (reduce_bucket_bytes_ >= options_.bucket_bytes) IssueReduceBucket();  // Always at 0.
+}
+
+bool ShardedEngine::TakeFromReduceBucket(int u) {
+  const auto it = std::find(reduce_bucket_.begin(), reduce_bucket_.end(), u);
+  if (it == reduce_bucket_.end()) return false;
+  reduce_bucket_.erase(it);
+  reduce_bucket_bytes_ -= units_[u].plan->padded_numel * gbytes();
+  return true;
+}
+
+void ShardedEngine::IssueReduceBucket() {
+  // One reduce-scatter in flight (the previous bucket's, overlapping this
+  // one's backward): it completes before the next staging is allocated.
+  while (!pending_.empty()) DrainOneReduce();
+  PendingReduce pending;
+  for (int u : reduce_bucket_) {
+    Unit& unit = units_[u];
+    ReducePiece piece{u, Buffer(MemoryKind::kBuffers)};
+    if (options_.reduce_dtype == DType::kFp32) {
+      piece.staging = std::move(unit.grad_view);
+      unit.grad_view = Buffer(MemoryKind::kBuffers);
+    } else {
+      MustAllocate(piece.staging, unit.plan->padded_numel * 2);
+      Fail(device_->Convert(unit.grad_view.data(), DType::kFp32, piece.staging.data(),
+                            DType::kBf16, unit.plan->padded_numel));
+      unit.grad_view.Free();
+    }
+    pending.pieces.push_back(std::move(piece));
+  }
+  reduce_bucket_.clear();
+  reduce_bucket_bytes_ = 0;
+  if (Failed() || pending.pieces.empty()) return;  // Nothing is reduced after a failure.
+  std::vector<CollectiveArgs> args;
+  for (ReducePiece& piece : pending.pieces) {
+    Unit& unit = units_[piece.unit];
+    const int64_t S = unit.plan->shard_numel;
+    piece.direct = unit.grads_zero;
+    unit.grads_zero = false;
+    void* recv = piece.direct ? unit.grads.data() : Slice(piece.staging, S, gbytes());
+    args.push_back({piece.staging.data(), recv, S});
+  }
+  pending.work = comm_->ReduceScatterGroup(args, options_.reduce_dtype, ReduceOp::kSum,
+                                           {options_.collective_timeout});
   pending_.push_back(std::move(pending));
 }
 
 void ShardedEngine::DrainOneReduce() {
   PendingReduce& p = pending_.front();
-  Unit& unit = units_[p.unit];
-  const int64_t S = unit.plan->shard_numel;
-  if (!Sequence(p.work).ok()) {
-    Retire(p.staging);  // [Note: failed collective buffers]
-    if (p.direct) Retire(unit.grads);
-  } else if (!p.direct) {
-    Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, Slice(p.staging, S, gbytes()),
-                          options_.reduce_dtype, S));
+  const bool ok = Sequence(p.work).ok();
+  for (ReducePiece& piece : p.pieces) {
+    Unit& unit = units_[piece.unit];
+    if (!ok) {
+      Retire(piece.staging);  // [Note: failed collective buffers]
+      if (piece.direct) Retire(unit.grads);
+    } else if (!piece.direct) {
+      const int64_t S = unit.plan->shard_numel;
+      Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype,
+                            Slice(piece.staging, S, gbytes()), options_.reduce_dtype, S));
+    }
   }
   pending_.pop_front();
 }
 
 absl::Status ShardedEngine::DrainAll() {
+  if (!reduce_bucket_.empty()) IssueReduceBucket();
   while (!pending_.empty()) DrainOneReduce();
   for (Unit& unit : units_) FreeGather(unit);
   return status_;

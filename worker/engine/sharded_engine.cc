@@ -53,6 +53,7 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
     return bad("params_offload.prefetch: ", o.params_offload.prefetch, " (expected 0..64)");
   }
   if (o.prefetch < 0 || o.prefetch > 64) return bad("prefetch: ", o.prefetch, " (expected 0..64)");
+  if (o.bucket_bytes < 0) return bad("bucket_bytes: ", o.bucket_bytes, " (expected >= 0)");
   if (initial.size() != plan.units.size()) {
     return bad("initial_units: ", initial.size(), " units, plan has ", plan.units.size());
   }
@@ -96,6 +97,12 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
   options_.offload.timeout = options_.collective_timeout;
   options_.params_offload.timeout = options_.collective_timeout;
   if (options_.offload.cpu_threads == 0) options_.offload.cpu_threads = options_.optimizer_threads;
+  // Stage 3's gather buckets weigh each unit's gathered compute copy.
+  std::vector<int64_t> gathered_bytes;
+  for (const UnitPlan& u : plan_.units) gathered_bytes.push_back(u.padded_numel * cbytes());
+  for (Orders* orders : {&train_orders_, &eval_orders_}) {
+    orders->use.SetBuckets(gathered_bytes, options_.bucket_bytes);
+  }
   for (Unit& unit : units_) {
     unit.params = Buffer(MemoryKind::kParams);
     unit.grads = Buffer(MemoryKind::kGrads);
@@ -119,6 +126,7 @@ absl::Status ShardedEngine::CheckFits() const {
   in.offload_params_nvme = options_.params_offload.enabled;
   in.offload_prefetch = options_.params_offload.prefetch;
   in.gather_prefetch = options_.prefetch;
+  in.bucket_bytes = options_.bucket_bytes;
   in.cuda = cuda;
   in.activation_bytes = options_.reserved_bytes;
   ZS_ASSIGN_OR_RETURN(const MemoryPrediction p, PredictMemory(plan_, in));
@@ -220,7 +228,7 @@ ShardedEngine::~ShardedEngine() {
     if (!settle(p.work)) lost = true;
   }
   for (Unit& unit : units_) {
-    if (!settle(unit.gather_work)) lost = true;
+    if (unit.gather != nullptr && !settle(unit.gather->work)) lost = true;
   }
   for (std::unique_ptr<Work>& work : in_flight_) {
     if (!settle(work)) lost = true;  // Its buffers are stream-ordered frees.
@@ -228,8 +236,10 @@ ShardedEngine::~ShardedEngine() {
   if (lost) {
     comm_->Abort();
     for (PendingReduce& p : pending_) {
-      retired_.push_back(std::move(p.staging));
-      if (p.direct) retired_.push_back(std::move(units_[p.unit].grads));
+      for (ReducePiece& piece : p.pieces) {
+        retired_.push_back(std::move(piece.staging));
+        if (piece.direct) retired_.push_back(std::move(units_[piece.unit].grads));
+      }
     }
     for (Unit& unit : units_) retired_.push_back(std::move(unit.gathered));
   }
@@ -250,7 +260,7 @@ uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
 
 int64_t ShardedEngine::BufferBytesBound() const {
   return GatherBufferBound(plan_, options_.stage, options_.compute_dtype, options_.reduce_dtype,
-                           options_.prefetch);
+                           options_.prefetch, options_.bucket_bytes);
 }
 
 }  // namespace zeroshard

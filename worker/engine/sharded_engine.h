@@ -34,6 +34,20 @@
 //            (1 + prefetch) units' gathers plus one bracket's gradient and
 //            one in-flight reduce-scatter (GatherBufferBound). Gradients as
 //            stage 2.
+//   buckets (EngineOptions::bucket_bytes > 0, stages 2-3): small units share
+//            collectives, as DeepSpeed's prefetch and reduce buckets and
+//            DDP's gradient buckets: the recorded order is cut into buckets
+//            of units whose gathered bytes fit bucket_bytes
+//            (GatherOrder::SetBuckets), each all-gathered as one grouped
+//            collective (Communicator::AllGatherGroup), and `prefetch`
+//            counts buckets (the window is the rest of the open unit's bucket
+//            plus the next `prefetch`); closed brackets' gradients wait in a
+//            reduce bucket until their bytes reach bucket_bytes (or Step),
+//            then go in one grouped reduce-scatter. A unit whose gradient
+//            still waits there when its next backward bracket opens (the
+//            tied unit's second use, the next micro-batch) adds into the
+//            same buffer, so it is reduced once. The transient bound counts
+//            buckets where it counted units.
 // Gradients add over brackets and micro-batches until step(), which also
 // averages over ranks (sum / N), clips by the global norm (clip coefficient
 // min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_; norm
@@ -126,6 +140,10 @@ struct EngineOptions {
   // Stage 3: units all-gathered ahead of their use, in the recorded order
   // (--gather-prefetch), 0..64; 0 gathers each unit when it is opened.
   int prefetch = 1;
+  // Stages 2-3 (--bucket-mib): collectives fused over units up to this many
+  // bytes (gathered compute copy for all-gathers, reduce dtype for
+  // reduce-scatters); 0 = one unit per collective. See "buckets" above.
+  int64_t bucket_bytes = 0;
   // Where every buffer lives; null = a CPU device the engine owns (with
   // optimizer_threads threads). Must outlive the engine.
   Device* device = nullptr;
@@ -254,6 +272,11 @@ class ShardedEngine final : public UnitHooks {
   void set_learning_rate(float lr) { options_.adamw.lr = lr; }
 
  private:
+  // One all-gather (a group of units' with buckets), shared by its units.
+  struct GatherWork {
+    std::unique_ptr<Work> work;  // Null once sequenced or waited.
+    bool failed = false;         // Its wait failed: every member's buffer is retired.
+  };
   struct Unit {
     const UnitPlan* plan = nullptr;
     ElementRange opt_range;     // Optimizer state's range of the padded buffer; its
@@ -262,7 +285,7 @@ class ShardedEngine final : public UnitHooks {
                                 // empty with params offload (params_ holds it).
     DeviceBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
     DeviceBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
-    std::unique_ptr<Work> gather_work;  // In flight into `gathered`.
+    std::shared_ptr<GatherWork> gather;  // In flight into `gathered` (and its group's).
     DeviceBuffer view;          // kBuffers: fp32 params view (bf16 compute).
     DeviceBuffer grad_view;     // kBuffers: fp32 gradient the model adds into.
     const float* param_ptr = nullptr;  // What PreForward/PreBackward hand out.
@@ -275,11 +298,14 @@ class ShardedEngine final : public UnitHooks {
     // being added, and Step zero-fills any unit still unwritten.
     bool grads_zero = true;
   };
-  struct PendingReduce {
+  struct ReducePiece {
     int unit = 0;
-    std::unique_ptr<Work> work;
     DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
     bool direct = false;   // Reduced into the unit's `grads`, not staging's slice.
+  };
+  struct PendingReduce {  // One (grouped) reduce-scatter in flight.
+    std::unique_ptr<Work> work;
+    std::vector<ReducePiece> pieces;
   };
 
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
@@ -318,10 +344,15 @@ class ShardedEngine final : public UnitHooks {
   Unit& At(int unit);
   const float* AcquireParams(int u);
   void ReleaseParams(int u);
-  void IssueGather(int u);
-  // Stage 3, unit u just opened: gathers the units expected next and frees
-  // prefetched ones the order no longer expects.
-  void PrefetchAfter(int u);
+  // One all-gather of `group`'s units (distinct, none gathered).
+  void IssueGathers(const std::vector<int>& group);
+  // Stage 3, unit u just opened: records it, gathers it (with the rest of
+  // its bucket) unless it is, frees gathered units outside the window, and
+  // gathers the window's next buckets.
+  void GatherWindow(int u);
+  // Orders unit's gather before its use (on the stream where the backend
+  // can, else by a host wait); false when it failed (its buffer retired).
+  bool SettleGather(Unit& unit, bool on_stream);
   // Waits for a prefetch in flight into unit's gather buffer, then frees it
   // unless the unit is open.
   void FreeGather(Unit& unit);
@@ -329,6 +360,12 @@ class ShardedEngine final : public UnitHooks {
   // expects u within the prefetch window.
   bool KeepGathered(int u) const;
   void FlushGrads(int u);
+  // Whether u's gradient waited in the reduce bucket; it leaves it, and the
+  // next bracket adds into the same grad_view.
+  bool TakeFromReduceBucket(int u);
+  // One (grouped) reduce-scatter of the reduce bucket's units, after the one
+  // in flight completes.
+  void IssueReduceBucket();
   void DrainOneReduce();
   absl::Status DrainAll();
   void Fail(const absl::Status& status);
@@ -369,6 +406,10 @@ class ShardedEngine final : public UnitHooks {
   Orders train_orders_, eval_orders_;
   Orders* orders_ = &train_orders_;
   std::deque<PendingReduce> pending_;
+  // Units whose closed brackets' gradients (grad_view) wait for the next
+  // grouped reduce-scatter, and their reduce-dtype bytes.
+  std::vector<int> reduce_bucket_;
+  int64_t reduce_bucket_bytes_ = 0;
   // Stream-ordered collectives not yet Waited; their buffers may already be
   // freed (stream-ordered, so not reused before the op is done).
   std::vector<std::unique_ptr<Work>> in_flight_;
