@@ -120,6 +120,10 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "stage 3: units all-gathered ahead of their use, in the order the previous "
                   "step used them (0 = gather each unit when it is needed)")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  sub->add_option("--bucket-mib", o.job.bucket_mib,
+                  "stages 2-3: units' all-gathers and reduce-scatters fused into buckets of up "
+                  "to this many MiB, one collective each (0 = one per unit)")
+      ->check(CLI::Range(0.0, 4096.0))->capture_default_str();
 }
 
 }  // namespace

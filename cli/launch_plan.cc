@@ -71,6 +71,7 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
   pm.offload_params_nvme = o.job.offload_params == "nvme";
   pm.offload_prefetch = o.job.offload_prefetch;
   pm.gather_prefetch = o.job.gather_prefetch;
+  pm.bucket_bytes = o.job.bucket_bytes();
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
   ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
   // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).

@@ -33,6 +33,7 @@ struct PlanOptions {
   std::string link_backend = "auto";  // auto | shm | gloo: what `measure` runs.
   int micro_batch = 4, seq_len = 0, global_batch = 0;
   std::string compute_dtype = "fp32", reduce_dtype = "fp32";
+  double bucket_mib = 0;
   bool json = false;
 };
 
@@ -120,6 +121,7 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanMode
   const int global = o.global_batch > 0 ? o.global_batch : o.micro_batch * o.workers;
   h.micro_batches = MicroBatchesPerStep(global, o.workers, o.micro_batch);
   model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g, cuda);
+  model.bucket_bytes = static_cast<int64_t>(o.bucket_mib * (1 << 20));
   h.params = model.params;
   h.worker_host_bytes = model.worker_host_bytes;
   h.micro_batch = o.micro_batch;
@@ -190,6 +192,9 @@ void AddFlags(CLI::App* sub, PlanOptions& o) {
                   "a local launch; gloo for cuda). Both measure this machine: for workers on "
                   "several hosts give the network's GB/s instead")
       ->check(CLI::IsMember({"auto", "shm", "gloo"}))->capture_default_str();
+  sub->add_option("--bucket-mib", o.bucket_mib, "stages 2-3: collectives fused into buckets of up "
+                                                "to this many MiB (zeroshard launch --bucket-mib)")
+      ->check(CLI::Range(0.0, 4096.0))->capture_default_str();
   sub->add_option("--micro-batch", o.micro_batch, "sequences per forward/backward")
       ->check(CLI::Range(1, 65536))->capture_default_str();
   sub->add_option("--global-batch", o.global_batch, "sequences per step, all ranks (default: "

@@ -65,6 +65,7 @@ absl::Status JobConfig::Validate() const {
   if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
   if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
   if (gather_prefetch < 0 || gather_prefetch > 64) return OutOfRange("gather_prefetch", "must be in [0, 64]");
+  if (!(bucket_mib >= 0 && bucket_mib <= 4096)) return OutOfRange("bucket_mib", "must be in [0, 4096]");
   if (activation_checkpointing != "none" && activation_checkpointing != "blocks") {
     return OutOfRange("activation_checkpointing",
                       absl::StrCat("= \"", activation_checkpointing, "\" is not none or blocks"));
@@ -105,6 +106,7 @@ std::string JobConfig::ToJson() const {
       {"redundancy_every", redundancy_every}, {"offload_optimizer", offload_optimizer},
       {"offload_params", offload_params}, {"offload_dir", offload_dir},
       {"offload_prefetch", offload_prefetch}, {"gather_prefetch", gather_prefetch},
+      {"bucket_mib", bucket_mib},
       {"max_failures", max_failures},
       {"activation_checkpointing", activation_checkpointing}};
   return j.dump();
@@ -159,6 +161,7 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "offload_dir") c.offload_dir = value.get<std::string>();
       else if (key == "offload_prefetch") c.offload_prefetch = value.get<int>();
       else if (key == "gather_prefetch") c.gather_prefetch = value.get<int>();
+      else if (key == "bucket_mib") c.bucket_mib = value.get<double>();
       else if (key == "activation_checkpointing") c.activation_checkpointing = value.get<std::string>();
       else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
     }

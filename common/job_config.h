@@ -64,6 +64,10 @@ struct JobConfig {
   // rank must use the same value (it fixes the collective sequence), so it
   // is the job's only: no worker flag overrides it.
   int gather_prefetch = 1;
+  // Stages 2-3: units' collectives fused into buckets of up to this many
+  // MiB (worker/engine/sharded_engine.h "buckets"), in [0, 4096]; 0 = one
+  // unit per collective. The job's only, as gather_prefetch.
+  double bucket_mib = 0;
   // What the model keeps for backward (worker/model ActivationCheckpointing):
   // "none" (every block's activations) or "blocks" (each block's input;
   // its forward is recomputed in backward). Results do not depend on it.
@@ -75,6 +79,7 @@ struct JobConfig {
   static constexpr int64_t kDefaultMaxFailures = 20;
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
+  int64_t bucket_bytes() const { return static_cast<int64_t>(bucket_mib * (1 << 20)); }
   absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }
   absl::Duration rpc_timeout() const { return absl::Seconds(rpc_timeout_s); }
   absl::Duration trigger_poll_timeout() const { return absl::Seconds(trigger_poll_timeout_s); }

@@ -124,10 +124,11 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
         in.offload_params_nvme = model.offload_params_nvme && stage == 3;
         in.offload_prefetch = model.offload_prefetch;
         in.gather_prefetch = model.gather_prefetch;
+        in.bucket_bytes = model.bucket_bytes;
         in.cuda = machine.cuda;
         in.activation_bytes = model.activation_bytes[ckpt];
         const TrafficInputs t{stage, model.compute_dtype, model.reduce_dtype, model.micro_batches,
-                              model.brackets[ckpt], model.gather_prefetch};
+                              model.brackets[ckpt], model.gather_prefetch, model.bucket_bytes};
         if (model.has_structure()) {
           ZS_ASSIGN_OR_RETURN(c.memory, PredictMemory(shard, in));
           ZS_ASSIGN_OR_RETURN(c.traffic, PredictTraffic(shard, t));

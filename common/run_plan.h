@@ -78,6 +78,7 @@ struct PlanModel {
   bool offload_params_nvme = false;
   int offload_prefetch = 2;
   int gather_prefetch = 1;  // Stage 3: units all-gathered ahead (--gather-prefetch).
+  int64_t bucket_bytes = 0;  // Stages 2-3: --bucket-mib in bytes.
   bool has_structure() const { return !units.empty(); }
 };
 

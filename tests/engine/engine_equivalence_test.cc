@@ -2,7 +2,8 @@
 // for N = 1..4 ranks as forked processes over loopback Gloo (rendezvous via
 // a FileStore in a temp dir), stages 0-3, fp32 and bf16 compute, gradient
 // accumulation over 2 micro-batches, a tied unit bracketed twice per pass,
-// units not divisible by N and one smaller than N, and clipping active: the
+// units not divisible by N and one smaller than N, clipping active, and at
+// stages 2-3 also with 256-byte buckets (grouped collectives): the
 // parameters after 10 AdamW steps equal the single-process reference
 // (tests/engine/test_mlp.h: independent AdamW in double) within
 //   fp32 compute and reduce: max over elements |a - b| / max(|b|, 0.1) <= 1e-5
@@ -43,13 +44,20 @@ std::vector<RunConfig> Configs() {
       config.compute = c;
       config.reduce = r;
       configs.push_back(config);
+      // Stages 2-3 with buckets of 256 bytes: units share all-gathers and
+      // reduce-scatters, and the tied unit's brackets one reduction.
+      if (stage >= 2 && r == c) {
+        config.bucket_bytes = 256;
+        configs.push_back(config);
+      }
     }
   }
   return configs;
 }
 
 std::string Name(const RunConfig& c) {
-  return absl::StrCat("stage", c.stage, "_", DTypeName(c.compute), "_reduce_", DTypeName(c.reduce));
+  return absl::StrCat("stage", c.stage, "_", DTypeName(c.compute), "_reduce_", DTypeName(c.reduce),
+                      c.bucket_bytes > 0 ? absl::StrCat("_bucket", c.bucket_bytes) : "");
 }
 
 // The body of one forked rank: every config in turn over one communicator.

@@ -15,7 +15,13 @@
 //   - nothing stays gathered after a step or after an evaluation, whose
 //     forward passes do not disturb the training order;
 //   - the all-gather count of a step equals PredictTraffic's;
-//   - results are bit-equal whatever the prefetch distance.
+//   - results are bit-equal whatever the prefetch distance;
+//   - with buckets (EngineOptions::bucket_bytes of 2 or 4 units), the
+//     all-gathers and reduce-scatters of a step are the counts worked out
+//     by hand below (and PredictTraffic's), peak buffers stay under the
+//     bound by bucket written out here, nothing stays gathered, and the
+//     parameters equal the unbucketed run's within 1e-6 (the tied unit's
+//     brackets are reduced once, summed first).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -57,8 +63,10 @@ ShardPlan Plan(int n) {
 struct Config {
   int prefetch = 1;
   DType compute = DType::kFp32, reduce = DType::kFp32;
+  int64_t bucket_bytes = 0;
   std::string Name() const {
-    return absl::StrCat("prefetch ", prefetch, " ", DTypeName(compute), "/", DTypeName(reduce));
+    return absl::StrCat("prefetch ", prefetch, " ", DTypeName(compute), "/", DTypeName(reduce),
+                        bucket_bytes > 0 ? absl::StrCat(" bucket ", bucket_bytes) : "");
   }
 };
 
@@ -73,6 +81,7 @@ int64_t ExpectedGathered(const std::vector<UnitBracket>& seq, size_t i, int d) {
 struct Observed {
   std::vector<std::vector<float>> params;
   int64_t gathers_per_step = 0;  // The last step's all-gather calls.
+  int64_t reduces_per_step = 0;  // And reduce-scatter calls.
 };
 
 struct Limits {
@@ -97,7 +106,7 @@ void StepBrackets(ShardedEngine& engine, const std::vector<UnitBracket>& seq, co
       params = engine.PreForward(u);
     }
     EXPECT_TRUE(std::isfinite(params[kNumel - 1])) << where;
-    if (steady && k.compute == DType::kFp32 && k.reduce == DType::kFp32) {
+    if (steady && k.compute == DType::kFp32 && k.reduce == DType::kFp32 && k.bucket_bytes == 0) {
       const int64_t want = ExpectedGathered(seq, i, k.prefetch) * 4 * P +
                            (seq[i].backward ? 4 * P : 0) + (reduced ? 4 * P : 0);
       EXPECT_EQ(engine.memory().buffers - lim.base, want) << where << " open " << i;
@@ -107,6 +116,18 @@ void StepBrackets(ShardedEngine& engine, const std::vector<UnitBracket>& seq, co
       reduced = true;
     } else {
       engine.PostForward(u);
+    }
+  }
+}
+
+void ExpectNear(const std::vector<std::vector<float>>& got,
+                const std::vector<std::vector<float>>& want, double tol, const std::string& where) {
+  ASSERT_EQ(got.size(), want.size()) << where;
+  for (size_t u = 0; u < got.size(); ++u) {
+    ASSERT_EQ(got[u].size(), want[u].size()) << where;
+    for (size_t e = 0; e < got[u].size(); ++e) {
+      ASSERT_LE(std::fabs(got[u][e] - want[u][e]), tol * std::max(1.0f, std::fabs(want[u][e])))
+          << where << " unit " << u << " element " << e;
     }
   }
 }
@@ -134,6 +155,7 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   o.compute_dtype = k.compute;
   o.reduce_dtype = k.reduce;
   o.prefetch = k.prefetch;
+  o.bucket_bytes = k.bucket_bytes;
   std::vector<std::vector<float>> init(kUnits, std::vector<float>(kNumel));
   for (int u = 0; u < kUnits; ++u) {
     for (int64_t i = 0; i < kNumel; ++i) init[u][i] = 0.01f * static_cast<float>((u * 31 + i) % 17);
@@ -144,6 +166,15 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   const int64_t P = kNumel, c = DTypeSize(k.compute), g = DTypeSize(k.reduce);
   const int64_t view = k.compute == DType::kBf16 ? 4 * P : 0;
   lim.bound = lim.base + (1 + k.prefetch) * c * P + view + 4 * P + g * P;
+  if (k.bucket_bytes > 0) {
+    // (1 + d) gather buckets of G elements (at most every unit), the
+    // bracket's view, one reduce bucket of R waiting (fp32) and one in
+    // flight (reduce dtype).
+    const int64_t total = kUnits * P;
+    const int64_t G = std::max(P, std::min(k.bucket_bytes / c, total));
+    const int64_t R = std::max(P, std::min(k.bucket_bytes / g, total));
+    lim.bound = lim.base + std::min((1 + k.prefetch) * G, total) * c + view + 4 * P + (4 + g) * R;
+  }
   std::vector<UnitBracket> seq;
   for (int mb = 0; mb < kMicroBatches; ++mb) {
     for (const UnitBracket& b : GptBrackets()) seq.push_back(b);
@@ -152,11 +183,13 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   for (int step = 0; step < steps; ++step) {
     const std::string where = absl::StrCat(k.Name(), " rank ", comm->rank(), " step ", step);
     engine->ResetPeakMemory();
-    const int64_t gathers = comm->stats().ops[static_cast<int>(CommOp::kAllGather)].calls;
+    const int64_t gathers = comm->stats().of(CommOp::kAllGather).calls;
+    const int64_t reduces = comm->stats().of(CommOp::kReduceScatter).calls;
     StepBrackets(*engine, seq, k, lim, step > 0, where);
     EXPECT_LE(engine->peak_memory().buffers, lim.bound) << where;
     ZS_RETURN_IF_ERROR(engine->Step(0.5f).status());
-    out.gathers_per_step = comm->stats().ops[static_cast<int>(CommOp::kAllGather)].calls - gathers;
+    out.gathers_per_step = comm->stats().of(CommOp::kAllGather).calls - gathers;
+    out.reduces_per_step = comm->stats().of(CommOp::kReduceScatter).calls - reduces;
     EXPECT_EQ(engine->memory().buffers, lim.base) << where << ": gathered after the step";
     ZS_RETURN_IF_ERROR(Evaluate(*engine, lim, where));
   }
@@ -172,6 +205,11 @@ TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
   for (int d : {0, 1, 2, 3}) configs.push_back({d});
   configs.push_back({1, DType::kBf16, DType::kFp32});
   configs.push_back({2, DType::kBf16, DType::kBf16});
+  // Buckets of 2 and 4 units (a unit is 64 fp32 elements, 256 bytes).
+  const size_t first_bucketed = configs.size();
+  for (int d : {0, 1, 2}) configs.push_back({d, DType::kFp32, DType::kFp32, 512});
+  configs.push_back({1, DType::kFp32, DType::kFp32, 1024});
+  configs.push_back({1, DType::kBf16, DType::kBf16, 512});
   std::vector<std::vector<Observed>> seen(2, std::vector<Observed>(configs.size()));
   absl::Status run = RunRanksAsThreads(2, "prefetch", [&](int r, Communicator* comm) {
     for (size_t i = 0; i < configs.size(); ++i) {
@@ -183,14 +221,20 @@ TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
   const ShardPlan plan = Plan(2);
   for (size_t i = 0; i < configs.size(); ++i) {
     TrafficInputs in{3, configs[i].compute, configs[i].reduce, kMicroBatches, GptBrackets(),
-                     configs[i].prefetch};
+                     configs[i].prefetch, configs[i].bucket_bytes};
     absl::StatusOr<TrafficPrediction> t = PredictTraffic(plan, in);
     ASSERT_TRUE(t.ok()) << t.status();
     for (int r = 0; r < 2; ++r) {
       EXPECT_EQ(seen[r][i].gathers_per_step, t->of(Collective::kAllGather).calls) << configs[i].Name();
-      // The same math whatever the distance: bit-equal to prefetch 0.
+      EXPECT_EQ(seen[r][i].reduces_per_step, t->of(Collective::kReduceScatter).calls) << configs[i].Name();
+      // The same math whatever the distance: bit-equal to prefetch 0;
+      // buckets sum the tied unit's brackets before reducing: 1e-6.
       if (configs[i].compute == DType::kFp32 && configs[i].reduce == DType::kFp32) {
-        EXPECT_EQ(seen[r][i].params, seen[r][0].params) << configs[i].Name();
+        if (configs[i].bucket_bytes == 0) {
+          EXPECT_EQ(seen[r][i].params, seen[r][0].params) << configs[i].Name();
+        } else {
+          ExpectNear(seen[r][i].params, seen[r][0].params, 1e-6, configs[i].Name());
+        }
       }
       EXPECT_EQ(seen[r][i].params, seen[0][i].params) << configs[i].Name() << " rank " << r;
     }
@@ -203,6 +247,21 @@ TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
   EXPECT_EQ(seen[0][1].gathers_per_step, 21);
   // Prefetch 0 gathers at every open: 24.
   EXPECT_EQ(seen[0][0].gathers_per_step, 24);
+  // By hand, buckets of 2 units over a step's 24 opens: [0 1] [2 3]
+  // [4 0 0 4] [3 2] [1 0 0 1] [2 3] [4 0 0 4] [3 2] [1 0], one all-gather
+  // each at distance 0 or 1. At 2 a bucket is prefetched while the one two
+  // before is still held: [3 2] finds both gathered, [4 0] and [1 0] one of
+  // theirs, so 6. Gradients go in pairs, 3 reduce-scatters a micro-batch
+  // (0 4, 3 2, 1 0) where each backward bracket made one (12).
+  for (size_t i = first_bucketed; i < first_bucketed + 3; ++i) {
+    EXPECT_EQ(seen[0][i].gathers_per_step, configs[i].prefetch == 2 ? 6 : 9) << configs[i].Name();
+    EXPECT_EQ(seen[0][i].reduces_per_step, 3 * kMicroBatches) << configs[i].Name();
+  }
+  // Buckets of 4: [0 1 2 3] [4 0 0 4 3 2] [1 0 0 1 2 3] [4 0 0 4 3 2] [1 0];
+  // the reduce bucket (0 4 3 2), (1 0 | next micro-batch's head 0 joins its
+  // 0, then 4 3), (2 1 0 at Step): 3.
+  EXPECT_EQ(seen[0][first_bucketed + 3].gathers_per_step, 5);
+  EXPECT_EQ(seen[0][first_bucketed + 3].reduces_per_step, 3);
 }
 
 }  // namespace

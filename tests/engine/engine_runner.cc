@@ -26,6 +26,7 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.control_comm = config.control_comm;
   o.offload = config.offload;
   o.params_offload = config.params_offload;
+  o.bucket_bytes = config.bucket_bytes;
   return o;
 }
 

@@ -36,6 +36,7 @@ struct RunConfig {
   OptimizerStoreOptions offload;
   // Stage 3: the compute shards in NVMe files when enabled.
   ParamStoreOptions params_offload;
+  int64_t bucket_bytes = 0;  // EngineOptions::bucket_bytes (stages 2-3).
 };
 
 EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);

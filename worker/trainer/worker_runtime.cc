@@ -131,6 +131,7 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   o.params_offload.dir = job.offload_dir;
   o.params_offload.prefetch = job.offload_prefetch;
   o.prefetch = job.gather_prefetch;
+  o.bucket_bytes = job.bucket_bytes();
   return o;
 }
 
