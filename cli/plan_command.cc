@@ -16,6 +16,7 @@
 #include "cli/link_measure.h"
 #include "cli/plan_format.h"
 #include "common/dtype.h"
+#include "common/job_config.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/model_plan.h"
 
@@ -33,7 +34,7 @@ struct PlanOptions {
   std::string link_backend = "auto";  // auto | shm | gloo: what `measure` runs.
   int micro_batch = 4, seq_len = 0, global_batch = 0;
   std::string compute_dtype = "fp32", reduce_dtype = "fp32";
-  double bucket_mib = 0;
+  double bucket_mib = JobConfig{}.bucket_mib;  // As launch's default.
   bool json = false;
 };
 

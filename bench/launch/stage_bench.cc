@@ -6,6 +6,7 @@
 // baseline's tokens/s, and peak model-state bytes per rank by kind.
 //
 // Usage: stage_bench [--model small] [--workers 2] [--steps 30] [--repeats 3]
+//                    [--launch-flags "--bucket-mib 0"]
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ namespace {
 struct Options {
   std::string model = "small";
   int workers = 2, steps = 30, repeats = 3, skip = 5, global_batch = 16;
+  std::string launch_flags;  // Appended to every sharded run's command line.
 };
 
 double Median(std::vector<double> v) {
@@ -51,7 +53,8 @@ StageRun RunStage(const Options& o, int stage, const std::string& dir) {
   const std::string cmd = absl::StrCat(
       self, "/zeroshard launch --workers ", o.workers, " --stage ", stage, " --model ", o.model,
       " --steps ", o.steps, " --global-batch ", o.global_batch,
-      " --eval-every 0 --threads 1 --run-dir ", dir, "/run --log ", log, " > /dev/null 2>&1");
+      " --eval-every 0 --threads 1 --run-dir ", dir, "/run --log ", log, " ", o.launch_flags,
+      " > /dev/null 2>&1");
   StageRun run;
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "stage %d: launch failed (%s)\n", stage, cmd.c_str());
@@ -157,6 +160,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--skip", o.skip, "warm-up steps left out of the medians");
   app.add_option("--global-batch", o.global_batch)->check(CLI::PositiveNumber);
+  app.add_option("--launch-flags", o.launch_flags,
+                 "more zeroshard launch flags for the sharded runs (\"--bucket-mib 0\")");
   CLI11_PARSE(app, argc, argv);
   if (o.global_batch % 4 != 0 || o.steps <= o.skip + 1) {
     std::fprintf(stderr, "--global-batch must be a multiple of 4 and --steps > --skip + 1\n");

@@ -4,8 +4,13 @@
 // resharding (worker/trainer/live_reshard.h).
 // - Scale-up 2 -> 4 while training: the joiners are admitted at a step
 //   boundary, every step is trained exactly once, and the losses equal an
-//   uninterrupted 4-worker run of the same job within 1e-5 relative (fp32;
-//   the data order does not depend on the world size).
+//   uninterrupted 4-worker run of the same job within 2e-5 relative (fp32;
+//   the data order does not depend on the world size; the summation order
+//   does: at N = 2 the job's 25 MiB buckets reduce both micro-batches'
+//   gradients in one reduce-scatter where N = 4 has one micro-batch, 1.0e-5
+//   apart after 300 steps where one reduce-scatter per micro-batch kept it
+//   under 1e-5; a lost or repeated step shows in the step records, which
+//   LossesOnce checks).
 #include "tests/trainer/live_run.h"
 
 namespace zeroshard {
@@ -31,7 +36,7 @@ TEST(ElasticLiveTest, ScaleUpTwoToFourReshardsLiveWithNoStepLost) {
   const std::string logs = run.Logs();
   EXPECT_NE(logs.find("resharded live"), std::string::npos) << logs;
   EXPECT_EQ(logs.find("restored checkpoint"), std::string::npos) << logs;
-  ExpectSameLosses(losses, Uninterrupted(job, 4));
+  ExpectSameLosses(losses, Uninterrupted(job, 4), 2e-5);
 }
 
 }  // namespace
