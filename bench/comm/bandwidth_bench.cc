@@ -1,7 +1,9 @@
 // The CPU backends' all-gather and reduce-scatter bus bandwidth (Gloo over
 // loopback TCP, shm through shared memory), ranks as threads in this process,
-// next to two limits measured in the same run: a plain memcpy of the same
-// bytes and one loopback TCP stream carrying them (loopback_tcp.h).
+// next to limits measured in the same run: a plain memcpy of the same
+// bytes, one loopback TCP stream carrying them, and the loopback aggregate
+// (the best of 1-8 streams at once) divided by N, the most any collective
+// of N ranks over TCP can reach here (loopback_tcp.h).
 //
 // Size S is nccl-tests' size: the full (world_size * count) fp32 buffer.
 // algbw = S / t, busbw = algbw * (N-1)/N (nccl-tests doc/PERFORMANCE.md),
@@ -110,6 +112,7 @@ std::vector<std::unique_ptr<Communicator>> Connect(const std::string& backend, i
 
 struct Limits {
   double memcpy_gbs = 0, tcp_gbs = 0;
+  double aggregate_gbs = 0;  // Loopback TCP, the best of 1-8 streams at once.
 };
 
 // Prints one backend's rows at world size n against the limits per size.
@@ -126,9 +129,11 @@ void RunBackend(const std::string& backend, int n, int runs, int max_mib,
     for (CommOp op : {CommOp::kAllGather, CommOp::kReduceScatter}) {
       const double t = CollectiveSeconds(comms, op, count, r);
       const double busbw = exact / t / 1e9 * BusBandwidthFactor(op, n);
-      std::printf("%-6s %-15s %3d %8d %9.2f %10.3f %11.3f %8.3f %11.3f %8.3f\n", backend.c_str(),
-                  CommOpName(op), n, mib, t * 1e3, busbw, limits[i].memcpy_gbs,
-                  busbw / limits[i].memcpy_gbs, limits[i].tcp_gbs, busbw / limits[i].tcp_gbs);
+      const double per_rank = limits[i].aggregate_gbs / n;
+      std::printf("%-6s %-15s %3d %8d %9.2f %10.3f %11.3f %8.3f %11.3f %8.3f %11.3f %8.3f\n",
+                  backend.c_str(), CommOpName(op), n, mib, t * 1e3, busbw, limits[i].memcpy_gbs,
+                  busbw / limits[i].memcpy_gbs, limits[i].tcp_gbs, busbw / limits[i].tcp_gbs, per_rank,
+                  busbw / per_rank);
       std::fflush(stdout);
     }
   }
@@ -138,9 +143,9 @@ int Main(int argc, char** argv) {
   int runs = 5, max_mib = 256;
   std::vector<int> worlds = {2, 4};
   std::vector<std::string> backends = {"gloo", "shm"};
-  CLI::App app("CPU all-gather / reduce-scatter bus bandwidth, in-process ranks, against memcpy "
-               "and one loopback TCP stream of the same bytes (sizes 1, 4, 16, ... MiB up to "
-               "--max-mib)");
+  CLI::App app("CPU all-gather / reduce-scatter bus bandwidth, in-process ranks, against memcpy, "
+               "one loopback TCP stream of the same bytes, and the loopback aggregate (best of 1-8 "
+               "streams) / N (sizes 1, 4, 16, ... MiB up to --max-mib)");
   app.add_option("--runs", runs, "timed runs per size (median; sizes >= 64 MiB use max(3, runs/2))")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-mib", max_mib, "largest message, MiB")->check(CLI::PositiveNumber);
@@ -155,10 +160,13 @@ int Main(int argc, char** argv) {
   for (int mib = 1; mib <= max_mib; mib *= 4) {
     const size_t bytes = static_cast<size_t>(mib) << 20;
     const int r = mib >= 64 ? std::max(3, runs / 2) : runs;
-    limits.push_back({bytes / MemcpySeconds(bytes, r) / 1e9, bytes / LoopbackTcpSeconds(bytes, r) / 1e9});
+    limits.push_back({bytes / MemcpySeconds(bytes, r) / 1e9,
+                      bytes / LoopbackTcpSeconds(bytes, r) / 1e9,
+                      LoopbackAggregateBytesPerSecond(bytes, r) / 1e9});
   }
-  std::printf("%-6s %-15s %3s %8s %9s %10s %11s %8s %11s %8s\n", "backend", "op", "N", "size_MiB",
-              "time_ms", "busbw_GB/s", "memcpy_GB/s", "/memcpy", "tcp_GB/s", "/tcp");
+  std::printf("%-6s %-15s %3s %8s %9s %10s %11s %8s %11s %8s %11s %8s\n", "backend", "op", "N",
+              "size_MiB", "time_ms", "busbw_GB/s", "memcpy_GB/s", "/memcpy", "tcp_GB/s", "/tcp",
+              "agg/N_GB/s", "/(agg/N)");
   for (int n : worlds) {
     for (const std::string& backend : backends) RunBackend(backend, n, runs, max_mib, limits);
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -46,43 +47,71 @@ std::pair<int, int> Connect() {
   return {writer, reader};
 }
 
-double OneTransfer(int writer, int reader, size_t bytes) {
-  std::vector<char> out(std::min<size_t>(bytes, kBufferBytes), 1), in(kBufferBytes);
+// Every pair's writer sends `bytes` while its reader takes them, all pairs
+// at once; seconds until the last is done, negative if one fell short.
+double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes) {
+  std::vector<char> out(std::min<size_t>(bytes, kBufferBytes), 1);
+  std::vector<size_t> got(pairs.size(), 0);
   const auto start = std::chrono::steady_clock::now();
-  std::thread send([&] {
-    for (size_t sent = 0; sent < bytes;) {
-      const ssize_t n = write(writer, out.data(), std::min(out.size(), bytes - sent));
-      if (n <= 0) return;
-      sent += static_cast<size_t>(n);
-    }
-  });
-  size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = read(reader, in.data(), in.size());
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
+  std::vector<std::thread> threads;
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    threads.emplace_back([&, p] {
+      for (size_t sent = 0; sent < bytes;) {
+        const ssize_t n = write(pairs[p].first, out.data(), std::min(out.size(), bytes - sent));
+        if (n <= 0) return;
+        sent += static_cast<size_t>(n);
+      }
+    });
+    threads.emplace_back([&, p] {
+      std::vector<char> in(kBufferBytes);
+      while (got[p] < bytes) {
+        const ssize_t n = read(pairs[p].second, in.data(), in.size());
+        if (n <= 0) break;
+        got[p] += static_cast<size_t>(n);
+      }
+    });
   }
-  send.join();
+  for (std::thread& t : threads) t.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return got == bytes ? s : -1.0;
+  for (size_t g : got) {
+    if (g != bytes) return -1.0;
+  }
+  return s;
 }
 
 }  // namespace
 
-double LoopbackTcpSeconds(size_t bytes, int runs) {
-  const auto [writer, reader] = Connect();
-  if (writer < 0 || reader < 0) return -1.0;
+double LoopbackLinksSeconds(size_t bytes, int links, int runs) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int l = 0; l < links; ++l) {
+    pairs.push_back(Connect());
+    if (pairs.back().first < 0 || pairs.back().second < 0) return -1.0;
+  }
   std::vector<double> t;
   for (int i = 0; i <= runs; ++i) {
-    const double s = OneTransfer(writer, reader, bytes);
+    const double s = OneTransfer(pairs, bytes);
     if (s < 0) break;
     if (i > 0) t.push_back(s);  // First is warm-up.
   }
-  close(writer);
-  close(reader);
+  for (const auto& [writer, reader] : pairs) {
+    close(writer);
+    close(reader);
+  }
   if (t.size() != static_cast<size_t>(runs)) return -1.0;
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+double LoopbackTcpSeconds(size_t bytes, int runs) { return LoopbackLinksSeconds(bytes, 1, runs); }
+
+double LoopbackAggregateBytesPerSecond(size_t bytes, int runs) {
+  double best = -1.0;
+  for (int links : {1, 2, 4, 8}) {
+    const double s = LoopbackLinksSeconds(bytes / links, links, runs);
+    if (s < 0) return -1.0;
+    best = std::max(best, static_cast<double>(bytes / links * links) / s);
+  }
+  return best;
 }
 
 }  // namespace zeroshard

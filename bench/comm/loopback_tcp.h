@@ -1,7 +1,15 @@
-// The single-stream loopback TCP limit the CPU collectives are measured
-// against (issue: bus bandwidth >= 0.8 of it): one connection on 127.0.0.1,
-// 4 MiB socket buffers, one thread writing `bytes` in 4 MiB writes and one
-// reading them, timed from the first write to the last byte read.
+// The loopback TCP limits the CPU collectives are measured against:
+//   one stream (the issue's: bus bandwidth >= 0.8 of it): one connection on
+//     127.0.0.1, 4 MiB socket buffers, one thread writing `bytes` in 4 MiB
+//     writes and one reading them, timed from the first write to the last
+//     byte read;
+//   the aggregate: k connections carrying bytes / k each at the same time,
+//     for k = 1, 2, 4, 8, the best rate. Every byte a collective moves over
+//     TCP here crosses loopback, and all ranks' streams share the same
+//     cores, so a collective of N ranks, which must deliver (N-1)/N of the
+//     buffer to each rank, has bus bandwidth at most aggregate / N, whatever
+//     its algorithm or connection count (it carries (N-1) x the buffer in
+//     all; busbw = (N-1)/N x buffer / time).
 #pragma once
 
 #include <cstddef>
@@ -11,5 +19,9 @@ namespace zeroshard {
 // Median seconds over `runs` transfers of `bytes` after one warm-up; a
 // negative value when a socket call failed (printed to stderr).
 double LoopbackTcpSeconds(size_t bytes, int runs);
+// The same for `links` connections carrying `bytes` each at once.
+double LoopbackLinksSeconds(size_t bytes, int links, int runs);
+// The aggregate above, bytes per second (negative on a socket failure).
+double LoopbackAggregateBytesPerSecond(size_t bytes, int runs);
 
 }  // namespace zeroshard

@@ -200,6 +200,34 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   return out;
 }
 
+// The counts worked out by hand for configs[0..1] (no buckets, prefetch 0
+// and 1) and configs[first_bucketed..+3] (buckets of 2 units at prefetch
+// 0-2, of 4 at 1).
+void ExpectCountsByHand(const std::vector<Config>& configs, const std::vector<Observed>& seen,
+                        size_t first_bucketed) {
+  // By hand, prefetch 1, one micro-batch of 12 opens: every open gathers but
+  // the head's backward (kept from its forward), and the second micro-batch's
+  // first forward (kept from the first's last backward): 2 * 11 - 1.
+  EXPECT_EQ(seen[1].gathers_per_step, 21);
+  // Prefetch 0 gathers at every open: 24.
+  EXPECT_EQ(seen[0].gathers_per_step, 24);
+  // By hand, buckets of 2 units over a step's 24 opens: [0 1] [2 3]
+  // [4 0 0 4] [3 2] [1 0 0 1] [2 3] [4 0 0 4] [3 2] [1 0], one all-gather
+  // each at distance 0 or 1. At 2 a bucket is prefetched while the one two
+  // before is still held: [3 2] finds both gathered, [4 0] and [1 0] one of
+  // theirs, so 6. Gradients go in pairs, 3 reduce-scatters a micro-batch
+  // (0 4, 3 2, 1 0) where each backward bracket made one (12).
+  for (size_t i = first_bucketed; i < first_bucketed + 3; ++i) {
+    EXPECT_EQ(seen[i].gathers_per_step, configs[i].prefetch == 2 ? 6 : 9) << configs[i].Name();
+    EXPECT_EQ(seen[i].reduces_per_step, 3 * kMicroBatches) << configs[i].Name();
+  }
+  // Buckets of 4: [0 1 2 3] [4 0 0 4 3 2] [1 0 0 1 2 3] [4 0 0 4 3 2] [1 0];
+  // the reduce bucket (0 4 3 2), (1 0 | next micro-batch's head 0 joins its
+  // 0, then 4 3), (2 1 0 at Step): 3.
+  EXPECT_EQ(seen[first_bucketed + 3].gathers_per_step, 5);
+  EXPECT_EQ(seen[first_bucketed + 3].reduces_per_step, 3);
+}
+
 TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
   std::vector<Config> configs;
   for (int d : {0, 1, 2, 3}) configs.push_back({d});
@@ -241,27 +269,7 @@ TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
     std::printf("%-22s all-gathers per step %ld\n", configs[i].Name().c_str(),
                 seen[0][i].gathers_per_step);
   }
-  // By hand, prefetch 1, one micro-batch of 12 opens: every open gathers but
-  // the head's backward (kept from its forward), and the second micro-batch's
-  // first forward (kept from the first's last backward): 2 * 11 - 1.
-  EXPECT_EQ(seen[0][1].gathers_per_step, 21);
-  // Prefetch 0 gathers at every open: 24.
-  EXPECT_EQ(seen[0][0].gathers_per_step, 24);
-  // By hand, buckets of 2 units over a step's 24 opens: [0 1] [2 3]
-  // [4 0 0 4] [3 2] [1 0 0 1] [2 3] [4 0 0 4] [3 2] [1 0], one all-gather
-  // each at distance 0 or 1. At 2 a bucket is prefetched while the one two
-  // before is still held: [3 2] finds both gathered, [4 0] and [1 0] one of
-  // theirs, so 6. Gradients go in pairs, 3 reduce-scatters a micro-batch
-  // (0 4, 3 2, 1 0) where each backward bracket made one (12).
-  for (size_t i = first_bucketed; i < first_bucketed + 3; ++i) {
-    EXPECT_EQ(seen[0][i].gathers_per_step, configs[i].prefetch == 2 ? 6 : 9) << configs[i].Name();
-    EXPECT_EQ(seen[0][i].reduces_per_step, 3 * kMicroBatches) << configs[i].Name();
-  }
-  // Buckets of 4: [0 1 2 3] [4 0 0 4 3 2] [1 0 0 1 2 3] [4 0 0 4 3 2] [1 0];
-  // the reduce bucket (0 4 3 2), (1 0 | next micro-batch's head 0 joins its
-  // 0, then 4 3), (2 1 0 at Step): 3.
-  EXPECT_EQ(seen[0][first_bucketed + 3].gathers_per_step, 5);
-  EXPECT_EQ(seen[0][first_bucketed + 3].reduces_per_step, 3);
+  ExpectCountsByHand(configs, seen[0], first_bucketed);
 }
 
 }  // namespace
