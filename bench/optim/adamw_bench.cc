@@ -10,8 +10,11 @@
 // element count (read + write, 8 B per element); and an in-place add
 // a[i] += b[i] (12 B per element), which, like AdamW's in-place master/m/v,
 // has no hidden write-allocate traffic (triad and memcpy destinations are
-// read into cache before being written, which STREAM does not count). The
-// limit is the fastest of the three. Reported: parameters/second, effective AdamW bandwidth, and its
+// read into cache before being written, which STREAM does not count); and
+// AdamW's own streams with its arithmetic taken out (read four arrays, add
+// the fourth into the other three in place: the same 28 B per element in
+// the same pattern), the best any AdamW over these bytes could do. The
+// limit is the fastest of the four. Reported: parameters/second, effective AdamW bandwidth, and its
 // fraction of the limit; for 1 thread and for all hardware threads. The
 // machine's load average is printed: on a shared machine, read the figures
 // with it.
@@ -79,9 +82,26 @@ void Run(int64_t n, int reps, int threads, const std::vector<std::string>& compu
     });
   });
   const double add_bw = 12.0 * n / add_s;
-  const double limit = std::max({triad_bw, copy_bw, add_bw});
-  std::printf("threads=%d limits: triad %.2f GB/s, memcpy %.2f GB/s, in-place add %.2f GB/s\n",
-              threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9);
+  std::vector<float> w(n, 0.5f), x(n, 0.0f), y(n, 0.0f), z(n, 0.01f);
+  const double streams_s = TimeMedian(reps, [&] {
+    ParallelFor(n, threads, 1 << 16, 64, [&](int, int64_t begin, int64_t end) {
+      float* __restrict pw = w.data();
+      float* __restrict px = x.data();
+      float* __restrict py = y.data();
+      const float* __restrict pz = z.data();
+      for (int64_t i = begin; i < end; ++i) {
+        pw[i] += pz[i];
+        px[i] += pz[i];
+        py[i] += pz[i];
+      }
+    });
+  });
+  const double streams_bw = 28.0 * n / streams_s;
+  const double limit = std::max({triad_bw, copy_bw, add_bw, streams_bw});
+  std::printf("threads=%d limits: triad %.2f GB/s, memcpy %.2f GB/s, in-place add %.2f GB/s, "
+              "AdamW's streams %.2f GB/s (%.1f Mparams/s)\n",
+              threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9, streams_bw / 1e9,
+              n / streams_s / 1e6);
   const AdamWHyperparams hp{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
   int64_t step = 0;
   for (const std::string& name : computes) {
