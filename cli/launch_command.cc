@@ -117,8 +117,8 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
       ->check(CLI::Range(0, 64))->capture_default_str();
   sub->add_option("--gather-prefetch", o.job.gather_prefetch,
-                  "stage 3: units all-gathered ahead of their use, in the order the previous "
-                  "step used them (0 = gather each unit when it is needed)")
+                  "stage 3: units (buckets, with --bucket-mib) all-gathered ahead of their use, in "
+                  "the order the previous step used them (0 = gather each when it is needed)")
       ->check(CLI::Range(0, 64))->capture_default_str();
   sub->add_option("--bucket-mib", o.job.bucket_mib,
                   "stages 2-3: units' all-gathers and reduce-scatters fused into buckets of up "

@@ -126,6 +126,7 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanMode
   h.params = model.params;
   h.worker_host_bytes = model.worker_host_bytes;
   h.micro_batch = o.micro_batch;
+  h.bucket_mib = o.bucket_mib;
   h.seq_len = seq;
   h.model = absl::StrFormat("%s%d layers, width %d, %d heads, ctx %d, vocab %d (%d parameters)",
                             o.model.empty() ? "" : o.model + ": ", config.n_layer, config.n_embd,

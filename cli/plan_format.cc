@@ -90,7 +90,9 @@ std::string FormatPlanText(const PlanHeader& h, const RunPlan& plan) {
                   " gradients, AdamW (fp32 master, m, v: 12 bytes a parameter)");
   if (!h.params_only) {
     absl::StrAppend(&s, ", micro-batch ", h.micro_batch, " x ", h.seq_len, " tokens, ",
-                    h.micro_batches, " micro-batch(es) a step");
+                    h.micro_batches, " micro-batch(es) a step, ",
+                    h.bucket_mib > 0 ? absl::StrCat(h.bucket_mib, " MiB buckets at stages 2-3")
+                                     : std::string("one collective per unit"));
   }
   absl::StrAppend(&s, "\n", Legend(h, u, t));
   absl::StrAppend(&s, absl::StrFormat(
@@ -118,6 +120,7 @@ std::string FormatPlanJson(const PlanHeader& h, const RunPlan& plan) {
   j["micro_batch"] = h.micro_batch;
   j["seq_len"] = h.seq_len;
   j["micro_batches"] = h.micro_batches;
+  j["bucket_mib"] = h.bucket_mib;
   nlohmann::json rows = nlohmann::json::array();
   for (const PlanChoice& c : plan.choices) {
     const MemoryPrediction& p = c.memory;

@@ -18,6 +18,7 @@ struct PlanHeader {
   bool params_only = false;   // No structure: gather buffers and activations unknown.
   const PlanMachine* machine = nullptr;
   int micro_batch = 0, seq_len = 0, micro_batches = 1;
+  double bucket_mib = 0;          // --bucket-mib (stages 2-3 buckets; 0 = per unit).
   int64_t worker_host_bytes = 0;  // PlanModel::worker_host_bytes (CPU rows add it).
   std::string link_measured_on;   // --link-bandwidth measure's backend (this machine); "" = given.
   std::string compute_dtype, reduce_dtype;

@@ -66,9 +66,11 @@ struct JobConfig {
   int gather_prefetch = 1;
   // Stages 2-3: units' collectives fused into buckets of up to this many
   // MiB (worker/engine/sharded_engine.h "buckets"), in [0, 4096]; 0 = one
-  // unit per collective. 25, as PyTorch DDP's bucket_cap_mb: units of a
-  // large model (a GPT-2 block in bf16 is 14 MB) go one per collective
-  // anyway, a small model's share a few. The job's only, as gather_prefetch.
+  // unit per collective. 25, as PyTorch DDP's bucket_cap_mb: a large
+  // model's units (a GPT-2 block in bf16 is 14 MB) are still gathered one
+  // per collective, and their gradients wait one bracket for the next
+  // unit's before one reduce-scatter; a small model's share a few. The
+  // job's only, as gather_prefetch.
   double bucket_mib = 25;
   // What the model keeps for backward (worker/model ActivationCheckpointing):
   // "none" (every block's activations) or "blocks" (each block's input;

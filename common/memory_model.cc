@@ -96,7 +96,9 @@ int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
   const int64_t gather = std::max(max_padded, std::min(bucket_bytes / c, total));
   const int64_t reduce = std::max(max_padded, std::min(bucket_bytes / g, total));
   const int64_t gathers = stage == 3 ? std::min((1 + prefetch) * gather, total) * c : 0;
-  const int64_t grads = 4 * max_padded + (stage >= 2 ? (g + 4) * reduce : 0);
+  // A reduce bucket waits only while under B (a full one goes at once).
+  const int64_t waiting = std::min(bucket_bytes / g, total);
+  const int64_t grads = 4 * max_padded + (stage >= 2 ? g * reduce + 4 * waiting : 0);
   return gathers + view + grads + step;
 }
 

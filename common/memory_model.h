@@ -119,7 +119,8 @@ struct MemoryPrediction {
 // holds G = max(P, min(B / c, total padded)) elements and a reduce bucket R
 // = max(P, min(B / g, total padded)): stage 3 keeps (1 + d) buckets, at
 // most every unit, min((1 + d) G, total) c; the reduce-scatter in flight is
-// g R; and at stages 2-3 the gradients waiting in the reduce bucket add 4 R.
+// g R; and at stages 2-3 the fp32 gradients waiting in the reduce bucket,
+// which is issued as soon as it holds B bytes, add 4 min(B / g, total).
 int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
                           DType reduce_dtype, int prefetch, int64_t bucket_bytes = 0);
 

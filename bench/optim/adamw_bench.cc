@@ -55,9 +55,9 @@ double TimeMedian(int reps, Fn&& fn) {
   return Median(seconds);
 }
 
-void Run(int64_t n, int reps, int threads, const std::vector<std::string>& computes) {
-  std::vector<float> master(n, 0.5f), m(n, 0.0f), v(n, 0.0f), grad(n, 0.01f), out32(n);
-  std::vector<bf16> out16(n);
+// The streaming limits above at `threads`, printed; returns the fastest,
+// bytes per second.
+double MeasureLimit(int64_t n, int reps, int threads) {
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
   const double triad_s = TimeMedian(reps, [&] {
     ParallelFor(n, threads, 1 << 16, 64, [&](int, int64_t begin, int64_t end) {
@@ -102,6 +102,13 @@ void Run(int64_t n, int reps, int threads, const std::vector<std::string>& compu
               "AdamW's streams %.2f GB/s (%.1f Mparams/s)\n",
               threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9, streams_bw / 1e9,
               n / streams_s / 1e6);
+  return limit;
+}
+
+void Run(int64_t n, int reps, int threads, const std::vector<std::string>& computes) {
+  std::vector<float> master(n, 0.5f), m(n, 0.0f), v(n, 0.0f), grad(n, 0.01f), out32(n);
+  std::vector<bf16> out16(n);
+  const double limit = MeasureLimit(n, reps, threads);
   const AdamWHyperparams hp{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
   int64_t step = 0;
   for (const std::string& name : computes) {

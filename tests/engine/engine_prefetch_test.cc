@@ -168,12 +168,14 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   lim.bound = lim.base + (1 + k.prefetch) * c * P + view + 4 * P + g * P;
   if (k.bucket_bytes > 0) {
     // (1 + d) gather buckets of G elements (at most every unit), the
-    // bracket's view, one reduce bucket of R waiting (fp32) and one in
-    // flight (reduce dtype).
+    // bracket's view, a reduce bucket waiting (fp32, under B / g elements:
+    // a full one is issued) and one of R in flight (reduce dtype).
     const int64_t total = kUnits * P;
     const int64_t G = std::max(P, std::min(k.bucket_bytes / c, total));
     const int64_t R = std::max(P, std::min(k.bucket_bytes / g, total));
-    lim.bound = lim.base + std::min((1 + k.prefetch) * G, total) * c + view + 4 * P + (4 + g) * R;
+    const int64_t waiting = std::min(k.bucket_bytes / g, total);
+    lim.bound = lim.base + std::min((1 + k.prefetch) * G, total) * c + view + 4 * P + g * R +
+                4 * waiting;
   }
   std::vector<UnitBracket> seq;
   for (int mb = 0; mb < kMicroBatches; ++mb) {

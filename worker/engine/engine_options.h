@@ -23,7 +23,9 @@ struct EngineOptions {
   absl::Duration collective_timeout = absl::Seconds(60);  // Per collective wait.
   int optimizer_threads = 0;              // AdamWCpu threads; 0 = hardware.
   // Stage 3: units all-gathered ahead of their use, in the recorded order
-  // (--gather-prefetch), 0..64; 0 gathers each unit when it is opened.
+  // (--gather-prefetch), 0..64; 0 gathers each unit when it is opened. With
+  // buckets (bucket_bytes) it counts buckets, and 0 gathers the rest of the
+  // open unit's bucket with it.
   int prefetch = 1;
   // Stages 2-3 (--bucket-mib): collectives fused over units up to this many
   // bytes (gathered compute copy for all-gathers, reduce dtype for

@@ -228,7 +228,8 @@ ShardedEngine::~ShardedEngine() {
     if (!settle(p.work)) lost = true;
   }
   for (Unit& unit : units_) {
-    if (unit.gather != nullptr && !settle(unit.gather->work)) lost = true;
+    // A group another member already waited for in vain counts as lost too.
+    if (unit.gather != nullptr && (!settle(unit.gather->work) || unit.gather->failed)) lost = true;
   }
   for (std::unique_ptr<Work>& work : in_flight_) {
     if (!settle(work)) lost = true;  // Its buffers are stream-ordered frees.

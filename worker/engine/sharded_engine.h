@@ -47,7 +47,8 @@
 //            still waits there when its next backward bracket opens (the
 //            tied unit's second use, the next micro-batch) adds into the
 //            same buffer, so it is reduced once. The transient bound counts
-//            buckets where it counted units.
+//            buckets where it counted units, plus the gradients waiting in
+//            the reduce bucket (under bucket_bytes: a full one goes at once).
 // Gradients add over brackets and micro-batches until step(), which also
 // averages over ranks (sum / N), clips by the global norm (clip coefficient
 // min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_; norm
@@ -76,7 +77,7 @@
 //
 // Parameter offload (stage 3, EngineOptions::params_offload, --offload-params
 // nvme): the resident shard compute copy is replaced by a ParamStore
-// (worker/offload/param_store.h), one file per unit. IssueGather(u) copies
+// (worker/offload/param_store.h), one file per unit. IssueGathers copies
 // u's shard from its staging slot into the rank's slice of the gather
 // buffer and all-gathers in place, after asking the store to read ahead the
 // next `prefetch` units of the gather order (gather_order.h); the update and
@@ -218,7 +219,8 @@ class ShardedEngine final : public UnitHooks {
   MemoryBytes peak_memory() const { return accountant_.peak(); }
   void ResetPeakMemory() { accountant_.ResetPeak(); }
   // Upper bound on buffers bytes while the model brackets one unit at a time
-  // (plus the prefetch window and one in-flight reduce-scatter), Step and
+  // (plus the prefetch window, the waiting reduce bucket and one in-flight
+  // reduce-scatter; windows and reductions by bucket with buckets), Step and
   // GatherFullParams included: the "gather buffers" of the stage-3 formula.
   int64_t BufferBytesBound() const;
   CommStats comm_stats() const { return comm_->stats(); }
