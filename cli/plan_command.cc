@@ -122,7 +122,7 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanMode
   const int global = o.global_batch > 0 ? o.global_batch : o.micro_batch * o.workers;
   h.micro_batches = MicroBatchesPerStep(global, o.workers, o.micro_batch);
   model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g, cuda);
-  model.bucket_bytes = static_cast<int64_t>(o.bucket_mib * (1 << 20));
+  model.bucket_bytes = JobConfig::BucketBytes(o.bucket_mib);
   h.params = model.params;
   h.worker_host_bytes = model.worker_host_bytes;
   h.micro_batch = o.micro_batch;

@@ -77,8 +77,9 @@ std::vector<std::vector<int>> GatherOrder::WindowBuckets(int count) const {
 }
 
 bool GatherOrder::Expects(int unit, int count) const {
-  const std::vector<int> ahead = Ahead(std::max(count, 0));
-  return std::find(ahead.begin(), ahead.end(), unit) != ahead.end();
+  const auto begin = order_.begin() + static_cast<std::ptrdiff_t>(std::min(cursor_, order_.size()));
+  const auto end = order_.begin() + static_cast<std::ptrdiff_t>(WindowEnd(std::max(count, 0)));
+  return begin < end && std::find(begin, end, unit) != end;
 }
 
 std::vector<int> GatherOrder::Record(int unit, int count) {

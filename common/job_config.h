@@ -83,7 +83,9 @@ struct JobConfig {
   static constexpr int64_t kDefaultMaxFailures = 20;
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
-  int64_t bucket_bytes() const { return static_cast<int64_t>(bucket_mib * (1 << 20)); }
+  int64_t bucket_bytes() const { return BucketBytes(bucket_mib); }
+  // --bucket-mib's MiB in bytes (launch's job and plan alike).
+  static int64_t BucketBytes(double mib) { return static_cast<int64_t>(mib * (1 << 20)); }
   absl::Duration checkpoint_timeout() const { return absl::Seconds(checkpoint_timeout_s); }
   absl::Duration rpc_timeout() const { return absl::Seconds(rpc_timeout_s); }
   absl::Duration trigger_poll_timeout() const { return absl::Seconds(trigger_poll_timeout_s); }

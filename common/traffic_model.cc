@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/gather_order.h"
+#include "common/reduce_bucket.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {
@@ -64,35 +65,24 @@ void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, TrafficPred
   }
 }
 
-// Stages 2-3's reduce-scatters by the engine's reduce bucket (FlushGrads,
-// TakeFromReduceBucket): a closed backward bracket's unit joins the bucket
-// (issued first if it would overflow, and as soon as it is full; without
-// buckets at once); a bracket whose unit still waits there takes it back;
-// Step issues what is left.
+// Stages 2-3's reduce-scatters: every backward bracket's unit through the
+// engine's reduce bucket (common/reduce_bucket.h), one call per group.
 void SimulateReduces(const ShardPlan& plan, const TrafficInputs& in, TrafficPrediction& t) {
   const int64_t g = DTypeSize(in.reduce_dtype);
-  std::vector<int> bucket;
-  int64_t bytes = 0;
-  auto issue = [&] {
-    if (!bucket.empty()) Add(t, Collective::kReduceScatter, bytes, plan.world_size);
-    bucket.clear();
-    bytes = 0;
+  ReduceBucket bucket(in.bucket_bytes);
+  auto issue = [&](const std::vector<int>& units) {
+    int64_t bytes = 0;
+    for (int u : units) bytes += g * plan.units[u].padded_numel;
+    Add(t, Collective::kReduceScatter, bytes, plan.world_size);
   };
   for (int mb = 0; mb < in.micro_batches; ++mb) {
     for (const UnitBracket& b : in.brackets) {
       if (!b.backward) continue;
-      const int64_t unit_bytes = g * plan.units[b.unit].padded_numel;
-      if (const auto it = std::find(bucket.begin(), bucket.end(), b.unit); it != bucket.end()) {
-        bucket.erase(it);
-        bytes -= unit_bytes;
-      }
-      if (!bucket.empty() && bytes + unit_bytes > in.bucket_bytes) issue();
-      bucket.push_back(b.unit);
-      bytes += unit_bytes;
-      if (bytes >= in.bucket_bytes) issue();
+      bucket.Take(b.unit);
+      bucket.Add(b.unit, g * plan.units[b.unit].padded_numel, issue);
     }
   }
-  issue();
+  bucket.Flush(issue);
 }
 
 }  // namespace

@@ -38,6 +38,15 @@ class GroupWork final : public Work {
   CommOp op_;
 };
 
+// The default grouped collective: issue(member) for each, one GroupWork.
+template <typename Issue>
+std::unique_ptr<Work> IssueEach(absl::Span<const CollectiveArgs> group, CommOp op, Issue&& issue) {
+  ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
+  std::vector<std::unique_ptr<Work>> members;
+  for (const CollectiveArgs& a : group) members.push_back(issue(a));
+  return std::make_unique<GroupWork>(std::move(members), op);
+}
+
 }  // namespace
 
 const char* CommOpName(CommOp op) {
@@ -81,23 +90,17 @@ double BusBandwidthFactor(CommOp op, int world_size) {
 
 std::unique_ptr<Work> Communicator::AllGatherGroup(absl::Span<const CollectiveArgs> group,
                                                   DType dtype, const CollectiveOptions& opts) {
-  ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
-  std::vector<std::unique_ptr<Work>> members;
-  for (const CollectiveArgs& a : group) {
-    members.push_back(AllGather(a.send, a.recv, a.count, dtype, opts));
-  }
-  return std::make_unique<GroupWork>(std::move(members), CommOp::kAllGather);
+  return IssueEach(group, CommOp::kAllGather, [&](const CollectiveArgs& a) {
+    return AllGather(a.send, a.recv, a.count, dtype, opts);
+  });
 }
 
 std::unique_ptr<Work> Communicator::ReduceScatterGroup(absl::Span<const CollectiveArgs> group,
                                                       DType dtype, ReduceOp op,
                                                       const CollectiveOptions& opts) {
-  ZS_RETURN_WORK_IF_ERROR(CheckCommGroup(group));
-  std::vector<std::unique_ptr<Work>> members;
-  for (const CollectiveArgs& a : group) {
-    members.push_back(ReduceScatter(a.send, a.recv, a.count, dtype, op, opts));
-  }
-  return std::make_unique<GroupWork>(std::move(members), CommOp::kReduceScatter);
+  return IssueEach(group, CommOp::kReduceScatter, [&](const CollectiveArgs& a) {
+    return ReduceScatter(a.send, a.recv, a.count, dtype, op, opts);
+  });
 }
 
 std::unique_ptr<Work> Communicator::RingShift(const void*, void*, int64_t, DType,

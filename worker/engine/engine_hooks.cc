@@ -196,7 +196,7 @@ UnitBackwardView ShardedEngine::PreBackward(int u) {
       unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
     } else {
       // A gradient still waiting in the reduce bucket takes this bracket's too.
-      if (!TakeFromReduceBucket(u)) MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
+      if (!reduce_bucket_.Take(u)) MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
       unit.grad_ptr = unit.grad_view.as<float>();
     }
   }
@@ -229,29 +229,17 @@ void ShardedEngine::FlushGrads(int u) {
     }
     return;
   }
-  const int64_t bytes = P * gbytes();
-  if (!reduce_bucket_.empty() && reduce_bucket_bytes_ + bytes > options_.bucket_bytes) {
-    IssueReduceBucket();
-  }
-  reduce_bucket_.push_back(u);
-  reduce_bucket_bytes_ += bytes;
-  if (reduce_bucket_bytes_ >= options_.bucket_bytes) IssueReduceBucket();  // Always at 0.
+  reduce_bucket_.Add(u, P * gbytes(), [this](const std::vector<int>& group) {
+    IssueReduceGroup(group);
+  });
 }
 
-bool ShardedEngine::TakeFromReduceBucket(int u) {
-  const auto it = std::find(reduce_bucket_.begin(), reduce_bucket_.end(), u);
-  if (it == reduce_bucket_.end()) return false;
-  reduce_bucket_.erase(it);
-  reduce_bucket_bytes_ -= units_[u].plan->padded_numel * gbytes();
-  return true;
-}
-
-void ShardedEngine::IssueReduceBucket() {
+void ShardedEngine::IssueReduceGroup(const std::vector<int>& units) {
   // One reduce-scatter in flight (the previous bucket's, overlapping this
   // one's backward): it completes before the next staging is allocated.
   while (!pending_.empty()) DrainOneReduce();
   PendingReduce pending;
-  for (int u : reduce_bucket_) {
+  for (int u : units) {
     Unit& unit = units_[u];
     ReducePiece piece{u, Buffer(MemoryKind::kBuffers)};
     if (options_.reduce_dtype == DType::kFp32) {
@@ -265,9 +253,7 @@ void ShardedEngine::IssueReduceBucket() {
     }
     pending.pieces.push_back(std::move(piece));
   }
-  reduce_bucket_.clear();
-  reduce_bucket_bytes_ = 0;
-  if (Failed() || pending.pieces.empty()) return;  // Nothing is reduced after a failure.
+  if (Failed()) return;  // Nothing is reduced after a failure.
   std::vector<CollectiveArgs> args;
   for (ReducePiece& piece : pending.pieces) {
     Unit& unit = units_[piece.unit];
@@ -300,7 +286,7 @@ void ShardedEngine::DrainOneReduce() {
 }
 
 absl::Status ShardedEngine::DrainAll() {
-  if (!reduce_bucket_.empty()) IssueReduceBucket();
+  reduce_bucket_.Flush([this](const std::vector<int>& group) { IssueReduceGroup(group); });
   while (!pending_.empty()) DrainOneReduce();
   for (Unit& unit : units_) FreeGather(unit);
   return status_;

@@ -87,7 +87,7 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
       world_size_(comm->world_size()), units_(plan_.units.size()),
       train_orders_{GatherOrder(static_cast<int>(plan_.units.size())),
                     GatherOrder(static_cast<int>(plan_.units.size()))},
-      eval_orders_(train_orders_) {
+      eval_orders_(train_orders_), reduce_bucket_(options.bucket_bytes) {
   device_ = options_.device;
   if (device_ == nullptr) {
     owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);

@@ -123,6 +123,7 @@
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
 #include "common/gather_order.h"
+#include "common/reduce_bucket.h"
 #include "worker/engine/engine_options.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
@@ -319,12 +320,9 @@ class ShardedEngine final : public UnitHooks {
   // expects u within the prefetch window.
   bool KeepGathered(int u) const;
   void FlushGrads(int u);
-  // Whether u's gradient waited in the reduce bucket; it leaves it, and the
-  // next bracket adds into the same grad_view.
-  bool TakeFromReduceBucket(int u);
-  // One (grouped) reduce-scatter of the reduce bucket's units, after the one
-  // in flight completes.
-  void IssueReduceBucket();
+  // One (grouped) reduce-scatter of `units`' closed gradients (grad_view),
+  // after the one in flight completes.
+  void IssueReduceGroup(const std::vector<int>& units);
   void DrainOneReduce();
   absl::Status DrainAll();
   void Fail(const absl::Status& status);
@@ -366,9 +364,8 @@ class ShardedEngine final : public UnitHooks {
   Orders* orders_ = &train_orders_;
   std::deque<PendingReduce> pending_;
   // Units whose closed brackets' gradients (grad_view) wait for the next
-  // grouped reduce-scatter, and their reduce-dtype bytes.
-  std::vector<int> reduce_bucket_;
-  int64_t reduce_bucket_bytes_ = 0;
+  // grouped reduce-scatter, weighed in reduce-dtype bytes.
+  ReduceBucket reduce_bucket_;
   // Stream-ordered collectives not yet Waited; their buffers may already be
   // freed (stream-ordered, so not reused before the op is done).
   std::vector<std::unique_ptr<Work>> in_flight_;
