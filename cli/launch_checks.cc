@@ -7,6 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/launch_plan.h"
+#include "common/hf_model_config.h"
+#include "common/hf_weights.h"
+#include "common/job_model.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "worker/data/text_corpus.h"
@@ -53,6 +56,38 @@ absl::Status CheckOffload(LaunchOptions& o, const ModelConfig& model) {
                                             units));
 }
 
+// The job's model: a preset, or a model directory (made absolute, its
+// description put in the job, and with --init pretrained its weights
+// checked against the config: a missing or misshapen tensor stops the
+// launch before any worker starts).
+absl::StatusOr<ModelConfig> ResolveLaunchModel(JobConfig& job) {
+  if (IsHfModelDir(job.model)) {
+    std::error_code ec;
+    job.model = std::filesystem::absolute(job.model, ec).string();
+  }
+  absl::StatusOr<ModelConfig> model = ResolveModel(job.model, job.seq_len);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(), absl::StrCat("--model ", job.model, ": ",
+                                                            model.status().message()));
+  }
+  if (!model->is_llama()) {
+    if (job.seq_len > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--seq-len applies to model directories (preset ", job.model, " trains on its own "
+          "context, ", model->n_ctx, ")"));
+    }
+    return model;
+  }
+  job.model_desc = ModelConfigToJson(*model);
+  if (job.init == "random") return model;
+  absl::StatusOr<HfWeights> weights = HfWeights::Open(job.model);
+  absl::Status checked = weights.ok() ? weights->CheckUnits(ModelUnits(*model)) : weights.status();
+  if (!checked.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--model ", job.model, ": ", checked.message()));
+  }
+  return model;
+}
+
 }  // namespace
 
 absl::Status PrepareLaunch(LaunchOptions& o) {
@@ -76,7 +111,7 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   }
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   o.job.threads = o.threads > 0 ? o.threads : std::max(1, cores / o.workers);
-  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelPreset(o.job.model));
+  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ResolveLaunchModel(o.job));
   if (o.job.data.empty()) o.job.data = DefaultDataPaths();
   for (std::string& path : o.job.data) {
     std::error_code ec;

@@ -8,13 +8,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 #include "cli/launch_job.h"
 #include "common/rpc/security_flags.h"
 #include "common/dtype.h"
 
 namespace zeroshard::cli {
 namespace {
+
+void AddModelFlags(CLI::App* sub, JobConfig& c) {
+  sub->add_option("--model", c.model, ModelPresetFlagHelp())->capture_default_str();
+  sub->add_option("--init", c.init,
+                  "a model directory's weights: pretrained (its safetensors) or random (its "
+                  "architecture from scratch)")
+      ->check(CLI::IsMember({"pretrained", "random"}))->capture_default_str();
+  sub->add_option("--seq-len", c.seq_len,
+                  "tokens per training sequence for a model directory (0: its "
+                  "max_position_embeddings, at most 1024)")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+}
 
 void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   JobConfig& c = o.job;
@@ -26,7 +38,7 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))->capture_default_str();
   sub->add_option("--steps", c.steps, "optimizer steps")->check(CLI::Range(1, 100000000))
       ->capture_default_str();
-  sub->add_option("--model", c.model, ModelPresetFlagHelp())->capture_default_str();
+  AddModelFlags(sub, c);
   sub->add_option("--global-batch", c.global_batch, "sequences per step, all ranks together")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--micro-batch", c.micro_batch, "sequences per forward/backward on one rank")

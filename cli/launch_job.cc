@@ -20,7 +20,8 @@
 #include "common/process_metrics.h"
 #include "common/dir_lock.h"
 #include "server/rpc/coordinator_stack.h"
-#include "worker/model/model_config.h"
+#include "common/job_model.h"
+#include "common/model_config.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard::cli {
@@ -169,7 +170,9 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.checkpoint_dir = o.job.checkpoint_dir;
   copts.security.tls = o.security.tls;
   copts.security.token_file = o.security.token_file;
-  if (auto model = ModelPreset(o.job.model); model.ok()) copts.core.units = ModelUnits(*model);
+  if (auto model = JobModel(o.job.model, o.job.model_desc, o.job.seq_len); model.ok()) {
+    copts.core.units = ModelUnits(*model);
+  }
   auto stack = StartCoordinatorStack(copts, o.keep_checkpoints);
   if (!stack.ok()) return stack.status();
   CoordinatorHandle handle;
@@ -222,6 +225,34 @@ absl::Status StartFreshState(const std::string& state_dir) {
   return absl::OkStatus();
 }
 
+// The run directory (made, absolute) and what lives in it: the step log,
+// the coordinator's fresh state, and for a model directory's weights the
+// checkpoint directory they are served through (model_weights_read.cc).
+// Returns the exit code of a failure, else 0.
+int PrepareRunDir(LaunchOptions& o, bool external) {
+  if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
+  std::error_code ec;
+  std::filesystem::create_directories(o.run_dir, ec);
+  if (ec) {
+    std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  o.run_dir = std::filesystem::absolute(o.run_dir, ec).string();
+  if (external) return 0;
+  if (o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
+  if (o.job.loads_model_weights() && o.job.checkpoint_dir.empty()) {
+    o.job.checkpoint_dir = o.run_dir + "/checkpoints";
+  }
+  std::filesystem::remove(o.job.log_path, ec);
+  if (!o.job.resume && o.job.resume_step < 0) {
+    if (absl::Status s = StartFreshState(o.run_dir + "/state"); !s.ok()) {
+      std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << s.message() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunLaunch(LaunchOptions o) {
@@ -232,22 +263,7 @@ int RunLaunch(LaunchOptions o) {
       return 2;
     }
   }
-  if (o.run_dir.empty()) o.run_dir = DefaultRunDir();
-  std::error_code ec;
-  std::filesystem::create_directories(o.run_dir, ec);
-  if (ec) {
-    std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << ec.message() << "\n";
-    return 2;
-  }
-  o.run_dir = std::filesystem::absolute(o.run_dir, ec).string();
-  if (!external && o.job.log_path.empty()) o.job.log_path = o.run_dir + "/steps.jsonl";
-  if (!external) std::filesystem::remove(o.job.log_path, ec);
-  if (!external && !o.job.resume && o.job.resume_step < 0) {
-    if (absl::Status s = StartFreshState(o.run_dir + "/state"); !s.ok()) {
-      std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << s.message() << "\n";
-      return 1;
-    }
-  }
+  if (int code = PrepareRunDir(o, external); code != 0) return code;
 
   auto coordinator = external ? UseExternal(o) : StartEmbedded(o);
   if (!coordinator.ok()) {
@@ -276,7 +292,9 @@ int RunLaunch(LaunchOptions o) {
   SummaryInputs summary;
   summary.progress = &progress;
   summary.stage = o.job.stage;
-  summary.num_params = ModelParamCount(*ModelPreset(o.job.model));
+  const ModelConfig model = *JobModel(o.job.model, o.job.model_desc, o.job.seq_len);
+  summary.num_params = ModelParamCount(model);
+  summary.vocab = model.vocab;
   summary.compute_bytes = static_cast<int>(DTypeSize(o.job.compute_dtype));
   summary.grad_bytes = static_cast<int>(DTypeSize(o.job.reduce_dtype));
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);

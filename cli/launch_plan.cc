@@ -55,7 +55,7 @@ std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel
                                ", activations ", b(p.activations));
   if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", b(p.state.redundancy));
   if (!m.cuda) {
-    absl::StrAppend(&s, ", initial parameters ", b(pm.worker_host_bytes), ", process ",
+    absl::StrAppend(&s, ", initial unit ", b(pm.worker_host_bytes), ", process ",
                     b(m.process_overhead));
   }
   return absl::StrCat(s, " = ", b(c.device_need), " per worker");

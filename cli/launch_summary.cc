@@ -1,6 +1,7 @@
 #include "cli/launch_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,8 +47,9 @@ std::string FormatSummary(const SummaryInputs& in) {
     absl::StrAppend(&out, absl::StrFormat("  resumed from the checkpoint at step %d; now at step %d\n",
                                           p.first_step - 1, last.step));
   }
-  absl::StrAppend(&out, absl::StrFormat("  train loss  %.4f -> %.4f   (ln 256 = 5.5452)\n",
-                                        p.first_loss, last.loss));
+  absl::StrAppend(&out, absl::StrFormat("  train loss  %.4f -> %.4f   (ln %d = %.4f)\n",
+                                        p.first_loss, last.loss, in.vocab,
+                                        std::log(static_cast<double>(in.vocab))));
   if (p.last_val_loss >= 0) {
     absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f at step %d\n", p.last_val_loss,
                                           p.last_val_step));

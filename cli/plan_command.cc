@@ -12,7 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
-#include "worker/model/model_config.h"
+#include "common/job_model.h"
+#include "common/model_config.h"
 #include "cli/link_measure.h"
 #include "cli/plan_format.h"
 #include "common/dtype.h"
@@ -108,11 +109,11 @@ int ResolveMachine(const PlanOptions& o, PlanMachine& m) {
 // with `cuda` its activations count the CUDA kernels' workspace.
 int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanModel& model,
                      PlanHeader& h) {
-  ModelConfig config{o.vocab, o.layers, o.width, o.heads, o.ctx};
+  ModelConfig config = Gpt2Config(o.vocab, o.layers, o.width, o.heads, o.ctx);
   if (!o.model.empty()) {
-    absl::StatusOr<ModelConfig> preset = ModelPreset(o.model);
-    if (!preset.ok()) return Bad("--model", std::string(preset.status().message()));
-    config = *preset;
+    absl::StatusOr<ModelConfig> resolved = ResolveModel(o.model, o.seq_len);
+    if (!resolved.ok()) return Bad("--model", std::string(resolved.status().message()));
+    config = *resolved;
   }
   if (absl::Status s = ValidateModelConfig(config); !s.ok()) {
     return Bad("--layers/--width/--heads/--ctx", std::string(s.message()));

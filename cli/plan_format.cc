@@ -68,8 +68,8 @@ std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
                         "backward's scratch or bf16 matmul inputs)\n");
   }
   if (!h.machine->cuda && !h.params_only) {
-    absl::StrAppend(&s, "  CPU workers: peak/rank = the kinds + the initial fp32 parameters a "
-                        "worker keeps (", FormatDecimalBytes(h.worker_host_bytes),
+    absl::StrAppend(&s, "  CPU workers: peak/rank = the kinds + the largest unit's initial fp32 "
+                        "values (", FormatDecimalBytes(h.worker_host_bytes),
                         ") + process overhead (", FormatDecimalBytes(h.machine->process_overhead),
                         ", measured); device and host memory are the same RAM\n");
   }

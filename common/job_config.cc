@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "absl/strings/str_cat.h"
+#include "common/job_model.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -39,6 +40,10 @@ absl::Status CheckDeviceAndBackend(const std::string& device, const std::string&
 }  // namespace
 
 absl::Status JobConfig::Validate() const {
+  if (init != "pretrained" && init != "random") {
+    return OutOfRange("init", absl::StrCat("= \"", init, "\" is not pretrained or random"));
+  }
+  if (seq_len < 0 || seq_len > (1 << 20)) return OutOfRange("seq_len", "must be in [0, 2^20]");
   if (stage < 0 || stage > 3) return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
   if (steps < 1 || steps > 100'000'000) return OutOfRange("steps", "must be in [1, 1e8]");
   if (global_batch < 1 || global_batch > 1'000'000) return OutOfRange("global_batch", "must be in [1, 1e6]");
@@ -91,7 +96,8 @@ absl::Status JobConfig::Validate() const {
 
 std::string JobConfig::ToJson() const {
   nlohmann::json j = {
-      {"model", model}, {"stage", stage}, {"steps", steps}, {"global_batch", global_batch},
+      {"model", model}, {"model_desc", model_desc}, {"init", init}, {"seq_len", seq_len},
+      {"stage", stage}, {"steps", steps}, {"global_batch", global_batch},
       {"micro_batch", micro_batch}, {"data", data}, {"seed", seed},
       {"compute_dtype", std::string(DTypeName(compute_dtype))},
       {"reduce_dtype", std::string(DTypeName(reduce_dtype))}, {"lr", lr},
@@ -124,6 +130,9 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
   try {
     for (auto& [key, value] : j.items()) {
       if (key == "model") c.model = value.get<std::string>();
+      else if (key == "model_desc") c.model_desc = value.get<std::string>();
+      else if (key == "init") c.init = value.get<std::string>();
+      else if (key == "seq_len") c.seq_len = value.get<int>();
       else if (key == "stage") c.stage = value.get<int>();
       else if (key == "steps") c.steps = value.get<int64_t>();
       else if (key == "global_batch") c.global_batch = value.get<int>();
@@ -188,7 +197,12 @@ absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,
   const bool fill = config.checkpoint_dir.empty() && !checkpoint_dir.empty();
   if (fill) config.checkpoint_dir = checkpoint_dir;
   ZS_RETURN_IF_ERROR(config.Validate());
-  return fill ? config.ToJson() : json;
+  // The model, resolved here once: a directory's description is served.
+  ZS_ASSIGN_OR_RETURN(const ModelConfig model,
+                      JobModel(config.model, config.model_desc, config.seq_len));
+  const bool describe = model.is_llama() && config.model_desc.empty();
+  if (describe) config.model_desc = ModelConfigToJson(model);
+  return fill || describe ? config.ToJson() : json;
 }
 
 double LearningRateAt(const JobConfig& c, int64_t step) {

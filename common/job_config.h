@@ -15,7 +15,22 @@
 namespace zeroshard {
 
 struct JobConfig {
-  std::string model = "small";       // Preset name (worker/model ModelPreset).
+  // A preset name (common/model_config.h ModelPreset) or a Hugging Face
+  // model directory (config.json + safetensors) on the coordinator's host.
+  std::string model = "small";
+  // The model's description as JSON (ModelConfigToJson): filled by the
+  // coordinator from a model directory (PrepareServedJobConfig), so workers,
+  // which never read the directory, learn the model from the job config.
+  // "" for presets.
+  std::string model_desc;
+  // Weights of a model directory: "pretrained" (its safetensors, served by
+  // the coordinator, each rank receiving only its shard) or "random"
+  // (InitUnits: its architecture trained from scratch). Presets: random.
+  std::string init = "pretrained";
+  // Tokens per training sequence for a model directory (0 = its
+  // max_position_embeddings, at most kDefaultHfContext); presets train on
+  // their own context, so 0.
+  int seq_len = 0;
   int stage = 3;                     // ZeRO stage 0..3.
   int64_t steps = 300;               // Optimizer steps to run in total.
   int global_batch = 16;             // Sequences per optimizer step, all ranks together.
@@ -83,6 +98,9 @@ struct JobConfig {
   static constexpr int64_t kDefaultMaxFailures = 20;
 
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
+  // The job starts from a model directory's weights (served by the
+  // coordinator's checkpoint service) rather than a random init.
+  bool loads_model_weights() const { return !model_desc.empty() && init == "pretrained"; }
   int64_t bucket_bytes() const { return BucketBytes(bucket_mib); }
   // --bucket-mib's MiB in bytes (launch's job and plan alike).
   static int64_t BucketBytes(double mib) { return static_cast<int64_t>(mib * (1 << 20)); }
@@ -100,8 +118,10 @@ struct JobConfig {
 // The job config a coordinator serves: `json` validated (errors as
 // FromJson, so a typo fails at the coordinator, not in every worker), and
 // the coordinator's --checkpoint-dir filled in when the job names none, so
-// its workers save there. Text that needs no change is returned as given;
-// "" (keep the persisted config) stays "".
+// its workers save there, and model_desc filled in from a model directory
+// (common/job_model.h; its errors: an unknown preset, a config.json key
+// zeroshard does not support). Text that needs no change is returned as
+// given; "" (keep the persisted config) stays "".
 absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,
                                                    const std::string& checkpoint_dir);
 

@@ -69,9 +69,9 @@ struct PlanModel {
   // brackets and the activation bytes (worker/model ModelActivationBytes).
   std::vector<UnitBracket> brackets[2];
   int64_t activation_bytes[2] = {0, 0};
-  // Host bytes a worker holds beside the engine for the whole run: the
-  // initial fp32 parameters it keeps to start later generations from
-  // (JobContext::initial_units in worker/trainer/worker_runtime.cc, 4 Ψ).
+  // Host bytes a worker holds beside the engine while it starts: the
+  // initial fp32 values of one unit at a time, the largest counted
+  // (worker/trainer/engine_setup.h InitialUnits).
   int64_t worker_host_bytes = 0;
   // --offload-params nvme: the stage-3 choices keep only the parameter
   // store's staging slots resident (prefetch + 1, memory_model.h).

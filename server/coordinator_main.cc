@@ -13,7 +13,7 @@
 #include "common/cli.h"
 #include "common/job_config.h"
 #include "common/rpc/security_flags.h"
-#include "worker/model/model_config.h"
+#include "common/job_model.h"
 #include "server/rpc/coordinator_server.h"
 #include "server/rpc/coordinator_stack.h"
 
@@ -128,7 +128,7 @@ absl::Status ApplyFlags(Flags& f) {
   if (!core.job_config_json.empty()) {
     absl::StatusOr<zeroshard::JobConfig> job = zeroshard::JobConfig::FromJson(core.job_config_json);
     if (job.ok()) {
-      auto model = zeroshard::ModelPreset(job->model);
+      auto model = zeroshard::JobModel(job->model, job->model_desc, job->seq_len);
       if (!model.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("job config: ", model.status().message()));

@@ -20,7 +20,7 @@
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/cuda_kernels.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {

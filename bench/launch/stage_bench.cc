@@ -21,6 +21,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "worker/data/batch_sampler.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 #include "worker/optim/adamw.h"

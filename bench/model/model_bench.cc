@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 

@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/text_corpus.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 

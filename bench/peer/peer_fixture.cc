@@ -2,7 +2,7 @@
 // `zeroshard launch` trains, so the peer starts from the same bits and sees
 // the same samples in the same order:
 //   DIR/init.safetensors  InitUnits(model, seed) under zeroshard's parameter
-//                         names (worker/model/model_config.h), fp32;
+//                         names (common/model_config.h), fp32;
 //   DIR/batches.u8        every step's global batch, uint8 [steps,
 //                         global_batch, n_ctx + 1]: sample i of step s is
 //                         the window BatchSampler gives (inputs are its first
@@ -32,7 +32,8 @@
 #include "nlohmann/json.hpp"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/text_corpus.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {

@@ -44,6 +44,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/hf_weights.h"
 #include "common/shard_plan.h"
 #include "server/checkpoint/dir_reaper.h"
 #include "zeroshard/v1/checkpoint.pb.h"
@@ -150,6 +151,12 @@ class CheckpointStore {
     std::function<absl::Status(const v1::RangeChunk& header)> send;
   };
   absl::Status ReadRange(const v1::DownloadRangeRequest& req, const RangeSink& sink);
+  // The job's initial weights, served by ReadRange for requests with
+  // model_weights set (checkpoint.proto DownloadRangeRequest): ranges of each
+  // unit's flat buffer under the job's units, read and converted from the
+  // model directory's safetensors a chunk at a time, so the coordinator
+  // holds one chunk per stream whatever the model's size. Null: none.
+  void SetModelWeights(std::shared_ptr<const HfWeights> weights);
 
   int PendingCount() const;
   // Sets where the running job comes from. Without one (the store on its
@@ -222,7 +229,11 @@ class CheckpointStore {
   std::vector<std::string> rejected_ ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex job_mu_;
   CheckpointJobSource job_source_ ABSL_GUARDED_BY(job_mu_);
+  std::shared_ptr<const HfWeights> model_weights_ ABSL_GUARDED_BY(job_mu_);
   absl::StatusOr<std::optional<CheckpointJob>> Job() const;  // nullopt: no source.
+  // ReadRange of the model weights (model_weights_read.cc).
+  absl::Status ReadModelWeights(const v1::DownloadRangeRequest& req, int64_t chunk_elems,
+                                const RangeSink& sink);
   absl::Status CheckBeginAgainstJob(const v1::BeginCheckpointRequest& req) const;
   std::atomic<CheckpointObserver*> observer_{nullptr};
   DirReaper reaper_;  // Retired checkpoints' removal, off the commit's path.

@@ -103,6 +103,7 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, con
     return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", req.chunk_bytes(), " is not in [4, ", kMaxChunkBytes, "]"));
   }
   const int64_t chunk_elems = chunk_bytes / 4;
+  if (req.model_weights()) return ReadModelWeights(req, chunk_elems, sink);
   std::optional<int64_t> step;
   if (req.has_step()) step = req.step();
   ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));

@@ -1,9 +1,38 @@
 #include "server/rpc/coordinator_stack.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/hf_weights.h"
+#include "common/job_config.h"
 #include "common/listen_check.h"
+#include "common/model_config.h"
+#include "common/status_macros.h"
 
 namespace zeroshard {
+namespace {
+
+// The weights of a job whose model is a directory with init pretrained,
+// checked against its units; null for any other job. They are served by
+// the checkpoint service, which therefore must exist.
+absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModelWeights(const CoordinatorOptions& o) {
+  if (o.core.job_config_json.empty()) return nullptr;
+  ZS_ASSIGN_OR_RETURN(const JobConfig job, JobConfig::FromJson(o.core.job_config_json));
+  if (job.model_desc.empty() || job.init != "pretrained") return nullptr;
+  if (o.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job config: model ", job.model, " with init pretrained is served through the "
+        "checkpoint service: give a checkpoint directory"));
+  }
+  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelConfigFromJson(job.model_desc));
+  absl::StatusOr<HfWeights> weights = HfWeights::Open(job.model);
+  absl::Status checked = weights.ok() ? weights->CheckUnits(ModelUnits(model)) : weights.status();
+  if (!checked.ok()) {
+    return absl::Status(checked.code(),
+                        absl::StrCat("model ", job.model, ": ", checked.message()));
+  }
+  return std::make_shared<const HfWeights>(*std::move(weights));
+}
+
+}  // namespace
 
 absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
                                                        int keep_checkpoints) {
@@ -16,6 +45,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
     return absl::InvalidArgumentError(absl::StrCat("--max-streams-per-caller ",
                                                    options.max_streams_per_caller, " is < 1"));
   }
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<const HfWeights> weights, OpenModelWeights(options));
   CoordinatorStack stack;
   stack.streams = std::make_unique<StreamLimits>(options.max_streams_per_caller);
   CoordinatorOptions served = options;
@@ -35,6 +65,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
           return absl::UnavailableError("the coordinator is starting");
         });
     served.checkpoint_service = stack.checkpoints->service();
+    stack.checkpoints->store()->SetModelWeights(std::move(weights));
   }
   auto server = CoordinatorServer::Start(served);
   if (!server.ok()) return server.status();

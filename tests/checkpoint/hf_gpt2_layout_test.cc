@@ -27,7 +27,7 @@ TEST(HfGpt2LayoutTest, TransposeOfATwoByThree) {
 }
 
 TEST(HfGpt2LayoutTest, OneLayerNamesShapesAndLayouts) {
-  const ModelConfig c{5, 1, 4, 2, 3};  // vocab 5, 1 layer, C 4, 2 heads, ctx 3.
+  const ModelConfig c = Gpt2Config(5, 1, 4, 2, 3);  // vocab 5, 1 layer, C 4, 2 heads, ctx 3.
   struct Want {
     const char* hf;
     const char* zs;

@@ -13,8 +13,9 @@
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {
@@ -77,7 +78,7 @@ std::vector<ModelRun> TrainBothRanks(const ModelConfig& c, ActivationCheckpointi
 }
 
 void ExpectSameTraining(DType compute, const std::string& name) {
-  const ModelConfig c{256, 3, 24, 3, 7};  // Odd shape: 3 layers, 3 heads, T = 7.
+  const ModelConfig c = Gpt2Config(256, 3, 24, 3, 7);  // Odd shape: 3 layers, 3 heads, T = 7.
   const std::vector<ModelRun> none =
       TrainBothRanks(c, ActivationCheckpointing::kNone, compute, name + "_none");
   const std::vector<ModelRun> blocks =

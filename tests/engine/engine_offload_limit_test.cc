@@ -24,7 +24,7 @@
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
 #include "worker/engine/sharded_engine.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {

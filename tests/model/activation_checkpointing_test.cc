@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {
@@ -113,11 +114,11 @@ TEST(ActivationCheckpointingTest, GradientsBitEqualTinyPreset) {
 
 TEST(ActivationCheckpointingTest, GradientsBitEqualOddShape) {
   // 3 layers, width 24, 3 heads (head size 8), T = 7 < n_ctx, B = 3.
-  ExpectBitEqual({256, 3, 24, 3, 9}, 3, 7);
+  ExpectBitEqual(Gpt2Config(256, 3, 24, 3, 9), 3, 7);
 }
 
 TEST(ActivationCheckpointingTest, LogitsEqual) {
-  const ModelConfig c{256, 3, 24, 3, 9};
+  const ModelConfig c = Gpt2Config(256, 3, 24, 3, 9);
   LocalParams hooks(InitUnits(c, 5));
   GptModel none(c, kNone), blocks(c, kBlocks);
   const auto x = Tokens(2 * 9, 8);
@@ -140,7 +141,7 @@ int64_t BlockActivationBytes(const ModelConfig& c, int B, int T) {
 }
 
 TEST(ActivationCheckpointingTest, ActivationBytesMatchTheFormula) {
-  for (const ModelConfig& c : {*ModelPreset("tiny"), ModelConfig{256, 3, 24, 3, 9}}) {
+  for (const ModelConfig& c : {*ModelPreset("tiny"), Gpt2Config(256, 3, 24, 3, 9)}) {
     for (auto [B, T] : {std::pair{1, 1}, std::pair{3, 7}, std::pair{2, 9}, std::pair{5, 4}}) {
       if (T > c.n_ctx) continue;
       const auto x = Tokens(B * T, 1), y = Tokens(B * T, 2);

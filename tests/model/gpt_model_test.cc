@@ -3,6 +3,7 @@
 // gradient accumulation over micro-batches, activation accounting, and the
 // off-CPU path (device-resident token ids and loss) against the CPU path.
 // (Loss and gradients against an independent NumPy model: gpt_reference_test.)
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/local_params.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 
@@ -135,9 +136,9 @@ TEST_P(GptReferenceTest, LossAndEveryGradientMatchNumpy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, GptReferenceTest,
-    ::testing::Values(Case{"tiny", {256, 2, 32, 2, 16}, 2, 16, 1.0f},
+    ::testing::Values(Case{"tiny", Gpt2Config(256, 2, 32, 2, 16), 2, 16, 1.0f},
                       // Odd shapes: 3 heads of 8, T shorter than n_ctx, a loss scale.
-                      Case{"odd", {256, 3, 24, 3, 9}, 3, 7, 0.37f}),
+                      Case{"odd", Gpt2Config(256, 3, 24, 3, 9), 3, 7, 0.37f}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Predicted peak RSS of a CPU worker against its measured VmHWM: the
 // planner's per-worker figure (common/run_plan.h: model state + gather
-// bound + activations + the kept initial parameters + the measured fixed
+// bound + activations + the largest unit's initial values + the measured fixed
 // overhead kCpuWorkerOverheadBytes), read from `zeroshard plan --json`, is
 // within 15% of every worker's VmHWM as `zeroshard launch` reports it
 // (workers print it when they finish), for the small and medium presets at

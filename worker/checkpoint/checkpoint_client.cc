@@ -250,9 +250,11 @@ absl::StatusOr<v1::CheckpointInfo> CheckpointClient::GetInfo(const std::string& 
 
 absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
                                         const std::string& unit, v1::TensorKind kind,
-                                        ElementRange range, float* dst, absl::Time deadline) {
+                                        ElementRange range, float* dst, absl::Time deadline,
+                                        bool model_weights) {
   if (range.length == 0) return absl::OkStatus();
   v1::DownloadRangeRequest req;
+  req.set_model_weights(model_weights);
   req.set_job_id(job_id);
   req.set_has_step(true);
   req.set_step(step);
@@ -311,6 +313,22 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
   absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
   if (!saved.ok())
     return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
+  return RestoreFrom(*saved, info.summary().job_id(), info.summary().step(), false, current_plan,
+                     targets, deadline);
+}
+
+absl::Status CheckpointClient::RestoreModelWeights(const std::string& job_id,
+                                                   const ShardPlan& current_plan,
+                                                   const std::vector<RestoreTarget>& targets,
+                                                   absl::Time deadline) {
+  return RestoreFrom(current_plan, job_id, 0, true, current_plan, targets, deadline);
+}
+
+absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::string& job_id,
+                                           int64_t step, bool model_weights,
+                                           const ShardPlan& current_plan,
+                                           const std::vector<RestoreTarget>& targets,
+                                           absl::Time deadline) {
   // Every target is planned (and checked) before any download starts.
   std::vector<std::pair<const RestoreTarget*, RestoreSegment>> downloads;
   for (const RestoreTarget& t : targets) {
@@ -318,7 +336,7 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
       return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
     }
     ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs,
-                        PlanRestore(*saved, current_plan, t.unit, t.range));
+                        PlanRestore(saved, current_plan, t.unit, t.range));
     for (const RestoreSegment& s : segs) {
       if (s.zero) {
         std::fill(t.dst + s.dst.offset, t.dst + s.dst.offset + s.dst.length, 0.f);
@@ -333,9 +351,9 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
               [&](int, int64_t b, int64_t e) {
                 for (int64_t i = b; i < e && error.Get().ok(); ++i) {
                   const auto& [t, s] = downloads[i];
-                  error.Note(Download(info.summary().job_id(), info.summary().step(), t->unit,
-                                      t->kind, {s.src_offset, s.dst.length},
-                                      t->dst + s.dst.offset, deadline));
+                  error.Note(Download(job_id, step, t->unit, t->kind,
+                                      {s.src_offset, s.dst.length}, t->dst + s.dst.offset,
+                                      deadline, model_weights));
                 }
               });
   return error.Get();

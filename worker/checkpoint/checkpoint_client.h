@@ -127,11 +127,19 @@ class CheckpointClient {
   // Downloads [range) of unit/kind of the checkpoint at `step` into `dst`,
   // verifying each chunk's XXH64 (DATA_LOSS on mismatch) as it is copied in.
   // On an error, what `dst` holds is unspecified.
+  // `model_weights`: from the job's model directory, not a checkpoint
+  // (checkpoint.proto DownloadRangeRequest.model_weights; `step` ignored).
   absl::Status Download(const std::string& job_id, int64_t step, const std::string& unit,
-                        v1::TensorKind kind, ElementRange range, float* dst, absl::Time deadline);
+                        v1::TensorKind kind, ElementRange range, float* dst, absl::Time deadline,
+                        bool model_weights = false);
   // Fills every target from checkpoint `info` under `current_plan`.
   absl::Status Restore(const v1::CheckpointInfo& info, const ShardPlan& current_plan,
                        const std::vector<RestoreTarget>& targets, absl::Time deadline);
+  // Fills every (master) target with the job's model-directory weights
+  // under `current_plan`: only the targets' ranges travel, padding is zero.
+  absl::Status RestoreModelWeights(const std::string& job_id, const ShardPlan& current_plan,
+                                   const std::vector<RestoreTarget>& targets,
+                                   absl::Time deadline);
 
   // "zeroshard checkpoint now": bumps the coordinator's request counter.
   absl::StatusOr<int64_t> RequestCheckpoint(absl::Time deadline);
@@ -143,6 +151,11 @@ class CheckpointClient {
   void CancelAll();
 
  private:
+  // Restore's work: targets under `current_plan` from data saved under
+  // `saved` (a checkpoint's plan, or the current one for model weights).
+  absl::Status RestoreFrom(const ShardPlan& saved, const std::string& job_id, int64_t step,
+                           bool model_weights, const ShardPlan& current_plan,
+                           const std::vector<RestoreTarget>& targets, absl::Time deadline);
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline);
   void ForgetContext(grpc::ClientContext* ctx);
   // A unary call through a registered context, so CancelAll reaches it.

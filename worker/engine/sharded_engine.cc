@@ -22,7 +22,7 @@ namespace zeroshard {
 namespace {
 
 absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
-                      const EngineOptions& o, const std::vector<std::vector<float>>& initial) {
+                      const EngineOptions& o) {
   auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (comm == nullptr) return bad("comm: must not be null");
   if (comm->world_size() != plan.world_size) {
@@ -54,16 +54,14 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
   }
   if (o.prefetch < 0 || o.prefetch > 64) return bad("prefetch: ", o.prefetch, " (expected 0..64)");
   if (o.bucket_bytes < 0) return bad("bucket_bytes: ", o.bucket_bytes, " (expected >= 0)");
-  if (initial.size() != plan.units.size()) {
-    return bad("initial_units: ", initial.size(), " units, plan has ", plan.units.size());
-  }
-  for (size_t u = 0; u < initial.size(); ++u) {
-    if (static_cast<int64_t>(initial[u].size()) != plan.units[u].numel) {
-      return bad("initial_units[", u, "]: ", initial[u].size(), " elements, unit '",
-                 plan.units[u].name, "' has ", plan.units[u].numel);
-    }
-  }
   return absl::OkStatus();
+}
+
+absl::Status CheckInitial(const UnitPlan& unit, int u, const std::vector<float>& initial) {
+  if (static_cast<int64_t>(initial.size()) == unit.numel) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("initial_units[", u, "]: ", initial.size(),
+                                                 " elements, unit '", unit.name, "' has ",
+                                                 unit.numel));
 }
 
 }  // namespace
@@ -71,12 +69,31 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
 absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
     const ShardPlan& plan, Communicator* comm, const EngineOptions& options,
     const std::vector<std::vector<float>>& initial_units) {
-  ZS_RETURN_IF_ERROR(Validate(plan, comm, options, initial_units));
+  if (initial_units.size() != plan.units.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("initial_units: ", initial_units.size(),
+                                                   " units, plan has ", plan.units.size()));
+  }
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    ZS_RETURN_IF_ERROR(CheckInitial(plan.units[u], static_cast<int>(u), initial_units[u]));
+  }
+  return Create(plan, comm, options, [&](int u, std::vector<float>* values) {
+    *values = initial_units[u];
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
+    const ShardPlan& plan, Communicator* comm, const EngineOptions& options,
+    const UnitInit& init) {
+  ZS_RETURN_IF_ERROR(Validate(plan, comm, options));
   std::unique_ptr<ShardedEngine> engine(new ShardedEngine(plan, comm, options));
   ZS_RETURN_IF_ERROR(engine->CheckFits());
   ZS_RETURN_IF_ERROR(engine->InitStore());
+  std::vector<float> values;  // One unit at a time: never the whole model.
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
-    ZS_RETURN_IF_ERROR(engine->InitUnit(u, initial_units[u]));
+    ZS_RETURN_IF_ERROR(init(u, &values));
+    ZS_RETURN_IF_ERROR(CheckInitial(plan.units[u], u, values));
+    ZS_RETURN_IF_ERROR(engine->InitUnit(u, values));
   }
   return engine;
 }

@@ -155,6 +155,15 @@ class ShardedEngine final : public UnitHooks {
   static absl::StatusOr<std::unique_ptr<ShardedEngine>> Create(
       const ShardPlan& plan, Communicator* comm, const EngineOptions& options,
       const std::vector<std::vector<float>>& initial_units);
+  // The same with each unit's initial values made on demand, one unit at a
+  // time (`init(u, values)` fills plan.units[u].numel values): a worker
+  // never holds the whole model (a model directory's weights come later, by
+  // restore). `init`'s error is Create's.
+  using UnitInit = std::function<absl::Status(int unit, std::vector<float>* values)>;
+  static absl::StatusOr<std::unique_ptr<ShardedEngine>> Create(const ShardPlan& plan,
+                                                               Communicator* comm,
+                                                               const EngineOptions& options,
+                                                               const UnitInit& init);
   // Waits (bounded by the collective timeout) for collectives still using
   // engine buffers; if one cannot finish, or one failed earlier, aborts the
   // communicator and leaks those buffers rather than free memory a backend

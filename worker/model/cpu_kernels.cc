@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common/status_macros.h"
@@ -158,8 +159,13 @@ ZS_SIMD_CLONES void EmbeddingForwardLoop(const int32_t* tokens, const float* wte
                                          int B, int T, int C, float* out) {
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
-      AddRow(wte + int64_t{tokens[b * T + t]} * C, wpe + int64_t{t} * C, C,
-             out + (int64_t{b} * T + t) * C);
+      const float* row = wte + int64_t{tokens[b * T + t]} * C;
+      float* o = out + (int64_t{b} * T + t) * C;
+      if (wpe == nullptr) {
+        std::memcpy(o, row, sizeof(float) * C);
+      } else {
+        AddRow(row, wpe + int64_t{t} * C, C, o);
+      }
     }
   }
 }
@@ -170,7 +176,7 @@ ZS_SIMD_CLONES void EmbeddingBackwardLoop(const float* dout, const int32_t* toke
     for (int t = 0; t < T; ++t) {
       const float* d = dout + (int64_t{b} * T + t) * C;
       AccumulateRow(d, C, dwte + int64_t{tokens[b * T + t]} * C);
-      AccumulateRow(d, C, dwpe + int64_t{t} * C);
+      if (dwpe != nullptr) AccumulateRow(d, C, dwpe + int64_t{t} * C);
     }
   }
 }
@@ -249,6 +255,39 @@ class CpuKernelsImpl final : public Kernels {
   void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C, float* dwte,
                          float* dwpe) override {
     EmbeddingBackwardLoop(dout, tokens, B, T, C, dwte, dwpe);
+  }
+
+  void RmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
+                      float* rstd) override {
+    CpuRmsNormForward(x, w, N, C, eps, out, rstd);
+  }
+
+  void RmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd, int N,
+                       int C, float* dx, float* dw) override {
+    CpuRmsNormBackward(dout, x, w, rstd, N, C, dx, dw);
+  }
+
+  void Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+            bool inverse) override {
+    CpuRope(x, B, T, H, D, cos, sin, inverse);
+  }
+
+  void SwigluForward(const float* gu, int N, int I, float* out) override {
+    CpuSwigluForward(gu, N, I, out);
+  }
+
+  void SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu) override {
+    CpuSwigluBackward(gu, dout, N, I, dgu);
+  }
+
+  void PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
+               float* qkv) override {
+    CpuPackQkv(q, k, v, N, NH, KV, D, qkv);
+  }
+
+  void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
+                     float* dv) override {
+    CpuUnpackQkvGrad(dqkv, N, NH, KV, D, dq, dk, dv);
   }
 
   void Add(const float* a, const float* b, int64_t n, float* y) override { AddLoop(a, b, n, y); }

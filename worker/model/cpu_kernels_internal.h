@@ -28,6 +28,20 @@ class ScopedSgemmThreads {
   int saved_;
 };
 
+// The Llama family's layers (cpu_llama_kernels.cc); as Kernels' methods.
+void CpuRmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
+                       float* rstd);
+void CpuRmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd,
+                        int N, int C, float* dx, float* dw);
+void CpuRope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+             bool inverse);
+void CpuSwigluForward(const float* gu, int N, int I, float* out);
+void CpuSwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu);
+void CpuPackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
+                float* qkv);
+void CpuUnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
+                      float* dv);
+
 void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out, float* att);
 void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,
                           int C, int NH, float* dqkv);

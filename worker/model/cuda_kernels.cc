@@ -192,6 +192,53 @@ void CudaKernels::EmbeddingBackward(const float* dout, const int32_t* tokens, in
                                                       dwpe, StreamOf(device_))));
 }
 
+void CudaKernels::RmsNormForward(const float* x, const float* w, int N, int C, float eps,
+                                 float* out, float* rstd) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::RmsNormForward(x, w, N, C, eps, out, rstd, StreamOf(device_))));
+}
+
+void CudaKernels::RmsNormBackward(const float* dout, const float* x, const float* w,
+                                  const float* rstd, int N, int C, float* dx, float* dw) {
+  if (!Begin()) return;
+  const cudaStream_t stream = StreamOf(device_);
+  // dw as LayerNorm's dgamma: a column sum in a fixed order, no atomics.
+  float* partials = Workspace(model_cuda::ColumnPartials(N) * C);
+  if (partials == nullptr) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::ColumnSums(model_cuda::ColumnTerm::kRmsGrad, dout, x, nullptr,
+                                               rstd, N, C, partials, dw, stream)));
+  Keep(ZS_LAUNCH_STATUS(model_cuda::RmsNormBackwardInput(dout, x, w, rstd, N, C, dx, stream)));
+}
+
+void CudaKernels::Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+                       bool inverse) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::Rope(x, B, T, H, D, cos, sin, inverse, StreamOf(device_))));
+}
+
+void CudaKernels::SwigluForward(const float* gu, int N, int I, float* out) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::SwigluForward(gu, N, I, out, StreamOf(device_))));
+}
+
+void CudaKernels::SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::SwigluBackward(gu, dout, N, I, dgu, StreamOf(device_))));
+}
+
+void CudaKernels::PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV,
+                          int D, float* qkv) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(model_cuda::PackQkv(q, k, v, N, NH, KV, D, qkv, StreamOf(device_))));
+}
+
+void CudaKernels::UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq,
+                                float* dk, float* dv) {
+  if (!Begin()) return;
+  Keep(ZS_LAUNCH_STATUS(
+      model_cuda::UnpackQkvGrad(dqkv, N, NH, KV, D, dq, dk, dv, StreamOf(device_))));
+}
+
 void CudaKernels::Add(const float* a, const float* b, int64_t n, float* y) {
   if (!Begin()) return;
   Keep(ZS_LAUNCH_STATUS(model_cuda::Add(a, b, n, y, StreamOf(device_))));

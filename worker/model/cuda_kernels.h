@@ -8,18 +8,19 @@
 // 1e-5 relative in fp32 (summation order and expf/tanhf against the CPU's
 // polynomials differ), 1e-3 with TF32 matmuls, 1e-2 with bf16 ones.
 //
-// Determinism: the bias, LayerNorm and embedding parameter gradients use no
-// atomics and sum in an order fixed by the shapes (cuda_reduce_kernels.cu),
-// cuBLAS is reproducible on one GPU model and stream, so the same inputs
-// give the same bits every run.
+// Determinism: the bias, LayerNorm, RMSNorm and embedding parameter
+// gradients use no atomics and sum in an order fixed by the shapes
+// (cuda_reduce_kernels.cu), cuBLAS is reproducible on one GPU model and
+// stream, so the same inputs give the same bits every run.
 //
 // Errors: Kernels' methods return nothing, so the first CUDA or cuBLAS
 // error (a failed launch, scratch that cannot be allocated, C not a
-// multiple of NH) is kept; every later call enqueues nothing until
-// TakeStatus() hands it over. Faults during execution surface, as for the
-// Device, at the next Device::Synchronize / event wait. A target or token
-// outside [0, V) gives NaN losses / embedding rows instead of the CPU's
-// check (a kernel cannot stop the process); nothing is written outside.
+// multiple of NH, NH not a multiple of KV, an odd rotary head size D) is
+// kept; every later call enqueues nothing until TakeStatus() hands it
+// over. Faults during execution surface, as for the Device, at the next
+// Device::Synchronize / event wait. A target or token outside [0, V) gives
+// NaN losses / embedding rows instead of the CPU's check (a kernel cannot
+// stop the process); nothing is written outside.
 //
 // Scratch: attention, the column reductions and bf16 matmuls' rounded
 // inputs use one device workspace of this object, grown on demand through
@@ -98,6 +99,19 @@ class CudaKernels final : public Kernels {
                         int C, float* out) override;
   void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C, float* dwte,
                          float* dwpe) override;
+  // The Llama family's layers (kernels in cuda_llama_kernels.cu).
+  void RmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
+                      float* rstd) override;
+  void RmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd, int N,
+                       int C, float* dx, float* dw) override;
+  void Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+            bool inverse) override;
+  void SwigluForward(const float* gu, int N, int I, float* out) override;
+  void SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu) override;
+  void PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
+               float* qkv) override;
+  void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
+                     float* dv) override;
   void Add(const float* a, const float* b, int64_t n, float* y) override;
   void Accumulate(const float* x, int64_t n, float* y) override;
   void Sum(const float* x, int64_t n, double* sum) override;

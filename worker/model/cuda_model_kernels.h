@@ -1,5 +1,5 @@
 // Launchers of the CUDA model kernels (cuda_row_kernels.cu,
-// cuda_reduce_kernels.cu, cuda_attention_kernels.cu). Plain C++ over the
+// cuda_reduce_kernels.cu, cuda_attention_kernels.cu, cuda_llama_kernels.cu). Plain C++ over the
 // CUDA runtime types, no abseil or project host headers, so nvcc compiles
 // the kernels alone (as worker/device/cuda_kernels.h does). Use CudaKernels
 // (cuda_kernels.h) instead: it owns the scratch these need and the cuBLAS
@@ -48,6 +48,7 @@ cudaError_t Accumulate(const float* x, int64_t n, float* y, cudaStream_t stream)
 enum class ColumnTerm {
   kValue,     // a[n,c]                                  (bias, LayerNorm beta)
   kNormGrad,  // a[n,c] * (x[n,c] - mean[n]) * rstd[n]   (LayerNorm gamma)
+  kRmsGrad,   // a[n,c] * (x[n,c] * rstd[n])             (RMSNorm weight)
 };
 // Rows of one partial sum: ColumnSums needs ColumnPartials(N) * C floats of
 // scratch.
@@ -56,24 +57,49 @@ inline int64_t ColumnPartials(int N) {
   return (int64_t{N} + kColumnChunkRows - 1) / kColumnChunkRows;
 }
 // out[c] += sum_n term(n, c): chunk partials of kColumnChunkRows rows (each
-// summed in row order), then the partials in chunk order. x, mean, rstd are
-// read only for kNormGrad (may be null otherwise).
+// summed in row order), then the partials in chunk order. x and rstd are
+// read only for kNormGrad and kRmsGrad, mean only for kNormGrad (each may be
+// null otherwise).
 cudaError_t ColumnSums(ColumnTerm term, const float* a, const float* x, const float* mean,
                        const float* rstd, int N, int C, float* partials, float* out,
                        cudaStream_t stream);
 // *sum = sum of x[0..n) in fp64 (writes, also for n = 0): one block, each
 // thread sums a strided slice in index order, then a fixed tree.
 cudaError_t Sum(const float* x, int64_t n, double* sum, cudaStream_t stream);
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; a token outside [0, V) gives
-// a NaN row (no read outside wte).
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], or the wte row alone when wpe
+// is null; a token outside [0, V) gives a NaN row (no read outside wte).
 cudaError_t EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
                              int T, int C, int V, float* out, cudaStream_t stream);
 // dwte[v,c] += sum over positions n with tokens[n] == v, in position order;
-// dwpe[t,c] += sum over b in order. One thread per (v, c) scans all B*T
-// tokens (warp-uniform compares): O(V * B*T * C / 32) warp steps, fine at
-// the byte vocabulary (V = 256); a large vocabulary wants a sorted index.
+// dwpe[t,c] += sum over b in order (skipped when dwpe is null). One thread
+// per (v, c) scans all B*T tokens (warp-uniform compares): O(V * B*T * C /
+// 32) warp steps, fine at the byte vocabulary (V = 256); a large
+// vocabulary wants a sorted index.
 cudaError_t EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C, int V,
                               float* dwte, float* dwpe, cudaStream_t stream);
+
+// --- The Llama family's layers (cuda_llama_kernels.cu). ------------------
+// One warp per row, as LayerNorm.
+cudaError_t RmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
+                           float* rstd, cudaStream_t stream);
+// dx += ... only (dw comes from ColumnSums' kRmsGrad).
+cudaError_t RmsNormBackwardInput(const float* dout, const float* x, const float* w,
+                                 const float* rstd, int N, int C, float* dx, cudaStream_t stream);
+// Element-wise: one thread per rotated pair. cudaErrorInvalidValue, and
+// nothing launched, for an odd D.
+cudaError_t Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+                 bool inverse, cudaStream_t stream);
+cudaError_t SwigluForward(const float* gu, int N, int I, float* out, cudaStream_t stream);
+cudaError_t SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu,
+                           cudaStream_t stream);
+// One thread per qkv element. Unless KV >= 1 divides NH: cudaErrorInvalidValue
+// and nothing launched (as for UnpackQkvGrad).
+cudaError_t PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
+                    float* qkv, cudaStream_t stream);
+// One thread per element of dq, dk and dv; dk and dv's threads sum their
+// group's heads in head order, so the bits match the CPU's loop.
+cudaError_t UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
+                          float* dv, cudaStream_t stream);
 
 // --- Attention layout (cuda_attention_kernels.cu). ------------------------
 // x [B,T,*] with rows of `row_stride` floats, head h at channels

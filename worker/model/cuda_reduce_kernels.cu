@@ -1,7 +1,8 @@
-// Parameter-gradient reductions of the CUDA model backend: column sums (bias
-// and LayerNorm gradients) and the embedding backward. No atomics: each sum
-// runs in an order fixed by the shape, so the same inputs give the same bits
-// every run (the determinism the issue asks of parameter gradients).
+// Parameter-gradient reductions of the CUDA model backend: column sums (bias,
+// LayerNorm and RMSNorm gradients) and the embedding backward. No atomics:
+// each sum runs in an order fixed by the shape, so the same inputs give the
+// same bits every run (the determinism the issue asks of parameter
+// gradients).
 //
 // Column sums, how it works: rows are cut into chunks of kColumnChunkRows.
 // Pass 1 gives each (chunk, 32-column tile) one block of 32 x 8 threads;
@@ -21,6 +22,20 @@ namespace {
 
 constexpr int kSliceRows = 8;  // blockDim.y of pass 1.
 
+// The term of ColumnTerm `term` at element i of row n.
+__device__ __forceinline__ float Term(ColumnTerm term, const float* a, const float* x,
+                                      const float* mean, const float* rstd, int64_t n, int64_t i) {
+  switch (term) {
+    case ColumnTerm::kNormGrad:
+      return a[i] * ((x[i] - mean[n]) * rstd[n]);
+    case ColumnTerm::kRmsGrad:
+      return a[i] * (x[i] * rstd[n]);
+    case ColumnTerm::kValue:
+      break;
+  }
+  return a[i];
+}
+
 __global__ void ColumnPartialsKernel(ColumnTerm term, const float* a, const float* x,
                                      const float* mean, const float* rstd, int N, int C,
                                      float* partials) {
@@ -33,7 +48,7 @@ __global__ void ColumnPartialsKernel(ColumnTerm term, const float* a, const floa
   if (c < C) {
     for (int64_t n = begin + threadIdx.y; n < end; n += kSliceRows) {
       const int64_t i = n * C + c;
-      sum += term == ColumnTerm::kValue ? a[i] : a[i] * ((x[i] - mean[n]) * rstd[n]);
+      sum += Term(term, a, x, mean, rstd, n, i);
     }
   }
   slice[threadIdx.y][threadIdx.x] = sum;
@@ -60,7 +75,13 @@ __global__ void EmbeddingForwardKernel(const int32_t* tokens, const float* wte, 
     const int64_t c = i - bt * C;
     const int64_t t = bt % T;
     const int32_t token = tokens[bt];
-    out[i] = token < 0 || token >= V ? NAN : wte[int64_t{token} * C + c] + wpe[t * C + c];
+    if (token < 0 || token >= V) {
+      out[i] = NAN;
+    } else {
+      // Without wpe the row is copied, not added to 0 (which would turn -0 into +0).
+      const float e = wte[int64_t{token} * C + c];
+      out[i] = wpe == nullptr ? e : e + wpe[t * C + c];
+    }
   }
 }
 
@@ -148,6 +169,7 @@ cudaError_t EmbeddingBackward(const float* dout, const int32_t* tokens, int B, i
   const dim3 grid(static_cast<unsigned>(V), static_cast<unsigned>(tiles));
   EmbeddingBackwardWteKernel<<<grid, kThreads, 0, stream>>>(dout, tokens, n, C, dwte);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (dwpe == nullptr) return cudaSuccess;  // No position embedding (the Llama family).
   EmbeddingBackwardWpeKernel<<<ElementBlocks(int64_t{T} * C), kThreads, 0, stream>>>(dout, B, T, C,
                                                                                      dwpe);
   return cudaGetLastError();

@@ -54,7 +54,9 @@
 #include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/model/kernels.h"
-#include "worker/model/model_config.h"
+#include "worker/model/model_runtime.h"
+#include "common/model_config.h"
+#include "worker/model/causal_lm.h"
 
 namespace zeroshard {
 
@@ -64,10 +66,11 @@ namespace zeroshard {
 // output (B*T*C floats each, the next block's input) plus one block's
 // intermediates, the recompute workspace, instead of every block's. Both
 // include the embedding output, ln_f, logits, losses and backward scratch.
-int64_t ModelActivationBytes(const ModelConfig& config, int batch, int seq_len,
-                             ActivationCheckpointing mode = ActivationCheckpointing::kNone);
+// (ModelActivationBytes, causal_lm.h, gives it for either family.)
+int64_t GptActivationBytes(const ModelConfig& config, int batch, int seq_len,
+                           ActivationCheckpointing mode);
 
-class GptModel {
+class GptModel : public CausalLm {
  public:
   // `config` must pass ValidateModelConfig (checked). `mode`: what forward
   // keeps for backward ([Note: activation checkpointing]). `kernels` must
@@ -92,29 +95,29 @@ class GptModel {
   // their collectives until those time out; the engine's fit check
   // (EngineOptions::reserved_bytes) reserves these bytes so it should not.
   absl::StatusOr<double> ForwardBackward(const int32_t* inputs, const int32_t* targets, int B,
-                                         int T, float loss_scale, UnitHooks& hooks);
+                                         int T, float loss_scale, UnitHooks& hooks) override;
 
   // Evaluation: forward only (PreForward/PostForward brackets); returns the
   // sum of per-token losses. Errors as ForwardBackward.
   absl::StatusOr<double> Forward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                                 UnitHooks& hooks);
+                                 UnitHooks& hooks) override;
 
   // Inference: forward only, writing the LM head's logits (before softmax)
   // as fp32 [B, T, vocab] row-major into `logits` (resized). Errors as
   // Forward (inputs only; no targets).
   absl::Status Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
-                      std::vector<float>* logits);
+                      std::vector<float>* logits) override;
 
   // Bytes of activation and scratch buffers in use; equals
   // ModelActivationBytes(config(), B, T, mode()) for the last call's B, T.
   // The allocation holding them adds under 64 bytes per buffer (alignment)
   // and, off the CPU, 8 * B * T bytes of token ids and one double.
-  int64_t ActivationBytes() const;
+  int64_t ActivationBytes() const override;
   // How long a call waits for its device work at the end (default 10 min):
   // set it to the job's collective timeout, since on a GPU the engine's
   // collectives run on the same stream and a hung peer shows here.
-  void set_device_wait(absl::Duration wait) { wait_ = wait; }
-  const ModelConfig& config() const { return config_; }
+  void set_device_wait(absl::Duration wait) override { rt_.set_wait(wait); }
+  const ModelConfig& config() const override { return config_; }
   ActivationCheckpointing mode() const { return mode_; }
 
  private:
@@ -122,13 +125,7 @@ class GptModel {
     int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
         fcproj_b;
   };
-  // `n` floats of the arena (device memory).
-  struct Array {
-    float* ptr = nullptr;
-    int64_t n = 0;
-    float* data() const { return ptr; }
-    int64_t size() const { return n; }
-  };
+  using Array = ModelArray;
   // One block's intermediates: what its backward reads besides its input.
   struct BlockActs {
     Array ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
@@ -144,24 +141,20 @@ class GptModel {
     Array dresidual, dln, dqkv, datty, dfch, dfch_gelu;
   };
 
+  // Sets every array's size for a [B, T] micro-batch (pointers unset).
+  static void Size(const ModelConfig& config, ActivationCheckpointing mode, int B, int T,
+                   Acts& acts);
+  // Every array of `acts`, in layout order.
+  static std::vector<Array*> Arrays(Acts& acts);
+  friend int64_t GptActivationBytes(const ModelConfig&, int, int, ActivationCheckpointing);
+
   absl::Status Validate(const int32_t* inputs, const int32_t* targets, int B, int T) const;
   // Lays every buffer of a [B, T] micro-batch out in the arena (grown as
   // needed).
   absl::Status Allocate(int B, int T);
-  // Token ids in device memory: the caller's own on the CPU, else copied
-  // into tokens_ at slot `which` (0 inputs, 1 targets).
-  absl::StatusOr<const int32_t*> DeviceTokens(const int32_t* host, int which);
-  // Zero-fills `a` (device memset); a failure is kept in status_.
-  void Zero(const Array& a);
-  // The loss sum RunForward left on the device, on the host, after the
-  // device's work is done; else the first error (TakeErrors).
-  absl::StatusOr<double> FinishCall();
-  // Ends a call: the first of status_, the kernels' error and the device's
-  // wait (bounded by wait_), each taken so none carries over to the next call.
-  absl::Status TakeErrors();
   // Embedding, blocks, ln_f and the tied head: acts_.logits holds logits.
   void RunLogits(const int32_t* inputs, UnitHooks& hooks);
-  // Logits, then the loss sum into loss_sum_ (read by FinishCall).
+  // Logits, then the loss sum into the runtime's LossSum (read by FinishCall).
   void RunForward(const int32_t* inputs, const int32_t* targets, UnitHooks& hooks);
   void RunBackward(const int32_t* inputs, const int32_t* targets, float loss_scale,
                    UnitHooks& hooks);
@@ -178,14 +171,7 @@ class GptModel {
   ModelConfig config_;
   ActivationCheckpointing mode_;
   Kernels& k_;
-  std::unique_ptr<Device> owned_device_;  // When constructed without one.
-  Device* device_ = nullptr;
-  MemoryAccountant accountant_;  // The model's own buffers (not the engine's).
-  DeviceBuffer arena_;           // Every Array of acts_.
-  DeviceBuffer tokens_;          // Off the CPU: inputs and targets, 2 * B * T int32.
-  DeviceBuffer loss_sum_;        // One double: RunForward's sum.
-  absl::Status status_;          // First device error inside a pass.
-  absl::Duration wait_ = absl::Minutes(10);
+  ModelRuntime rt_;  // Device, arena, tokens, the call's errors.
   int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;  // Offsets in unit 0.
   BlockOffsets block_{};                             // Same in every block unit.
   Acts acts_;

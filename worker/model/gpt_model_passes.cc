@@ -41,14 +41,8 @@ void GptModel::RunForward(const int32_t* inputs, const int32_t* targets, UnitHoo
   // Probabilities overwrite the logits (kept for backward).
   k_.SoftmaxCrossEntropyForward(acts_.logits.data(), targets, BT, V, acts_.logits.data(),
                                 acts_.losses.data());
-  if (!loss_sum_.allocated()) {
-    absl::Status s = loss_sum_.Allocate(sizeof(double));
-    if (!s.ok()) {
-      if (status_.ok()) status_ = s;
-      return;
-    }
-  }
-  k_.Sum(acts_.losses.data(), BT, loss_sum_.as<double>());
+  double* sum = rt_.LossSum();
+  if (sum != nullptr) k_.Sum(acts_.losses.data(), BT, sum);
 }
 
 GptModel::BlockActs& GptModel::Work(int layer) {
@@ -96,7 +90,7 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
   float* dlogits = acts_.logits.data();  // In place over the probabilities.
   k_.SoftmaxCrossEntropyBackward(acts_.logits.data(), targets, BT, V, loss_scale, dlogits);
   const float* x_last = BlockInput(config_.n_layer);  // ln_f's input.
-  Zero(acts_.dresidual);
+  rt_.Zero(acts_.dresidual);
   UnitBackwardView u = hooks.PreBackward(0);
   k_.Matmul(false, false, BT, C, V, 1.0f, dlogits, u.params + wte_, 0.0f, acts_.dln.data());
   k_.Matmul(true, false, V, C, BT, 1.0f, dlogits, acts_.lnf.data(), 1.0f, u.grads + wte_);
@@ -133,7 +127,7 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   k_.Matmul(true, false, C, 4 * C, BT, 1.0f, dres, a.fch_gelu.data(), 1.0f, g + o.fcproj_w);
   k_.Matmul(false, false, BT, 4 * C, C, 1.0f, dres, p + o.fcproj_w, 0.0f,
             acts_.dfch_gelu.data());
-  Zero(acts_.dfch);
+  rt_.Zero(acts_.dfch);
   k_.GeluBackward(a.fch.data(), acts_.dfch_gelu.data(), int64_t{BT} * 4 * C,
                   acts_.dfch.data());
   k_.BiasBackward(acts_.dfch.data(), BT, 4 * C, g + o.fc_b);
@@ -146,7 +140,7 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   k_.BiasBackward(dres, BT, C, g + o.proj_b);
   k_.Matmul(true, false, C, C, BT, 1.0f, dres, a.atty.data(), 1.0f, g + o.proj_w);
   k_.Matmul(false, false, BT, C, C, 1.0f, dres, p + o.proj_w, 0.0f, acts_.datty.data());
-  Zero(acts_.dqkv);
+  rt_.Zero(acts_.dqkv);
   k_.AttentionBackward(acts_.datty.data(), a.qkv.data(), a.att.data(), B, T, C, NH,
                        acts_.dqkv.data());
   k_.BiasBackward(acts_.dqkv.data(), BT, 3 * C, g + o.qkv_b);

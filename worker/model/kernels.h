@@ -76,12 +76,53 @@ class Kernels {
   virtual void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets,
                                            int N, int V, float scale, float* dlogits) = 0;
 
-  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] (writes out [B,T,C]).
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] (writes out [B,T,C]); wpe
+  // null: no positions (the Llama family's rotary positions live in
+  // attention), out[b,t,:] = wte[tokens[b,t],:].
   virtual void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe,
                                 int B, int T, int C, float* out) = 0;
-  // dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:].
+  // dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:] (skipped
+  // when dwpe is null).
   virtual void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T,
                                  int C, float* dwte, float* dwpe) = 0;
+
+  // ---- The Llama family's layers (llama_model.h; HF LlamaForCausalLM) ----
+  // RMSNorm (Zhang & Sennrich, 2019, eq. 4) per row of x [N,C]:
+  // rstd = 1 / sqrt(mean_c x^2 + eps), out = x * rstd * w. Writes out [N,C]
+  // (must not alias x) and rstd [N] kept for backward.
+  virtual void RmsNormForward(const float* x, const float* w, int N, int C, float eps,
+                              float* out, float* rstd) = 0;
+  // dx [N,C] += rstd * (dn - xhat * mean_c(dn * xhat)), dn = dout * w,
+  // xhat = x * rstd; dw [C] += sum_n dout * xhat.
+  virtual void RmsNormBackward(const float* dout, const float* x, const float* w,
+                               const float* rstd, int N, int C, float* dx, float* dw) = 0;
+  // Rotary position embedding (Su et al., 2021, RoFormer, eq. 34) in
+  // Hugging Face's rotate-half layout, in place on x [B,T,H,D] (D even):
+  // for each head and i < D/2, with c = cos[t,i], s = sin[t,i] (tables
+  // [T, D/2] in the backend's memory, rope_table.h),
+  //   x[i] <- x[i] c - x[i+D/2] s,   x[i+D/2] <- x[i+D/2] c + x[i] s.
+  // `inverse` rotates by the opposite angle: the backward (dx = R^T dy).
+  virtual void Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
+                    bool inverse) = 0;
+  // SwiGLU (Shazeer, 2020, "GLU Variants Improve Transformer", eq. 6): gu
+  // [N, 2I] holds each row's gate then up projection; out [N,I] (writes) =
+  // silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+  virtual void SwigluForward(const float* gu, int N, int I, float* out) = 0;
+  // dgu [N, 2I] (writes) from dout [N,I]: d gate = dout * up * silu'(gate),
+  // d up = dout * silu(gate). dgu must not alias gu.
+  virtual void SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu) = 0;
+  // Grouped-query attention's shared keys and values (Ainslie et al., 2023,
+  // GQA, section 2.2): q [N, NH, D], k and v [N, KV, D] (NH a multiple of
+  // KV) packed into the fused qkv [N, 3 NH D] that AttentionForward reads
+  // with C = NH D, head h's key and value taken from kv head h / (NH / KV)
+  // (HF's repeat_kv). Writes qkv.
+  virtual void PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV,
+                       int D, float* qkv) = 0;
+  // The gradients back: dq [N, NH, D] (writes) = dqkv's q part; dk, dv
+  // [N, KV, D] (writes) = the sum over each group's NH / KV heads, in head
+  // order.
+  virtual void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq,
+                             float* dk, float* dv) = 0;
 
   // y[i] = a[i] + b[i] (writes; y may alias a or b).
   virtual void Add(const float* a, const float* b, int64_t n, float* y) = 0;

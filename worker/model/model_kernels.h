@@ -13,7 +13,7 @@
 #include "common/dtype.h"
 #include "worker/device/device.h"
 #include "worker/model/kernels.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 

@@ -2,13 +2,19 @@
 
 #include <algorithm>
 
-#include "worker/model/gpt_model.h"
+#include "worker/model/causal_lm.h"
 #include "worker/model/kernels.h"
 
 namespace zeroshard {
 
 std::vector<UnitBracket> ModelBrackets(const ModelConfig& config, ActivationCheckpointing) {
   std::vector<UnitBracket> b;
+  if (config.is_llama()) {  // llama_model.h "Hook order": the head runs in one backward bracket.
+    for (int i = 0; i <= config.n_layer; ++i) b.push_back({i, false});
+    b.push_back({config.head_unit(), true});
+    for (int i = config.n_layer; i >= 0; --i) b.push_back({i, true});
+    return b;
+  }
   b.push_back({0, false});  // Embedding lookup.
   for (int i = 1; i <= config.n_layer; ++i) b.push_back({i, false});
   b.push_back({0, false});  // ln_f + tied head.
@@ -32,7 +38,18 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
   m.compute_dtype = compute_dtype;
   m.reduce_dtype = reduce_dtype;
   m.micro_batches = micro_batches;
-  m.worker_host_bytes = ModelParamBytes(config);  // The initial units (InitUnits).
+  // The initial values of one unit at a time (engine_setup.h InitialUnits).
+  int64_t largest = 0;
+  for (const UnitSpec& u : m.units) {
+    int64_t numel = 0;
+    for (const TensorSpec& t : u.params) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      numel += n;
+    }
+    largest = std::max(largest, numel);
+  }
+  m.worker_host_bytes = 4 * largest;
   const ActivationCheckpointing modes[2] = {ActivationCheckpointing::kNone,
                                             ActivationCheckpointing::kBlocks};
   for (int k = 0; k < 2; ++k) {
@@ -47,10 +64,12 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
 
 int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int B, int T) {
   if (kind == DeviceKind::kCpu) return CpuKernelsScratchBytes();
-  const int64_t bt = int64_t{B} * T, C = model.n_embd;
+  // Attention's width is NH D (C for gpt2).
+  const int64_t bt = int64_t{B} * T, C = int64_t{model.n_head} * model.head_size();
   const int64_t attention = 7 * bt * C + int64_t{B} * model.n_head * T * T;
-  // Every matmul's M K + K N is at most (B T + C) W + B T C, W = max(4C, V).
-  const int64_t wide = std::max<int64_t>(4 * C, model.vocab);
+  // Every matmul's M K + K N is at most (B T + C) W + B T C, W = max(4C, 2I, V).
+  const int64_t wide = std::max<int64_t>({4 * C, 2 * int64_t{model.n_inner}, model.vocab,
+                                          4 * int64_t{model.n_embd}});
   const int64_t bf16_matmul = ((bt + C) * wide + bt * C + 1) / 2 + 16;  // + B's alignment.
   return 4 * std::max(attention, bf16_matmul);
 }

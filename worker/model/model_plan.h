@@ -17,11 +17,13 @@
 #include "common/run_plan.h"
 #include "common/traffic_model.h"
 #include "worker/device/device.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 
 namespace zeroshard {
 
-// One micro-batch's brackets: forward 0, 1..L, 0; backward 0, L..1, 0.
+// One micro-batch's brackets. gpt2: forward 0, 1..L, 0; backward 0, L..1, 0.
+// llama: forward 0, 1..L; backward head_unit() (head forward and backward,
+// llama_model.h), L..1, 0.
 std::vector<UnitBracket> ModelBrackets(const ModelConfig& config, ActivationCheckpointing mode);
 
 // Micro-batches per step on the widest rank (generation_trainer.cc):

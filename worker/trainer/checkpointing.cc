@@ -116,6 +116,32 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
                                          absl::StatusCodeToString(code), "; see its log)"));
 }
 
+absl::Status RestoreModelWeights(const GenerationContext& ctx, ShardedEngine& engine) {
+  if (ctx.checkpoints == nullptr) {
+    return absl::FailedPreconditionError("model weights come through the checkpoint service, "
+                                         "and the job has no checkpoint directory");
+  }
+  const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();
+  const ShardPlan& plan = engine.plan();
+  std::vector<std::vector<float>> master(plan.units.size());
+  std::vector<checkpoint::RestoreTarget> targets;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const ElementRange range = engine.OptimizerShard(static_cast<int>(u)).range;
+    master[u].resize(range.length);
+    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, range, master[u].data()});
+  }
+  ZS_RETURN_IF_ERROR(
+      ctx.checkpoints->RestoreModelWeights(ctx.session->job_id(), plan, targets, deadline));
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const std::vector<float> zeros(master[u].size(), 0.0f);
+    ZS_RETURN_IF_ERROR(engine.LoadShardState(static_cast<int>(u), master[u], zeros, zeros));
+    std::vector<float>().swap(master[u]);  // Each unit's host copy goes once it is loaded.
+  }
+  ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
+  engine.set_optimizer_step(0);
+  return absl::OkStatus();
+}
+
 absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
                                int64_t step) {
   const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();

@@ -28,4 +28,12 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
 // (RebuildComputeCopy is collective at stages 1 and 2).
 absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine, int64_t step);
 
+// Loads the job's model-directory weights (JobConfig::loads_model_weights)
+// into the engine as master weights at optimizer step 0 with zero moments:
+// each rank downloads exactly the ranges it holds under the current plan
+// from the coordinator, which reads them from the safetensors a chunk at a
+// time (checkpoint.proto DownloadRangeRequest.model_weights). Every rank
+// calls it (RebuildComputeCopy is collective at stages 1 and 2).
+absl::Status RestoreModelWeights(const GenerationContext& ctx, ShardedEngine& engine);
+
 }  // namespace zeroshard

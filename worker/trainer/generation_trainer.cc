@@ -30,15 +30,16 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
       comm_(control),
       engine_(engine),
       hooks_(hooks),
-      model_(*ctx.model_config, JobActivationCheckpointing(*ctx.job),
-             ctx.kernels != nullptr ? *ctx.kernels : CpuKernels(), ctx.model_device),
+      model_(CreateCausalLm(*ctx.model_config, JobActivationCheckpointing(*ctx.job),
+                            ctx.kernels != nullptr ? *ctx.kernels : CpuKernels(),
+                            ctx.model_device)),
       train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
       validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
       last_comm_(engine->comm_stats()),
       reporter_([client = &ctx.session->client()](const v1::StepReport& r) {
                   return client->ReportStep(r);
                 }, kQueuedReports, ctx.job->rpc_timeout()) {
-  model_.set_device_wait(ctx.job->collective_timeout());
+  model_->set_device_wait(ctx.job->collective_timeout());
   if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
     log_.open(ctx_.job->log_path, std::ios::app);
   }
@@ -82,7 +83,7 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
   const float loss_scale = 1.0f / (static_cast<float>(job.global_batch) * T);
   ZS_ASSIGN_OR_RETURN(const double loss_sum,
                       SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
-                        return model_.ForwardBackward(inputs_.data(), targets_.data(), batch, T,
+                        return model_->ForwardBackward(inputs_.data(), targets_.data(), batch, T,
                                                       padding ? 0.0f : loss_scale, *hooks_);
                       }));
   engine_->set_learning_rate(static_cast<float>(LearningRateAt(job, step)));
@@ -101,7 +102,7 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
   for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
     absl::StatusOr<double> sum =
         SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
-          return model_.Forward(inputs_.data(), targets_.data(), batch, T, *hooks_);
+          return model_->Forward(inputs_.data(), targets_.data(), batch, T, *hooks_);
         });
     if (!sum.ok()) {
       engine_->EndEvaluation().IgnoreError();  // The pass's error is the one to report.
@@ -122,7 +123,7 @@ RankStepStats GenerationTrainer::MyStats() {
     s.memory.redundancy = ctx_.replica->bytes();
     s.peak_memory.redundancy = ctx_.replica->peak_bytes();
   }
-  s.memory.activations = model_.ActivationBytes();
+  s.memory.activations = model_->ActivationBytes();
   peak_activation_bytes_ = std::max(peak_activation_bytes_, s.memory.activations);
   s.peak_memory.activations = peak_activation_bytes_;
   const CommStats now = engine_->comm_stats();  // The data plane's.

@@ -32,7 +32,7 @@
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/engine/sharded_engine.h"
-#include "worker/model/gpt_model.h"
+#include "worker/model/causal_lm.h"
 #include "common/job_config.h"
 #include "worker/trainer/peer_replica.h"
 #include "worker/trainer/step_record.h"
@@ -119,7 +119,7 @@ class GenerationTrainer {
   Communicator* comm_;
   ShardedEngine* engine_;
   UnitHooks* hooks_;
-  GptModel model_;
+  std::unique_ptr<CausalLm> model_;
   BatchSampler train_;
   BatchSampler validation_;
   std::vector<int32_t> inputs_, targets_;

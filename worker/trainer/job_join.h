@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/rpc/coordinator_client.h"
-#include "worker/model/model_config.h"
+#include "common/model_config.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard {

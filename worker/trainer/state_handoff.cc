@@ -36,7 +36,13 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
               << std::flush;
   }
   ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, control));
-  if (restore_step < 0) return 0;
+  if (restore_step < 0) {
+    if (!ctx.job->loads_model_weights()) return 0;  // The seeded init the engine began with.
+    ZS_RETURN_IF_ERROR(RestoreModelWeights(ctx, engine));
+    std::cout << "loaded this rank's shard of the model weights from " << ctx.job->model << "\n"
+              << std::flush;
+    return 0;
+  }
   ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, engine, restore_step));
   std::cout << "restored checkpoint at step " << restore_step << "\n" << std::flush;
   return restore_step;

@@ -9,12 +9,14 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_name.h"
+#include "common/job_model.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
+#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
 #include "worker/model/model_kernels.h"
@@ -24,6 +26,7 @@
 #include "worker/trainer/checkpointing.h"
 #include "worker/trainer/coordinator_refusal.h"
 #include "worker/trainer/cpu_reserve.h"
+#include "worker/trainer/engine_setup.h"
 #include "worker/trainer/generation_trainer.h"
 #include "worker/trainer/job_join.h"
 #include "worker/trainer/state_handoff.h"
@@ -36,7 +39,6 @@ struct JobContext {
   JobConfig job;
   ModelConfig model;
   std::unique_ptr<TextCorpus> corpus;
-  std::vector<std::vector<float>> initial_units;
   std::unique_ptr<Device> device;  // This worker's, for every generation.
   ModelKernels kernels;            // The model's, on `device`.
   std::string backend;             // job.backend resolved for the device.
@@ -82,13 +84,12 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_ASSIGN_OR_RETURN(const v1::GenerationInfo info, client.GetGeneration(request));
   JobContext ctx;
   ZS_ASSIGN_OR_RETURN(ctx.job, JobConfig::FromJson(info.job_config_json()));
-  ZS_ASSIGN_OR_RETURN(ctx.model, ModelPreset(ctx.job.model));
+  ZS_ASSIGN_OR_RETURN(ctx.model, JobModel(ctx.job.model, ctx.job.model_desc, ctx.job.seq_len));
   ZS_RETURN_IF_ERROR(ApplyOffload(options, ctx.job, ctx.model));
   // The same default as `zeroshard launch`: Python's stdlib sources.
   if (ctx.job.data.empty()) ctx.job.data = DefaultDataPaths();
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
-  ctx.initial_units = InitUnits(ctx.model, ctx.job.seed);
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
   // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
   // use, so their stacks are in the footprint before the engine's fit check.
@@ -100,39 +101,6 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
             << std::flush;
   return ctx;
-}
-
-EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, Device* device,
-                                const ModelKernels& kernels, Communicator* control) {
-  EngineOptions o;
-  // The model's activations and its kernels' scratch share the device's
-  // memory with the engine (host memory on the CPU, with the late mappings);
-  // scratch an earlier generation's kernels already hold is in use already.
-  const int64_t scratch = ModelKernelsScratchBytes(device->kind(), model, job.micro_batch,
-                                                   model.n_ctx);
-  o.reserved_bytes =
-      ModelActivationBytes(model, job.micro_batch, model.n_ctx, JobActivationCheckpointing(job)) +
-      std::max<int64_t>(0, scratch - kernels.scratch_held());
-  if (device->kind() == DeviceKind::kCpu) o.reserved_bytes += LateMappingBytes(job);
-  o.stage = job.stage;
-  o.compute_dtype = job.compute_dtype;
-  o.reduce_dtype = job.reduce_dtype;
-  o.adamw = JobAdamW(job);
-  o.max_grad_norm = static_cast<float>(job.max_grad_norm);
-  o.optimizer_threads = job.threads;
-  o.collective_timeout = job.collective_timeout();
-  o.device = device;
-  o.control_comm = control;
-  o.offload.target = job.offload_optimizer == "host"   ? OffloadTarget::kHost
-                     : job.offload_optimizer == "nvme" ? OffloadTarget::kNvme
-                                                       : OffloadTarget::kDevice;
-  o.offload.dir = job.offload_dir;
-  o.params_offload.enabled = job.offload_params == "nvme";
-  o.params_offload.dir = job.offload_dir;
-  o.params_offload.prefetch = job.offload_prefetch;
-  o.prefetch = job.gather_prefetch;
-  o.bucket_bytes = job.bucket_bytes();
-  return o;
 }
 
 // Errors a peer's departure or the generation's end cause in this worker
@@ -203,7 +171,7 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
                       ShardedEngine::Create(plan, data,
                                             MakeEngineOptions(job.job, job.model, job.device.get(),
                                                               job.kernels, control),
-                                            job.initial_units));
+                                            InitialUnits(job.job, job.model)));
   GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
                         info.generation(), info.rank(), info.world_size(), &StopRequested,
                         job.job.redundancy > 0 ? job.replica.get() : nullptr,

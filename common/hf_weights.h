@@ -1,0 +1,63 @@
+// The tensors of a Hugging Face model directory, read by name and element
+// range without loading a file whole: model.safetensors, or
+// model.safetensors.index.json and the shard files its weight_map names
+// (huggingface/safetensors's format; transformers' save_pretrained with
+// max_shard_size). F32, BF16 and F16 tensors convert to fp32 as they are
+// read (BF16: the upper 16 bits of an fp32; F16: IEEE 754 binary16,
+// subnormals included), so memory stays bounded by the caller's buffer.
+//
+// Errors name the file and the tensor: NOT_FOUND for a directory with
+// neither file or an index naming a shard that is missing; DATA_LOSS for a
+// malformed or truncated file (ReadSafetensorsInfo's checks) or a short
+// read; FAILED_PRECONDITION for a tensor a model needs that is missing, of
+// another shape, or of a dtype other than F32/BF16/F16.
+// Thread-safe after Open: reads use pread on descriptors opened once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/safetensors.h"
+#include "common/shard_plan.h"
+
+namespace zeroshard {
+
+class HfWeights {
+ public:
+  static absl::StatusOr<HfWeights> Open(const std::string& dir);
+
+  // Every parameter of `units` present with its shape and a readable dtype.
+  absl::Status CheckUnits(const std::vector<UnitSpec>& units) const;
+  // Elements [first, first + count) of tensor `name` (row-major), as fp32.
+  absl::Status Read(const std::string& name, int64_t first, int64_t count, float* dst) const;
+  // Elements [offset, offset + length) of `unit`'s flat buffer (padding is
+  // zero), parameter by parameter: what a rank's shard of the unit holds.
+  absl::Status ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
+                             float* dst) const;
+  // The tensor's dtype ("BF16", ...), or "" when absent.
+  std::string DType(const std::string& name) const;
+  // Bytes of tensor data in all files (what a plain read of them moves).
+  int64_t data_bytes() const { return data_bytes_; }
+  const std::vector<std::string>& files() const { return files_; }
+
+ private:
+  struct Source {
+    int file = 0;  // Index into files_ / fds_.
+    SafetensorsTensorInfo info;
+    int64_t data_offset = 0;
+  };
+  struct Fds;  // Closes the descriptors.
+  std::vector<std::string> files_;
+  std::shared_ptr<Fds> fds_;
+  std::map<std::string, Source> tensors_;
+  int64_t data_bytes_ = 0;
+};
+
+// fp32 from IEEE 754 binary16 bits (bfloat16: Bf16ToFloat, common/dtype.h).
+float HalfToFloat(uint16_t h);
+
+}  // namespace zeroshard

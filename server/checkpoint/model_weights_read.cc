@@ -1,0 +1,65 @@
+// CheckpointStore's model-weight reads (checkpoint_store.h SetModelWeights):
+// a rank's ranges of the job's units, straight from the model directory's
+// safetensors, one chunk in memory at a time.
+#include <xxhash.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/checkpoint/checkpoint_store.h"
+
+namespace zeroshard::server {
+
+void CheckpointStore::SetModelWeights(std::shared_ptr<const HfWeights> weights) {
+  absl::MutexLock lock(&job_mu_);
+  model_weights_ = std::move(weights);
+}
+
+absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& req,
+                                               int64_t chunk_elems, const RangeSink& sink) {
+  if (req.kind() != v1::TENSOR_KIND_MASTER) {
+    return absl::InvalidArgumentError("model weights: only kind master exists");
+  }
+  std::shared_ptr<const HfWeights> weights;
+  {
+    absl::MutexLock lock(&job_mu_);
+    weights = model_weights_;
+  }
+  if (weights == nullptr) {
+    return absl::FailedPreconditionError("this coordinator serves no model weights (the job's "
+                                         "model is not a directory with init pretrained)");
+  }
+  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
+  ZS_ASSIGN_OR_RETURN(std::optional<CheckpointJob> job, Job());
+  if (!job.has_value() || job->units.empty()) {
+    return absl::UnavailableError("model weights: the job's units are not known yet");
+  }
+  // The unit under the running world size's plan: its padding is the most a
+  // rank's shard can reach past the parameters.
+  ZS_ASSIGN_OR_RETURN(const ShardPlan plan,
+                      MakeShardPlan(job->units, std::max(1, job->world_size), job->alignment));
+  const UnitPlan* unit = plan.FindUnit(req.unit());
+  if (unit == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not the job's"));
+  }
+  if (req.offset() + req.length() > unit->padded_numel) {
+    return absl::InvalidArgumentError(absl::StrCat("range [", req.offset(), ", ",
+                                                   req.offset() + req.length(), ") is past unit ",
+                                                   req.unit(), "'s ", unit->padded_numel,
+                                                   " elements"));
+  }
+  v1::RangeChunk chunk;
+  chunk.set_step(0);
+  const int64_t end = req.offset() + req.length();
+  for (int64_t off = req.offset(); off < end; off += chunk_elems) {
+    const int64_t n = std::min(chunk_elems, end - off);
+    char* data = sink.buffer(static_cast<size_t>(n * 4));
+    ZS_RETURN_IF_ERROR(weights->ReadUnitRange(*unit, off, n, reinterpret_cast<float*>(data)));
+    chunk.set_offset(off);
+    chunk.set_length(n);
+    chunk.set_xxhash64(XXH64(data, static_cast<size_t>(n * 4), 0));
+    ZS_RETURN_IF_ERROR(sink.send(chunk));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zeroshard::server

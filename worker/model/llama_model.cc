@@ -1,0 +1,201 @@
+// LlamaModel's set-up, sizes and entry points; the passes are in
+// llama_model_passes.cc.
+#include "worker/model/llama_model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/shard_plan.h"
+#include "common/status_macros.h"
+#include "worker/model/rope_table.h"
+
+namespace zeroshard {
+namespace {
+
+constexpr int64_t kHeadChunkFloats = int64_t{1} << 23;
+
+// Offset of `name` in `unit`, -1 when absent.
+int64_t Offset(const UnitPlan& unit, const std::string& name) {
+  for (const ParamPlacement& p : unit.params) {
+    if (p.name == name) return p.offset;
+  }
+  return -1;
+}
+
+int64_t Required(const UnitPlan& unit, const std::string& name) {
+  const int64_t o = Offset(unit, name);
+  ZS_CHECK(o >= 0 && "parameter missing from the model's own units");
+  return o;
+}
+
+// Floats of the rotary tables, which live as long as the model.
+int64_t RopeFloats(const ModelConfig& c) { return int64_t{c.n_ctx} * c.head_size(); }
+
+}  // namespace
+
+int LlamaHeadChunkTokens(int vocab) {
+  return static_cast<int>(std::max<int64_t>(1, kHeadChunkFloats / std::max(1, vocab)));
+}
+
+void LlamaModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int chunk, int B, int T,
+                      Acts& acts) {
+  const int64_t bt = int64_t{B} * T, C = c.n_embd, D = c.head_size(),
+                Q = int64_t{c.n_head} * D, K = int64_t{c.kv_heads()} * D, I = c.n_inner;
+  const int64_t norm = c.qk_norm ? 1 : 0;
+  acts.B = B;
+  acts.T = T;
+  acts.blocks.resize(mode == ActivationCheckpointing::kBlocks ? 1 : c.n_layer);
+  acts.outputs.resize(c.n_layer);
+  for (Array* a : {&acts.encoded, &acts.lnf, &acts.dresidual, &acts.dln}) a->n = bt * C;
+  for (Array* a : {&acts.lnf_rstd, &acts.losses}) a->n = bt;
+  acts.logits.n = std::min<int64_t>(chunk, bt) * c.vocab;
+  acts.datty.n = acts.dq.n = bt * Q;
+  acts.dqkv.n = 3 * bt * Q;
+  acts.dk.n = acts.dv.n = bt * K;
+  acts.dqn.n = norm * bt * Q;
+  acts.dkn.n = norm * bt * K;
+  acts.dgu.n = 2 * bt * I;
+  acts.dact.n = bt * I;
+  for (Array& out : acts.outputs) out.n = bt * C;
+  for (BlockActs& l : acts.blocks) {
+    for (Array* a : {&l.ln1, &l.res2, &l.ln2}) a->n = bt * C;
+    l.ln1_rstd.n = l.ln2_rstd.n = bt;
+    l.q.n = l.atty.n = bt * Q;
+    l.k.n = l.v.n = bt * K;
+    l.qn.n = norm * bt * Q;
+    l.kn.n = norm * bt * K;
+    l.q_rstd.n = norm * bt * c.n_head;
+    l.k_rstd.n = norm * bt * c.kv_heads();
+    l.qkv.n = 3 * bt * Q;
+    l.att.n = int64_t{B} * c.n_head * T * T;
+    l.gu.n = 2 * bt * I;
+    l.act.n = bt * I;
+  }
+}
+
+std::vector<LlamaModel::Array*> LlamaModel::Arrays(Acts& acts) {
+  std::vector<Array*> all = {&acts.encoded, &acts.lnf,  &acts.lnf_rstd, &acts.logits,
+                             &acts.losses,  &acts.dresidual, &acts.dln, &acts.datty,
+                             &acts.dqkv,    &acts.dq,   &acts.dk,       &acts.dv,
+                             &acts.dqn,     &acts.dkn,  &acts.dgu,      &acts.dact};
+  for (BlockActs& l : acts.blocks) {
+    for (Array* a : {&l.ln1, &l.ln1_rstd, &l.q, &l.k, &l.v, &l.qn, &l.kn, &l.q_rstd, &l.k_rstd,
+                     &l.qkv, &l.att, &l.atty, &l.res2, &l.ln2, &l.ln2_rstd, &l.gu, &l.act}) {
+      all.push_back(a);
+    }
+  }
+  for (Array& out : acts.outputs) all.push_back(&out);
+  return all;
+}
+
+int64_t LlamaActivationBytes(const ModelConfig& c, int B, int T, ActivationCheckpointing mode) {
+  LlamaModel::Acts acts;
+  LlamaModel::Size(c, mode, LlamaHeadChunkTokens(c.vocab), B, T, acts);
+  int64_t n = RopeFloats(c);
+  for (const ModelArray* a : LlamaModel::Arrays(acts)) n += a->n;
+  return 4 * n;
+}
+
+LlamaModel::LlamaModel(const ModelConfig& config, ActivationCheckpointing mode, Kernels& kernels,
+                       Device* device, int head_chunk_tokens)
+    : config_(config), mode_(mode), k_(kernels), rt_(kernels, device) {
+  ZS_CHECK(ValidateModelConfig(config).ok() && config.is_llama());
+  chunk_ = head_chunk_tokens > 0 ? head_chunk_tokens : LlamaHeadChunkTokens(config.vocab);
+  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
+  ZS_CHECK(plan.ok());
+  embed_ = Required(plan->units[0], "model.embed_tokens.weight");
+  const UnitPlan& head = plan->units[config.head_unit()];
+  norm_ = Required(head, "model.norm.weight");
+  head_w_ = config.tied ? embed_ : Required(head, "lm_head.weight");
+  const UnitPlan& b = plan->units[1];
+  auto at = [&b](const char* n) { return Offset(b, absl::StrCat("model.layers.0.", n)); };
+  block_ = {at("input_layernorm.weight"),  at("self_attn.q_proj.weight"),
+            at("self_attn.k_proj.weight"), at("self_attn.v_proj.weight"),
+            at("self_attn.q_proj.bias"),   at("self_attn.k_proj.bias"),
+            at("self_attn.v_proj.bias"),   at("self_attn.q_norm.weight"),
+            at("self_attn.k_norm.weight"), at("self_attn.o_proj.weight"),
+            at("self_attn.o_proj.bias"),   at("post_attention_layernorm.weight"),
+            at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
+  // The rotary tables, once, in the device's memory.
+  const RopeTables tables = MakeRopeTables(config, config.n_ctx);
+  rope_ = DeviceBuffer(&rt_.device(), &rt_.accountant(), MemoryKind::kBuffers);
+  const int64_t half = static_cast<int64_t>(tables.cos.size());
+  ZS_CHECK(rope_.Allocate(8 * half).ok());
+  ZS_CHECK(rt_.device().Copy(rope_.as<float>(), tables.cos.data(), 4 * half).ok());
+  ZS_CHECK(rt_.device().Copy(rope_.as<float>() + half, tables.sin.data(), 4 * half).ok());
+}
+
+absl::Status LlamaModel::Begin(const int32_t* inputs, const int32_t* targets, int B, int T) {
+  const int64_t widest = std::max<int64_t>(
+      {2 * int64_t{config_.n_inner}, 3 * int64_t{config_.n_head} * config_.head_size(),
+       config_.n_embd});
+  ZS_RETURN_IF_ERROR(rt_.Validate(config_, inputs, targets, B, T, widest));
+  if (acts_.B == B && acts_.T == T) return absl::OkStatus();
+  Size(config_, mode_, chunk_, B, T, acts_);
+  absl::Status s = rt_.LayOut(Arrays(acts_));
+  if (!s.ok()) acts_.B = acts_.T = 0;
+  return s;
+}
+
+int64_t LlamaModel::ActivationBytes() const {
+  int64_t n = RopeFloats(config_);
+  for (const Array* a : Arrays(const_cast<Acts&>(acts_))) n += a->n;
+  return 4 * n;
+}
+
+absl::StatusOr<double> LlamaModel::ForwardBackward(const int32_t* inputs, const int32_t* targets,
+                                                   int B, int T, float loss_scale,
+                                                   UnitHooks& hooks) {
+  if (targets == nullptr) return absl::InvalidArgumentError("model: targets must not be null");
+  ZS_RETURN_IF_ERROR(Begin(inputs, targets, B, T));
+  const int64_t bt = int64_t{B} * T;
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
+  ZS_ASSIGN_OR_RETURN(const int32_t* tg, rt_.DeviceTokens(targets, 1, bt));
+  RunBlocks(in, hooks);
+  HeadForwardBackward(tg, loss_scale, hooks);
+  RunBackward(in, hooks);
+  return rt_.FinishCall();
+}
+
+absl::StatusOr<double> LlamaModel::Forward(const int32_t* inputs, const int32_t* targets, int B,
+                                           int T, UnitHooks& hooks) {
+  if (targets == nullptr) return absl::InvalidArgumentError("model: targets must not be null");
+  ZS_RETURN_IF_ERROR(Begin(inputs, targets, B, T));
+  const int64_t bt = int64_t{B} * T;
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
+  ZS_ASSIGN_OR_RETURN(const int32_t* tg, rt_.DeviceTokens(targets, 1, bt));
+  RunBlocks(in, hooks);
+  const int head = config_.head_unit();
+  const float* p = hooks.PreForward(head);
+  FinalNorm(p);
+  for (int r0 = 0; r0 < bt; r0 += chunk_) {
+    const int n = static_cast<int>(std::min<int64_t>(chunk_, bt - r0));
+    HeadChunk(p + head_w_, r0, n);
+    k_.SoftmaxCrossEntropyForward(acts_.logits.data(), tg + r0, n, config_.vocab,
+                                  acts_.logits.data(), acts_.losses.data() + r0);
+  }
+  hooks.PostForward(head);
+  SumLosses();
+  return rt_.FinishCall();
+}
+
+absl::Status LlamaModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
+                                std::vector<float>* logits) {
+  ZS_RETURN_IF_ERROR(Begin(inputs, nullptr, B, T));
+  const int64_t bt = int64_t{B} * T, V = config_.vocab;
+  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
+  RunBlocks(in, hooks);
+  logits->resize(static_cast<size_t>(bt * V));
+  const int head = config_.head_unit();
+  const float* p = hooks.PreForward(head);
+  FinalNorm(p);
+  for (int r0 = 0; r0 < bt; r0 += chunk_) {
+    const int n = static_cast<int>(std::min<int64_t>(chunk_, bt - r0));
+    HeadChunk(p + head_w_, r0, n);
+    rt_.CopyToHost(logits->data() + r0 * V, acts_.logits.data(), int64_t{n} * V * 4);
+  }
+  hooks.PostForward(head);
+  return rt_.Finish();
+}
+
+}  // namespace zeroshard
