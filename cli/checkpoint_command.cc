@@ -3,15 +3,16 @@
 //                                    step (bumps the coordinator's trigger).
 //   list   [--coordinator HOST:PORT] committed checkpoints, oldest first, and
 //                                    any rejected (manifest/file mismatch).
-//   export --checkpoint DIR --out F  consolidated fp32 master weights as
-//          [--format native|hf-gpt2] safetensors; DIR is a checkpoint dir
-//                                    (its latest) or one checkpoint's dir.
-//                                    native (default): F is one file in
-//                                    zeroshard's names; hf-gpt2: F is a
-//                                    directory for transformers'
-//                                    GPT2LMHeadModel (model.safetensors +
+//   export --checkpoint DIR --out F  consolidated master weights as
+//          [--format native|hf]      safetensors; DIR is a checkpoint dir
+//          [--dtype fp32|bf16]       (its latest) or one checkpoint's dir.
+//          [--max-shard-size 5GB]    native (default): F is one fp32 file in
+//                                    zeroshard's names; hf (alias hf-gpt2):
+//                                    F is a directory that transformers'
+//                                    AutoModelForCausalLM loads (shards and
+//                                    an index past --max-shard-size, and
 //                                    config.json; server/checkpoint/
-//                                    hf_gpt2_layout.h).
+//                                    checkpoint_export.h ExportHf).
 // The coordinator defaults as for `status` (commands.h: $ZEROSHARD_COORDINATOR,
 // else 127.0.0.1:50051).
 // Exit codes: 0 done, 1 the operation failed (message on stderr), 2 usage.
@@ -35,6 +36,8 @@ struct CheckpointFlags {
   std::string checkpoint;
   std::string out;
   std::string format = "native";
+  std::string dtype = "fp32";
+  int64_t max_shard_bytes = 5'000'000'000;
   ClientSecurity security;
 };
 
@@ -79,16 +82,21 @@ int RunList(const CheckpointFlags& f) {
 }
 
 int RunExport(const CheckpointFlags& f) {
-  const bool hf = f.format == "hf-gpt2";
-  auto r = hf ? server::ExportHfGpt2(f.checkpoint, f.out)
+  const bool hf = f.format == "hf" || f.format == "hf-gpt2";
+  if (!hf && f.dtype != "fp32") {
+    std::cerr << "zeroshard checkpoint export: --dtype " << f.dtype << " needs --format hf\n";
+    return 2;
+  }
+  auto r = hf ? server::ExportHf(f.checkpoint, f.out, {f.dtype == "bf16", f.max_shard_bytes})
               : server::ExportSafetensors(f.checkpoint, f.out);
   if (!r.ok()) {
     std::cerr << "zeroshard checkpoint export: " << r.status().message() << "\n";
     return 1;
   }
   std::cout << "exported " << r->checkpoint_dir << " (step " << r->step << "): " << r->tensors
-            << " tensors, " << r->bytes << " bytes of fp32 weights -> " << f.out
-            << (hf ? " (Hugging Face GPT-2: model.safetensors, config.json)" : "") << "\n";
+            << " tensors, " << r->bytes << " bytes of " << f.dtype << " weights in " << r->files
+            << " file(s) -> " << f.out
+            << (hf ? " (Hugging Face: safetensors, config.json)" : "") << "\n";
   return 0;
 }
 
@@ -112,12 +120,19 @@ void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands) {
                   "checkpoint dir (its latest committed checkpoint) or one checkpoint's dir")
       ->required();
   exp->add_option("--out", flags.out,
-                  "output: a file (native, e.g. model.safetensors) or a directory (hf-gpt2)")
+                  "output: a file (native, e.g. model.safetensors) or a directory (hf)")
       ->required();
   exp->add_option("--format", flags.format,
-                  "native (zeroshard's names) or hf-gpt2 (transformers' GPT2LMHeadModel)")
-      ->check(CLI::IsMember({"native", "hf-gpt2"}))
+                  "native (zeroshard's names, fp32) or hf (a directory transformers' "
+                  "AutoModelForCausalLM loads; hf-gpt2 is an alias)")
+      ->check(CLI::IsMember({"native", "hf", "hf-gpt2"}))
       ->capture_default_str();
+  exp->add_option("--dtype", flags.dtype, "hf: the weights' dtype")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  exp->add_option("--max-shard-size", flags.max_shard_bytes,
+                  "hf: the largest safetensors file before the weights split into shards with "
+                  "an index (bytes; 5GB, 100MB, ...)")
+      ->transform(CLI::AsSizeValue(true))->capture_default_str();
   commands.push_back({sub, [now, list, exp] {
     if (now->parsed()) return RunNow(flags);
     if (list->parsed()) return RunList(flags);

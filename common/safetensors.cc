@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
+#include "common/dtype.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -51,8 +52,11 @@ absl::StatusOr<std::string> SafetensorsHeader(const std::vector<SafetensorsEntry
     for (int64_t d : t.shape) {
       if (d < 0) return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, " has a negative dim"));
     }
-    const int64_t bytes = Numel(t.shape) * 4;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    if (t.dtype != "F32" && t.dtype != "BF16") {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": cannot write ", t.dtype));
+    }
+    const int64_t bytes = Numel(t.shape) * DTypeBytes(t.dtype);
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
@@ -136,10 +140,17 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<Safeten
         ZS_RETURN_IF_ERROR(append(&n, 8));
         ZS_RETURN_IF_ERROR(append(header.data(), header.size()));
         std::vector<float> buf;
+        std::vector<bf16> half;
         for (size_t i = 0; i < tensors.size(); ++i) {
           buf.assign(static_cast<size_t>(Numel(tensors[i].shape)), 0.f);
           ZS_RETURN_IF_ERROR(fill(i, buf.data()));
-          ZS_RETURN_IF_ERROR(append(buf.data(), buf.size() * sizeof(float)));
+          if (tensors[i].dtype == "F32") {
+            ZS_RETURN_IF_ERROR(append(buf.data(), buf.size() * sizeof(float)));
+            continue;
+          }
+          half.resize(buf.size());
+          for (size_t k = 0; k < buf.size(); ++k) half[k] = FloatToBf16(buf[k]);
+          ZS_RETURN_IF_ERROR(append(half.data(), half.size() * sizeof(bf16)));
         }
         return absl::OkStatus();
       },

@@ -6,8 +6,10 @@
 // must cover the data section exactly, without gaps or overlap. zeroshard
 // pads the header with spaces to a multiple of 8 bytes so data is aligned.
 //
-// Writer: fp32 ("F32") only, which is what checkpoints export. Reader:
-// validates any file and reads F32 tensors. Errors name the file and field.
+// Writer: "F32", or "BF16" rounded to nearest even from the fp32 values the
+// caller fills (what exports write). Reader: validates any file and reads
+// F32 tensors (hf_weights.h reads BF16 and F16 too). Errors name the file
+// and field.
 // Thread-safe: no shared state.
 #pragma once
 
@@ -24,11 +26,13 @@ namespace zeroshard {
 struct SafetensorsEntry {
   std::string name;
   std::vector<int64_t> shape;  // Elements per dim; empty = scalar (1 element).
+  std::string dtype = "F32";   // "F32" or "BF16" (as written).
 };
 
 // Writes `path` atomically (path.tmp, fsync, rename). For tensor i, `fill(i,
 // dst)` writes its numel fp32 values to dst. INVALID_ARGUMENT for an empty,
-// duplicate or "__metadata__" name or a negative dim; fill's error otherwise.
+// duplicate or "__metadata__" name, a negative dim or another dtype; fill's
+// error otherwise. Memory: one tensor's fp32 values at a time.
 absl::Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
                               const std::map<std::string, std::string>& metadata,
                               const std::function<absl::Status(size_t index, float* dst)>& fill);

@@ -80,6 +80,15 @@ absl::StatusOr<ModelConfig> ModelConfigOfJob(const std::string& job_config_json)
     return absl::FailedPreconditionError(
         "the checkpoint's model config is not a JSON object, so its model is unknown");
   }
+  auto desc = j.find("model_desc");
+  if (desc != j.end() && desc->is_string() && !desc->get<std::string>().empty()) {
+    absl::StatusOr<ModelConfig> model = ModelConfigFromJson(desc->get<std::string>());
+    if (!model.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the checkpoint's model description: ", model.status().message()));
+    }
+    return model;
+  }
   auto it = j.find("model");
   if (it == j.end() || !it->is_string()) {
     return absl::FailedPreconditionError(

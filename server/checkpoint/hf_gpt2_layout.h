@@ -63,9 +63,10 @@ std::vector<HfTensor> HfGpt2Tensors(const ModelConfig& config);
 std::string HfGpt2ConfigJson(const ModelConfig& config);
 
 // The model a checkpoint holds: `job_config_json` (a manifest's
-// model_config_json, the job's JobConfig) names a preset in "model".
-// FAILED_PRECONDITION when it is not JSON or names none; NOT_FOUND for an
-// unknown preset (as ModelPreset).
+// model_config_json, the job's JobConfig) carries its description in
+// "model_desc" (a model directory's), or names a preset in "model".
+// FAILED_PRECONDITION when it is not JSON, names none or its description is
+// bad; NOT_FOUND for an unknown preset (as ModelPreset).
 absl::StatusOr<ModelConfig> ModelConfigOfJob(const std::string& job_config_json);
 
 // FAILED_PRECONDITION naming the first difference unless `plan` holds

@@ -1,11 +1,14 @@
-// Test helper: zeroshard's own forward (worker/model GptModel on the CPU
-// kernels) over a committed checkpoint's master weights, writing the LM
+// Test helper: zeroshard's own forward (worker/model CreateCausalLm: GptModel
+// or LlamaModel on the CPU kernels) over a committed checkpoint's master
+// weights, writing the LM
 // head's logits, so a test can compare another implementation's on the same
 // weights. Reads the checkpoint's unit files itself (by the manifest's plan,
 // parameter by parameter); it does not use any export code.
 //
-// Usage: gpt_logits_tool --checkpoint DIR --model PRESET --tokens FILE
+// Usage: gpt_logits_tool --checkpoint DIR [--model PRESET] --tokens FILE
 //                        --batch B --out FILE
+//   PRESET  the model; default: the one the checkpoint's job config
+//           describes (server/checkpoint ModelConfigOfJob);
 //   DIR     a checkpoint dir (its latest committed checkpoint) or one
 //           checkpoint's dir;
 //   tokens  little-endian int32 [B, T] (T = size / (4 B));
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +30,8 @@
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_manifest.h"
-#include "worker/model/gpt_model.h"
+#include "server/checkpoint/hf_gpt2_layout.h"
+#include "worker/model/causal_lm.h"
 #include "worker/model/local_params.h"
 
 namespace zeroshard {
@@ -39,10 +44,9 @@ struct Flags {
 
 // One full buffer per model unit (world-size-1 plan), each parameter copied
 // from where the checkpoint's plan put it.
-absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const std::string& path,
+absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const server::LoadedManifest& m,
                                                           const ModelConfig& config) {
-  ZS_ASSIGN_OR_RETURN(std::string dir, server::ResolveCheckpointDir(path));
-  ZS_ASSIGN_OR_RETURN(server::LoadedManifest m, server::LoadManifest(dir, true));
+  const std::string& dir = m.dir;
   ZS_ASSIGN_OR_RETURN(ShardPlan mine, MakeShardPlan(ModelUnits(config), 1, 1));
   std::vector<std::vector<float>> units;
   for (const UnitPlan& u : mine.units) {
@@ -74,8 +78,12 @@ absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const std::string& pat
 }
 
 absl::Status Run(const Flags& f) {
-  ZS_ASSIGN_OR_RETURN(ModelConfig config, ModelPreset(f.model));
-  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(f.checkpoint, config));
+  ZS_ASSIGN_OR_RETURN(std::string dir, server::ResolveCheckpointDir(f.checkpoint));
+  ZS_ASSIGN_OR_RETURN(server::LoadedManifest m, server::LoadManifest(dir, true));
+  ZS_ASSIGN_OR_RETURN(ModelConfig config,
+                      f.model.empty() ? server::ModelConfigOfJob(m.manifest.model_config_json())
+                                      : ModelPreset(f.model));
+  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(m, config));
   ZS_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(f.tokens));
   if (bytes.empty() || bytes.size() % (4 * f.batch) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(f.tokens, ": ", bytes.size(),
@@ -85,9 +93,9 @@ absl::Status Run(const Flags& f) {
   std::memcpy(tokens.data(), bytes.data(), bytes.size());
   const int T = static_cast<int>(tokens.size() / f.batch);
   LocalParams params(std::move(units));
-  GptModel model(config);
+  std::unique_ptr<CausalLm> model = CreateCausalLm(config);
   std::vector<float> logits;
-  ZS_RETURN_IF_ERROR(model.Logits(tokens.data(), f.batch, T, params, &logits));
+  ZS_RETURN_IF_ERROR(model->Logits(tokens.data(), f.batch, T, params, &logits));
   return WriteFileAtomically(
       f.out, std::string(reinterpret_cast<const char*>(logits.data()), logits.size() * 4));
 }
@@ -100,7 +108,7 @@ int main(int argc, char** argv) {
   CLI::App app{"zeroshard's forward over a checkpoint: logits to a file", "gpt_logits_tool"};
   app.add_option("--checkpoint", f.checkpoint, "checkpoint dir or one checkpoint's dir")
       ->required();
-  app.add_option("--model", f.model, "model preset the checkpoint holds")->required();
+  app.add_option("--model", f.model, "model preset the checkpoint holds (default: its job's)");
   app.add_option("--tokens", f.tokens, "int32 [B, T] token ids")->required();
   app.add_option("--batch", f.batch, "B")->check(CLI::Range(1, 1 << 20));
   app.add_option("--out", f.out, "float32 [B, T, vocab] logits (written)")->required();
