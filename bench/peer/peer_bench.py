@@ -59,6 +59,8 @@ def run_zeroshard(args, model, workers, stage, work):
            "--global-batch", str(args.global_batch), "--micro-batch", str(args.micro_batch),
            "--eval-every", "0", "--threads", str(args.threads),
            "--run-dir", os.path.join(work, "run"), "--log", log]
+    if getattr(args, "seq_len", 0):
+        cmd += ["--seq-len", str(args.seq_len)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                    timeout=args.timeout)
     return read_log(log)
@@ -103,10 +105,13 @@ def run_peer_once(args, fixture, workers, stage, work):
 
 
 def make_fixture(args, model, work):
-    fixture = os.path.join(work, f"fixture-{model}")
-    subprocess.run([os.path.join(args.bin, "peer_fixture"), "--out", fixture, "--model", model,
-                    "--steps", str(args.steps), "--global-batch", str(args.global_batch),
-                    "--micro-batch", str(args.micro_batch)], check=True)
+    fixture = os.path.join(work, f"fixture-{os.path.basename(model.rstrip('/'))}")
+    cmd = [os.path.join(args.bin, "peer_fixture"), "--out", fixture, "--model", model,
+           "--steps", str(args.steps), "--global-batch", str(args.global_batch),
+           "--micro-batch", str(args.micro_batch)]
+    if getattr(args, "seq_len", 0):
+        cmd += ["--seq-len", str(args.seq_len)]
+    subprocess.run(cmd, check=True)
     with open(os.path.join(fixture, "job.json")) as f:
         return fixture, json.load(f)
 
@@ -152,6 +157,8 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", type=int, default=1, help="compute threads per process")
     p.add_argument("--global-batch", type=int, default=16)
+    p.add_argument("--seq-len", type=int, default=0,
+                   help="tokens per sequence for a model directory (presets: their context)")
     p.add_argument("--micro-batch", type=int, default=4)
     p.add_argument("--timeout", type=float, default=1800, help="seconds for one run")
     args = p.parse_args()

@@ -8,12 +8,15 @@
 //                         the window BatchSampler gives (inputs are its first
 //                         n_ctx bytes, targets its last n_ctx);
 //   DIR/job.json          the model's shape and the job's optimizer and
-//                         schedule (common/job_config.h defaults unless set).
+//                         schedule (common/job_config.h defaults unless set);
+//                         for a Hugging Face model directory (--model DIR)
+//                         also "hf_model": DIR, whose own weights both sides
+//                         start from (no init.safetensors then).
 // The data are the launch defaults (DefaultDataPaths), as `zeroshard launch`
 // reads them without --data.
 //
-// Usage: peer_fixture --out DIR [--model small] [--steps 60]
-//        [--global-batch 16] [--micro-batch 4] [--seed 1234]
+// Usage: peer_fixture --out DIR [--model small|MODEL_DIR] [--seq-len T]
+//        [--steps 60] [--global-batch 16] [--micro-batch 4] [--seed 1234]
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
+#include "common/job_model.h"
 #include "common/process_setup.h"
 #include "common/safetensors.h"
 #include "common/shard_plan.h"
@@ -90,17 +94,19 @@ absl::Status WriteJob(const JobConfig& job, const ModelConfig& model, const std:
       {"beta1", job.beta1},          {"beta2", job.beta2},
       {"eps", job.eps},              {"weight_decay", job.weight_decay},
       {"max_grad_norm", job.max_grad_norm}};
+  nlohmann::json full = j;
+  if (model.is_llama()) full["hf_model"] = job.model;
   std::ofstream out(path, std::ios::trunc);
-  out << j.dump(2) << "\n";
+  out << full.dump(2) << "\n";
   out.close();
   if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
 }
 
 absl::Status Run(const JobConfig& job, const std::string& dir) {
-  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelPreset(job.model));
+  ZS_ASSIGN_OR_RETURN(const ModelConfig model, ResolveModel(job.model, job.seq_len));
   std::filesystem::create_directories(dir);
-  ZS_RETURN_IF_ERROR(WriteInit(model, job.seed, dir + "/init.safetensors"));
+  if (!model.is_llama()) ZS_RETURN_IF_ERROR(WriteInit(model, job.seed, dir + "/init.safetensors"));
   ZS_RETURN_IF_ERROR(WriteBatches(job, model, dir + "/batches.u8"));
   return WriteJob(job, model, dir + "/job.json");
 }
@@ -115,6 +121,8 @@ int main(int argc, char** argv) {
   std::string dir;
   app.add_option("--out", dir, "output directory")->required();
   app.add_option("--model", job.model, zeroshard::ModelPresetFlagHelp())->capture_default_str();
+  app.add_option("--seq-len", job.seq_len, "a model directory's training context")
+      ->capture_default_str();
   app.add_option("--steps", job.steps, "steps of batches to write")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--global-batch", job.global_batch, "sequences per step")

@@ -64,6 +64,10 @@ class Gpt(nn.Module):
         self.block = nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(n_embd, eps=1e-5)
 
+    def blocks(self):
+        """The modules FSDP2 shards one by one (peer_train.wrap)."""
+        return self.block
+
     def forward(self, idx, targets):
         """Sum over all B*T tokens of the cross-entropy, in nats."""
         T = idx.shape[1]
@@ -71,6 +75,26 @@ class Gpt(nn.Module):
         for block in self.block:
             x = block(x)
         logits = F.linear(self.ln_f(x), self.wte)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1),
+                               reduction="sum")
+
+
+class HfCausalLm(nn.Module):
+    """transformers' AutoModelForCausalLM from a model directory in fp32 (its
+    sdpa attention, as a PyTorch user runs it), with Gpt's interface: forward
+    returns the summed token cross-entropy; blocks() are its decoder layers."""
+
+    def __init__(self, path):
+        super().__init__()
+        import transformers
+        self.hf = transformers.AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch.float32, attn_implementation="sdpa")
+
+    def blocks(self):
+        return self.hf.model.layers
+
+    def forward(self, idx, targets):
+        logits = self.hf(input_ids=idx).logits
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1),
                                reduction="sum")
 

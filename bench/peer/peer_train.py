@@ -1,5 +1,7 @@
 """One rank of the PyTorch peer: trains peer_model.Gpt on peer_fixture's
-weights and batches, the way a PyTorch user shards each ZeRO stage:
+weights and batches (or, for a Hugging Face model directory, transformers'
+AutoModelForCausalLM from that directory), the way a PyTorch user shards
+each ZeRO stage:
 
   stage 0: DistributedDataParallel (no_sync on all but the last micro-batch);
   stage 1: DDP + ZeroRedundancyOptimizer (optimizer state sharded);
@@ -31,7 +33,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_model import Gpt, load_safetensors  # noqa: E402
+from peer_model import Gpt, HfCausalLm, load_safetensors  # noqa: E402
 
 
 def learning_rate_at(job, step):
@@ -69,7 +71,7 @@ def wrap(model, stage):
         return DistributedDataParallel(model)
     fully_shard = fully_shard_fn()
     reshard = stage == 3
-    for block in model.block:
+    for block in model.blocks():
         fully_shard(block, reshard_after_forward=reshard)
     fully_shard(model, reshard_after_forward=reshard)
     return model
@@ -121,8 +123,11 @@ def main():
     data = np.fromfile(os.path.join(args.fixture, "batches.u8"), dtype=np.uint8)
     data = torch.from_numpy(data.reshape(-1, G, T + 1).astype(np.int64))
 
-    model = Gpt(job["vocab"], job["n_layer"], job["n_embd"], job["n_head"], T)
-    load_safetensors(model, os.path.join(args.fixture, "init.safetensors"))
+    if "hf_model" in job:
+        model = HfCausalLm(job["hf_model"])
+    else:
+        model = Gpt(job["vocab"], job["n_layer"], job["n_embd"], job["n_head"], T)
+        load_safetensors(model, os.path.join(args.fixture, "init.safetensors"))
     model = wrap(model, args.stage)
     optimizer = adamw(model.parameters(), job, zero=args.stage == 1)
     spans = micro_batches(job, rank, world)
