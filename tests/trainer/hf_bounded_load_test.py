@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Loading a model directory holds neither the model on a worker nor on the
+coordinator.
+
+A random Llama of 136M parameters in BF16 (272 MB of safetensors in 13
+shards; 545 MB as fp32 master weights; tests/support/hf_synthetic.py) is
+fine-tuned for 2 steps by a zeroshard-coordinator and 4 zeroshard-worker
+processes at ZeRO-3 with the optimizer state in NVMe files. Each worker
+runs under RLIMIT_DATA (prlimit) of 0.85 x the fp32 master weights: it can
+never hold the whole model, so it must receive only its shard. Passes when:
+  - every worker loads its shard ("loaded this rank's shard"), trains both
+    steps to a finite loss and exits 0; its reported VmHWM is under the
+    limit;
+  - the coordinator, which read all 272 MB of safetensors and served them,
+    peaks (VmHWM, sampled while it serves) under 160 MB: its base (~50 MB)
+    plus chunk buffers, far below the files' size.
+Runs on the CPU with Gloo over 127.0.0.1; every process is stopped by PID.
+"""
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+BIN = os.environ.get("ZEROSHARD_BIN_DIR", "build/bin")
+COORDINATOR_BOUND = 160e6
+failures, passes = [], []
+
+
+def check(cond, message):
+    print(("ok   " if cond else "FAIL ") + message, flush=True)
+    (passes if cond else failures).append(message)
+    return cond
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def vm_hwm(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1)) * 1024
+    except (OSError, AttributeError):
+        return 0
+
+
+def main():
+    try:
+        import numpy  # noqa: F401
+        import hf_synthetic
+    except ImportError as e:
+        print(f"SKIP: {e}")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="hf_bounded.") as work:
+        model = os.path.join(work, "model")
+        params = hf_synthetic.write_llama(model, layers=36)
+        limit = int(0.85 * 4 * params)
+        print(f"model: {params} parameters, fp32 master {4 * params / 1e6:.0f} MB; worker "
+              f"RLIMIT_DATA {limit / 1e6:.0f} MB", flush=True)
+        job = dict(model=model, stage=3, steps=2, seq_len=8, global_batch=4, micro_batch=1,
+                   eval_every=0, threads=1, bucket_mib=0, gather_prefetch=0,
+                   reduce_dtype="bf16", offload_optimizer="nvme", offload_params="nvme",
+                   offload_dir=os.path.join(work, "offload"),
+                   log_path=os.path.join(work, "steps.jsonl"), backend="gloo",
+                   collective_timeout_s=300)
+        os.makedirs(job["offload_dir"])
+        port = free_port()
+        coordinator = subprocess.Popen(
+            [os.path.join(BIN, "zeroshard-coordinator"), "--listen", f"127.0.0.1:{port}",
+             "--metrics-listen", "", "--state-dir", os.path.join(work, "state"),
+             "--checkpoint-dir", os.path.join(work, "ckpt"), "--min-workers", "4",
+             "--max-workers", "4", "--job-config-json", json.dumps(job)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        workers = [subprocess.Popen(
+            ["prlimit", f"--data={limit}", os.path.join(BIN, "zeroshard-worker"),
+             "--coordinator", f"127.0.0.1:{port}", "--worker-id", f"w{i}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(4)]
+        peak, deadline = 0, time.time() + 400
+        try:
+            while any(w.poll() is None for w in workers) and time.time() < deadline:
+                peak = max(peak, vm_hwm(coordinator.pid))
+                time.sleep(0.05)
+            peak = max(peak, vm_hwm(coordinator.pid))
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+            coordinator.send_signal(signal.SIGTERM)
+            try:
+                coordinator.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                coordinator.kill()
+        outputs = [w.communicate()[0] for w in workers]
+        for i, (w, out) in enumerate(zip(workers, outputs)):
+            check(w.returncode == 0, f"worker {i} exit {w.returncode}")
+            check("loaded this rank's shard" in out, f"worker {i} loaded only its shard")
+            m = re.search(r"peak RSS \(VmHWM\) bytes (\d+)", out)
+            hwm = int(m.group(1)) if m else -1
+            check(0 < hwm < limit, f"worker {i} VmHWM {hwm / 1e6:.0f} MB < {limit / 1e6:.0f} MB")
+            if w.returncode != 0:
+                print(out[-3000:])
+        losses = []
+        if os.path.exists(job["log_path"]):
+            with open(job["log_path"]) as f:
+                losses = [r["loss"] for r in map(json.loads, f) if "loss" in r]
+        check(len(losses) == 2 and all(math.isfinite(x) for x in losses),
+              f"2 steps trained: losses {losses}")
+        check(0 < peak < COORDINATOR_BOUND,
+              f"coordinator VmHWM {peak / 1e6:.0f} MB < {COORDINATOR_BOUND / 1e6:.0f} MB while "
+              f"serving {2 * params / 1e6:.0f} MB of BF16 safetensors")
+    print(f"{len(passes)} passed, {len(failures)} failed", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
