@@ -37,6 +37,15 @@ absl::StatusOr<double> Number(const Json& j, const std::string& key, double fall
   return j.at(key).get<double>();
 }
 
+// A string at `key`; `fallback` when absent or null. (Json::value would
+// throw on another type, and nothing here catches.)
+absl::StatusOr<std::string> String(const Json& j, const std::string& key,
+                                   const std::string& fallback) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  if (!j.at(key).is_string()) return Refuse(key, j.at(key), "must be a string");
+  return j.at(key).get<std::string>();
+}
+
 bool Flag(const Json& j, const std::string& key, bool fallback) {
   return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
 }
@@ -90,13 +99,15 @@ absl::Status CheckAttentionKinds(const Json& j, const std::string& type, int n_c
   return absl::OkStatus();
 }
 
-absl::Status ReadSizes(const Json& j, int n_ctx, ModelConfig& c) {
+// `qwen3`: transformers' Qwen3Config defaults head_dim to 128, not
+// hidden_size / heads as the others do.
+absl::Status ReadSizes(const Json& j, int n_ctx, bool qwen3, ModelConfig& c) {
   ZS_ASSIGN_OR_RETURN(c.vocab, Int(j, "vocab_size"));
   ZS_ASSIGN_OR_RETURN(c.n_embd, Int(j, "hidden_size"));
   ZS_ASSIGN_OR_RETURN(c.n_layer, Int(j, "num_hidden_layers"));
   ZS_ASSIGN_OR_RETURN(c.n_head, Int(j, "num_attention_heads"));
   ZS_ASSIGN_OR_RETURN(c.n_kv_head, Int(j, "num_key_value_heads", c.n_head));
-  ZS_ASSIGN_OR_RETURN(c.head_dim, Int(j, "head_dim", c.n_embd / c.n_head));
+  ZS_ASSIGN_OR_RETURN(c.head_dim, Int(j, "head_dim", qwen3 ? 128 : c.n_embd / c.n_head));
   ZS_ASSIGN_OR_RETURN(c.n_inner, Int(j, "intermediate_size"));
   ZS_ASSIGN_OR_RETURN(c.max_positions, Int(j, "max_position_embeddings", 2048));
   ZS_ASSIGN_OR_RETURN(c.norm_eps, Number(j, "rms_norm_eps", 1e-6));
@@ -115,16 +126,16 @@ absl::StatusOr<ModelConfig> ParseHfModelConfig(const std::string& text, int n_ct
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("config.json: not a JSON object");
   }
-  const std::string type = j.value("model_type", std::string());
+  ZS_ASSIGN_OR_RETURN(const std::string type, String(j, "model_type", ""));
   if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
     return Refuse("model_type", j.contains("model_type") ? j.at("model_type") : Json(nullptr),
                   "zeroshard supports llama, mistral, qwen2 and qwen3");
   }
-  const std::string act = j.value("hidden_act", std::string("silu"));
+  ZS_ASSIGN_OR_RETURN(const std::string act, String(j, "hidden_act", "silu"));
   if (act != "silu") return Refuse("hidden_act", Json(act), "only silu (SwiGLU) is supported");
   ModelConfig c;
   c.family = ModelFamily::kLlama;
-  ZS_RETURN_IF_ERROR(ReadSizes(j, n_ctx, c));
+  ZS_RETURN_IF_ERROR(ReadSizes(j, n_ctx, type == "qwen3", c));
   ZS_RETURN_IF_ERROR(CheckAttentionKinds(j, type, c.n_ctx));
   ZS_RETURN_IF_ERROR(ReadRope(j, c));
   c.tied = Flag(j, "tie_word_embeddings", false);

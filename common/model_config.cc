@@ -217,6 +217,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text) {
     return absl::InvalidArgumentError("model config: not a JSON object");
   }
   ModelConfig c;
+  // The key being read, for the error: json's type errors do not name it.
+  std::string field = "family";
+  auto get = [&field, &j](const nlohmann::json& from, const char* key, auto fallback) {
+    field = absl::StrCat(&from == &j ? "" : "rope_scaling.", key);
+    return from.value(key, fallback);
+  };
   try {
     const std::string family = j.at("family").get<std::string>();
     if (family != "gpt2" && family != "llama") {
@@ -224,31 +230,31 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text) {
           absl::StrCat("model config: family '", family, "' is not gpt2 or llama"));
     }
     c.family = family == "llama" ? ModelFamily::kLlama : ModelFamily::kGpt2;
-    for (auto [key, field] : {std::pair{"vocab", &c.vocab}, {"n_layer", &c.n_layer},
+    for (auto [key, value] : {std::pair{"vocab", &c.vocab}, {"n_layer", &c.n_layer},
                               {"n_embd", &c.n_embd}, {"n_head", &c.n_head},
                               {"n_ctx", &c.n_ctx}, {"n_kv_head", &c.n_kv_head},
                               {"head_dim", &c.head_dim}, {"n_inner", &c.n_inner},
                               {"max_positions", &c.max_positions}}) {
-      *field = j.value(key, *field);
+      *value = get(j, key, *value);
     }
-    c.norm_eps = j.value("norm_eps", c.norm_eps);
-    c.rope_theta = j.value("rope_theta", c.rope_theta);
-    c.qkv_bias = j.value("qkv_bias", c.qkv_bias);
-    c.o_bias = j.value("o_bias", c.o_bias);
-    c.qk_norm = j.value("qk_norm", c.qk_norm);
-    c.tied = j.value("tied", c.tied);
-    c.hf_config_json = j.value("hf_config_json", std::string());
+    c.norm_eps = get(j, "norm_eps", c.norm_eps);
+    c.rope_theta = get(j, "rope_theta", c.rope_theta);
+    c.qkv_bias = get(j, "qkv_bias", c.qkv_bias);
+    c.o_bias = get(j, "o_bias", c.o_bias);
+    c.qk_norm = get(j, "qk_norm", c.qk_norm);
+    c.tied = get(j, "tied", c.tied);
+    c.hf_config_json = get(j, "hf_config_json", std::string());
     if (j.contains("rope_scaling")) {
       const nlohmann::json& r = j.at("rope_scaling");
-      c.rope_scaling.type = r.value("type", c.rope_scaling.type);
-      c.rope_scaling.factor = r.value("factor", c.rope_scaling.factor);
-      c.rope_scaling.low_freq_factor = r.value("low_freq_factor", c.rope_scaling.low_freq_factor);
-      c.rope_scaling.high_freq_factor = r.value("high_freq_factor", c.rope_scaling.high_freq_factor);
-      c.rope_scaling.original_max_positions =
-          r.value("original_max_positions", c.rope_scaling.original_max_positions);
+      RopeScaling& s = c.rope_scaling;
+      s.type = get(r, "type", s.type);
+      s.factor = get(r, "factor", s.factor);
+      s.low_freq_factor = get(r, "low_freq_factor", s.low_freq_factor);
+      s.high_freq_factor = get(r, "high_freq_factor", s.high_freq_factor);
+      s.original_max_positions = get(r, "original_max_positions", s.original_max_positions);
     }
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("model config: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("model config: ", field, ": ", e.what()));
   }
   ZS_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;

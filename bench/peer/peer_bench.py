@@ -38,6 +38,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def cpu_model():
+    """The processor's model name (/proc/cpuinfo), printed beside the figures."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def read_log(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]

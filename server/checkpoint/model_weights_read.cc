@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_store.h"
+#include "server/core/validation.h"
 
 namespace zeroshard::server {
 
@@ -41,12 +42,9 @@ absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& r
   if (unit == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not the job's"));
   }
-  if (req.offset() + req.length() > unit->padded_numel) {
-    return absl::InvalidArgumentError(absl::StrCat("range [", req.offset(), ", ",
-                                                   req.offset() + req.length(), ") is past unit ",
-                                                   req.unit(), "'s ", unit->padded_numel,
-                                                   " elements"));
-  }
+  // [Note: overflow-safe ranges]: offset + length may not fit in int64.
+  ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), unit->padded_numel,
+                                absl::StrCat("unit ", req.unit(), "'s padded elements").c_str()));
   v1::RangeChunk chunk;
   chunk.set_step(0);
   const int64_t end = req.offset() + req.length();

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Loading a model directory against a plain read of its files, same disk.
+
+Writes a random BF16 Llama directory of about --gb GB (tests/support/
+hf_synthetic.py: one safetensors shard per decoder layer behind an index),
+starts a zeroshard-coordinator serving it (init pretrained, as a fine-tuning
+job does), and per run, with the files evicted from the page cache first
+(posix_fadvise DONTNEED) each time:
+  - plain read: every file read start to end in 8 MiB blocks, one thread;
+  - zeroshard: model_load_client, N ranks each downloading its ZeRO-3 shard
+    as fp32 master weights through the coordinator (read, BF16 -> fp32,
+    xxhash64, gRPC, the client's hash check and copy);
+and prints the medians of --runs runs: seconds, GB/s of safetensors data,
+and the ratio plain / zeroshard (goal >= 0.8), plus the coordinator's
+VmHWM. The two alternate so machine noise falls on both.
+
+Usage: bench/model/hf_load_bench.py [--gb 2] [--ranks 4] [--runs 3]
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "peer"))
+
+
+def files_of(model):
+    return sorted(os.path.join(model, f) for f in os.listdir(model) if f.endswith(".safetensors"))
+
+
+def evict(model):
+    for path in files_of(model):
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def plain_read(model):
+    start = time.perf_counter()
+    for path in files_of(model):
+        with open(path, "rb", buffering=0) as f:
+            while f.read(8 << 20):
+                pass
+    return time.perf_counter() - start
+
+
+def vm_hwm(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1)) * 1024
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    p.add_argument("--gb", type=float, default=2.0, help="safetensors size, GB (BF16)")
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--dir", default=None, help="where to write the model (default: a temp dir)")
+    args = p.parse_args()
+    import hf_synthetic
+    import peer_bench
+    with tempfile.TemporaryDirectory(prefix="hf_load.", dir=args.dir) as work:
+        model = os.path.join(work, "model")
+        # hidden 2048, inner 5632, 16 heads, 4 kv heads: 46.1M parameters a layer.
+        layers = max(1, round(args.gb * 1e9 / 2 / 46.1e6))
+        params = hf_synthetic.write_llama(model, vocab=2048, hidden=2048, inner=5632,
+                                          layers=layers, heads=16, kv_heads=4)
+        data = sum(os.path.getsize(f) for f in files_of(model))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        job = dict(model=model, stage=3, steps=1, seq_len=16)
+        coordinator = subprocess.Popen(
+            [os.path.join(args.bin, "zeroshard-coordinator"), "--listen", f"127.0.0.1:{port}",
+             "--metrics-listen", "", "--state-dir", os.path.join(work, "state"),
+             "--checkpoint-dir", os.path.join(work, "ckpt"), "--job-config-json",
+             json.dumps(job)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.0)
+        plain, loads = [], []
+        try:
+            for run in range(args.runs):
+                evict(model)
+                plain.append(plain_read(model))
+                evict(model)
+                out = subprocess.run(
+                    [os.path.join(args.bin, "model_load_client"), "--coordinator",
+                     f"127.0.0.1:{port}", "--model", model, "--ranks", str(args.ranks)],
+                    capture_output=True, text=True, check=True, timeout=3600)
+                loads.append(json.loads(out.stdout)["seconds"])
+                print(f"run {run + 1}: plain read {plain[-1]:.2f} s, zeroshard {loads[-1]:.2f} s",
+                      file=sys.stderr, flush=True)
+            hwm = vm_hwm(coordinator.pid)
+        finally:
+            coordinator.send_signal(signal.SIGTERM)
+            coordinator.wait(timeout=30)
+        pr, ld = statistics.median(plain), statistics.median(loads)
+        print(f"model: {params / 1e9:.2f}B parameters, {data / 1e9:.2f} GB of BF16 safetensors in "
+              f"{len(files_of(model))} files; {args.ranks} ranks, ZeRO-3 shards as fp32; "
+              f"median of {args.runs} cold runs; CPU: {peer_bench.cpu_model()}")
+        print("| what | seconds | GB/s of safetensors | plain / zeroshard |")
+        print("| --- | --- | --- | --- |")
+        print(f"| plain read | {pr:.2f} | {data / pr / 1e9:.2f} | |")
+        print(f"| zeroshard load | {ld:.2f} | {data / ld / 1e9:.2f} | **{pr / ld:.2f}** |")
+        print(f"coordinator VmHWM while serving: {hwm / 1e6:.0f} MB; runs: plain "
+              f"{[round(x, 2) for x in plain]}, zeroshard {[round(x, 2) for x in loads]}")
+
+
+if __name__ == "__main__":
+    main()
