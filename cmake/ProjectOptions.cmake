@@ -27,6 +27,26 @@ function(zeroshard_add_test name)
     ENVIRONMENT "ZEROSHARD_BIN_DIR=${PROJECT_BINARY_DIR}/bin;ZEROSHARD_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 
+# A Python test: SCRIPT (beside the calling CMakeLists.txt) run by python3,
+# with the built binaries' folder in ZEROSHARD_BIN_DIR; exit 77 is a skip
+# (a test tool such as torch missing), as the C++ tests' GTEST_SKIP. No
+# python3: no test.
+function(zeroshard_add_python_test name)
+  cmake_parse_arguments(T "" "SCRIPT;TIMEOUT" "LABELS" ${ARGN})
+  find_program(ZEROSHARD_PYTHON3_FOR_TESTS python3)
+  if(NOT ZEROSHARD_PYTHON3_FOR_TESTS)
+    return()
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${ZEROSHARD_PYTHON3_FOR_TESTS} ${CMAKE_CURRENT_SOURCE_DIR}/${T_SCRIPT})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
+    LABELS "${T_LABELS}"
+    ENVIRONMENT "ZEROSHARD_BIN_DIR=${PROJECT_BINARY_DIR}/bin;PYTHONDONTWRITEBYTECODE=1")
+endfunction()
+
 # Add every direct subfolder of the current folder that has a CMakeLists.txt,
 # so areas can be added without editing a shared list.
 macro(zeroshard_add_subfolders)

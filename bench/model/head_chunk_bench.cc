@@ -8,7 +8,7 @@
 // and the median step time of --runs runs. Run each mode in its own process
 // (VmHWM only grows).
 //
-// Usage: head_chunk_bench [--whole] [--batch 1] [--seq 2048] [--runs 3]
+// Usage: head_chunk_bench [--whole | --chunk N] [--batch 1] [--seq 2048] [--runs 3]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -25,12 +25,13 @@
 
 int main(int argc, char** argv) {
   bool whole = false;
-  int batch = 1, seq = 2048, runs = 3;
+  int batch = 1, seq = 2048, runs = 3, chunk = 0;
   CLI::App app{"The chunked LM head against whole logits (Llama 3's vocabulary)"};
   app.add_flag("--whole", whole, "one chunk of every token: whole logits");
   app.add_option("--batch", batch);
   app.add_option("--seq", seq);
   app.add_option("--runs", runs);
+  app.add_option("--chunk", chunk, "tokens per chunk (0: LlamaHeadChunkTokens)");
   CLI11_PARSE(app, argc, argv);
   using namespace zeroshard;
   ModelConfig c = Gpt2Config(128256, 1, 256, 4, seq);
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   c.tied = false;
   LocalParams params(InitUnits(c, 1));
   const int BT = batch * seq;
-  LlamaModel model(c, ActivationCheckpointing::kNone, CpuKernels(), nullptr, whole ? BT : 0);
+  LlamaModel model(c, ActivationCheckpointing::kNone, CpuKernels(), nullptr, whole ? BT : chunk);
   std::vector<int32_t> tokens(BT + 1);
   for (int i = 0; i <= BT; ++i) tokens[i] = static_cast<int32_t>(SplitMix64(i) % c.vocab);
   std::vector<double> seconds;

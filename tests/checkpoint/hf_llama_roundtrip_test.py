@@ -27,22 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-SKIP = 77
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from checks import check, finish, skip  # noqa: E402
+
 BIN = Path(os.environ.get("ZEROSHARD_BIN_DIR", "build/bin"))
 T = 16
-failures, passes = [], []
-
-
-def skip(reason):
-    print(f"SKIP: {reason}", flush=True)
-    sys.exit(SKIP)
-
-
-def check(cond, message):
-    print(("ok   " if cond else "FAIL ") + message, flush=True)
-    (passes if cond else failures).append(message)
-    return cond
-
 
 try:
     import numpy as np
@@ -162,8 +151,7 @@ def main():
              rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                            "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
         case(tmp, "qwen2", transformers.Qwen2Config, True)
-    print(f"{len(passes)} passed, {len(failures)} failed", flush=True)
-    sys.exit(1 if failures else 0)
+    sys.exit(finish())
 
 
 main()

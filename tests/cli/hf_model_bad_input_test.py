@@ -20,13 +20,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import check, finish  # noqa: E402
 BIN = os.environ.get("ZEROSHARD_BIN_DIR", "build/bin")
-failures, passes = [], []
-
-
-def check(cond, message):
-    print(("ok   " if cond else "FAIL ") + message, flush=True)
-    (passes if cond else failures).append(message)
 
 
 def launch(model, work, tag):
@@ -112,8 +107,7 @@ def main():
                               timeout=60)
         check(plan.returncode == 2 and "hidden_act" in plan.stderr + plan.stdout,
               f"plan: exit {plan.returncode} naming hidden_act")
-    print(f"{len(passes)} passed, {len(failures)} failed", flush=True)
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -26,21 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-SKIP = 77
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from checks import check, finish, skip  # noqa: E402
+
 BIN = Path(os.environ.get("ZEROSHARD_BIN_DIR", "build/bin"))
 B, T = 2, 11
-failures = []
-passes = []
-
-
-def skip(reason):
-    print(f"SKIP: {reason}", flush=True)
-    sys.exit(SKIP)
-
-
-def check(cond, message):
-    print(("ok   " if cond else "FAIL ") + message, flush=True)
-    (passes if cond else failures).append(message)
 
 
 try:
@@ -175,8 +165,7 @@ def main():
                     dict(num_key_value_heads=2, rope_scaling=LLAMA3))
         older_style(old)
         compare("llama-older-keys", old, tmp, tokens)
-    print(f"{len(passes)} passed, {len(failures)} failed", flush=True)
-    sys.exit(1 if failures else 0)
+    sys.exit(finish())
 
 
 main()

@@ -29,15 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import check, finish  # noqa: E402
 BIN = os.environ.get("ZEROSHARD_BIN_DIR", "build/bin")
 COORDINATOR_BOUND = 160e6
-failures, passes = [], []
-
-
-def check(cond, message):
-    print(("ok   " if cond else "FAIL ") + message, flush=True)
-    (passes if cond else failures).append(message)
-    return cond
 
 
 def free_port():
@@ -118,8 +112,7 @@ def main():
         check(0 < peak < COORDINATOR_BOUND,
               f"coordinator VmHWM {peak / 1e6:.0f} MB < {COORDINATOR_BOUND / 1e6:.0f} MB while "
               f"serving {2 * params / 1e6:.0f} MB of BF16 safetensors")
-    print(f"{len(passes)} passed, {len(failures)} failed", flush=True)
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -81,41 +81,22 @@ class GptModel : public CausalLm {
                     ActivationCheckpointing mode = ActivationCheckpointing::kNone,
                     Kernels& kernels = CpuKernels(), Device* device = nullptr);
 
-  // Forward and backward over B sequences of T tokens. inputs and targets are
-  // int32 [B, T] row-major with values in [0, vocab); 1 <= T <= n_ctx.
-  // Gradients of loss_scale * (sum over all B*T tokens of the cross-entropy,
-  // in nats) are ADDED through the hooks. Returns that sum (unscaled), so the
-  // caller can form the mean over a global batch; it returns once the device
-  // has finished the call's work. inputs and targets are host memory.
-  // INVALID_ARGUMENT naming the field for bad sizes, null pointers or
-  // out-of-range tokens (nothing is called on the hooks then); the device's
-  // or the kernels' first error (a failed launch, DEADLINE_EXCEEDED past
-  // set_device_wait). Growing the activations can fail (RESOURCE_EXHAUSTED)
-  // before any hook is called: on one rank only, its peers then wait in
-  // their collectives until those time out; the engine's fit check
-  // (EngineOptions::reserved_bytes) reserves these bytes so it should not.
+  // The CausalLm calls (causal_lm.h), in the hook order above. Growing the
+  // activations can fail (RESOURCE_EXHAUSTED) before any hook is called: on
+  // one rank only, its peers then wait in their collectives until those
+  // time out; the engine's fit check (EngineOptions::reserved_bytes)
+  // reserves these bytes so it should not. The arena adds under 64 bytes
+  // per buffer (alignment) and, off the CPU, 8 * B * T bytes of token ids
+  // and one double to ActivationBytes(). set_device_wait: set it to the
+  // job's collective timeout, since on a GPU the engine's collectives run on
+  // the same stream and a hung peer shows here.
   absl::StatusOr<double> ForwardBackward(const int32_t* inputs, const int32_t* targets, int B,
                                          int T, float loss_scale, UnitHooks& hooks) override;
-
-  // Evaluation: forward only (PreForward/PostForward brackets); returns the
-  // sum of per-token losses. Errors as ForwardBackward.
   absl::StatusOr<double> Forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                                  UnitHooks& hooks) override;
-
-  // Inference: forward only, writing the LM head's logits (before softmax)
-  // as fp32 [B, T, vocab] row-major into `logits` (resized). Errors as
-  // Forward (inputs only; no targets).
   absl::Status Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
                       std::vector<float>* logits) override;
-
-  // Bytes of activation and scratch buffers in use; equals
-  // ModelActivationBytes(config(), B, T, mode()) for the last call's B, T.
-  // The allocation holding them adds under 64 bytes per buffer (alignment)
-  // and, off the CPU, 8 * B * T bytes of token ids and one double.
   int64_t ActivationBytes() const override;
-  // How long a call waits for its device work at the end (default 10 min):
-  // set it to the job's collective timeout, since on a GPU the engine's
-  // collectives run on the same stream and a hung peer shows here.
   void set_device_wait(absl::Duration wait) override { rt_.set_wait(wait); }
   const ModelConfig& config() const override { return config_; }
   ActivationCheckpointing mode() const { return mode_; }

@@ -12,7 +12,7 @@
 namespace zeroshard {
 namespace {
 
-constexpr int64_t kHeadChunkFloats = int64_t{1} << 23;
+constexpr int64_t kHeadChunkFloats = int64_t{1} << 25;
 
 // Offset of `name` in `unit`, -1 when absent.
 int64_t Offset(const UnitPlan& unit, const std::string& name) {
@@ -125,16 +125,31 @@ LlamaModel::LlamaModel(const ModelConfig& config, ActivationCheckpointing mode, 
   ZS_CHECK(rt_.device().Copy(rope_.as<float>() + half, tables.sin.data(), 4 * half).ok());
 }
 
-absl::Status LlamaModel::Begin(const int32_t* inputs, const int32_t* targets, int B, int T) {
+absl::StatusOr<LlamaModel::DeviceIds> LlamaModel::Begin(const int32_t* inputs,
+                                                        const int32_t* targets, bool train,
+                                                        int B, int T) {
+  if (train && targets == nullptr) {
+    return absl::InvalidArgumentError("model: targets must not be null");
+  }
   const int64_t widest = std::max<int64_t>(
       {2 * int64_t{config_.n_inner}, 3 * int64_t{config_.n_head} * config_.head_size(),
        config_.n_embd});
   ZS_RETURN_IF_ERROR(rt_.Validate(config_, inputs, targets, B, T, widest));
-  if (acts_.B == B && acts_.T == T) return absl::OkStatus();
-  Size(config_, mode_, chunk_, B, T, acts_);
-  absl::Status s = rt_.LayOut(Arrays(acts_));
-  if (!s.ok()) acts_.B = acts_.T = 0;
-  return s;
+  if (acts_.B != B || acts_.T != T) {
+    Size(config_, mode_, chunk_, B, T, acts_);
+    absl::Status s = rt_.LayOut(Arrays(acts_));
+    if (!s.ok()) {
+      acts_.B = acts_.T = 0;
+      return s;
+    }
+  }
+  const int64_t bt = int64_t{B} * T;
+  DeviceIds ids;
+  ZS_ASSIGN_OR_RETURN(ids.inputs, rt_.DeviceTokens(inputs, 0, bt));
+  if (targets != nullptr) {
+    ZS_ASSIGN_OR_RETURN(ids.targets, rt_.DeviceTokens(targets, 1, bt));
+  }
+  return ids;
 }
 
 int64_t LlamaModel::ActivationBytes() const {
@@ -146,32 +161,25 @@ int64_t LlamaModel::ActivationBytes() const {
 absl::StatusOr<double> LlamaModel::ForwardBackward(const int32_t* inputs, const int32_t* targets,
                                                    int B, int T, float loss_scale,
                                                    UnitHooks& hooks) {
-  if (targets == nullptr) return absl::InvalidArgumentError("model: targets must not be null");
-  ZS_RETURN_IF_ERROR(Begin(inputs, targets, B, T));
-  const int64_t bt = int64_t{B} * T;
-  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
-  ZS_ASSIGN_OR_RETURN(const int32_t* tg, rt_.DeviceTokens(targets, 1, bt));
-  RunBlocks(in, hooks);
-  HeadForwardBackward(tg, loss_scale, hooks);
-  RunBackward(in, hooks);
+  ZS_ASSIGN_OR_RETURN(const DeviceIds ids, Begin(inputs, targets, /*train=*/true, B, T));
+  RunBlocks(ids.inputs, hooks);
+  HeadForwardBackward(ids.targets, loss_scale, hooks);
+  RunBackward(ids.inputs, hooks);
   return rt_.FinishCall();
 }
 
 absl::StatusOr<double> LlamaModel::Forward(const int32_t* inputs, const int32_t* targets, int B,
                                            int T, UnitHooks& hooks) {
-  if (targets == nullptr) return absl::InvalidArgumentError("model: targets must not be null");
-  ZS_RETURN_IF_ERROR(Begin(inputs, targets, B, T));
+  ZS_ASSIGN_OR_RETURN(const DeviceIds ids, Begin(inputs, targets, /*train=*/true, B, T));
+  RunBlocks(ids.inputs, hooks);
   const int64_t bt = int64_t{B} * T;
-  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
-  ZS_ASSIGN_OR_RETURN(const int32_t* tg, rt_.DeviceTokens(targets, 1, bt));
-  RunBlocks(in, hooks);
   const int head = config_.head_unit();
   const float* p = hooks.PreForward(head);
   FinalNorm(p);
   for (int r0 = 0; r0 < bt; r0 += chunk_) {
     const int n = static_cast<int>(std::min<int64_t>(chunk_, bt - r0));
     HeadChunk(p + head_w_, r0, n);
-    k_.SoftmaxCrossEntropyForward(acts_.logits.data(), tg + r0, n, config_.vocab,
+    k_.SoftmaxCrossEntropyForward(acts_.logits.data(), ids.targets + r0, n, config_.vocab,
                                   acts_.logits.data(), acts_.losses.data() + r0);
   }
   hooks.PostForward(head);
@@ -181,10 +189,9 @@ absl::StatusOr<double> LlamaModel::Forward(const int32_t* inputs, const int32_t*
 
 absl::Status LlamaModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& hooks,
                                 std::vector<float>* logits) {
-  ZS_RETURN_IF_ERROR(Begin(inputs, nullptr, B, T));
+  ZS_ASSIGN_OR_RETURN(const DeviceIds ids, Begin(inputs, nullptr, /*train=*/false, B, T));
   const int64_t bt = int64_t{B} * T, V = config_.vocab;
-  ZS_ASSIGN_OR_RETURN(const int32_t* in, rt_.DeviceTokens(inputs, 0, bt));
-  RunBlocks(in, hooks);
+  RunBlocks(ids.inputs, hooks);
   logits->resize(static_cast<size_t>(bt * V));
   const int head = config_.head_unit();
   const float* p = hooks.PreForward(head);

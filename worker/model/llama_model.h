@@ -44,8 +44,11 @@ namespace zeroshard {
 int64_t LlamaActivationBytes(const ModelConfig& config, int batch, int seq_len,
                              ActivationCheckpointing mode);
 
-// Tokens per chunk of the LM head for a vocabulary of V: 2^23 floats (32
-// MiB) of logits, at least 1 token; the memory plan counts this chunk.
+// Tokens per chunk of the LM head for a vocabulary of V: 2^25 floats (128
+// MiB) of logits, at least 1 token; the memory plan counts this chunk. At
+// Llama 3's V = 128,256 that is 261 tokens: head_chunk_bench measured chunks
+// of 65 tokens (2^23) 34% slower than whole logits, each chunk re-reading
+// and re-writing the head's weight gradient, and 256 tokens 5% slower.
 int LlamaHeadChunkTokens(int vocab);
 
 class LlamaModel : public CausalLm {
@@ -95,7 +98,15 @@ class LlamaModel : public CausalLm {
   static void Size(const ModelConfig& config, ActivationCheckpointing mode, int chunk, int B,
                    int T, Acts& acts);
   static std::vector<Array*> Arrays(Acts& acts);
-  absl::Status Begin(const int32_t* inputs, const int32_t* targets, int B, int T);
+  // Token ids on the device; targets null when not given.
+  struct DeviceIds {
+    const int32_t* inputs = nullptr;
+    const int32_t* targets = nullptr;
+  };
+  // Validates a call (`train`: targets required), lays the activations out
+  // for [B, T] and puts the token ids on the device.
+  absl::StatusOr<DeviceIds> Begin(const int32_t* inputs, const int32_t* targets, bool train,
+                                  int B, int T);
   // Embedding and blocks; the last block's output is LastHidden().
   void RunBlocks(const int32_t* inputs, UnitHooks& hooks);
   // Final norm into acts_.lnf; then each chunk of rows [r0, r0 + n) of the
