@@ -263,6 +263,27 @@ def job_config(c, name, objs, coord):
     return job
 
 
+def check_finetune(c, rendered, base_job):
+    """finetune: the model volume is the coordinator's alone, read-only, and
+    the job config is the base's with a model directory on it."""
+    ft = rendered["finetune"]
+    dep = dc.find(ft, "Deployment", "zeroshard-coordinator")
+    (coord,) = [k for k in dc.pod_spec(dep)["containers"] if k["name"] == "coordinator"]
+    mounts = [m for m in coord.get("volumeMounts", []) if m["mountPath"] == "/models"]
+    c.check(len(mounts) == 1 and mounts[0].get("readOnly") is True,
+            "finetune: the coordinator mounts /models read-only")
+    worker = dc.worker_pod_template(ft)
+    c.check(not any(v.get("persistentVolumeClaim", {}).get("claimName") == "zeroshard-models"
+                    for v in worker["spec"].get("volumes", [])),
+            "finetune: no worker pod mounts the model volume")
+    job = job_config(c, "finetune", ft, coord)
+    c.check(job is not None and str(job.get("model", "")).startswith("/models/"),
+            "finetune: the job's model is a directory on the model volume")
+    rest = {k: v for k, v in (job or {}).items() if k not in ("model", "seq_len", "lr")}
+    base = {k: v for k, v in base_job.items() if k not in ("model", "seq_len", "lr")}
+    c.check(rest == base, "finetune: the job config is the base's but for model, seq_len, lr")
+
+
 def check_overlays(c, rendered, base_job):
     """How the overlays differ from the base: gpu adds the GPU, jobset swaps
     the Job for a JobSet with the same Job spec."""
@@ -286,6 +307,7 @@ def check_overlays(c, rendered, base_job):
     want = dict(base_job, device="cuda", backend="nccl")
     c.check(job == want, f"gpu: job config is the base's with device cuda, backend nccl "
             f"(differs in {sorted(k for k in set(job or {}) | set(want) if (job or {}).get(k) != want.get(k))})")
+    check_finetune(c, rendered, base_job)
     js = next((o for o in rendered["jobset"] if o["kind"] == "JobSet"), None)
     c.check(js is not None and js["spec"]["replicatedJobs"][0]["template"]["spec"]
             == base_job_obj["spec"], "jobset: the JobSet's Job spec is the base Job's")
