@@ -80,8 +80,7 @@ absl::StatusOr<ModelConfig> ResolveLaunchModel(JobConfig& job) {
   }
   job.model_desc = ModelConfigToJson(*model);
   if (job.init == "random") return model;
-  absl::StatusOr<HfWeights> weights = HfWeights::Open(job.model);
-  absl::Status checked = weights.ok() ? weights->CheckUnits(ModelUnits(*model)) : weights.status();
+  absl::Status checked = HfWeights::OpenFor(job.model, ModelUnits(*model)).status();
   if (!checked.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--model ", job.model, ": ", checked.message()));
   }

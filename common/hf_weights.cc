@@ -117,6 +117,13 @@ absl::StatusOr<HfWeights> HfWeights::Open(const std::string& dir_text) {
   return w;
 }
 
+absl::StatusOr<HfWeights> HfWeights::OpenFor(const std::string& dir,
+                                             const std::vector<UnitSpec>& units) {
+  ZS_ASSIGN_OR_RETURN(HfWeights w, Open(dir));
+  ZS_RETURN_IF_ERROR(w.CheckUnits(units));
+  return w;
+}
+
 std::string HfWeights::DType(const std::string& name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? "" : it->second.info.dtype;

@@ -29,6 +29,10 @@ namespace zeroshard {
 class HfWeights {
  public:
   static absl::StatusOr<HfWeights> Open(const std::string& dir);
+  // Open, then CheckUnits(units): the weights of a model that will load,
+  // or the first reason they will not.
+  static absl::StatusOr<HfWeights> OpenFor(const std::string& dir,
+                                           const std::vector<UnitSpec>& units);
 
   // Every parameter of `units` present with its shape and a readable dtype.
   absl::Status CheckUnits(const std::vector<UnitSpec>& units) const;

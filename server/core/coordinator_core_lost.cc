@@ -37,8 +37,11 @@ void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& r
     first_report_ = report;
   }
   // The rank may have been lost (lease expiry) before a survivor's report
-  // said what the survivors were in.
-  if (last_lost_.generation() == generation && last_lost_.report().empty()) {
+  // said what the survivors were in; and the first report may name no
+  // collective (a rank that failed between them) where a later one does.
+  const bool names_more = last_lost_.operation().empty() && !OperationIn(report).empty();
+  if (last_lost_.generation() == generation &&
+      (last_lost_.report().empty() || names_more)) {
     SetLostReportLocked(report);
     std::fprintf(stderr, "zeroshard-coordinator: lost rank %d was in %s (report: %s)\n",
                  last_lost_.rank(),

@@ -16,18 +16,17 @@ namespace {
 absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModelWeights(const CoordinatorOptions& o) {
   if (o.core.job_config_json.empty()) return nullptr;
   ZS_ASSIGN_OR_RETURN(const JobConfig job, JobConfig::FromJson(o.core.job_config_json));
-  if (job.model_desc.empty() || job.init != "pretrained") return nullptr;
+  if (!job.loads_model_weights()) return nullptr;
   if (o.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job config: model ", job.model, " with init pretrained is served through the "
         "checkpoint service: give a checkpoint directory"));
   }
   ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelConfigFromJson(job.model_desc));
-  absl::StatusOr<HfWeights> weights = HfWeights::Open(job.model);
-  absl::Status checked = weights.ok() ? weights->CheckUnits(ModelUnits(model)) : weights.status();
-  if (!checked.ok()) {
-    return absl::Status(checked.code(),
-                        absl::StrCat("model ", job.model, ": ", checked.message()));
+  absl::StatusOr<HfWeights> weights = HfWeights::OpenFor(job.model, ModelUnits(model));
+  if (!weights.ok()) {
+    return absl::Status(weights.status().code(),
+                        absl::StrCat("model ", job.model, ": ", weights.status().message()));
   }
   return std::make_shared<const HfWeights>(*std::move(weights));
 }

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "worker/comm/op_queue.h"
@@ -48,6 +50,13 @@ std::unique_ptr<Work> IssueEach(absl::Span<const CollectiveArgs> group, CommOp o
 }
 
 }  // namespace
+
+absl::Status NameOp(CommOp op, const absl::Status& status) {
+  if (status.ok() || op == CommOp::kCount) return status;
+  const char* name = CommOpName(op);
+  if (absl::StartsWith(status.message(), name)) return status;
+  return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
+}
 
 const char* CommOpName(CommOp op) {
   switch (op) {

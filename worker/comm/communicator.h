@@ -48,6 +48,10 @@ enum class CommOp {
 };
 // Metric label of an op: "all_gather", "reduce_scatter", ...
 const char* CommOpName(CommOp op);
+// `status` with the op's name first ("all_gather: communicator aborted"),
+// unless it starts with it already or op is kCount; OK stays OK. A failure
+// report then says what the rank was in.
+absl::Status NameOp(CommOp op, const absl::Status& status);
 
 // Cumulative figures for one op since the communicator was created.
 struct CommOpStats {

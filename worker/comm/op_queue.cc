@@ -44,7 +44,7 @@ std::unique_ptr<Work> OpQueue::Submit(CommOp op, int64_t bytes, Body body) {
   auto state = std::make_shared<OpState>();
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) {
-    state->Complete(failed_);
+    state->Complete(NameOp(op, failed_));
   } else {
     queue_.push_back(Item{op, bytes, absl::Now(), std::move(body), state});
   }
@@ -54,14 +54,16 @@ std::unique_ptr<Work> OpQueue::Submit(CommOp op, int64_t bytes, Body body) {
 void OpQueue::FailAll(absl::Status status) {
   std::deque<Item> dropped;
   std::shared_ptr<OpState> running;
+  CommOp running_op = CommOp::kCount;
   {
     absl::MutexLock lock(&mu_);
     if (failed_.ok()) failed_ = status;
     dropped.swap(queue_);
     running = running_;
+    running_op = running_op_;
   }
-  if (running) running->Complete(status);
-  for (auto& item : dropped) item.state->Complete(status);
+  if (running) running->Complete(NameOp(running_op, status));
+  for (auto& item : dropped) item.state->Complete(NameOp(item.op, status));
 }
 
 CommStats OpQueue::stats() const {
@@ -80,6 +82,7 @@ void OpQueue::Loop() {
       item = std::move(queue_.front());
       queue_.pop_front();
       running_ = item.state;
+      running_op_ = item.op;
     }
     absl::Status status = item.body();
     const double seconds = absl::ToDoubleSeconds(absl::Now() - item.issued);

@@ -79,7 +79,10 @@ class OpQueue {
   // seconds run from this call to the body's return.
   std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, Body body);
   // Completes the running and every queued op with `status` now; later
-  // Submits complete with it too (the first FailAll's status sticks).
+  // Submits complete with it too (the first FailAll's status sticks). Each
+  // op's status names the op first ("all_gather: communicator aborted",
+  // NameOp), so a failure report says what the rank was in however the
+  // caller waited.
   void FailAll(absl::Status status);
   CommStats stats() const;
 
@@ -96,6 +99,7 @@ class OpQueue {
   mutable absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<OpState> running_ ABSL_GUARDED_BY(mu_);
+  CommOp running_op_ ABSL_GUARDED_BY(mu_) = CommOp::kCount;
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   CommStats stats_ ABSL_GUARDED_BY(mu_);

@@ -23,9 +23,8 @@ absl::Status WaitOrAbort(Communicator& comm, Work& work, absl::Duration timeout)
   absl::Status s = work.Wait(timeout);
   if (s.ok()) return s;
   comm.Abort();
-  if (work.op() == CommOp::kCount) return s;
   // The operation first: a failure report then names what the rank was in.
-  return absl::Status(s.code(), absl::StrCat(CommOpName(work.op()), ": ", s.message()));
+  return NameOp(work.op(), s);
 }
 
 void KeepForever(void* buffer) {
