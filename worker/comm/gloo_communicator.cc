@@ -204,7 +204,7 @@ class GlooCommunicator final : public Communicator {
 
   void Abort() override {
     aborted_.store(true);
-    queue_.FailAll(absl::AbortedError("communicator aborted"));
+    queue_.Abort(absl::AbortedError("communicator aborted"));
     pending_waits_.AbortAll();
     AbortGlooContext(*context_);
   }

@@ -187,7 +187,7 @@ class HostStagedCommunicator final : public Communicator {
 
   void Abort() override {
     broken_.store(true);
-    queue_.FailAll(AbortedStatus());
+    queue_.Abort(AbortedStatus());
     inner_->Abort();
   }
 

@@ -66,6 +66,14 @@ void OpQueue::FailAll(absl::Status status) {
   for (auto& item : dropped) item.state->Complete(NameOp(item.op, status));
 }
 
+void OpQueue::Abort(absl::Status status) {
+  {
+    absl::MutexLock lock(&mu_);
+    failed_ = status;
+  }
+  FailAll(std::move(status));
+}
+
 CommStats OpQueue::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;

@@ -84,6 +84,12 @@ class OpQueue {
   // NameOp), so a failure report says what the rank was in however the
   // caller waited.
   void FailAll(absl::Status status);
+  // FailAll for the communicator's Abort: `status` (ABORTED) replaces an
+  // earlier failure, so every later op fails with ABORTED, abseil's "retry
+  // higher up" (the next generation), not with whatever ended the op the
+  // abort interrupted (say its own DEADLINE_EXCEEDED, a race with the
+  // caller's wait).
+  void Abort(absl::Status status);
   CommStats stats() const;
 
  private:

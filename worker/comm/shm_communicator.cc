@@ -98,7 +98,7 @@ class ShmCommunicator final : public Communicator {
   // Later ops fail at once (OpQueue); the running one's waits return
   // (ShmGroup::Abort).
   void Abort() override {
-    queue_.FailAll(absl::AbortedError("communicator aborted"));
+    queue_.Abort(absl::AbortedError("communicator aborted"));
     group_->Abort();
   }
 
