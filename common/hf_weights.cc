@@ -178,6 +178,36 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
   return absl::OkStatus();
 }
 
+bool HfWeights::IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const {
+  const int64_t end = offset + length;
+  for (const ParamPlacement& p : unit.params) {
+    const bool overlaps = std::max(offset, p.offset) < std::min(end, p.offset + p.numel);
+    if (overlaps && DType(p.name) != "BF16") return false;
+  }
+  return true;
+}
+
+absl::Status HfWeights::ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, int64_t length,
+                                          uint16_t* dst) const {
+  if (!IsBf16Range(unit, offset, length)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model weights: unit ", unit.name, " range holds a tensor not in BF16"));
+  }
+  const int64_t end = offset + length;
+  std::fill(dst, dst + length, uint16_t{0});
+  for (const ParamPlacement& p : unit.params) {
+    const int64_t lo = std::max(offset, p.offset), hi = std::min(end, p.offset + p.numel);
+    if (lo >= hi) continue;
+    const Source& s = tensors_.at(p.name);  // DType above: present.
+    const int64_t bytes = (hi - lo) * 2;
+    const int64_t at = s.data_offset + s.info.begin + (lo - p.offset) * 2;
+    if (::pread(fds_->fds[s.file], dst + (lo - offset), bytes, at) != bytes) {
+      return absl::DataLossError(absl::StrCat(files_[s.file], ": short read of tensor ", p.name));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HfWeights::ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
                                       float* dst) const {
   std::fill(dst, dst + length, 0.0f);

@@ -42,6 +42,13 @@ class HfWeights {
   // zero), parameter by parameter: what a rank's shard of the unit holds.
   absl::Status ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
                              float* dst) const;
+  // Every tensor [offset, offset + length) of `unit` touches is stored as
+  // BF16 (a range of padding alone too).
+  bool IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const;
+  // ReadUnitRange's bfloat16 bits as stored (padding zero), with no
+  // conversion; the range must pass IsBf16Range (FAILED_PRECONDITION).
+  absl::Status ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, int64_t length,
+                                 uint16_t* dst) const;
   // The tensor's dtype ("BF16", ...), or "" when absent.
   std::string DType(const std::string& name) const;
   // Bytes of tensor data in all files (what a plain read of them moves).

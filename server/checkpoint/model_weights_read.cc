@@ -50,11 +50,18 @@ absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& r
   const int64_t end = req.offset() + req.length();
   for (int64_t off = req.offset(); off < end; off += chunk_elems) {
     const int64_t n = std::min(chunk_elems, end - off);
-    char* data = sink.buffer(static_cast<size_t>(n * 4));
-    ZS_RETURN_IF_ERROR(weights->ReadUnitRange(*unit, off, n, reinterpret_cast<float*>(data)));
+    // BF16 tensors as their bits where the caller widens them.
+    const bool bf16 = req.accept_bf16() && weights->IsBf16Range(*unit, off, n);
+    const int64_t bytes = n * (bf16 ? 2 : 4);
+    char* data = sink.buffer(static_cast<size_t>(bytes));
+    ZS_RETURN_IF_ERROR(bf16 ? weights->ReadUnitRangeBf16(*unit, off, n,
+                                                         reinterpret_cast<uint16_t*>(data))
+                            : weights->ReadUnitRange(*unit, off, n,
+                                                     reinterpret_cast<float*>(data)));
     chunk.set_offset(off);
     chunk.set_length(n);
-    chunk.set_xxhash64(XXH64(data, static_cast<size_t>(n * 4), 0));
+    chunk.set_bf16(bf16);
+    chunk.set_xxhash64(XXH64(data, static_cast<size_t>(bytes), 0));
     ZS_RETURN_IF_ERROR(sink.send(chunk));
   }
   return absl::OkStatus();

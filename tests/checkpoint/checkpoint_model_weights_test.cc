@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype.h"
 #include "common/hf_weights.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
@@ -120,6 +121,38 @@ TEST_F(ModelWeightsReadTest, RangeGivesWeightsThenZerosInHashedChunks) {
     const float* f = reinterpret_cast<const float*>(c.data().data());
     got.insert(got.end(), f, f + c.length());
   }
+  EXPECT_EQ(got, want);
+}
+
+// accept_bf16: a chunk whose tensors are all stored as BF16 (or that is all
+// padding) comes as those bits, 2 bytes an element, hashed as sent; one that
+// touches the F32 w comes as fp32.
+TEST_F(ModelWeightsReadTest, Bf16RangesTravelAsTheirBits) {
+  ServeJob();
+  v1::DownloadRangeRequest req = Request("block.0", 5, 19);
+  req.set_accept_bf16(true);
+  ASSERT_TRUE(Read(req).ok());
+  ASSERT_EQ(chunks_.size(), 3u);
+  const bool bf16[] = {false, true, true};  // [5, 12) w; [12, 19) b + padding; [19, 24) padding.
+  std::vector<float> got;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const v1::RangeChunk& c = chunks_[i];
+    EXPECT_EQ(c.bf16(), bf16[i]) << "chunk " << i;
+    ASSERT_EQ(c.data().size(), static_cast<size_t>((bf16[i] ? 2 : 4) * c.length()));
+    EXPECT_EQ(c.xxhash64(), XXH64(c.data().data(), c.data().size(), 0)) << "chunk " << i;
+    for (int64_t k = 0; k < c.length(); ++k) {
+      if (!bf16[i]) {
+        got.push_back(reinterpret_cast<const float*>(c.data().data())[k]);
+        continue;
+      }
+      uint16_t bits;
+      std::memcpy(&bits, c.data().data() + 2 * k, 2);
+      got.push_back(Bf16ToFloat(bits));
+    }
+  }
+  std::vector<float> want(w_.begin() + 5, w_.end());
+  want.insert(want.end(), b_.begin(), b_.end());
+  want.resize(19, 0.0f);
   EXPECT_EQ(got, want);
 }
 

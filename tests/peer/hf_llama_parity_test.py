@@ -3,7 +3,7 @@
 losses of one worker, and of the same model trained in PyTorch.
 
 A tiny random Llama (grouped-query attention, llama3 rope scaling, untied
-head) saved by transformers; 20 steps of global batch 8 in micro-batches of
+head) saved by transformers in BF16; 20 steps of global batch 8 in micro-batches of
 2, 32 tokens a sequence, over peer_fixture's batches. Passes when:
   - zeroshard at N = 4, stages 1, 2 and 3, gives every step the loss of
     N = 1 stage 0 within 1e-4 relative (the GPT-2 launch tests' tolerance:
@@ -51,7 +51,11 @@ def main():
             rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                           "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
         model_dir = os.path.join(work, "llama")
-        transformers.AutoModelForCausalLM.from_config(config).save_pretrained(model_dir)
+        # In BF16, as published checkpoints are: zeroshard's ranks receive
+        # those bits (DownloadRange accept_bf16) and widen them, torch loads
+        # them as fp32; both start from the same values exactly.
+        model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+        model.save_pretrained(model_dir)
         fixture, _ = peer_bench.make_fixture(args, model_dir, work)
         reference = peer_bench.run_zeroshard(args, model_dir, 1, 0, work)
         print("zeroshard N=1 stage 0:", [round(r["loss"], 6) for r in reference])

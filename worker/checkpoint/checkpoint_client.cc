@@ -9,6 +9,7 @@
 #include "common/rpc/chunk_frame.h"
 #include "common/rpc/plan_proto.h"
 #include "common/rpc/unary_call.h"
+#include "common/dtype.h"
 #include "common/status_macros.h"
 #include "common/xxhash_copy.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -255,6 +256,7 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   if (range.length == 0) return absl::OkStatus();
   v1::DownloadRangeRequest req;
   req.set_model_weights(model_weights);
+  req.set_accept_bf16(model_weights);  // BF16 weights travel as their 2 bytes.
   req.set_job_id(job_id);
   req.set_has_step(true);
   req.set_step(step);
@@ -270,22 +272,29 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
       grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
           channel_.get(), download_method_, ctx.get(), req));
   RangeChunkIn frame;
+  std::vector<bf16> bf16_bits;  // A bf16 chunk's data, before it is widened.
   int64_t next = range.offset;
   absl::Status bad;
   while (bad.ok() && reader->Read(&frame)) {
     const v1::RangeChunk& chunk = frame.header();
+    const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
     if (chunk.offset() != next || chunk.length() < 1 ||
         chunk.offset() + chunk.length() > range.end() ||
-        static_cast<int64_t>(frame.data_size()) != chunk.length() * 4) {
+        static_cast<int64_t>(frame.data_size()) != chunk.length() * (is_bf16 ? 2 : 4)) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
                                              " does not continue the range at ", next));
       break;
     }
     Xxh64Stream hash;
-    char* to = reinterpret_cast<char*>(dst + (next - range.offset));
+    float* out = dst + (next - range.offset);
+    if (is_bf16) bf16_bits.resize(static_cast<size_t>(chunk.length()));
+    char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits.data()) : reinterpret_cast<char*>(out);
     for (absl::string_view piece : frame.pieces()) {
       CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
       to += piece.size();
+    }
+    if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
+      for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat(bf16_bits[i]);
     }
     if (hash.Digest() != chunk.xxhash64()) {
       bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
