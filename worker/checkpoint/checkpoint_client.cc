@@ -249,6 +249,42 @@ absl::StatusOr<v1::CheckpointInfo> CheckpointClient::GetInfo(const std::string& 
   return resp;
 }
 
+namespace {
+
+// One DownloadRange chunk into dst (the range's first element at dst[0]):
+// it must continue the range at `next` and pass its xxhash64; a bf16 one
+// (model weights only) is widened to fp32, exactly. DATA_LOSS otherwise.
+absl::Status ReceiveChunk(const RangeChunkIn& frame, bool model_weights, ElementRange range,
+                          int64_t next, const std::string& unit, float* dst,
+                          std::vector<bf16>* bf16_bits) {
+  const v1::RangeChunk& chunk = frame.header();
+  const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
+  if (chunk.offset() != next || chunk.length() < 1 ||
+      chunk.offset() + chunk.length() > range.end() ||
+      static_cast<int64_t>(frame.data_size()) != chunk.length() * (is_bf16 ? 2 : 4)) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
+                                            " does not continue the range at ", next));
+  }
+  Xxh64Stream hash;
+  float* out = dst + (next - range.offset);
+  if (is_bf16) bf16_bits->resize(static_cast<size_t>(chunk.length()));
+  char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits->data()) : reinterpret_cast<char*>(out);
+  for (absl::string_view piece : frame.pieces()) {
+    CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
+    to += piece.size();
+  }
+  if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
+    for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat((*bf16_bits)[i]);
+  }
+  if (hash.Digest() != chunk.xxhash64()) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
+                                            unit, " failed its xxhash64"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
                                         const std::string& unit, v1::TensorKind kind,
                                         ElementRange range, float* dst, absl::Time deadline,
@@ -276,32 +312,8 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   int64_t next = range.offset;
   absl::Status bad;
   while (bad.ok() && reader->Read(&frame)) {
-    const v1::RangeChunk& chunk = frame.header();
-    const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
-    if (chunk.offset() != next || chunk.length() < 1 ||
-        chunk.offset() + chunk.length() > range.end() ||
-        static_cast<int64_t>(frame.data_size()) != chunk.length() * (is_bf16 ? 2 : 4)) {
-      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
-                                             " does not continue the range at ", next));
-      break;
-    }
-    Xxh64Stream hash;
-    float* out = dst + (next - range.offset);
-    if (is_bf16) bf16_bits.resize(static_cast<size_t>(chunk.length()));
-    char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits.data()) : reinterpret_cast<char*>(out);
-    for (absl::string_view piece : frame.pieces()) {
-      CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
-      to += piece.size();
-    }
-    if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
-      for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat(bf16_bits[i]);
-    }
-    if (hash.Digest() != chunk.xxhash64()) {
-      bad = absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
-                                             unit, " failed its xxhash64"));
-    } else {
-      next += chunk.length();
-    }
+    bad = ReceiveChunk(frame, model_weights, range, next, unit, dst, &bf16_bits);
+    if (bad.ok()) next += frame.header().length();
   }
   if (!bad.ok()) ctx->TryCancel();
   grpc::Status st = reader->Finish();
