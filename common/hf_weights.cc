@@ -178,46 +178,59 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
   return absl::OkStatus();
 }
 
-bool HfWeights::IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const {
+namespace {
+
+// fn(param, lo, hi) for each parameter of `unit` that [offset, offset +
+// length) overlaps, [lo, hi) being the overlap in unit elements; the first
+// error stops it.
+template <typename Fn>
+absl::Status ForEachOverlap(const UnitPlan& unit, int64_t offset, int64_t length, Fn&& fn) {
   const int64_t end = offset + length;
   for (const ParamPlacement& p : unit.params) {
-    const bool overlaps = std::max(offset, p.offset) < std::min(end, p.offset + p.numel);
-    if (overlaps && DType(p.name) != "BF16") return false;
+    const int64_t lo = std::max(offset, p.offset), hi = std::min(end, p.offset + p.numel);
+    if (lo < hi) ZS_RETURN_IF_ERROR(fn(p, lo, hi));
   }
-  return true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status HfWeights::CheckBf16Range(const UnitPlan& unit, int64_t offset,
+                                       int64_t length) const {
+  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t, int64_t) {
+    if (DType(p.name) == "BF16") return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("model weights: tensor ", p.name, " of unit ", unit.name, " is not BF16"));
+  });
+}
+
+bool HfWeights::IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const {
+  return CheckBf16Range(unit, offset, length).ok();
 }
 
 absl::Status HfWeights::ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, int64_t length,
                                           uint16_t* dst) const {
-  if (!IsBf16Range(unit, offset, length)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model weights: unit ", unit.name, " range holds a tensor not in BF16"));
-  }
-  const int64_t end = offset + length;
+  ZS_RETURN_IF_ERROR(CheckBf16Range(unit, offset, length));
   std::fill(dst, dst + length, uint16_t{0});
-  for (const ParamPlacement& p : unit.params) {
-    const int64_t lo = std::max(offset, p.offset), hi = std::min(end, p.offset + p.numel);
-    if (lo >= hi) continue;
-    const Source& s = tensors_.at(p.name);  // DType above: present.
+  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo,
+                                                  int64_t hi) {
+    const Source& s = tensors_.at(p.name);  // CheckBf16Range: present.
     const int64_t bytes = (hi - lo) * 2;
     const int64_t at = s.data_offset + s.info.begin + (lo - p.offset) * 2;
     if (::pread(fds_->fds[s.file], dst + (lo - offset), bytes, at) != bytes) {
       return absl::DataLossError(absl::StrCat(files_[s.file], ": short read of tensor ", p.name));
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status HfWeights::ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
                                       float* dst) const {
   std::fill(dst, dst + length, 0.0f);
-  const int64_t end = offset + length;
-  for (const ParamPlacement& p : unit.params) {
-    const int64_t lo = std::max(offset, p.offset), hi = std::min(end, p.offset + p.numel);
-    if (lo >= hi) continue;
-    ZS_RETURN_IF_ERROR(Read(p.name, lo - p.offset, hi - lo, dst + (lo - offset)));
-  }
-  return absl::OkStatus();
+  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo,
+                                                  int64_t hi) {
+    return Read(p.name, lo - p.offset, hi - lo, dst + (lo - offset));
+  });
 }
 
 }  // namespace zeroshard

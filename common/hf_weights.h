@@ -56,6 +56,9 @@ class HfWeights {
   const std::vector<std::string>& files() const { return files_; }
 
  private:
+  // OK when IsBf16Range; else FAILED_PRECONDITION naming the first tensor
+  // that is not BF16.
+  absl::Status CheckBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const;
   struct Source {
     int file = 0;  // Index into files_ / fds_.
     SafetensorsTensorInfo info;

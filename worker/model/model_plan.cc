@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "worker/model/causal_lm.h"
 #include "worker/model/kernels.h"
 
@@ -38,17 +39,12 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
   m.compute_dtype = compute_dtype;
   m.reduce_dtype = reduce_dtype;
   m.micro_batches = micro_batches;
-  // The initial values of one unit at a time (engine_setup.h InitialUnits).
+  // The initial values of one unit at a time (engine_setup.h InitialUnits):
+  // the largest unit's numel, as the shard plan counts it.
+  absl::StatusOr<ShardPlan> plan = MakeShardPlan(m.units, 1, 1);
+  ZS_CHECK(plan.ok());  // The model's own units always plan.
   int64_t largest = 0;
-  for (const UnitSpec& u : m.units) {
-    int64_t numel = 0;
-    for (const TensorSpec& t : u.params) {
-      int64_t n = 1;
-      for (int64_t d : t.shape) n *= d;
-      numel += n;
-    }
-    largest = std::max(largest, numel);
-  }
+  for (const UnitPlan& u : plan->units) largest = std::max(largest, u.numel);
   m.worker_host_bytes = 4 * largest;
   const ActivationCheckpointing modes[2] = {ActivationCheckpointing::kNone,
                                             ActivationCheckpointing::kBlocks};
