@@ -168,6 +168,51 @@ TEST_P(NcclCollectivesTest, BroadcastBarrierAndStats) {
   for (int r = 0; r < n_; ++r) ASSERT_EQ(Decode(got[r], dtype_), Input(root, count_));
 }
 
+// A group of three all-gathers is one NCCL group: one Work, counted as one
+// call of the summed bytes. A reduce-scatter issued while it is in flight
+// runs on the other lane (its own communicator) and both complete.
+TEST_P(NcclCollectivesTest, GroupedAllGatherBesideAReduceScatter) {
+  const int64_t counts[3] = {count_, 1, count_ + 3};
+  std::vector<std::vector<std::vector<uint8_t>>> got(n_);
+  std::vector<std::vector<uint8_t>> rs(n_);
+  ParallelFor(n_, [&](int r) {
+    std::vector<std::unique_ptr<DeviceBytes>> sends, recvs;
+    std::vector<CollectiveArgs> group;
+    for (int64_t c : counts) {
+      sends.push_back(std::make_unique<DeviceBytes>(r, Bytes(c)));
+      recvs.push_back(std::make_unique<DeviceBytes>(r, Bytes(c * n_)));
+      sends.back()->Upload(Encode(Input(r, c), dtype_));
+      group.push_back({sends.back()->at(0), recvs.back()->at(0), c});
+    }
+    DeviceBytes rs_send(r, Bytes(count_ * n_)), rs_recv(r, Bytes(count_));
+    rs_send.Upload(Encode(Input(r, count_ * n_), dtype_));
+    const CommStats before = comms_[r]->stats();
+    std::unique_ptr<Work> gather = comms_[r]->AllGatherGroup(group, dtype_);
+    std::unique_ptr<Work> scatter =
+        comms_[r]->ReduceScatter(rs_send.at(0), rs_recv.at(0), count_, dtype_, ReduceOp::kSum);
+    EXPECT_TRUE(scatter->Wait(absl::Seconds(30)).ok());
+    EXPECT_TRUE(gather->Wait(absl::Seconds(30)).ok());
+    const CommStats after = comms_[r]->stats();
+    EXPECT_EQ(after.of(CommOp::kAllGather).calls - before.of(CommOp::kAllGather).calls, 1);
+    EXPECT_EQ(after.of(CommOp::kAllGather).bytes - before.of(CommOp::kAllGather).bytes,
+              static_cast<int64_t>(Bytes((2 * count_ + 4) * n_)));
+    for (size_t m = 0; m < 3; ++m) got[r].push_back(recvs[m]->Download(0, Bytes(counts[m] * n_)));
+    rs[r] = rs_recv.Download(0, Bytes(count_));
+  });
+  for (int r = 0; r < n_; ++r) {
+    for (size_t m = 0; m < 3; ++m) {
+      const std::vector<float> v = Decode(got[r][m], dtype_);
+      for (int src = 0; src < n_; ++src) {
+        for (int64_t i = 0; i < counts[m]; ++i) {
+          ASSERT_EQ(v[src * counts[m] + i], InputValue(src, i)) << "member " << m;
+        }
+      }
+    }
+    const std::vector<float> a = Decode(rs[r], dtype_);
+    for (int64_t i = 0; i < count_; ++i) ASSERT_EQ(a[i], Reduce(ReduceOp::kSum, r * count_ + i));
+  }
+}
+
 TEST(NcclBehaviourTest, HostPointerIsInvalidArgument) {
   InMemoryStore store;
   auto comm = CreateNcclCommunicator(store, "host/", 0, 1);

@@ -11,9 +11,11 @@
 
 #include "gtest/gtest.h"
 #include "tests/device/device_test_util.h"
-#include "worker/device/cpu_device.h"
 #include "tests/support/gpu_test_main.h"
+#include "worker/device/cpu_device.h"
+#include "worker/device/cuda_check.h"
 #include "worker/device/device_factory.h"
+#include "worker/device/pool_headroom.h"
 
 namespace zeroshard {
 namespace {
@@ -207,6 +209,49 @@ TEST(CudaDevice, EventWaitTimesOutThenCompletes) {
   EXPECT_TRUE((*event)->Wait(absl::Seconds(60)).ok());
   EXPECT_TRUE(gpu->Synchronize(absl::Seconds(60)).ok());
   gpu->Free(*x);
+}
+
+// [Note: launch checks] An unrelated call's leftover error (cudaEventQuery
+// on a busy event leaves cudaErrorNotReady as the thread's last error) does
+// not fail the next launch, and QueryEvent leaves none.
+TEST(CudaDevice, LaunchCheckReadsOnlyItsOwnLaunch) {
+  std::unique_ptr<Device> gpu = MakeCuda();
+  ASSERT_NE(gpu, nullptr);
+  absl::StatusOr<void*> x = gpu->Allocate(1024);
+  ASSERT_TRUE(x.ok());
+  cudaStream_t stream = static_cast<cudaStream_t>(gpu->stream());
+  ASSERT_EQ(cudaLaunchHostFunc(
+                stream, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+                nullptr),
+            cudaSuccess);
+  cudaEvent_t busy = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&busy, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(busy, stream), cudaSuccess);
+  ASSERT_EQ(QueryEvent(busy), cudaErrorNotReady);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << "QueryEvent left its not-ready behind";
+  ASSERT_EQ(cudaEventQuery(busy), cudaErrorNotReady);  // The raw query leaves it.
+  EXPECT_TRUE(gpu->Scale(*x, DType::kFp32, 2.0f, 256).ok());
+  EXPECT_TRUE(gpu->Synchronize(absl::Seconds(60)).ok());
+  cudaEventDestroy(busy);
+  gpu->Free(*x);
+}
+
+// The pool keeps at most the device less the headroom, and the free memory
+// reported leaves the headroom to cuBLAS and NCCL (pool_headroom.h).
+TEST(CudaDevice, PoolLeavesHeadroomAndMemoryInfoSaysSo) {
+  std::unique_ptr<Device> gpu = MakeCuda();
+  ASSERT_NE(gpu, nullptr);
+  absl::StatusOr<MemoryInfo> info = gpu->memory_info();
+  ASSERT_TRUE(info.ok()) << info.status();
+  size_t driver_free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&driver_free, &total), cudaSuccess);
+  EXPECT_LE(info->free_bytes, info->total_bytes - PoolHeadroomBytes(info->total_bytes));
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, gpu->ordinal()), cudaSuccess);
+  uint64_t threshold = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+            cudaSuccess);
+  EXPECT_EQ(threshold, PoolReleaseThreshold(info->total_bytes));
 }
 
 }  // namespace

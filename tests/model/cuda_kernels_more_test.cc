@@ -88,7 +88,8 @@ TEST_F(CudaKernelsTest, SoftmaxCrossEntropyForwardAndBackward) {
 
 TEST_F(CudaKernelsTest, EmbeddingForwardAndBackward) {
   for (const auto& [B, T, C, V] : std::vector<std::tuple<int, int, int, int>>{
-           {1, 1, 8, 31}, {2, 5, 24, 257}, {3, 17, 96, 31}, {4, 33, 300, 256}}) {
+           {1, 1, 8, 31}, {2, 5, 24, 257}, {3, 17, 96, 31}, {4, 33, 300, 256},
+           {2, 64, 64, 128256}}) {  // Llama 3's vocabulary: the sorted backward.
     std::unique_ptr<CudaKernels> k = MakeKernels({.vocab = V});
     ASSERT_NE(k, nullptr);
     const int64_t BT = int64_t{B} * T;
@@ -166,6 +167,14 @@ TEST_F(CudaKernelsTest, BadTargetsAndTokensGiveNanNotOutOfBoundsWrites) {
   k->EmbeddingForward(bad, Up(Random(int64_t{V} * C, 43)), Up(Random(3 * C, 44)), 1, 3, C, out);
   const std::vector<float> o = Down(out, 3 * C);
   EXPECT_TRUE(std::isfinite(o[0]) && std::isnan(o[C]) && std::isnan(o[2 * C]));
+  // Backward: the out-of-range tokens add nothing anywhere; token 3 gets its row.
+  const std::vector<float> dout = Random(3 * C, 45);
+  float* dwte = Up(std::vector<float>(int64_t{V} * C, 0.0f));
+  k->EmbeddingBackward(Up(dout), bad, 1, 3, C, dwte, nullptr);
+  const std::vector<float> g = Down(dwte, int64_t{V} * C);
+  for (int64_t i = 0; i < int64_t{V} * C; ++i) {
+    EXPECT_EQ(g[i], i / C == 3 ? dout[i % C] : 0.0f) << "dwte element " << i;
+  }
   EXPECT_TRUE(k->TakeStatus().ok());
   EXPECT_TRUE(device_->Synchronize(absl::Seconds(60)).ok());
 }

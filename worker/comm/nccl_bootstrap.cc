@@ -33,23 +33,37 @@ absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store& store, const std::string& k
 
 }  // namespace
 
-absl::StatusOr<ncclComm_t> InitNcclComm(Store& store, const std::string& key, int rank,
+absl::StatusOr<NcclComms> InitNcclComms(Store& store, const std::string& key, int rank,
                                         int world_size, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   ZS_ASSIGN_OR_RETURN(ncclUniqueId id, ExchangeUniqueId(store, key, rank, timeout));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // Initialisation polled against the deadline below.
-  ncclComm_t comm = nullptr;
-  absl::Status init = GpuStatus(ncclCommInitRankConfig(&comm, world_size, id, rank, &config),
-                                "ncclCommInitRankConfig", __FILE__, __LINE__);
-  if (init.ok()) init = WaitNotInProgress(comm, deadline, "ncclCommInitRankConfig");
-  if (!init.ok()) {
-    if (comm != nullptr) ncclCommAbort(comm);
-    return init;
+  NcclComms comms;
+  ncclComm_t& gather = comms.lanes[static_cast<int>(NcclLane::kGather)];
+  ncclComm_t& reduce = comms.lanes[static_cast<int>(NcclLane::kReduce)];
+  absl::Status s = GpuStatus(ncclCommInitRankConfig(&gather, world_size, id, rank, &config),
+                             "ncclCommInitRankConfig", __FILE__, __LINE__);
+  if (s.ok()) s = WaitNotInProgress(gather, deadline, "ncclCommInitRankConfig");
+  if (s.ok()) {
+    // Every rank in one colour, ordered by rank: the same group, a second
+    // communicator (its own order of operations).
+    ncclConfig_t split = NCCL_CONFIG_INITIALIZER;
+    split.blocking = 0;
+    s = GpuStatus(ncclCommSplit(gather, 0, rank, &reduce, &split), "ncclCommSplit", __FILE__,
+                  __LINE__);
+    if (s.ok()) s = WaitNotInProgress(gather, deadline, "ncclCommSplit");
+    if (s.ok() && reduce != nullptr) s = WaitNotInProgress(reduce, deadline, "ncclCommSplit");
+    if (s.ok() && reduce == nullptr) s = absl::InternalError("ncclCommSplit gave no communicator");
   }
-  return comm;
+  if (!s.ok()) {
+    for (ncclComm_t c : comms.lanes) {
+      if (c != nullptr) ncclCommAbort(c);
+    }
+    return s;
+  }
+  return comms;
 }
-
 
 absl::StatusOr<int> CudaDeviceCount() {
   int n = 0;

@@ -3,18 +3,22 @@
 //
 // Bootstrap: rank 0 creates the ncclUniqueId and sets "<prefix>nccl_id" in the
 // Store; the others Wait (bounded by NcclOptions::timeout) and Get it. One
-// communicator per generation: a new generation uses a new prefix.
+// backend instance per generation: a new generation uses a new prefix.
 // Initialisation is non-blocking NCCL (config.blocking = 0) polled against
 // the deadline, so a rank that never shows up gives DEADLINE_EXCEEDED.
 //
-// Streams and ordering (STYLE.md point 11; FSDP2's FSDPCommContext): all-gather
-// runs on its own stream, reduce-scatter, all-reduce, broadcast and barrier on
-// a second one, so a prefetching all-gather overlaps a reduce-scatter. Each op
-// first makes its stream wait (cudaStreamWaitEvent, no host sync) on an event
-// recorded on the compute stream at issue time, so it reads what the compute
-// stream wrote before the call. Work::Wait polls a completion event
-// (cudaEventQuery) until its timeout and checks ncclCommGetAsyncError meanwhile.
-// NCCL runs one communicator's operations in the order they are issued.
+// Lanes, streams and ordering (STYLE.md point 11; FSDP2's FSDPCommContext):
+// NCCL runs one communicator's operations in issue order whatever their
+// streams, so the backend holds two communicators (the second split from the
+// first), one per direction, each with its own stream: all-gather on the
+// gather lane; reduce-scatter, all-reduce, broadcast and barrier on the
+// reduce lane. A prefetching all-gather then overlaps a reduce-scatter. Each
+// op first makes its stream wait (cudaStreamWaitEvent, no host sync) on an
+// event recorded on the compute stream at issue time, so it reads what the
+// compute stream wrote before the call. Work::Wait polls a completion event
+// until its timeout and checks its communicator's asynchronous error
+// meanwhile. A grouped collective (AllGatherGroup, ReduceScatterGroup) is
+// one ncclGroupStart/ncclGroupEnd: one launch, one Work, one call in stats().
 //
 // Buffers are device pointers on this rank's device (INVALID_ARGUMENT
 // otherwise). Reductions: fp32, bf16, fp16; sum, max. NCCL reduces bf16 with
@@ -22,9 +26,11 @@
 // so the engine reduces gradients in fp32 where that matters.
 //
 // Errors: CUDA and NCCL return codes become absl::Status (nccl_check.h) with a
-// file:line breadcrumb. After Abort (ncclCommAbort) pending and later ops fail
-// with ABORTED. A failed NCCL call or an asynchronous NCCL error makes later
-// ops fail too (the communicator is unusable, as NCCL specifies).
+// file:line breadcrumb. After Abort (ncclCommAbort of both lanes) pending and
+// later ops fail with ABORTED; Abort waits for at most one NCCL call, never
+// for an op in flight (an issue holds the lock for its calls, not its
+// wait). A failed NCCL call or an asynchronous NCCL error makes later ops
+// fail too (the communicator is unusable, as NCCL specifies).
 //
 // Stats: as the Gloo backend; seconds are device time between events around
 // the op (recorded when Wait first sees it complete).

@@ -1,19 +1,23 @@
-// The NCCL backend's Work handle: polls the op's completion event against a
-// deadline, checking the communicator's asynchronous error meanwhile.
+// The NCCL backend's Work handle (polls the op's completion event against a
+// deadline, checking its communicator's asynchronous error meanwhile), the
+// polls of a non-blocking communicator's state, and the shared abort.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "worker/comm/nccl_internal.h"
+#include "worker/device/cuda_check.h"
 
 namespace zeroshard {
 namespace {
 
 class NcclWork final : public Work {
  public:
-  NcclWork(std::shared_ptr<NcclShared> shared, cudaStream_t compute, cudaEvent_t start,
-           cudaEvent_t done, CommOp op, int64_t bytes)
+  NcclWork(std::shared_ptr<NcclShared> shared, NcclLane lane, cudaStream_t compute,
+           cudaEvent_t start, cudaEvent_t done, CommOp op, int64_t bytes)
       : shared_(std::move(shared)),
+        lane_(lane),
         compute_(compute),
         start_(start),
         done_(done),
@@ -58,7 +62,7 @@ class NcclWork final : public Work {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->aborted.load()) return Finish(absl::AbortedError("communicator aborted"));
     if (!shared_->failed.ok()) return Finish(shared_->failed);
-    cudaError_t q = cudaEventQuery(done_);
+    const cudaError_t q = QueryEvent(done_);  // Leaves no not-ready behind.
     if (q == cudaSuccess) {
       float ms = 0.0f;
       cudaEventElapsedTime(&ms, start_, done_);
@@ -74,7 +78,7 @@ class NcclWork final : public Work {
       return Finish(s);
     }
     ncclResult_t async = ncclSuccess;
-    absl::Status s = GpuStatus(ncclCommGetAsyncError(shared_->comm, &async),
+    absl::Status s = GpuStatus(ncclCommGetAsyncError(shared_->comm(lane_), &async),
                                "ncclCommGetAsyncError", __FILE__, __LINE__);
     if (s.ok()) s = GpuStatus(async, "asynchronous NCCL error", __FILE__, __LINE__);
     if (!s.ok()) {
@@ -91,6 +95,7 @@ class NcclWork final : public Work {
   }
 
   std::shared_ptr<NcclShared> shared_;
+  const NcclLane lane_;
   cudaStream_t compute_;
   cudaEvent_t start_;
   cudaEvent_t done_;
@@ -118,15 +123,13 @@ absl::StatusOr<ncclDataType_t> NcclType(DType d) {
   return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int>(d), " unknown"));
 }
 
-
-// Polls a non-blocking communicator until its last call is no longer in
-// progress; its final state as a Status.
-absl::Status WaitNotInProgress(ncclComm_t comm, absl::Time deadline, const char* what) {
+absl::Status PollNotInProgress(absl::Time deadline, const char* what,
+                               absl::FunctionRef<absl::StatusOr<ncclResult_t>()> state) {
   absl::Duration pause = absl::Microseconds(20);
   for (;;) {
-    ncclResult_t state = ncclSuccess;
-    ZS_GPU_RETURN_IF_ERROR(ncclCommGetAsyncError(comm, &state));
-    if (state != ncclInProgress) return GpuStatus(state, what, __FILE__, __LINE__);
+    absl::StatusOr<ncclResult_t> now = state();
+    if (!now.ok()) return now.status();
+    if (*now != ncclInProgress) return GpuStatus(*now, what, __FILE__, __LINE__);
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(what, ": still in progress at the deadline"));
     }
@@ -135,10 +138,39 @@ absl::Status WaitNotInProgress(ncclComm_t comm, absl::Time deadline, const char*
   }
 }
 
-std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, cudaStream_t compute,
-                                   cudaEvent_t start, cudaEvent_t done, CommOp op,
-                                   int64_t bytes) {
-  return std::make_unique<NcclWork>(std::move(shared), compute, start, done, op, bytes);
+absl::Status WaitNotInProgress(ncclComm_t comm, absl::Time deadline, const char* what) {
+  return PollNotInProgress(deadline, what, [comm]() -> absl::StatusOr<ncclResult_t> {
+    ncclResult_t state = ncclSuccess;
+    ZS_GPU_RETURN_IF_ERROR(ncclCommGetAsyncError(comm, &state));
+    return state;
+  });
+}
+
+void NcclShared::AbortLocked() {
+  aborted.store(true);
+  cudaSetDevice(device);
+  for (ncclComm_t& c : comms) {
+    if (c != nullptr) ncclCommAbort(c);
+    c = nullptr;
+  }
+}
+
+absl::Status NcclShared::WaitLane(NcclLane lane, absl::Time deadline, const char* what) {
+  return PollNotInProgress(deadline, what, [&]() -> absl::StatusOr<ncclResult_t> {
+    absl::MutexLock lock(&mu);
+    if (aborted.load() || comm(lane) == nullptr) {
+      return absl::AbortedError("communicator aborted");
+    }
+    ncclResult_t state = ncclSuccess;
+    ZS_GPU_RETURN_IF_ERROR(ncclCommGetAsyncError(comm(lane), &state));
+    return state;
+  });
+}
+
+std::unique_ptr<Work> MakeNcclWork(std::shared_ptr<NcclShared> shared, NcclLane lane,
+                                   cudaStream_t compute, cudaEvent_t start, cudaEvent_t done,
+                                   CommOp op, int64_t bytes) {
+  return std::make_unique<NcclWork>(std::move(shared), lane, compute, start, done, op, bytes);
 }
 
 }  // namespace zeroshard

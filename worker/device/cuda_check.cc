@@ -25,4 +25,10 @@ absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file, i
   }
 }
 
+cudaError_t QueryEvent(cudaEvent_t event) {
+  const cudaError_t e = cudaEventQuery(event);
+  if (e == cudaErrorNotReady) (void)cudaGetLastError();  // Not a failure; not sticky.
+  return e;
+}
+
 }  // namespace zeroshard

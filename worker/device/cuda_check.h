@@ -14,6 +14,13 @@ namespace zeroshard {
 // INTERNAL. The message is "file:line: expr: cudaErrorName (description)".
 absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file, int line);
 
+// cudaEventQuery(event), except that a busy event's cudaErrorNotReady is not
+// left behind as the thread's last error ([Note: launch checks],
+// cuda_launch.cuh): cudaSuccess when complete, cudaErrorNotReady while
+// work before it runs, another code on failure. Every poll of an event in
+// the project goes through this (CudaDevice's events, the NCCL backend's).
+cudaError_t QueryEvent(cudaEvent_t event);
+
 }  // namespace zeroshard
 
 #define ZS_CUDA_RETURN_IF_ERROR(expr)                                                            \

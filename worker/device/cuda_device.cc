@@ -11,6 +11,7 @@
 #include "worker/device/cuda_check.h"
 #include "worker/device/cuda_kernels.h"
 #include "worker/device/device_checks.h"
+#include "worker/device/pool_headroom.h"
 
 namespace zeroshard {
 namespace {
@@ -33,12 +34,9 @@ class CudaEvent final : public DeviceEvent {
     const absl::Time deadline = absl::Now() + timeout;
     absl::Duration pause = absl::Microseconds(2);
     while (true) {
-      const cudaError_t e = cudaEventQuery(event_);
+      const cudaError_t e = QueryEvent(event_);
       if (e == cudaSuccess) return absl::OkStatus();
       if (e != cudaErrorNotReady) return CudaStatus(e, "cudaEventQuery", __FILE__, __LINE__);
-      // cudaErrorNotReady is also left as the thread's last error, which the
-      // next launch check (cudaGetLastError) would report as its own failure.
-      cudaGetLastError();
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
             absl::StrCat("cuda event not complete after ", absl::FormatDuration(timeout)));
@@ -74,17 +72,24 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal) {
   // Non-blocking: the legacy default stream (other libraries' work) does not
   // serialise with ours.
   ZS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  // The stream-ordered pool keeps what is freed for the next Allocate.
+  // The stream-ordered pool keeps what is freed for the next Allocate, up to
+  // the device less the headroom others need (pool_headroom.h).
   cudaMemPool_t pool = nullptr;
-  uint64_t keep_all = UINT64_MAX;
-  if (cudaDeviceGetDefaultMemPool(&pool, ordinal) == cudaSuccess) {
-    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
-  }
+  uint64_t threshold = PoolReleaseThreshold(static_cast<int64_t>(prop.totalGlobalMem));
   void* partials = nullptr;
-  const cudaError_t e = cudaMalloc(&partials, device_internal::kSumSquaresBlocks * sizeof(double));
+  cudaError_t e = cudaDeviceGetDefaultMemPool(&pool, ordinal);
+  const char* what = "cudaDeviceGetDefaultMemPool";
+  if (e == cudaSuccess) {
+    e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    what = "cudaMemPoolSetAttribute(release threshold)";
+  }
+  if (e == cudaSuccess) {
+    e = cudaMalloc(&partials, device_internal::kSumSquaresBlocks * sizeof(double));
+    what = "cudaMalloc(partials)";
+  }
   if (e != cudaSuccess) {
     cudaStreamDestroy(stream);
-    return CudaStatus(e, "cudaMalloc(partials)", __FILE__, __LINE__);
+    return CudaStatus(e, what, __FILE__, __LINE__);
   }
   return std::unique_ptr<CudaDevice>(new CudaDevice(ordinal,
                                                     absl::StrCat("cuda:", ordinal, " ", prop.name),
@@ -134,22 +139,23 @@ void CudaDevice::FreeWith(const char* what, void* ptr, Release release) {
 // Stream-ordered allocation on the device's stream (cudaMallocAsync): a
 // Free is ordered after the work already on the stream, so it never blocks
 // the host and memory is not reused before that work is done. The pool keeps
-// freed memory (release threshold: unlimited); when an allocation fails the
+// freed memory up to its release threshold; when an allocation fails the
 // pool is trimmed once, after the stream drains, and the allocation retried.
+// A failure of the drain or the trim is returned as itself, not as the
+// allocation's.
 absl::StatusOr<void*> CudaDevice::Allocate(int64_t bytes) {
   cudaStream_t stream = AsStream(stream_);
   const int ordinal = ordinal_;
   return AllocateWith("cudaMallocAsync", bytes, [stream, ordinal](void** p, size_t b) {
-    cudaError_t e = cudaMallocAsync(p, b, stream);
-    if (e != cudaErrorMemoryAllocation) return e;
-    cudaGetLastError();
-    cudaMemPool_t pool = nullptr;
-    if (cudaStreamSynchronize(stream) != cudaSuccess ||
-        cudaDeviceGetDefaultMemPool(&pool, ordinal) != cudaSuccess ||
-        cudaMemPoolTrimTo(pool, 0) != cudaSuccess) {
+    if (const cudaError_t e = cudaMallocAsync(p, b, stream); e != cudaErrorMemoryAllocation) {
       return e;
     }
-    return cudaMallocAsync(p, b, stream);
+    (void)cudaGetLastError();  // Out of memory is not sticky; the retry decides.
+    cudaMemPool_t pool = nullptr;
+    cudaError_t e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, ordinal);
+    if (e == cudaSuccess) e = cudaMemPoolTrimTo(pool, 0);
+    return e == cudaSuccess ? cudaMallocAsync(p, b, stream) : e;
   });
 }
 
@@ -209,15 +215,14 @@ absl::StatusOr<MemoryInfo> CudaDevice::memory_info() const {
   ZS_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
   cudaMemPool_t pool = nullptr;
   uint64_t reserved = 0, used = 0;
-  if (cudaDeviceGetDefaultMemPool(&pool, ordinal_) == cudaSuccess &&
-      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
-          cudaSuccess &&
-      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
-      reserved > used) {
-    free_bytes += static_cast<size_t>(reserved - used);
-  }
-  cudaGetLastError();  // A failed attribute query only leaves the pool uncounted.
-  return MemoryInfo{static_cast<int64_t>(total_bytes), static_cast<int64_t>(free_bytes)};
+  ZS_CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, ordinal_));
+  ZS_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  ZS_CUDA_RETURN_IF_ERROR(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  const int64_t total = static_cast<int64_t>(total_bytes);
+  const int64_t idle = reserved > used ? static_cast<int64_t>(reserved - used) : 0;
+  return MemoryInfo{total, PoolAllocatableBytes(static_cast<int64_t>(free_bytes), idle,
+                                                PoolHeadroomBytes(total))};
 }
 
 }  // namespace zeroshard

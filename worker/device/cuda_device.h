@@ -61,10 +61,13 @@ class CudaDevice final : public Device {
   absl::Status AdamW(const AdamWHyperparams& hp, int64_t step, float grad_scale,
                      const AdamWShard& shard) override;
 
-  // free_bytes: cudaMemGetInfo's free memory plus what the stream-ordered
-  // pool holds unused (freed by this process, kept for the next Allocate,
-  // which takes it first and trims the pool before failing): an earlier
-  // generation's freed engine and model buffers count as free.
+  // free_bytes: what Allocate can take while leaving the headroom of
+  // pool_headroom.h to cuBLAS, NCCL and the context: cudaMemGetInfo's free
+  // memory plus what the stream-ordered pool holds unused (freed by this
+  // process, kept for the next Allocate, which takes it first and trims the
+  // pool before failing), less the headroom. An earlier generation's freed
+  // engine and model buffers count as free. Errors of the pool queries are
+  // returned, not ignored.
   absl::StatusOr<MemoryInfo> memory_info() const override;
 
  private:

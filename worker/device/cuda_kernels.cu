@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "worker/device/cuda_kernels.h"
+#include "worker/device/cuda_launch.cuh"
 
 namespace zeroshard::device_internal {
 namespace {
@@ -94,15 +95,18 @@ cudaError_t LaunchConvert(const void* src, int src_type, void* dst, int dst_type
   if (n <= 0) return cudaSuccess;
   const int blocks = Blocks(n, kMaxBlocks);
   if (src_type == kElemFp32 && dst_type == kElemBf16) {
-    ConvertKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(src),
-                                                   static_cast<Bf16*>(dst), n);
-  } else if (src_type == kElemBf16 && dst_type == kElemFp32) {
-    ConvertKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bf16*>(src),
-                                                   static_cast<float*>(dst), n);
-  } else {
-    return cudaErrorInvalidValue;
+    return CheckedLaunch([&] {
+      ConvertKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(src),
+                                                     static_cast<Bf16*>(dst), n);
+    });
   }
-  return cudaGetLastError();
+  if (src_type == kElemBf16 && dst_type == kElemFp32) {
+    return CheckedLaunch([&] {
+      ConvertKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bf16*>(src),
+                                                     static_cast<float*>(dst), n);
+    });
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t LaunchAddInto(void* acc, int acc_type, const void* x, int x_type, int64_t n,
@@ -114,38 +118,40 @@ cudaError_t LaunchAddInto(void* acc, int acc_type, const void* x, int x_type, in
   Bf16* ah = static_cast<Bf16*>(acc);
   const float* xf = static_cast<const float*>(x);
   const Bf16* xh = static_cast<const Bf16*>(x);
-  if (acc32 && x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(af, xf, n);
-  if (acc32 && !x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(af, xh, n);
-  if (!acc32 && x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(ah, xf, n);
-  if (!acc32 && !x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(ah, xh, n);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    if (acc32 && x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(af, xf, n);
+    if (acc32 && !x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(af, xh, n);
+    if (!acc32 && x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(ah, xf, n);
+    if (!acc32 && !x32) AddIntoKernel<<<b, kThreads, 0, stream>>>(ah, xh, n);
+  });
 }
 
 cudaError_t LaunchScale(void* x, int type, float alpha, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int blocks = Blocks(n, kMaxBlocks);
-  if (type == kElemFp32) {
-    ScaleKernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(x), alpha, n);
-  } else {
-    ScaleKernel<<<blocks, kThreads, 0, stream>>>(static_cast<Bf16*>(x), alpha, n);
-  }
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    if (type == kElemFp32) {
+      ScaleKernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(x), alpha, n);
+    } else {
+      ScaleKernel<<<blocks, kThreads, 0, stream>>>(static_cast<Bf16*>(x), alpha, n);
+    }
+  });
 }
 
 cudaError_t LaunchSumSquares(const void* x, int type, int64_t n, double* partials, double* acc,
                              cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int blocks = Blocks(n, kSumSquaresBlocks);
-  if (type == kElemFp32) {
-    SumSquaresPartialsKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(x), n,
-                                                              partials);
-  } else {
-    SumSquaresPartialsKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bf16*>(x), n,
-                                                              partials);
-  }
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  SumSquaresFinishKernel<<<1, kThreads, 0, stream>>>(partials, blocks, acc);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    if (type == kElemFp32) {
+      SumSquaresPartialsKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(x), n,
+                                                                partials);
+    } else {
+      SumSquaresPartialsKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bf16*>(x), n,
+                                                                partials);
+    }
+    SumSquaresFinishKernel<<<1, kThreads, 0, stream>>>(partials, blocks, acc);
+  });
 }
 
 }  // namespace zeroshard::device_internal

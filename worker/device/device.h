@@ -54,7 +54,10 @@ inline const char* DeviceKindName(DeviceKind kind) {
 // Bytes of the device's memory (host RAM on CPU).
 struct MemoryInfo {
   int64_t total_bytes = 0;
-  int64_t free_bytes = 0;  // CUDA: cudaMemGetInfo's free; CPU: MemAvailable.
+  // CUDA: what the device's allocations can take (cuda_device.h: driver free
+  // plus the pool's idle memory, less the headroom others need); CPU:
+  // MemAvailable.
+  int64_t free_bytes = 0;
 };
 
 // A point in the device's stream: complete once everything issued before

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "worker/device/cuda_launch.cuh"
 #include "worker/model/cuda_kernel_util.cuh"
 #include "worker/model/cuda_model_kernels.h"
 
@@ -72,30 +73,34 @@ cudaError_t SplitHeads(const float* x, int64_t row_stride, int B, int T, int C, 
                        cudaStream_t stream) {
   const int64_t n = int64_t{B} * T * C;
   if (n <= 0 || NH <= 0) return cudaSuccess;
-  SplitHeadsKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, row_stride, T, NH, C / NH, n, y);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    SplitHeadsKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, row_stride, T, NH, C / NH, n, y);
+  });
 }
 
 cudaError_t MergeHeads(const float* y, int B, int T, int C, int NH, int64_t row_stride,
                        bool accumulate, float* out, cudaStream_t stream) {
   const int64_t n = int64_t{B} * T * C;
   if (n <= 0 || NH <= 0) return cudaSuccess;
-  MergeHeadsKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(y, T, NH, C / NH, row_stride,
-                                                              accumulate, n, out);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    MergeHeadsKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(y, T, NH, C / NH, row_stride,
+                                                                accumulate, n, out);
+  });
 }
 
 cudaError_t CausalSoftmaxForward(float* att, int64_t rows, int T, cudaStream_t stream) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  CausalSoftmaxForwardKernel<<<RowBlocks(rows), kThreads, 0, stream>>>(att, rows, T);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { CausalSoftmaxForwardKernel<<<RowBlocks(rows), kThreads, 0, stream>>>(att, rows, T); });
 }
 
 cudaError_t CausalSoftmaxBackward(const float* att, float* datt, int64_t rows, int T, float scale,
                                   cudaStream_t stream) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  CausalSoftmaxBackwardKernel<<<RowBlocks(rows), kThreads, 0, stream>>>(att, datt, rows, T, scale);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    CausalSoftmaxBackwardKernel<<<RowBlocks(rows), kThreads, 0, stream>>>(att, datt, rows, T,
+                                                                          scale);
+  });
 }
 
 }  // namespace zeroshard::model_cuda

@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "worker/device/cuda_launch.cuh"
 #include "worker/model/cuda_kernel_util.cuh"
 #include "worker/model/cuda_model_kernels.h"
 
@@ -136,15 +137,17 @@ bool GroupsValid(int NH, int KV) { return KV >= 1 && NH % KV == 0; }
 cudaError_t RmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
                            float* rstd, cudaStream_t stream) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  RmsNormForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(x, w, N, C, eps, out, rstd);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    RmsNormForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(x, w, N, C, eps, out, rstd);
+  });
 }
 
 cudaError_t RmsNormBackwardInput(const float* dout, const float* x, const float* w,
                                  const float* rstd, int N, int C, float* dx, cudaStream_t stream) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  RmsNormBackwardInputKernel<<<RowBlocks(N), kThreads, 0, stream>>>(dout, x, w, rstd, N, C, dx);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    RmsNormBackwardInputKernel<<<RowBlocks(N), kThreads, 0, stream>>>(dout, x, w, rstd, N, C, dx);
+  });
 }
 
 cudaError_t Rope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
@@ -152,24 +155,26 @@ cudaError_t Rope(float* x, int B, int T, int H, int D, const float* cos, const f
   if (D % 2 != 0) return cudaErrorInvalidValue;
   const int64_t pairs = int64_t{B} * T * H * (D / 2);
   if (pairs <= 0) return cudaSuccess;
-  RopeKernel<<<ElementBlocks(pairs), kThreads, 0, stream>>>(x, T, H, D, cos, sin,
-                                                            inverse ? -1.0f : 1.0f, pairs);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    RopeKernel<<<ElementBlocks(pairs), kThreads, 0, stream>>>(x, T, H, D, cos, sin,
+                                                              inverse ? -1.0f : 1.0f, pairs);
+  });
 }
 
 cudaError_t SwigluForward(const float* gu, int N, int I, float* out, cudaStream_t stream) {
   const int64_t n = int64_t{N} * I;
   if (n <= 0) return cudaSuccess;
-  SwigluForwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(gu, I, n, out);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { SwigluForwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(gu, I, n, out); });
 }
 
 cudaError_t SwigluBackward(const float* gu, const float* dout, int N, int I, float* dgu,
                            cudaStream_t stream) {
   const int64_t n = int64_t{N} * I;
   if (n <= 0) return cudaSuccess;
-  SwigluBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(gu, dout, I, n, dgu);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    SwigluBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(gu, dout, I, n, dgu);
+  });
 }
 
 cudaError_t PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
@@ -177,8 +182,9 @@ cudaError_t PackQkv(const float* q, const float* k, const float* v, int N, int N
   if (!GroupsValid(NH, KV)) return cudaErrorInvalidValue;
   const int64_t n = int64_t{N} * 3 * NH * D;
   if (n <= 0) return cudaSuccess;
-  PackQkvKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(q, k, v, NH, KV, D, n, qkv);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    PackQkvKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(q, k, v, NH, KV, D, n, qkv);
+  });
 }
 
 cudaError_t UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
@@ -187,12 +193,11 @@ cudaError_t UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float
   const int64_t C = int64_t{NH} * D;
   const int64_t nq = N * C, nkv = int64_t{N} * KV * D;
   if (nq <= 0) return cudaSuccess;
-  CopyQGradKernel<<<ElementBlocks(nq), kThreads, 0, stream>>>(dqkv, C, nq, dq);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  GroupSumKernel<<<ElementBlocks(nkv), kThreads, 0, stream>>>(dqkv, C, NH, KV, D, nkv, dk);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  GroupSumKernel<<<ElementBlocks(nkv), kThreads, 0, stream>>>(dqkv, 2 * C, NH, KV, D, nkv, dv);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    CopyQGradKernel<<<ElementBlocks(nq), kThreads, 0, stream>>>(dqkv, C, nq, dq);
+    GroupSumKernel<<<ElementBlocks(nkv), kThreads, 0, stream>>>(dqkv, C, NH, KV, D, nkv, dk);
+    GroupSumKernel<<<ElementBlocks(nkv), kThreads, 0, stream>>>(dqkv, 2 * C, NH, KV, D, nkv, dv);
+  });
 }
 
 }  // namespace zeroshard::model_cuda

@@ -71,10 +71,10 @@ cudaError_t Sum(const float* x, int64_t n, double* sum, cudaStream_t stream);
 cudaError_t EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
                              int T, int C, int V, float* out, cudaStream_t stream);
 // dwte[v,c] += sum over positions n with tokens[n] == v, in position order;
-// dwpe[t,c] += sum over b in order (skipped when dwpe is null). One thread
-// per (v, c) scans all B*T tokens (warp-uniform compares): O(V * B*T * C /
-// 32) warp steps, fine at the byte vocabulary (V = 256); a large
-// vocabulary wants a sorted index.
+// dwpe[t,c] += sum over b in order (skipped when dwpe is null). Tokens outside
+// [0, V) add nothing. O(B*T * C) work after a radix sort of the B*T tokens
+// (cuda_reduce_kernels.cu); B*T at most INT32_MAX (cudaErrorInvalidValue).
+// cudaErrorMemoryAllocation when the 12-byte-a-token scratch does not fit.
 cudaError_t EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C, int V,
                               float* dwte, float* dwpe, cudaStream_t stream);
 

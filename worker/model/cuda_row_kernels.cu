@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "worker/device/cuda_launch.cuh"
 #include "worker/model/cuda_kernel_util.cuh"
 #include "worker/model/cuda_model_kernels.h"
 #include "worker/model/kernel_constants.h"
@@ -131,67 +132,70 @@ __global__ void AccumulateKernel(const float* x, int64_t n, float* y) {
 cudaError_t LayerNormForward(const float* x, const float* gamma, const float* beta, int N, int C,
                              float* out, float* mean, float* rstd, cudaStream_t stream) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  LayerNormForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(x, gamma, beta, N, C, out, mean,
-                                                                rstd);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    LayerNormForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(x, gamma, beta, N, C, out, mean,
+                                                                  rstd);
+  });
 }
 
 cudaError_t LayerNormBackwardInput(const float* dout, const float* x, const float* gamma,
                                    const float* mean, const float* rstd, int N, int C, float* dx,
                                    cudaStream_t stream) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  LayerNormBackwardInputKernel<<<RowBlocks(N), kThreads, 0, stream>>>(dout, x, gamma, mean, rstd, N,
-                                                                      C, dx);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    LayerNormBackwardInputKernel<<<RowBlocks(N), kThreads, 0, stream>>>(dout, x, gamma, mean, rstd,
+                                                                        N, C, dx);
+  });
 }
 
 cudaError_t SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N, int V,
                                        float* probs, float* losses, cudaStream_t stream) {
   if (N <= 0 || V <= 0) return cudaSuccess;
-  SoftmaxCrossEntropyForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(logits, targets, N, V,
-                                                                          probs, losses);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    SoftmaxCrossEntropyForwardKernel<<<RowBlocks(N), kThreads, 0, stream>>>(logits, targets, N, V,
+                                                                            probs, losses);
+  });
 }
 
 cudaError_t SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N, int V,
                                         float scale, float* dlogits, cudaStream_t stream) {
   const int64_t n = int64_t{N} * V;
   if (n <= 0) return cudaSuccess;
-  SoftmaxCrossEntropyBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(probs, targets, n, V,
-                                                                               scale, dlogits);
-  return cudaGetLastError();
+  return CheckedLaunch([&] {
+    SoftmaxCrossEntropyBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(probs, targets, n,
+                                                                                 V, scale, dlogits);
+  });
 }
 
 cudaError_t GeluForward(const float* x, int64_t n, float* out, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  GeluForwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, n, out);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { GeluForwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, n, out); });
 }
 
 cudaError_t GeluBackward(const float* x, const float* dout, int64_t n, float* dx,
                          cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  GeluBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, dout, n, dx);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { GeluBackwardKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, dout, n, dx); });
 }
 
 cudaError_t BiasAdd(float* out, const float* bias, int N, int C, cudaStream_t stream) {
   const int64_t n = int64_t{N} * C;
   if (n <= 0) return cudaSuccess;
-  BiasAddKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(out, bias, n, C);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { BiasAddKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(out, bias, n, C); });
 }
 
 cudaError_t Add(const float* a, const float* b, int64_t n, float* y, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  AddKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(a, b, n, y);
-  return cudaGetLastError();
+  return CheckedLaunch([&] { AddKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(a, b, n, y); });
 }
 
 cudaError_t Accumulate(const float* x, int64_t n, float* y, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  AccumulateKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, n, y);
-  return cudaGetLastError();
+  return CheckedLaunch(
+      [&] { AccumulateKernel<<<ElementBlocks(n), kThreads, 0, stream>>>(x, n, y); });
 }
 
 }  // namespace zeroshard::model_cuda

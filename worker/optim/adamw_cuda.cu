@@ -5,6 +5,7 @@
 // default; see the CUDA C Programming Guide, "Floating-Point Standard").
 #include <cuda_runtime.h>
 
+#include "worker/device/cuda_launch.cuh"
 #include "worker/optim/adamw_cuda_kernel.h"
 
 namespace zeroshard::optim_internal {
@@ -22,8 +23,8 @@ __global__ void AdamWKernel(AdamWKernelArgs a) {
        i += stride) {
     const float g = __fmul_rn(a.grad[i], a.grad_scale);
     const float m = __fadd_rn(__fmul_rn(a.beta1, a.m[i]), __fmul_rn(a.one_minus_beta1, g));
-    const float v = __fadd_rn(__fmul_rn(a.beta2, a.v[i]),
-                              __fmul_rn(a.one_minus_beta2, __fmul_rn(g, g)));
+    const float v =
+        __fadd_rn(__fmul_rn(a.beta2, a.v[i]), __fmul_rn(a.one_minus_beta2, __fmul_rn(g, g)));
     const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(v), a.inv_sqrt_bc2), a.eps);
     float p = a.master[i];
     p = __fsub_rn(__fmul_rn(p, a.decay), __fmul_rn(a.step_size, __fdiv_rn(m, denom)));
@@ -42,8 +43,8 @@ int LaunchAdamWKernel(const AdamWKernelArgs& args, void* stream) {
   constexpr int kThreads = 256;
   const int64_t wanted = (args.n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < 65535 * 8 ? wanted : 65535 * 8);
-  AdamWKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(CheckedLaunch(
+      [&] { AdamWKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args); }));
 }
 
 const char* CudaErrorString(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
