@@ -24,6 +24,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterStatusCommand(app, Registry());
   RegisterCheckpointCommand(app, Registry());
   RegisterPlanCommand(app, Registry());
+  RegisterTokenizeCommand(app, Registry());
 }
 
 int RunSelected(CLI::App& app) {

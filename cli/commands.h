@@ -30,5 +30,6 @@ void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterPlanCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterTokenizeCommand(CLI::App& app, std::vector<Command>& commands);
 
 }  // namespace zeroshard::cli

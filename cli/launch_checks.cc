@@ -124,8 +124,9 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_RETURN_IF_ERROR(o.job.Validate());
   ZS_RETURN_IF_ERROR(CheckCheckpointDir(o.job));
   ZS_RETURN_IF_ERROR(CheckDevice(o.job, o.workers));
-  // Loading is the check: a missing path or no text is named in the error.
-  ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data).status());
+  // Loading is the check: a missing path, no text, a malformed token file or
+  // an id outside the model's vocabulary is named in the error.
+  ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data, {.vocab_size = model.vocab}).status());
   // The stage decides the offload files' size: choose it first.
   ZS_RETURN_IF_ERROR(PlanLaunchMemory(o, model, auto_stage));
   return CheckOffload(o, model);

@@ -17,5 +17,11 @@ find_package(dnnl CONFIG REQUIRED)
 find_package(OpenMP REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# Tokenizers (common/tokenizer): libpcre2-dev (the pre-tokenizer regexes,
+# with lookahead), libutf8proc-dev (NFC), libsentencepiece-dev (.model files;
+# its pkg-config file also names the trainer, which is not needed).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+find_library(ZEROSHARD_SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
 find_program(PROMTOOL_PROGRAM promtool)
 find_package(Python3 COMPONENTS Interpreter)

@@ -13,7 +13,8 @@ set -euo pipefail
 # libgoogle-perftools-dev: tcmalloc, the coordinator's malloc (cmake/Allocator.cmake).
 # ocl-icd-opencl-dev: Debian's libdnnl-dev is built for OpenCL GPUs, and its
 # CMake config requires OpenCL (a recommendation we install by name).
-# patchelf, xz-utils: scripts/gpu-bundle.sh (and its test) packs the GPU
+# libpcre2-dev, libutf8proc-dev, libsentencepiece-dev: the tokenizers
+# (common/tokenizer). patchelf, xz-utils: scripts/gpu-bundle.sh (and its test) packs the GPU
 # bundle with them.
 DEB_PACKAGES=(
   cmake g++ pkg-config ninja-build ccache
@@ -21,7 +22,7 @@ DEB_PACKAGES=(
   libabsl-dev libgloo-dev libcivetweb-dev civetweb prometheus-cpp-dev libdnnl-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev python3 liburing-dev openssl ocl-icd-opencl-dev
-  libgoogle-perftools-dev patchelf xz-utils
+  libgoogle-perftools-dev patchelf xz-utils libpcre2-dev libutf8proc-dev libsentencepiece-dev
 )
 
 # shellcheck source=scripts/apt_missing.sh

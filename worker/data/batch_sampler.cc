@@ -21,10 +21,10 @@ absl::StatusOr<SampleSpan> SampleRange(int64_t global_batch, int world_size, int
 }
 
 BatchSampler::BatchSampler(const TextCorpus& corpus, Split split, uint64_t seed)
-    : text_(corpus.split(split)), split_(split), seed_(seed) {}
+    : tokens_(corpus.tokens(split)), split_(split), seed_(seed) {}
 
 int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
-  const uint64_t span = text_.size() - static_cast<uint64_t>(T);
+  const uint64_t span = static_cast<uint64_t>(tokens_.count) - static_cast<uint64_t>(T);
   const uint64_t h = HashWords({seed_, static_cast<uint64_t>(split_),
                                 static_cast<uint64_t>(step), static_cast<uint64_t>(sample)});
   return static_cast<int64_t>(h % span);
@@ -33,10 +33,10 @@ int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
 absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end,
                                      int T, int32_t* inputs, int32_t* targets) const {
   if (T < 1) return absl::InvalidArgumentError(absl::StrCat("sequence length T must be >= 1, got ", T));
-  if (static_cast<int64_t>(text_.size()) < int64_t{T} + 1) {
+  if (tokens_.count < int64_t{T} + 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "data split ", split_ == Split::kTrain ? "train" : "validation", " has ", text_.size(),
-        " bytes, fewer than sequence length T + 1 = ", T + 1));
+        "data split ", split_ == Split::kTrain ? "train" : "validation", " has ", tokens_.count,
+        " tokens, fewer than sequence length T + 1 = ", T + 1));
   }
   if (step < 0) return absl::InvalidArgumentError(absl::StrCat("step must be >= 0, got ", step));
   if (sample_begin < 0 || sample_end < sample_begin) {
@@ -44,13 +44,12 @@ absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t
                                                    sample_end, ")"));
   }
   for (int64_t i = sample_begin; i < sample_end; ++i) {
-    const unsigned char* w =
-        reinterpret_cast<const unsigned char*>(text_.data()) + SampleOffset(step, i, T);
+    const int64_t at = SampleOffset(step, i, T);
     int32_t* in = inputs + (i - sample_begin) * T;
     int32_t* out = targets + (i - sample_begin) * T;
     for (int t = 0; t < T; ++t) {
-      in[t] = w[t];
-      out[t] = w[t + 1];
+      in[t] = tokens_.at(at + t);
+      out[t] = tokens_.at(at + t + 1);
     }
   }
   return absl::OkStatus();

@@ -1,10 +1,11 @@
 // Deterministic batches from (seed, split, global step, sample index).
+// Tokens are the corpus's: text bytes or a token file's ids.
 //
 // How it works: a step's global batch is G samples numbered 0..G-1. Sample
-// i of step s is the window of T+1 bytes starting at
-//   offset = HashWords(seed, split, s, i) mod (split_bytes - T)
-// (SplitMix64, worker/data/splitmix64.h); its first T bytes are the inputs
-// and its last T the targets (next-byte prediction). A sample depends on
+// i of step s is the window of T+1 tokens starting at
+//   offset = HashWords(seed, split, s, i) mod (split_tokens - T)
+// (SplitMix64, worker/data/splitmix64.h); its first T tokens are the inputs
+// and its last T the targets (next-token prediction). A sample depends on
 // nothing else, so any world size N, even one that does not divide G, sees
 // the same samples: rank r takes the contiguous index range SampleRange(G,
 // N, r), and the union over ranks is exactly [0, G).
@@ -38,7 +39,7 @@ class BatchSampler {
 
   // Writes samples [sample_begin, sample_end) of `step` as rows of T tokens
   // into inputs and targets (int32, [(sample_end - sample_begin), T]).
-  // INVALID_ARGUMENT for T < 1, the split shorter than T + 1 bytes (naming
+  // INVALID_ARGUMENT for T < 1, the split shorter than T + 1 tokens (naming
   // both), step < 0 or a bad range.
   absl::Status FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end, int T,
                          int32_t* inputs, int32_t* targets) const;
@@ -47,7 +48,7 @@ class BatchSampler {
   int64_t SampleOffset(int64_t step, int64_t sample, int T) const;
 
  private:
-  absl::string_view text_;
+  TokenView tokens_;
   Split split_;
   uint64_t seed_;
 };

@@ -8,47 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "worker/data/data_files.h"
+#include "worker/data/token_file.h"
 
 namespace zeroshard {
 namespace fs = std::filesystem;
-namespace {
-
-bool LooksBinary(const std::string& data) {
-  int64_t control = 0;
-  for (unsigned char c : data) {
-    if (c == 0) return true;
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') ||
-        c == 0x7f) {
-      ++control;
-    }
-  }
-  return control * 100 > static_cast<int64_t>(data.size());
-}
-
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::UnavailableError(absl::StrCat("cannot read data file '", path, "'"));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::UnavailableError(absl::StrCat("error reading data file '", path, "'"));
-  return data;
-}
-
-// Regular files under `path` (itself if a file), sorted, skipping entries
-// the walk cannot open.
-std::vector<std::string> ListFiles(const std::string& path) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return {path};
-  fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code fec;
-    if (it->is_regular_file(fec)) files.push_back(it->path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
 
 absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& paths,
                                             const CorpusOptions& options) {
@@ -68,9 +33,15 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
       return absl::NotFoundError(absl::StrCat("data path '", path, "' does not exist"));
     }
     const bool explicit_file = fs::is_regular_file(path, ec);
-    for (const std::string& file : ListFiles(path)) {
-      if (corpus.total_bytes() >= options.max_bytes) break;
-      absl::StatusOr<std::string> data = ReadWhole(file);
+    for (const std::string& file : ListDataFiles(path)) {
+      const int64_t room = options.max_bytes - corpus.total_bytes();
+      if (room <= 0) break;
+      if (LooksLikeTokenFile(file)) {
+        ZS_ASSIGN_OR_RETURN(const TokenFile t, ReadTokenFile(file, options.vocab_size));
+        ZS_RETURN_IF_ERROR(corpus.Append(file, t.width, t.bytes, room));
+        continue;
+      }
+      absl::StatusOr<std::string> data = ReadDataFile(file);
       if (!data.ok()) {
         if (explicit_file) return data.status();
         continue;  // An unreadable file deep in a directory is skipped.
@@ -80,25 +51,50 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
         ++corpus.skipped_binary_;
         continue;
       }
-      const int64_t room = options.max_bytes - corpus.total_bytes();
-      corpus.bytes_.append(*data, 0, std::min<int64_t>(room, data->size()));
-      corpus.files_.push_back(file);
+      ZS_RETURN_IF_ERROR(corpus.Append(file, 1, *data, room));
     }
   }
-  if (corpus.bytes_.size() < 2) {
+  if (corpus.width_ == 0 || corpus.total_bytes() < 2 * corpus.width_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data: no text in ", absl::StrJoin(paths, ", "), " (", corpus.skipped_binary_,
         " binary files skipped)"));
   }
-  const int64_t n = corpus.total_bytes();
+  const int64_t n = corpus.total_bytes() / corpus.width_;
   const int64_t val = std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
-  corpus.train_bytes_ = n - val;
+  corpus.train_bytes_ = (n - val) * corpus.width_;
   return corpus;
+}
+
+absl::Status TextCorpus::Append(const std::string& file, int width, std::string_view data,
+                                int64_t room) {
+  if (width_ != 0 && width != width_) {
+    auto kind = [](int w) { return w == 1 ? "text" : w == 2 ? "uint16 tokens" : "uint32 tokens"; };
+    return absl::InvalidArgumentError(absl::StrCat("data: ", file, " holds ", kind(width),
+                                                   " but earlier files hold ", kind(width_),
+                                                   "; give text or token files of one width"));
+  }
+  width_ = width;
+  const int64_t take = std::min<int64_t>(room, data.size()) / width * width;
+  bytes_.append(data.data(), take);
+  files_.push_back(file);
+  return absl::OkStatus();
 }
 
 absl::string_view TextCorpus::split(Split s) const {
   absl::string_view all(bytes_);
   return s == Split::kTrain ? all.substr(0, train_bytes_) : all.substr(train_bytes_);
+}
+
+TokenView TextCorpus::tokens(Split s) const {
+  const absl::string_view raw = split(s);
+  return TokenView{raw.data(), static_cast<int64_t>(raw.size()) / width_, width_};
+}
+
+int32_t TokenView::at(int64_t i) const {
+  const auto* p = reinterpret_cast<const uint8_t*>(data + i * width);
+  if (width == 1) return p[0];
+  if (width == 2) return p[0] | (p[1] << 8);
+  return static_cast<int32_t>(p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t{p[3]} << 24));
 }
 
 std::vector<std::string> DefaultDataPaths() {

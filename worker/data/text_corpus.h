@@ -1,13 +1,15 @@
-// Training text for the reference model: files and directories read as raw
-// bytes, each byte one token (vocabulary 256), concatenated in sorted path
-// order, with a held-out validation split.
+// Training data: files and directories read either as text, each byte one
+// token (the reference model's vocabulary of 256), or as token files
+// (worker/data/token_file.h: llm.c shards, .npy of uint16/uint32), one id
+// per token; concatenated in sorted path order, with a held-out validation
+// split. Text and token files do not mix, nor token widths.
 //
 // Directories are walked recursively (symlinked directories are not
 // followed); a file is skipped as binary when it holds a NUL byte or more
 // than 1% control bytes other than tab, newline, CR, FF and VT (compiled
 // .pyc, gzip'd docs, images). The validation split is the last
-// `validation_fraction` of the concatenated bytes, so it never overlaps
-// training text and depends only on the files, not on the world size.
+// `validation_fraction` of the concatenated tokens, so it never overlaps
+// training data and depends only on the files, not on the world size.
 //
 // Thread-safe after Load: read-only.
 #pragma once
@@ -26,24 +28,46 @@ enum class Split : int { kTrain = 0, kValidation = 1 };
 struct CorpusOptions {
   double validation_fraction = 0.05;  // In (0, 0.5].
   int64_t max_bytes = int64_t{256} << 20;  // Stop reading past this many bytes.
+  // With > 0, a token file's id at or above it is an error naming the file
+  // and the token's index (the model's vocabulary).
+  int64_t vocab_size = 0;
+};
+
+// Tokens of one split as stored: `width` bytes each, little-endian (1: text
+// bytes).
+struct TokenView {
+  const char* data = nullptr;
+  int64_t count = 0;
+  int width = 1;
+  int32_t at(int64_t i) const;
 };
 
 class TextCorpus {
  public:
   // Errors: NOT_FOUND naming the path that does not exist; INVALID_ARGUMENT
-  // for no paths, a bad option (naming it), or when the paths hold no text
-  // (naming them, with the number of binary files skipped); the I/O error
-  // (naming the file) for an explicitly named file that cannot be read.
+  // for no paths, a bad option (naming it), when the paths hold no text
+  // (naming them, with the number of binary files skipped), a token file
+  // that is malformed or holds an id outside the vocabulary, or text mixed
+  // with token files (naming the file); the I/O error (naming the file) for
+  // an explicitly named file that cannot be read.
   static absl::StatusOr<TextCorpus> Load(const std::vector<std::string>& paths,
                                          const CorpusOptions& options = {});
 
+  // The split's raw bytes (text: the text itself).
   absl::string_view split(Split s) const;
+  TokenView tokens(Split s) const;
   int64_t total_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+  int token_width() const { return width_; }
   const std::vector<std::string>& files() const { return files_; }  // Files read, in order.
   int skipped_binary_files() const { return skipped_binary_; }
 
  private:
+  // The file's data appended (at most `room` bytes, whole tokens), after
+  // checking it matches the width of what came before.
+  absl::Status Append(const std::string& file, int width, std::string_view data, int64_t room);
+
   std::string bytes_;
+  int width_ = 0;            // Bytes per token; 0 until the first file.
   int64_t train_bytes_ = 0;  // [0, train_bytes_) train, the rest validation.
   std::vector<std::string> files_;
   int skipped_binary_ = 0;

@@ -88,7 +88,8 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_RETURN_IF_ERROR(ApplyOffload(options, ctx.job, ctx.model));
   // The same default as `zeroshard launch`: Python's stdlib sources.
   if (ctx.job.data.empty()) ctx.job.data = DefaultDataPaths();
-  ZS_ASSIGN_OR_RETURN(TextCorpus corpus, TextCorpus::Load(ctx.job.data));
+  ZS_ASSIGN_OR_RETURN(TextCorpus corpus,
+                      TextCorpus::Load(ctx.job.data, {.vocab_size = ctx.model.vocab}));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
   // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
