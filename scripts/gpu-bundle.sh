@@ -47,7 +47,8 @@ if [[ ${#tests[@]} -eq 0 ]]; then
   echo "gpu-bundle: ${build} has no GPU test: it is not a CUDA build (no nvcc at configure time)" >&2
   exit 2
 fi
-programs=(zeroshard zeroshard-worker device_adamw_bench model_kernels_bench device_cpu_test)
+programs=(zeroshard zeroshard-worker zeroshard-sentencepiece device_adamw_bench model_kernels_bench
+  device_cpu_test)
 ninja -C "${build}" "${tests[@]}" "${programs[@]}" >/dev/null
 
 stage="$(mktemp -d)"

@@ -3,6 +3,8 @@
 # runs it after scripts/setup.sh; the main job never does):
 #   Debian: prometheus (promtool and the server, for the deploy checks);
 #   PyPI:   numpy, safetensors, PyYAML, kubernetes-validate, lizard;
+#   PyPI:   tokenizers, tiktoken, sentencepiece: the tokenizer references (the
+#           vocabularies themselves are fetched by the tests, cached);
 #   PyPI:   torch (CPU use only) and transformers, for the Hugging Face
 #           export test. PyPI's torch is the CUDA build (~4 GB with all its
 #           nvidia-* and triton wheels). The machines here carry CUDA 13 in
@@ -17,7 +19,8 @@ set -uo pipefail
 
 DEB_TEST_PACKAGES=(prometheus)
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
-PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard grpcio:grpc)
+PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard grpcio:grpc
+  tokenizers tiktoken sentencepiece)
 TORCH_PURE_DEPS=(filelock typing-extensions sympy networkx jinja2 fsspec setuptools)
 
 status=0

@@ -1,9 +1,12 @@
-// The few SentencePieceProcessor calls zeroshard makes, behind a header of
-// standard types only. Debian's sentencepiece_processor.h (0.1.97) declares
-// its own `absl::string_view` alias, which clashes with abseil's; so only
-// sentencepiece_shim.cc includes it, and that file includes no abseil header.
+// The few SentencePieceProcessor calls zeroshard makes, answered by helper
+// processes (zeroshard-sentencepiece, found beside the running program or
+// at $ZEROSHARD_SENTENCEPIECE_HELPER; sentencepiece_protocol.h says why a
+// process). Standard types only: Debian's sentencepiece_processor.h also
+// declares an `absl::string_view` alias that clashes with abseil's, so only
+// the helper includes it.
 //
-// Thread safety: as SentencePieceProcessor's: const calls from any thread.
+// Thread safety: const calls from any thread; concurrent calls get helpers
+// of their own.
 #pragma once
 
 #include <memory>
@@ -15,8 +18,8 @@ namespace zeroshard::tokenizer {
 
 class SentencePieceShim {
  public:
-  // The model serialized in `bytes`; null with *error set when it does not
-  // parse.
+  // The model serialized in `bytes`, loaded by a first helper; null with
+  // *error set when it does not parse or no helper can be started.
   static std::unique_ptr<SentencePieceShim> Load(const std::string& bytes, std::string* error);
   virtual ~SentencePieceShim() = default;
   // False with *error set on failure.
