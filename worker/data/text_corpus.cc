@@ -36,7 +36,7 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
     for (const std::string& file : ListDataFiles(path)) {
       const int64_t room = options.max_bytes - corpus.total_bytes();
       if (room <= 0) break;
-      if (LooksLikeTokenFile(file)) {
+      if (LooksLikeTokenFile(file) || (explicit_file && HasTokenFileName(file))) {
         ZS_ASSIGN_OR_RETURN(const TokenFile t, ReadTokenFile(file, options.vocab_size));
         ZS_RETURN_IF_ERROR(corpus.Append(file, t.width, t.bytes, room));
         continue;

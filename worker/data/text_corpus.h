@@ -2,7 +2,9 @@
 // token (the reference model's vocabulary of 256), or as token files
 // (worker/data/token_file.h: llm.c shards, .npy of uint16/uint32), one id
 // per token; concatenated in sorted path order, with a held-out validation
-// split. Text and token files do not mix, nor token widths.
+// split. Text and token files do not mix, nor token widths. A file named on
+// its own as *.bin or *.npy is read as a token file whatever its header
+// (a wrong one is an error); in a directory, the header decides.
 //
 // Directories are walked recursively (symlinked directories are not
 // followed); a file is skipped as binary when it holds a NUL byte or more

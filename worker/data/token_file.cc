@@ -114,6 +114,10 @@ uint32_t TokenFile::at(int64_t i) const {
   return static_cast<uint32_t>(Le32(p));
 }
 
+bool HasTokenFileName(const std::string& path) {
+  return absl::EndsWith(path, ".bin") || absl::EndsWith(path, ".npy");
+}
+
 bool LooksLikeTokenFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char head[8] = {};

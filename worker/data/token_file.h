@@ -35,6 +35,9 @@ struct TokenFile {
 
 // True when `path` starts like a token file (an llm.c magic, or .npy's).
 bool LooksLikeTokenFile(const std::string& path);
+// True when `path` is named *.bin or *.npy: a file the user names so is
+// read as a token file (and a wrong header said so), not skipped as binary.
+bool HasTokenFileName(const std::string& path);
 
 // Reads an llm.c shard or a .npy file. INVALID_ARGUMENT naming the file and
 // what is wrong: an unknown magic or version, a dtype other than uint16 or
