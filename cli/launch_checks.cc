@@ -10,6 +10,7 @@
 #include "common/hf_model_config.h"
 #include "common/hf_weights.h"
 #include "common/job_model.h"
+#include "common/tokenizer/job_tokenizer.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "worker/data/text_corpus.h"
@@ -125,8 +126,14 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_RETURN_IF_ERROR(CheckCheckpointDir(o.job));
   ZS_RETURN_IF_ERROR(CheckDevice(o.job, o.workers));
   // Loading is the check: a missing path, no text, a malformed token file or
-  // an id outside the model's vocabulary is named in the error.
-  ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data, {.vocab_size = model.vocab}).status());
+  // an id outside the model's vocabulary is named in the error. The
+  // tokenizer is settled here for every worker (job.tokenizer).
+  ZS_ASSIGN_OR_RETURN(const std::unique_ptr<tokenizer::Tokenizer> tok,
+                      tokenizer::ResolveJobTokenizer(&o.job));
+  ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data, {.vocab_size = model.vocab,
+                                                   .tokenizer = tok.get(),
+                                                   .threads = cores})
+                         .status());
   // The stage decides the offload files' size: choose it first.
   ZS_RETURN_IF_ERROR(PlanLaunchMemory(o, model, auto_stage));
   return CheckOffload(o, model);

@@ -26,6 +26,10 @@ void AddModelFlags(CLI::App* sub, JobConfig& c) {
                   "tokens per training sequence for a model directory (0: its "
                   "max_position_embeddings, at most 1024)")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  sub->add_option("--tokenizer", c.tokenizer,
+                  "how text in --data becomes tokens: a tokenizer.json, SentencePiece .model or "
+                  "a directory holding one, or `bytes` (default: the model directory's own "
+                  "tokenizer where it has one, else bytes)");
 }
 
 void AddJobFlags(CLI::App* sub, LaunchOptions& o) {

@@ -274,6 +274,7 @@ int RunLaunch(LaunchOptions o) {
             << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
             << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute"
             << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks" : "")
+            << ", text as " << (o.job.tokenizer == "bytes" ? "bytes" : "tokens of " + o.job.tokenizer)
             << "\n";
 
   signal(SIGINT, OnSignal);

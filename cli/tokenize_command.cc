@@ -2,16 +2,12 @@
 // shard out (worker/data/token_file.h), with the model's own tokenizer
 // (common/tokenizer/tokenizer.h). Documents are encoded in batches on every
 // thread and written in input order, so the shard does not depend on the
-// thread count. Each document is the template's prefix + its ids + suffix
-// (Llama 3: <|begin_of_text|> first); where the template adds nothing, EOS
-// follows it (GPT-2, Qwen: <|endoftext|>), so documents stay apart.
+// thread count; each gives the ids worker/data/document_tokens.h says.
 // `--decode SHARD` prints a shard's text back.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +17,7 @@
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/tokenizer/tokenizer.h"
+#include "worker/data/document_tokens.h"
 #include "worker/data/documents.h"
 #include "worker/data/token_file.h"
 
@@ -49,34 +46,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FindTokenizer(const TokenizeOptions& 
   return tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer);
 }
 
-// Each document's ids (template and separator included), on `threads`
-// threads taking documents in turn; the first error, naming the document.
-absl::Status EncodeBatch(const Tokenizer& tok, const std::vector<Document>& docs, int threads,
-                         std::vector<std::vector<int32_t>>* ids) {
-  ids->assign(docs.size(), {});
-  const tokenizer::SpecialTokens& sp = tok.specials();
-  const bool add_eos = sp.prefix.empty() && sp.suffix.empty() && sp.eos >= 0;
-  std::atomic<size_t> next{0};
-  std::vector<absl::Status> errors(threads);
-  auto work = [&](int t) {
-    for (size_t i; (i = next.fetch_add(1)) < docs.size();) {
-      absl::StatusOr<std::vector<int32_t>> r = tok.EncodeWithSpecials(docs[i].text);
-      if (!r.ok()) {
-        errors[t] = absl::InvalidArgumentError(absl::StrCat(docs[i].origin, ": ", r.status().message()));
-        return;
-      }
-      (*ids)[i] = *std::move(r);
-      if (add_eos) (*ids)[i].push_back(sp.eos);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (std::thread& th : pool) th.join();
-  for (const absl::Status& s : errors) ZS_RETURN_IF_ERROR(s);
-  return absl::OkStatus();
-}
-
 absl::Status Tokenize(const TokenizeOptions& o) {
   if (o.inputs.empty()) return absl::InvalidArgumentError("give input files, directories or JSONL");
   if (o.out.empty()) return absl::InvalidArgumentError("give --out FILE");
@@ -99,7 +68,7 @@ absl::Status Tokenize(const TokenizeOptions& o) {
       bytes += static_cast<int64_t>(d.text.size());
       batch.push_back(std::move(d));
     }
-    ZS_RETURN_IF_ERROR(EncodeBatch(*tok, batch, threads, &ids));
+    ZS_RETURN_IF_ERROR(EncodeDocuments(*tok, batch, threads, &ids));
     for (const std::vector<int32_t>& d : ids) ZS_RETURN_IF_ERROR(writer.Append(d));
     documents += static_cast<int64_t>(batch.size());
     progress.Update(reader.read_bytes(), reader.total_bytes(), writer.count());

@@ -97,6 +97,7 @@ absl::Status JobConfig::Validate() const {
 std::string JobConfig::ToJson() const {
   nlohmann::json j = {
       {"model", model}, {"model_desc", model_desc}, {"init", init}, {"seq_len", seq_len},
+      {"tokenizer", tokenizer},
       {"stage", stage}, {"steps", steps}, {"global_batch", global_batch},
       {"micro_batch", micro_batch}, {"data", data}, {"seed", seed},
       {"compute_dtype", std::string(DTypeName(compute_dtype))},
@@ -133,6 +134,7 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "model_desc") c.model_desc = value.get<std::string>();
       else if (key == "init") c.init = value.get<std::string>();
       else if (key == "seq_len") c.seq_len = value.get<int>();
+      else if (key == "tokenizer") c.tokenizer = value.get<std::string>();
       else if (key == "stage") c.stage = value.get<int>();
       else if (key == "steps") c.steps = value.get<int64_t>();
       else if (key == "global_batch") c.global_batch = value.get<int>();

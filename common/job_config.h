@@ -31,6 +31,12 @@ struct JobConfig {
   // max_position_embeddings, at most kDefaultHfContext); presets train on
   // their own context, so 0.
   int seq_len = 0;
+  // How text given in `data` becomes tokens: a tokenizer.json, a
+  // SentencePiece .model or a directory holding one; "bytes" (each byte a
+  // token); "" = the model directory's own tokenizer where it has one, else
+  // bytes (common/tokenizer/job_tokenizer.h). Token files are read as they
+  // are either way.
+  std::string tokenizer;
   int stage = 3;                     // ZeRO stage 0..3.
   int64_t steps = 300;               // Optimizer steps to run in total.
   int global_batch = 16;             // Sequences per optimizer step, all ranks together.

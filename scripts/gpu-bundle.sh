@@ -12,10 +12,11 @@
 # library gets RUNPATH $ORIGIN/../lib (binaries) or $ORIGIN (libraries), so
 # no path of this machine travels.
 #
-# Usage: scripts/gpu-bundle.sh [--build-dir DIR] [--out DIR]
+# Usage: scripts/gpu-bundle.sh [--build-dir DIR] [--out DIR] [--no-build]
 #   --build-dir  a configured CUDA build (default: build/; configured with the
 #                default preset when missing). Its targets are brought up to
-#                date with ninja first.
+#                date with ninja first, unless --no-build (the suite's test:
+#                it packs what was built and never builds while tests run).
 #   --out        where the archive and run.sh go (default: build-gpu-bundle/,
 #                ignored by git).
 # Output: OUT/zeroshard-gpu.tar.xz and OUT/run.sh; one line with the sizes.
@@ -25,10 +26,12 @@ set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${src}/build"
 out="${src}/build-gpu-bundle"
+build_first=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build="$(realpath -m "$2")"; shift 2 ;;
     --out) out="$(realpath -m "$2")"; shift 2 ;;
+    --no-build) build_first=0; shift ;;
     *) echo "gpu-bundle: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +52,13 @@ if [[ ${#tests[@]} -eq 0 ]]; then
 fi
 programs=(zeroshard zeroshard-worker zeroshard-sentencepiece device_adamw_bench model_kernels_bench
   device_cpu_test)
-ninja -C "${build}" "${tests[@]}" "${programs[@]}" >/dev/null
+if ((build_first)); then
+  ninja -C "${build}" "${tests[@]}" "${programs[@]}" >/dev/null
+else
+  for b in "${tests[@]}" "${programs[@]}"; do
+    [[ -x "${build}/bin/${b}" ]] || { echo "gpu-bundle: ${build}/bin/${b} is not built" >&2; exit 2; }
+  done
+fi
 
 stage="$(mktemp -d)"
 trap 'rm -rf "${stage}"' EXIT

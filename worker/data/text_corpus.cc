@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "worker/data/data_files.h"
+#include "worker/data/document_tokens.h"
+#include "worker/data/documents.h"
 #include "worker/data/token_file.h"
 
 namespace zeroshard {
@@ -41,6 +43,12 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
         ZS_RETURN_IF_ERROR(corpus.Append(file, t.width, t.bytes, room));
         continue;
       }
+      if (options.tokenizer != nullptr) {
+        int width = 0;
+        ZS_ASSIGN_OR_RETURN(const std::string ids, TokenizeFile(file, options, &width));
+        if (!ids.empty()) ZS_RETURN_IF_ERROR(corpus.Append(file, width, ids, room));
+        continue;
+      }
       absl::StatusOr<std::string> data = ReadDataFile(file);
       if (!data.ok()) {
         if (explicit_file) return data.status();
@@ -63,6 +71,33 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
   const int64_t val = std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
   corpus.train_bytes_ = (n - val) * corpus.width_;
   return corpus;
+}
+
+absl::StatusOr<std::string> TextCorpus::TokenizeFile(const std::string& file,
+                                                     const CorpusOptions& options, int* width) {
+  ZS_ASSIGN_OR_RETURN(DocumentReader reader, DocumentReader::Open({file}));
+  std::vector<Document> docs;
+  for (Document d; ;) {
+    ZS_ASSIGN_OR_RETURN(const bool more, reader.Next(&d));
+    if (!more) break;
+    docs.push_back(std::move(d));
+  }
+  std::vector<std::vector<int32_t>> ids;
+  ZS_RETURN_IF_ERROR(EncodeDocuments(*options.tokenizer, docs, options.threads, &ids));
+  *width = options.tokenizer->vocab_size() <= 65536 ? 2 : 4;
+  std::string bytes;
+  for (const std::vector<int32_t>& doc : ids) {
+    for (const int32_t id : doc) {
+      if (options.vocab_size > 0 && id >= options.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file, ": the tokenizer gives id ", id, ", outside the model's vocabulary of ",
+            options.vocab_size));
+      }
+      const auto v = static_cast<uint32_t>(id);
+      bytes.append(reinterpret_cast<const char*>(&v), *width);  // Little-endian host.
+    }
+  }
+  return bytes;
 }
 
 absl::Status TextCorpus::Append(const std::string& file, int width, std::string_view data,

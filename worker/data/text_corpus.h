@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace zeroshard {
 
@@ -33,6 +34,11 @@ struct CorpusOptions {
   // With > 0, a token file's id at or above it is an error naming the file
   // and the token's index (the model's vocabulary).
   int64_t vocab_size = 0;
+  // With one, text files (and .jsonl, a document a line) are tokenized
+  // (worker/data/document_tokens.h: the ids `zeroshard tokenize` writes) on
+  // `threads` threads; without, each byte is a token. Not owned.
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  int threads = 1;
 };
 
 // Tokens of one split as stored: `width` bytes each, little-endian (1: text
@@ -64,6 +70,10 @@ class TextCorpus {
   int skipped_binary_files() const { return skipped_binary_; }
 
  private:
+  // The ids of the file's documents (options.tokenizer's), as bytes of the
+  // tokenizer's width.
+  static absl::StatusOr<std::string> TokenizeFile(const std::string& file,
+                                                  const CorpusOptions& options, int* width);
   // The file's data appended (at most `room` bytes, whole tokens), after
   // checking it matches the width of what came before.
   absl::Status Append(const std::string& file, int width, std::string_view data, int64_t room);

@@ -14,6 +14,7 @@
 #include "common/offload_config.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
+#include "common/tokenizer/job_tokenizer.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/model_init.h"
@@ -88,8 +89,12 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_RETURN_IF_ERROR(ApplyOffload(options, ctx.job, ctx.model));
   // The same default as `zeroshard launch`: Python's stdlib sources.
   if (ctx.job.data.empty()) ctx.job.data = DefaultDataPaths();
+  ZS_ASSIGN_OR_RETURN(const std::unique_ptr<tokenizer::Tokenizer> tok,
+                      tokenizer::LoadJobTokenizer(ctx.job));
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus,
-                      TextCorpus::Load(ctx.job.data, {.vocab_size = ctx.model.vocab}));
+                      TextCorpus::Load(ctx.job.data, {.vocab_size = ctx.model.vocab,
+                                                      .tokenizer = tok.get(),
+                                                      .threads = std::max(1, ctx.job.threads)}));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
   // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
