@@ -153,7 +153,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeSplit(const std::string& patte
                                                         Behavior behavior, bool invert) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  const uint32_t flags = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2_LITERAL takes no PCRE2_UCP (a literal has no classes to widen).
+  const uint32_t flags = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    flags, &error, &offset, nullptr);
   if (code == nullptr) {
