@@ -132,7 +132,8 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
                       tokenizer::ResolveJobTokenizer(&o.job));
   ZS_RETURN_IF_ERROR(TextCorpus::Load(o.job.data, {.vocab_size = model.vocab,
                                                    .tokenizer = tok.get(),
-                                                   .threads = cores})
+                                                   .threads = cores,
+                                                   .context = model.n_ctx})
                          .status());
   // The stage decides the offload files' size: choose it first.
   ZS_RETURN_IF_ERROR(PlanLaunchMemory(o, model, auto_stage));

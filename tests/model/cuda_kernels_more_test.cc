@@ -62,7 +62,8 @@ TEST_F(CudaKernelsTest, SoftmaxCrossEntropyForwardAndBackward) {
   ASSERT_NE(k, nullptr);
   for (const auto& [N, V] : std::vector<std::tuple<int, int>>{{1, 31}, {7, 257}, {33, 31}}) {
     const std::vector<float> logits = Random(int64_t{N} * V, 24, 3.0f);
-    const std::vector<int32_t> targets = RandomTokens(N, V, 25);
+    std::vector<int32_t> targets = RandomTokens(N, V, 25);
+    targets[N / 2] = kIgnoreTarget;  // A position the loss does not count.
     std::vector<float> probs(logits.size()), losses(N), dlogits(logits.size());
     const int32_t* d_targets = Up(targets);
     float* d_probs = Up(probs);

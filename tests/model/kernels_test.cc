@@ -213,6 +213,26 @@ TEST(KernelsTest, SoftmaxCrossEntropyBackward) {
   ExpectGradient("dlogits", logits, dlogits, loss);
 }
 
+// A row whose target is kIgnoreTarget counts for nothing: loss 0, and the
+// numerical gradient of the summed loss is 0 on it (the check below).
+TEST(KernelsTest, SoftmaxCrossEntropyIgnoresUncountedRows) {
+  const int N = 3, V = 11;
+  const float scale = 0.7f;
+  std::vector<float> logits = Random(N * V, 21, 3.0f), probs(N * V), losses(N);
+  std::vector<int32_t> targets = {2, kIgnoreTarget, 9};
+  auto loss = [&] {
+    K().SoftmaxCrossEntropyForward(logits.data(), targets.data(), N, V, probs.data(),
+                                   losses.data());
+    return scale * (double{losses[0]} + losses[1] + losses[2]);
+  };
+  loss();
+  EXPECT_EQ(losses[1], 0.0f);
+  std::vector<float> dlogits(N * V, 1.0f);
+  K().SoftmaxCrossEntropyBackward(probs.data(), targets.data(), N, V, scale, dlogits.data());
+  for (int v = 0; v < V; ++v) EXPECT_EQ(dlogits[V + v], 0.0f) << v;
+  ExpectGradient("dlogits", logits, dlogits, loss);
+}
+
 TEST(KernelsTest, EmbeddingBackwardWithRepeatedTokens) {
   const int B = 2, T = 3, C = 4, V = 5;
   std::vector<int32_t> tokens = {1, 3, 1, 4, 1, 0};  // Token 1 three times.

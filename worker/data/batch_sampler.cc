@@ -21,10 +21,22 @@ absl::StatusOr<SampleSpan> SampleRange(int64_t global_batch, int world_size, int
 }
 
 BatchSampler::BatchSampler(const TextCorpus& corpus, Split split, uint64_t seed)
-    : tokens_(corpus.tokens(split)), split_(split), seed_(seed) {}
+    : tokens_(corpus.tokens(split)), samples_(corpus.samples(split)), split_(split), seed_(seed) {}
+
+int64_t BatchSampler::CountedTargets(int64_t step, int64_t sample_begin, int64_t sample_end,
+                                     int T) const {
+  if (samples_.empty()) return (sample_end - sample_begin) * T;
+  int64_t counted = 0;
+  for (int64_t i = sample_begin; i < sample_end; ++i) {
+    counted += zeroshard::CountedTargets(samples_[SampleOffset(step, i, T)], T);
+  }
+  return counted;
+}
 
 int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
-  const uint64_t span = static_cast<uint64_t>(tokens_.count) - static_cast<uint64_t>(T);
+  const uint64_t span = samples_.empty()
+                            ? static_cast<uint64_t>(tokens_.count) - static_cast<uint64_t>(T)
+                            : static_cast<uint64_t>(samples_.size());
   const uint64_t h = HashWords({seed_, static_cast<uint64_t>(split_),
                                 static_cast<uint64_t>(step), static_cast<uint64_t>(sample)});
   return static_cast<int64_t>(h % span);
@@ -33,7 +45,7 @@ int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
 absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end,
                                      int T, int32_t* inputs, int32_t* targets) const {
   if (T < 1) return absl::InvalidArgumentError(absl::StrCat("sequence length T must be >= 1, got ", T));
-  if (tokens_.count < int64_t{T} + 1) {
+  if (samples_.empty() && tokens_.count < int64_t{T} + 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data split ", split_ == Split::kTrain ? "train" : "validation", " has ", tokens_.count,
         " tokens, fewer than sequence length T + 1 = ", T + 1));
@@ -47,6 +59,10 @@ absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t
     const int64_t at = SampleOffset(step, i, T);
     int32_t* in = inputs + (i - sample_begin) * T;
     int32_t* out = targets + (i - sample_begin) * T;
+    if (!samples_.empty()) {
+      FillSample(samples_[at], T, in, out);
+      continue;
+    }
     for (int t = 0; t < T; ++t) {
       in[t] = tokens_.at(at + t);
       out[t] = tokens_.at(at + t + 1);

@@ -1,5 +1,9 @@
 // Deterministic batches from (seed, split, global step, sample index).
-// Tokens are the corpus's: text bytes or a token file's ids.
+// Tokens are the corpus's: text bytes or a token file's ids. For
+// fine-tuning samples (a corpus of prompt/completion pairs) sample i of step
+// s is pair HashWords(seed, split, s, i) mod (pairs in the split) instead,
+// its prompt's targets and the padding past its end not counted
+// (fine_tune_samples.h).
 //
 // How it works: a step's global batch is G samples numbered 0..G-1. Sample
 // i of step s is the window of T+1 tokens starting at
@@ -44,11 +48,19 @@ class BatchSampler {
   absl::Status FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end, int T,
                          int32_t* inputs, int32_t* targets) const;
 
-  // Byte offset of sample i of `step` within the split (for tests).
+  // Targets the loss counts among samples [sample_begin, sample_end) of
+  // `step`: (end - begin) * T for a token stream, fewer for fine-tuning
+  // samples. Every rank computes the global batch's count alike, so the
+  // loss is the mean over counted tokens whatever N.
+  int64_t CountedTargets(int64_t step, int64_t sample_begin, int64_t sample_end, int T) const;
+
+  // Token offset (fine-tuning: the pair's index) of sample i of `step`
+  // within the split (for tests).
   int64_t SampleOffset(int64_t step, int64_t sample, int T) const;
 
  private:
   TokenView tokens_;
+  absl::Span<const FineTuneSample> samples_;
   Split split_;
   uint64_t seed_;
 };

@@ -38,6 +38,10 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
     for (const std::string& file : ListDataFiles(path)) {
       const int64_t room = options.max_bytes - corpus.total_bytes();
       if (room <= 0) break;
+      if (IsPromptCompletionFile(file)) {
+        ZS_RETURN_IF_ERROR(corpus.AppendSamples(file, options));
+        continue;
+      }
       if (LooksLikeTokenFile(file) || (explicit_file && HasTokenFileName(file))) {
         ZS_ASSIGN_OR_RETURN(const TokenFile t, ReadTokenFile(file, options.vocab_size));
         ZS_RETURN_IF_ERROR(corpus.Append(file, t.width, t.bytes, room));
@@ -62,6 +66,18 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
       ZS_RETURN_IF_ERROR(corpus.Append(file, 1, *data, room));
     }
   }
+  if (corpus.fine_tuning()) {
+    if (corpus.width_ != 0 || corpus.samples_.size() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data: ", corpus.width_ != 0 ? "prompt/completion pairs do not mix with other data"
+                                       : "fine-tuning needs at least 2 prompt/completion pairs",
+          " (", absl::StrJoin(paths, ", "), ")"));
+    }
+    const int64_t n = static_cast<int64_t>(corpus.samples_.size());
+    corpus.train_samples_ =
+        n - std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
+    return corpus;
+  }
   if (corpus.width_ == 0 || corpus.total_bytes() < 2 * corpus.width_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data: no text in ", absl::StrJoin(paths, ", "), " (", corpus.skipped_binary_,
@@ -71,6 +87,33 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
   const int64_t val = std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
   corpus.train_bytes_ = (n - val) * corpus.width_;
   return corpus;
+}
+
+absl::Status TextCorpus::AppendSamples(const std::string& file, const CorpusOptions& options) {
+  if (options.tokenizer == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data: ", file, " holds prompt/completion pairs, which need the model's tokenizer "
+        "(a model directory with one, or --tokenizer)"));
+  }
+  ZS_ASSIGN_OR_RETURN(std::vector<FineTuneSample> s,
+                      ReadPromptCompletion(file, *options.tokenizer, options.context));
+  for (FineTuneSample& x : s) {
+    for (const int32_t id : x.ids) {
+      if (options.vocab_size > 0 && id >= options.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file, ": the tokenizer gives id ", id, ", outside the model's vocabulary of ",
+            options.vocab_size));
+      }
+    }
+    samples_.push_back(std::move(x));
+  }
+  files_.push_back(file);
+  return absl::OkStatus();
+}
+
+absl::Span<const FineTuneSample> TextCorpus::samples(Split s) const {
+  absl::Span<const FineTuneSample> all(samples_);
+  return s == Split::kTrain ? all.subspan(0, train_samples_) : all.subspan(train_samples_);
 }
 
 absl::StatusOr<std::string> TextCorpus::TokenizeFile(const std::string& file,
@@ -121,6 +164,7 @@ absl::string_view TextCorpus::split(Split s) const {
 }
 
 TokenView TextCorpus::tokens(Split s) const {
+  if (width_ == 0) return TokenView{};  // Fine-tuning samples: no stream.
   const absl::string_view raw = split(s);
   return TokenView{raw.data(), static_cast<int64_t>(raw.size()) / width_, width_};
 }

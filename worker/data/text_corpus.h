@@ -2,7 +2,10 @@
 // token (the reference model's vocabulary of 256), or as token files
 // (worker/data/token_file.h: llm.c shards, .npy of uint16/uint32), one id
 // per token; concatenated in sorted path order, with a held-out validation
-// split. Text and token files do not mix, nor token widths. A file named on
+// split. Text and token files do not mix, nor token widths. JSONL of
+// {"prompt", "completion"} pairs (worker/data/fine_tune_samples.h) is read,
+// with a tokenizer, as fine-tuning samples instead: a corpus holds samples
+// or a token stream, not both; the validation split is its last samples. A file named on
 // its own as *.bin or *.npy is read as a token file whatever its header
 // (a wrong one is an error); in a directory, the header decides.
 //
@@ -22,7 +25,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/tokenizer/tokenizer.h"
+#include "worker/data/fine_tune_samples.h"
 
 namespace zeroshard {
 
@@ -39,6 +44,9 @@ struct CorpusOptions {
   // `threads` threads; without, each byte is a token. Not owned.
   const tokenizer::Tokenizer* tokenizer = nullptr;
   int threads = 1;
+  // Tokens per training sequence: a prompt/completion sample whose prompt
+  // leaves no completion token inside it is an error naming the line.
+  int context = 0;
 };
 
 // Tokens of one split as stored: `width` bytes each, little-endian (1: text
@@ -64,6 +72,9 @@ class TextCorpus {
   // The split's raw bytes (text: the text itself).
   absl::string_view split(Split s) const;
   TokenView tokens(Split s) const;
+  // Fine-tuning samples of a split; empty for a token stream.
+  absl::Span<const FineTuneSample> samples(Split s) const;
+  bool fine_tuning() const { return !samples_.empty(); }
   int64_t total_bytes() const { return static_cast<int64_t>(bytes_.size()); }
   int token_width() const { return width_; }
   const std::vector<std::string>& files() const { return files_; }  // Files read, in order.
@@ -78,6 +89,11 @@ class TextCorpus {
   // checking it matches the width of what came before.
   absl::Status Append(const std::string& file, int width, std::string_view data, int64_t room);
 
+  // A prompt/completion file's samples appended.
+  absl::Status AppendSamples(const std::string& file, const CorpusOptions& options);
+
+  std::vector<FineTuneSample> samples_;
+  int64_t train_samples_ = 0;  // [0, train_samples_) train, the rest validation.
   std::string bytes_;
   int width_ = 0;            // Bytes per token; 0 until the first file.
   int64_t train_bytes_ = 0;  // [0, train_bytes_) train, the rest validation.

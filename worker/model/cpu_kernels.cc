@@ -136,6 +136,11 @@ ZS_SIMD_CLONES void SoftmaxCrossEntropyForwardLoop(const float* logits, const in
   for (int n = 0; n < N; ++n) {
     const float* l = logits + int64_t{n} * V;
     float* p = probs + int64_t{n} * V;
+    if (targets[n] == kIgnoreTarget) {
+      std::fill(p, p + V, 0.0f);
+      losses[n] = 0.0f;
+      continue;
+    }
     ZS_CHECK(targets[n] >= 0 && targets[n] < V);
     const float target_logit = l[targets[n]];  // Read before p may overwrite it.
     float sum;
@@ -151,7 +156,7 @@ ZS_SIMD_CLONES void SoftmaxCrossEntropyBackwardLoop(const float* probs, const in
     const float* p = probs + int64_t{n} * V;
     float* d = dlogits + int64_t{n} * V;
     for (int v = 0; v < V; ++v) d[v] = scale * p[v];
-    d[targets[n]] -= scale;
+    if (targets[n] != kIgnoreTarget) d[targets[n]] -= scale;
   }
 }
 

@@ -70,6 +70,11 @@ __global__ void SoftmaxCrossEntropyForwardKernel(const float* logits, const int3
   const float* l = logits + row * V;
   float* p = probs + row * V;
   const int32_t target = targets[row];
+  if (target == kIgnoreTarget) {  // Not counted: no loss, no gradient.
+    for (int v = Lane(); v < V; v += kWarp) p[v] = 0.0f;
+    if (Lane() == 0) losses[row] = 0.0f;
+    return;
+  }
   if (target < 0 || target >= V) {
     for (int v = Lane(); v < V; v += kWarp) p[v] = NAN;
     if (Lane() == 0) losses[row] = NAN;

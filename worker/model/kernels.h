@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "worker/model/kernel_constants.h"
 
 namespace zeroshard {
 
@@ -67,12 +68,15 @@ class Kernels {
                                  int B, int T, int C, int NH, float* dqkv) = 0;
 
   // Per row: probs = softmax(logits) (writes probs [N,V]) and losses[n] =
-  // -log probs[n, targets[n]] (writes). targets in [0, V) (checked). probs
-  // may alias logits (in place).
+  // -log probs[n, targets[n]] (writes). targets in [0, V) (checked), or
+  // kIgnoreTarget: a position the loss does not count (a prompt token of
+  // fine-tuning data, padding), whose loss is 0 and whose probs row is 0, so
+  // its gradient is 0 too (PyTorch's ignore_index). probs may alias logits
+  // (in place).
   virtual void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets,
                                           int N, int V, float* probs, float* losses) = 0;
   // dlogits [N,V] (writes) = scale * (probs - onehot(targets)): the gradient
-  // of scale * sum_n losses[n]. dlogits may alias probs.
+  // of scale * sum_n losses[n] (0 on ignored rows). dlogits may alias probs.
   virtual void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets,
                                            int N, int V, float scale, float* dlogits) = 0;
 

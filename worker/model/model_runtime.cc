@@ -6,12 +6,16 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/device/device_factory.h"
+#include "worker/model/kernel_constants.h"
 
 namespace zeroshard {
 namespace {
 
-absl::Status CheckTokens(const char* what, const int32_t* ids, int64_t n, int vocab) {
+// Ids in [0, vocab); targets may also be kIgnoreTarget (not counted).
+absl::Status CheckTokens(const char* what, const int32_t* ids, int64_t n, int vocab,
+                         bool targets) {
   for (int64_t i = 0; i < n; ++i) {
+    if (targets && ids[i] == kIgnoreTarget) continue;
     if (ids[i] < 0 || ids[i] >= vocab) {
       return absl::InvalidArgumentError(absl::StrCat("model: ", what, "[", i, "] = ", ids[i],
                                                      " is outside [0, ", vocab, ")"));
@@ -50,8 +54,9 @@ absl::Status ModelRuntime::Validate(const ModelConfig& config, const int32_t* in
     return absl::InvalidArgumentError(absl::StrCat("model: micro-batch B * T = ", n,
                                                    " tokens is too large for one call"));
   }
-  ZS_RETURN_IF_ERROR(CheckTokens("inputs", inputs, n, config.vocab));
-  return targets == nullptr ? absl::OkStatus() : CheckTokens("targets", targets, n, config.vocab);
+  ZS_RETURN_IF_ERROR(CheckTokens("inputs", inputs, n, config.vocab, false));
+  return targets == nullptr ? absl::OkStatus()
+                            : CheckTokens("targets", targets, n, config.vocab, true);
 }
 
 int64_t ModelRuntime::Floats(const std::vector<ModelArray*>& arrays) {

@@ -80,7 +80,10 @@ absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler
 absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int64_t step) {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
-  const float loss_scale = 1.0f / (static_cast<float>(job.global_batch) * T);
+  // The mean over the global batch's counted targets (all of them, but for
+  // fine-tuning pairs' prompts and padding): every rank counts alike.
+  const int64_t counted = std::max<int64_t>(1, train_.CountedTargets(step, 0, job.global_batch, T));
+  const float loss_scale = 1.0f / static_cast<float>(counted);
   ZS_ASSIGN_OR_RETURN(const double loss_sum,
                       SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
                         return model_->ForwardBackward(inputs_.data(), targets_.data(), batch, T,
@@ -90,7 +93,8 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
   StepOutcome outcome;
   ZS_ASSIGN_OR_RETURN(outcome.result, engine_->Step(static_cast<float>(ctx_.world_size)));
   ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
-  outcome.loss = total / (static_cast<double>(job.global_batch) * T);
+  outcome.loss = total / static_cast<double>(counted);
+  outcome.counted_tokens = counted;
   return outcome;
 }
 
@@ -98,8 +102,10 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
   double loss_sum = 0;
+  int64_t counted = 0;
   engine_->BeginEvaluation();  // Its own gather order; nothing gathered after.
   for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
+    counted += validation_.CountedTargets(batch_index, 0, job.global_batch, T);
     absl::StatusOr<double> sum =
         SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
           return model_->Forward(inputs_.data(), targets_.data(), batch, T, *hooks_);
@@ -112,7 +118,7 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
   }
   ZS_RETURN_IF_ERROR(engine_->EndEvaluation());
   ZS_ASSIGN_OR_RETURN(const double total, SumOverRanks(loss_sum));
-  return total / (static_cast<double>(job.eval_batches) * job.global_batch * T);
+  return total / static_cast<double>(std::max<int64_t>(1, counted));
 }
 
 RankStepStats GenerationTrainer::MyStats() {

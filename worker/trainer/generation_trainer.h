@@ -92,7 +92,8 @@ class GenerationTrainer {
 
  private:
   struct StepOutcome {
-    double loss = 0;
+    double loss = 0;             // Mean over the counted targets.
+    int64_t counted_tokens = 0;  // Targets the loss counted, all ranks.
     StepResult result;
   };
   // Runs `run(batch, padding)` once per micro-batch of this rank's part of

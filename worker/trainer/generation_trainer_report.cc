@@ -67,6 +67,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   record.redundancy_seconds = refresh_seconds_;
   record.tokens_per_second =
       static_cast<double>(ctx_.job->global_batch) * ctx_.model_config->n_ctx / seconds;
+  record.counted_tokens = outcome.counted_tokens;
   for (int r = 0; r < ctx_.world_size; ++r) {
     record.ranks.push_back(RankStepStats::Unpack(&all[static_cast<size_t>(r) * kGatherDoubles]));
   }

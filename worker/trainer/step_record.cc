@@ -71,6 +71,7 @@ std::string StepRecord::ToJsonLine() const {
   nlohmann::json j = {{"step", step}, {"loss", loss}, {"world_size", world_size},
                       {"generation", generation}, {"stage", stage},
                       {"step_seconds", step_seconds}, {"tokens_per_second", tokens_per_second},
+                      {"counted_tokens", counted_tokens},
                       {"redundancy_seconds", redundancy_seconds},
                       {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
   if (val_loss >= 0) j["val_loss"] = val_loss;
@@ -104,6 +105,7 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
     r.step_seconds = NumberOr(j, "step_seconds", 0.0);
     r.redundancy_seconds = NumberOr(j, "redundancy_seconds", 0.0);
     r.tokens_per_second = NumberOr(j, "tokens_per_second", 0.0);
+    r.counted_tokens = static_cast<int64_t>(NumberOr(j, "counted_tokens", 0.0));
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;
       for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},

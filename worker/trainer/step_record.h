@@ -41,6 +41,9 @@ struct StepRecord {
   double step_seconds = 0;
   double redundancy_seconds = 0;  // Rank 0's peer-copy refresh after the step (0 = none).
   double tokens_per_second = 0;
+  // Targets the loss counted over the global batch: batch x context for
+  // text, fewer for fine-tuning pairs (their prompts and padding are not).
+  int64_t counted_tokens = 0;
   std::vector<RankStepStats> ranks;  // Indexed by rank.
 
   std::string ToJsonLine() const;  // One line, no trailing newline.

@@ -94,7 +94,8 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_ASSIGN_OR_RETURN(TextCorpus corpus,
                       TextCorpus::Load(ctx.job.data, {.vocab_size = ctx.model.vocab,
                                                       .tokenizer = tok.get(),
-                                                      .threads = std::max(1, ctx.job.threads)}));
+                                                      .threads = std::max(1, ctx.job.threads),
+                                                      .context = ctx.model.n_ctx}));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
   ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
   // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
