@@ -25,6 +25,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterCheckpointCommand(app, Registry());
   RegisterPlanCommand(app, Registry());
   RegisterTokenizeCommand(app, Registry());
+  RegisterGenerateCommand(app, Registry());
 }
 
 int RunSelected(CLI::App& app) {

@@ -31,5 +31,6 @@ void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterPlanCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterTokenizeCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterGenerateCommand(CLI::App& app, std::vector<Command>& commands);
 
 }  // namespace zeroshard::cli

@@ -81,6 +81,23 @@ size_t ValidUtf8Prefix(std::string_view s) {
   return pos;
 }
 
+size_t Utf8InvalidLength(std::string_view s) {
+  const auto c0 = static_cast<uint8_t>(s[0]);
+  const int len = c0 >= 0xC2 && c0 <= 0xDF ? 2 : c0 >= 0xE0 && c0 <= 0xEF ? 3
+                  : c0 >= 0xF0 && c0 <= 0xF4 ? 4 : 0;
+  if (len == 0) return 1;
+  // The second byte's range narrows for E0, ED, F0 and F4 (no overlongs,
+  // surrogates or code points past U+10FFFF).
+  const uint8_t lo = c0 == 0xE0 ? 0xA0 : c0 == 0xF0 ? 0x90 : 0x80;
+  const uint8_t hi = c0 == 0xED ? 0x9F : c0 == 0xF4 ? 0x8F : 0xBF;
+  for (int i = 1; i < len; ++i) {
+    if (static_cast<size_t>(i) >= s.size()) return 0;  // Cut short.
+    const auto c = static_cast<uint8_t>(s[i]);
+    if (c < (i == 1 ? lo : 0x80) || c > (i == 1 ? hi : 0xBF)) return static_cast<size_t>(i);
+  }
+  return static_cast<size_t>(len);  // Not reached for a string that starts invalid.
+}
+
 std::string ToValidUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -90,8 +107,9 @@ std::string ToValidUtf8(std::string_view s) {
     out.append(s.substr(pos, good));
     pos += good;
     if (pos < s.size()) {
+      const size_t bad = Utf8InvalidLength(s.substr(pos));
       out.append("\xEF\xBF\xBD");  // U+FFFD.
-      ++pos;
+      pos += bad == 0 ? s.size() - pos : bad;
     }
   }
   return out;

@@ -1,0 +1,163 @@
+// `zeroshard generate`: text from a Hugging Face model directory (its
+// config.json, safetensors and tokenizer), on the CPU: the prompt is
+// encoded with the model's template (BOS where it has one), then one token
+// at a time is chosen (worker/model/token_sampler.h) and printed as soon as
+// it completes a UTF-8 character, until EOS, --max-new-tokens, or the
+// model's context.
+//
+// Each token runs the model over the whole sequence so far (CausalLm's
+// Logits): there is no KV cache yet, so a token costs more as the sequence
+// grows.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "cli/commands.h"
+#include "common/hf_model_config.h"
+#include "common/hf_weights.h"
+#include "common/shard_plan.h"
+#include "common/status_macros.h"
+#include "common/tokenizer/byte_level.h"
+#include "common/tokenizer/tokenizer.h"
+#include "worker/model/causal_lm.h"
+#include "worker/model/local_params.h"
+#include "worker/model/token_sampler.h"
+
+namespace zeroshard::cli {
+namespace {
+
+struct GenerateOptions {
+  std::string model, tokenizer, prompt, prompt_file;
+  int max_new_tokens = 64;
+  SamplingOptions sampling;
+  bool ids = false;  // Print the generated ids (one line) instead of text.
+};
+
+absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const std::string& dir,
+                                                          const ModelConfig& config) {
+  ZS_ASSIGN_OR_RETURN(const HfWeights weights, HfWeights::Open(dir));
+  const std::vector<UnitSpec> specs = ModelUnits(config);
+  ZS_RETURN_IF_ERROR(weights.CheckUnits(specs));
+  ZS_ASSIGN_OR_RETURN(const ShardPlan plan, MakeShardPlan(specs, 1, 1));
+  std::vector<std::vector<float>> units;
+  for (const UnitPlan& u : plan.units) {
+    std::vector<float> buf(u.padded_numel);
+    ZS_RETURN_IF_ERROR(weights.ReadUnitRange(u, 0, u.padded_numel, buf.data()));
+    units.push_back(std::move(buf));
+  }
+  return units;
+}
+
+absl::StatusOr<std::string> PromptText(const GenerateOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(o.prompt_file, ": cannot be opened"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes what `text` holds past `*printed` bytes as text: whole characters,
+// U+FFFD for each maximal invalid subpart (as HF's decode), and, unless
+// `final`, nothing yet of a character the next token may complete.
+void Stream(const std::string& text, size_t* printed, bool final) {
+  std::string out;
+  while (*printed < text.size()) {
+    const std::string_view rest = std::string_view(text).substr(*printed);
+    const size_t good = tokenizer::ValidUtf8Prefix(rest);
+    out.append(rest.substr(0, good));
+    *printed += good;
+    if (good == rest.size()) break;
+    const size_t bad = tokenizer::Utf8InvalidLength(rest.substr(good));
+    if (bad == 0 && !final) break;  // Cut short: wait for the next token.
+    out.append("\xEF\xBF\xBD");
+    *printed += bad == 0 ? rest.size() - good : bad;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+}
+
+absl::Status Generate(const GenerateOptions& o) {
+  if (o.model.empty()) return absl::InvalidArgumentError("give --model DIR");
+  ZS_ASSIGN_OR_RETURN(const std::unique_ptr<tokenizer::Tokenizer> tok,
+                      tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer));
+  ZS_ASSIGN_OR_RETURN(const std::string text, PromptText(o));
+  ZS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->EncodeWithSpecials(text));
+  ZS_ASSIGN_OR_RETURN(const ModelConfig full, ReadHfModelConfig(o.model, 0));
+  const int context = std::min<int>(full.n_ctx, static_cast<int>(ids.size()) + o.max_new_tokens);
+  if (ids.empty() || static_cast<int>(ids.size()) >= context) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", ids.size(),
+                                                   " tokens; the model's context holds ",
+                                                   full.n_ctx));
+  }
+  ZS_ASSIGN_OR_RETURN(const ModelConfig config, ReadHfModelConfig(o.model, context));
+  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(o.model, config));
+  LocalParams params(std::move(units));
+  const std::unique_ptr<CausalLm> model = CreateCausalLm(config);
+  TokenSampler sampler(o.sampling);
+  const size_t prompt_len = ids.size();
+  std::vector<float> logits;
+  std::string out;
+  size_t printed = 0;
+  const absl::Time start = absl::Now();
+  while (static_cast<int>(ids.size()) < context &&
+         static_cast<int>(ids.size() - prompt_len) < o.max_new_tokens) {
+    const int T = static_cast<int>(ids.size());
+    ZS_RETURN_IF_ERROR(model->Logits(ids.data(), 1, T, params, &logits));
+    const int32_t next = sampler.Next(absl::MakeConstSpan(logits).subspan(
+        static_cast<size_t>(T - 1) * config.vocab, config.vocab));
+    ids.push_back(next);
+    if (next == tok->specials().eos) break;
+    if (o.ids) continue;
+    // An id past the tokenizer's vocabulary (a model's padding rows) has no
+    // text: it prints nothing, as HF's decode skips it.
+    const absl::StatusOr<std::string> piece = tok->Decode({next});
+    if (!piece.ok()) continue;
+    out += *piece;
+    Stream(out, &printed, /*final=*/false);
+  }
+  Stream(out, &printed, /*final=*/true);
+  const size_t made = ids.size() - prompt_len;
+  if (o.ids) {
+    for (size_t i = prompt_len; i < ids.size(); ++i) std::cout << (i > prompt_len ? " " : "") << ids[i];
+  }
+  std::cout << "\n";
+  std::cerr << absl::StrFormat("generate: %d tokens in %.2f s\n", made,
+                               absl::ToDoubleSeconds(absl::Now() - start));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterGenerateCommand(CLI::App& app, std::vector<Command>& commands) {
+  CLI::App* sub = app.add_subcommand(
+      "generate", "text from a Hugging Face model directory, printed as it is produced");
+  auto o = std::make_shared<GenerateOptions>();
+  sub->add_option("--model", o->model, "a Hugging Face model directory")->required();
+  sub->add_option("--tokenizer", o->tokenizer, "the tokenizer (default: the model directory's)");
+  sub->add_option("--prompt", o->prompt, "the prompt text");
+  sub->add_option("--prompt-file", o->prompt_file, "a file holding the prompt");
+  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens to generate at most")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  sub->add_option("--temperature", o->sampling.temperature, "0: greedy")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  sub->add_option("--top-k", o->sampling.top_k, "sample among the k likeliest (0: all)")
+      ->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  sub->add_option("--top-p", o->sampling.top_p, "sample within this probability mass")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  sub->add_option("--seed", o->sampling.seed, "the sampling seed")->capture_default_str();
+  sub->add_flag("--ids", o->ids, "print the generated token ids instead of text");
+  commands.push_back({sub, [o] {
+                        const absl::Status s = Generate(*o);
+                        if (s.ok()) return 0;
+                        std::cerr << "zeroshard generate: " << s.message() << "\n";
+                        return 2;
+                      }});
+}
+
+}  // namespace zeroshard::cli
