@@ -5,9 +5,8 @@
 // it completes a UTF-8 character, until EOS, --max-new-tokens, or the
 // model's context.
 //
-// Each token runs the model over the whole sequence so far (CausalLm's
-// Logits): there is no KV cache yet, so a token costs more as the sequence
-// grows.
+// The prompt runs once (prefill), then each token alone against the KV
+// cache of the earlier positions (worker/model/llama_decoder.h).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -24,8 +23,7 @@
 #include "common/status_macros.h"
 #include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/tokenizer.h"
-#include "worker/model/causal_lm.h"
-#include "worker/model/local_params.h"
+#include "worker/model/llama_decoder.h"
 #include "worker/model/token_sampler.h"
 
 namespace zeroshard::cli {
@@ -89,37 +87,42 @@ absl::Status Generate(const GenerateOptions& o) {
   ZS_ASSIGN_OR_RETURN(const std::string text, PromptText(o));
   ZS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->EncodeWithSpecials(text));
   ZS_ASSIGN_OR_RETURN(const ModelConfig full, ReadHfModelConfig(o.model, 0));
-  const int context = std::min<int>(full.n_ctx, static_cast<int>(ids.size()) + o.max_new_tokens);
+  // The cache holds the prompt and the new tokens, up to the model's own
+  // max_position_embeddings (not training's default cap).
+  const int context =
+      std::min<int>(full.max_positions, static_cast<int>(ids.size()) + o.max_new_tokens);
   if (ids.empty() || static_cast<int>(ids.size()) >= context) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt is ", ids.size(),
                                                    " tokens; the model's context holds ",
-                                                   full.n_ctx));
+                                                   full.max_positions));
   }
   ZS_ASSIGN_OR_RETURN(const ModelConfig config, ReadHfModelConfig(o.model, context));
   ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(o.model, config));
-  LocalParams params(std::move(units));
-  const std::unique_ptr<CausalLm> model = CreateCausalLm(config);
+  LlamaDecoder decoder(config, units);
   TokenSampler sampler(o.sampling);
   const size_t prompt_len = ids.size();
   std::vector<float> logits;
   std::string out;
   size_t printed = 0;
   const absl::Time start = absl::Now();
-  while (static_cast<int>(ids.size()) < context &&
-         static_cast<int>(ids.size() - prompt_len) < o.max_new_tokens) {
-    const int T = static_cast<int>(ids.size());
-    ZS_RETURN_IF_ERROR(model->Logits(ids.data(), 1, T, params, &logits));
-    const int32_t next = sampler.Next(absl::MakeConstSpan(logits).subspan(
-        static_cast<size_t>(T - 1) * config.vocab, config.vocab));
+  ZS_RETURN_IF_ERROR(decoder.Append(ids, &logits));
+  const absl::Time prefilled = absl::Now();
+  for (;;) {
+    const int32_t next = sampler.Next(logits);
     ids.push_back(next);
     if (next == tok->specials().eos) break;
-    if (o.ids) continue;
-    // An id past the tokenizer's vocabulary (a model's padding rows) has no
-    // text: it prints nothing, as HF's decode skips it.
-    const absl::StatusOr<std::string> piece = tok->Decode({next});
-    if (!piece.ok()) continue;
-    out += *piece;
-    Stream(out, &printed, /*final=*/false);
+    if (!o.ids) {
+      // An id past the tokenizer's vocabulary (a model's padding rows) has
+      // no text: it prints nothing, as HF's decode skips it.
+      const absl::StatusOr<std::string> piece = tok->Decode({next});
+      if (piece.ok()) out += *piece;
+      Stream(out, &printed, /*final=*/false);
+    }
+    if (static_cast<int>(ids.size()) >= context ||
+        static_cast<int>(ids.size() - prompt_len) >= o.max_new_tokens) {
+      break;
+    }
+    ZS_RETURN_IF_ERROR(decoder.Append({next}, &logits));
   }
   Stream(out, &printed, /*final=*/true);
   const size_t made = ids.size() - prompt_len;
@@ -127,8 +130,10 @@ absl::Status Generate(const GenerateOptions& o) {
     for (size_t i = prompt_len; i < ids.size(); ++i) std::cout << (i > prompt_len ? " " : "") << ids[i];
   }
   std::cout << "\n";
-  std::cerr << absl::StrFormat("generate: %d tokens in %.2f s\n", made,
-                               absl::ToDoubleSeconds(absl::Now() - start));
+  std::cerr << absl::StrFormat(
+      "generate: prompt %d tokens in %.1f ms, then %d tokens at %.2f ms/token\n", prompt_len,
+      absl::ToDoubleMilliseconds(prefilled - start), made,
+      absl::ToDoubleMilliseconds(absl::Now() - prefilled) / std::max<size_t>(made, 1));
   return absl::OkStatus();
 }
 

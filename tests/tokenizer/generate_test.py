@@ -3,8 +3,9 @@
 directory and tokenizer:
 
 - greedy (--temperature 0): the same 64 new token ids as
-  generate(do_sample=False), for a Llama (GQA) and a Qwen2 (q/k/v bias, tied
-  head) model built at random here;
+  generate(do_sample=False), for a Llama (GQA), a Qwen2 (q/k/v bias, tied
+  head) and a Qwen3 (QK-norm, explicit head_dim) model built at random here,
+  through the KV cache (the prompt once, then a token at a time);
 - the printed text is the tokenizer's decoding of those ids (HF tokenizers);
 - sampling with a seed repeats exactly, and another seed gives other tokens;
 - a prompt the context cannot hold is refused (exit 2, one line).
@@ -60,7 +61,14 @@ def make_models(tmp, texts):
                                       tie_word_embeddings=True)
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(qwen)
     assets.trained_bpe(texts, qwen, vocab_size=1000)
-    return {"Llama": llama, "Qwen2": qwen}
+    qwen3 = os.path.join(tmp, "qwen3")
+    config = transformers.Qwen3Config(vocab_size=1024, hidden_size=64, intermediate_size=96,
+                                      num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=24,
+                                      max_position_embeddings=256, tie_word_embeddings=False)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(qwen3)
+    assets.trained_bpe(texts, qwen3, vocab_size=1000)
+    return {"Llama": llama, "Qwen2": qwen, "Qwen3": qwen3}
 
 
 def main(tmp):

@@ -1,0 +1,159 @@
+#include "worker/model/llama_decoder.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/shard_plan.h"
+#include "common/status_macros.h"
+
+namespace zeroshard {
+namespace {
+
+// A parameter's offset in its unit (-1 when the family variant has none).
+int64_t OffsetOf(const UnitPlan& unit, const std::string& name) {
+  for (const ParamPlacement& p : unit.params) {
+    if (p.name == name) return p.offset;
+  }
+  return -1;
+}
+
+}  // namespace
+
+LlamaDecoder::LlamaDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units)
+    : config_(config), units_(units), k_(CpuKernels()), rope_(MakeRopeTables(config, config.n_ctx)) {
+  ZS_CHECK(config.is_llama());
+  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
+  ZS_CHECK(plan.ok());
+  embed_ = OffsetOf(plan->units[0], "model.embed_tokens.weight");
+  const UnitPlan& head = plan->units[config.head_unit()];
+  norm_ = OffsetOf(head, "model.norm.weight");
+  head_w_ = config.tied ? embed_ : OffsetOf(head, "lm_head.weight");
+  auto at = [&](const char* n) { return OffsetOf(plan->units[1], absl::StrCat("model.layers.0.", n)); };
+  o_ = {at("input_layernorm.weight"),  at("self_attn.q_proj.weight"),
+        at("self_attn.k_proj.weight"), at("self_attn.v_proj.weight"),
+        at("self_attn.q_proj.bias"),   at("self_attn.k_proj.bias"),
+        at("self_attn.v_proj.bias"),   at("self_attn.q_norm.weight"),
+        at("self_attn.k_norm.weight"), at("self_attn.o_proj.weight"),
+        at("self_attn.o_proj.bias"),   at("post_attention_layernorm.weight"),
+        at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
+  const int64_t kv = int64_t{config.n_ctx} * config.kv_heads() * config.head_size();
+  cache_k_.assign(config.n_layer, std::vector<float>(kv));
+  cache_v_.assign(config.n_layer, std::vector<float>(kv));
+}
+
+absl::Status LlamaDecoder::Append(absl::Span<const int32_t> tokens, std::vector<float>* logits) {
+  const int n = static_cast<int>(tokens.size()), C = config_.n_embd, V = config_.vocab;
+  if (n == 0) return absl::InvalidArgumentError("no tokens to append");
+  if (pos_ + n > config_.n_ctx) {
+    return absl::InvalidArgumentError(absl::StrCat("position ", pos_ + n, " is past the ",
+                                                   config_.n_ctx, " the cache holds"));
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= V) {
+      return absl::InvalidArgumentError(absl::StrCat("token ", t, " is outside [0, ", V, ")"));
+    }
+  }
+  x_.resize(int64_t{n} * C);
+  k_.EmbeddingForward(tokens.data(), units_[0].data() + embed_, nullptr, 1, n, C, x_.data());
+  for (int l = 0; l < config_.n_layer; ++l) Block(l, n);
+  const float* head = units_[config_.head_unit()].data();
+  const float* w = (config_.tied ? units_[0].data() : head) + head_w_;
+  lnf_.resize(C);
+  rstd_.resize(std::max<size_t>(rstd_.size(), 1));
+  k_.RmsNormForward(x_.data() + int64_t{n - 1} * C, head + norm_, 1, C,
+                    static_cast<float>(config_.norm_eps), lnf_.data(), rstd_.data());
+  logits->resize(V);
+  k_.Matmul(false, true, 1, V, C, 1.0f, lnf_.data(), w, 0.0f, logits->data());
+  pos_ += n;
+  return absl::OkStatus();
+}
+
+// q, k, v of the new tokens: projections, biases, per-head norms, rotary at
+// their positions.
+void LlamaDecoder::Project(const float* p, int n) {
+  const int C = config_.n_embd, D = config_.head_size(), NH = config_.n_head;
+  const int KV = config_.kv_heads(), Q = NH * D, K = KV * D;
+  const float eps = static_cast<float>(config_.norm_eps);
+  q_.resize(int64_t{n} * Q);
+  k_new_.resize(int64_t{n} * K);
+  v_new_.resize(int64_t{n} * K);
+  k_.Matmul(false, true, n, Q, C, 1.0f, ln_.data(), p + o_.q_w, 0.0f, q_.data());
+  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + o_.k_w, 0.0f, k_new_.data());
+  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + o_.v_w, 0.0f, v_new_.data());
+  if (config_.qkv_bias) {
+    k_.BiasAdd(q_.data(), p + o_.q_b, n, Q);
+    k_.BiasAdd(k_new_.data(), p + o_.k_b, n, K);
+    k_.BiasAdd(v_new_.data(), p + o_.v_b, n, K);
+  }
+  if (config_.qk_norm) {
+    rstd_.resize(int64_t{n} * NH);
+    qn_.resize(q_.size());
+    kn_.resize(k_new_.size());
+    k_.RmsNormForward(q_.data(), p + o_.q_norm, n * NH, D, eps, qn_.data(), rstd_.data());
+    k_.RmsNormForward(k_new_.data(), p + o_.k_norm, n * KV, D, eps, kn_.data(), rstd_.data());
+    q_.swap(qn_);
+    k_new_.swap(kn_);
+  }
+  const int64_t row = int64_t{pos_} * D / 2;
+  k_.Rope(q_.data(), 1, n, NH, D, rope_.cos.data() + row, rope_.sin.data() + row, false);
+  k_.Rope(k_new_.data(), 1, n, KV, D, rope_.cos.data() + row, rope_.sin.data() + row, false);
+}
+
+// Each new query against every cached position up to its own, head h
+// reading kv head h / (NH / KV). The cache is [KV, n_ctx, D], so a head's
+// keys and values are contiguous rows: scores and the weighted sum are two
+// matrix-vector products (the kernels' sgemm), the softmax between them in
+// double.
+void LlamaDecoder::Attend(int layer, int n) {
+  const int D = config_.head_size(), NH = config_.n_head, KV = config_.kv_heads();
+  const int64_t plane = int64_t{config_.n_ctx} * D;  // One kv head's rows.
+  for (int i = 0; i < n; ++i) {
+    for (int g = 0; g < KV; ++g) {
+      const int64_t src = (int64_t{i} * KV + g) * D, dst = g * plane + int64_t{pos_ + i} * D;
+      std::copy_n(k_new_.data() + src, D, cache_k_[layer].data() + dst);
+      std::copy_n(v_new_.data() + src, D, cache_v_[layer].data() + dst);
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  att_.resize(int64_t{n} * NH * D);
+  scores_.resize(pos_ + n);
+  for (int i = 0; i < n; ++i) {
+    const int len = pos_ + i + 1;  // Causal: positions 0 .. pos_ + i.
+    for (int h = 0; h < NH; ++h) {
+      const int64_t g = h / (NH / KV);
+      const float* q = q_.data() + (int64_t{i} * NH + h) * D;
+      k_.Matmul(false, true, 1, len, D, scale, q, cache_k_[layer].data() + g * plane, 0.0f,
+                scores_.data());
+      double top = -INFINITY, sum = 0;
+      for (int j = 0; j < len; ++j) top = std::max(top, double{scores_[j]});
+      for (int j = 0; j < len; ++j) sum += std::exp(scores_[j] - top);
+      for (int j = 0; j < len; ++j) scores_[j] = static_cast<float>(std::exp(scores_[j] - top) / sum);
+      k_.Matmul(false, false, 1, D, len, 1.0f, scores_.data(), cache_v_[layer].data() + g * plane,
+                0.0f, att_.data() + (int64_t{i} * NH + h) * D);
+    }
+  }
+}
+
+void LlamaDecoder::Block(int layer, int n) {
+  const int C = config_.n_embd, I = config_.n_inner, Q = config_.n_head * config_.head_size();
+  const float eps = static_cast<float>(config_.norm_eps);
+  const float* p = units_[1 + layer].data();
+  ln_.resize(int64_t{n} * C);
+  rstd_.resize(std::max<int64_t>(n, int64_t{n} * config_.n_head));
+  k_.RmsNormForward(x_.data(), p + o_.ln1, n, C, eps, ln_.data(), rstd_.data());
+  Project(p, n);
+  Attend(layer, n);
+  res_.resize(int64_t{n} * C);
+  k_.Matmul(false, true, n, C, Q, 1.0f, att_.data(), p + o_.o_w, 0.0f, res_.data());
+  if (config_.o_bias) k_.BiasAdd(res_.data(), p + o_.o_b, n, C);
+  k_.Accumulate(x_.data(), int64_t{n} * C, res_.data());
+  k_.RmsNormForward(res_.data(), p + o_.ln2, n, C, eps, ln_.data(), rstd_.data());
+  gu_.resize(int64_t{n} * 2 * I);
+  act_.resize(int64_t{n} * I);
+  k_.Matmul(false, true, n, 2 * I, C, 1.0f, ln_.data(), p + o_.gate_up, 0.0f, gu_.data());
+  k_.SwigluForward(gu_.data(), n, I, act_.data());
+  k_.Matmul(false, true, n, C, I, 1.0f, act_.data(), p + o_.down, 0.0f, x_.data());
+  k_.Accumulate(res_.data(), int64_t{n} * C, x_.data());
+}
+
+}  // namespace zeroshard
