@@ -1,12 +1,14 @@
 // `zeroshard generate`: text from a Hugging Face model directory (its
-// config.json, safetensors and tokenizer), on the CPU: the prompt is
+// config.json, safetensors and tokenizer) or a zeroshard checkpoint (its
+// job's model; the tokenizer the job read its text with, else bytes for the
+// presets), on the CPU: the prompt is
 // encoded with the model's template (BOS where it has one), then one token
 // at a time is chosen (worker/model/token_sampler.h) and printed as soon as
 // it completes a UTF-8 character, until EOS, --max-new-tokens, or the
 // model's context.
 //
 // The prompt runs once (prefill), then each token alone against the KV
-// cache of the earlier positions (worker/model/llama_decoder.h).
+// cache of the earlier positions (worker/model/kv_decoder.h).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,15 +24,17 @@
 #include "common/shard_plan.h"
 #include "common/status_macros.h"
 #include "common/tokenizer/byte_level.h"
+#include "common/tokenizer/job_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
-#include "worker/model/llama_decoder.h"
+#include "server/checkpoint/checkpoint_model.h"
+#include "worker/model/kv_decoder.h"
 #include "worker/model/token_sampler.h"
 
 namespace zeroshard::cli {
 namespace {
 
 struct GenerateOptions {
-  std::string model, tokenizer, prompt, prompt_file;
+  std::string model, checkpoint, tokenizer, prompt, prompt_file;
   int max_new_tokens = 64;
   SamplingOptions sampling;
   bool ids = false;  // Print the generated ids (one line) instead of text.
@@ -80,41 +84,27 @@ void Stream(const std::string& text, size_t* printed, bool final) {
   std::fflush(stdout);
 }
 
-absl::Status Generate(const GenerateOptions& o) {
-  if (o.model.empty()) return absl::InvalidArgumentError("give --model DIR");
-  ZS_ASSIGN_OR_RETURN(const std::unique_ptr<tokenizer::Tokenizer> tok,
-                      tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer));
-  ZS_ASSIGN_OR_RETURN(const std::string text, PromptText(o));
-  ZS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->EncodeWithSpecials(text));
-  ZS_ASSIGN_OR_RETURN(const ModelConfig full, ReadHfModelConfig(o.model, 0));
-  // The cache holds the prompt and the new tokens, up to the model's own
-  // max_position_embeddings (not training's default cap).
-  const int context =
-      std::min<int>(full.max_positions, static_cast<int>(ids.size()) + o.max_new_tokens);
-  if (ids.empty() || static_cast<int>(ids.size()) >= context) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", ids.size(),
-                                                   " tokens; the model's context holds ",
-                                                   full.max_positions));
-  }
-  ZS_ASSIGN_OR_RETURN(const ModelConfig config, ReadHfModelConfig(o.model, context));
-  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(o.model, config));
-  LlamaDecoder decoder(config, units);
+// Prefill, then a token at a time until EOS, the budget or the context.
+absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int context,
+                 const std::vector<std::vector<float>>& units, const tokenizer::Tokenizer& tok,
+                 std::vector<int32_t> ids) {
+  const std::unique_ptr<KvDecoder> decoder = CreateKvDecoder(config, units);
   TokenSampler sampler(o.sampling);
   const size_t prompt_len = ids.size();
   std::vector<float> logits;
   std::string out;
   size_t printed = 0;
   const absl::Time start = absl::Now();
-  ZS_RETURN_IF_ERROR(decoder.Append(ids, &logits));
+  ZS_RETURN_IF_ERROR(decoder->Append(ids, &logits));
   const absl::Time prefilled = absl::Now();
   for (;;) {
     const int32_t next = sampler.Next(logits);
     ids.push_back(next);
-    if (next == tok->specials().eos) break;
+    if (next == tok.specials().eos) break;
     if (!o.ids) {
       // An id past the tokenizer's vocabulary (a model's padding rows) has
       // no text: it prints nothing, as HF's decode skips it.
-      const absl::StatusOr<std::string> piece = tok->Decode({next});
+      const absl::StatusOr<std::string> piece = tok.Decode({next});
       if (piece.ok()) out += *piece;
       Stream(out, &printed, /*final=*/false);
     }
@@ -122,7 +112,7 @@ absl::Status Generate(const GenerateOptions& o) {
         static_cast<int>(ids.size() - prompt_len) >= o.max_new_tokens) {
       break;
     }
-    ZS_RETURN_IF_ERROR(decoder.Append({next}, &logits));
+    ZS_RETURN_IF_ERROR(decoder->Append({next}, &logits));
   }
   Stream(out, &printed, /*final=*/true);
   const size_t made = ids.size() - prompt_len;
@@ -137,13 +127,75 @@ absl::Status Generate(const GenerateOptions& o) {
   return absl::OkStatus();
 }
 
+// What generation runs: the model's description and weights, the tokenizer.
+struct Source {
+  ModelConfig config;
+  std::vector<std::vector<float>> units;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  int max_positions = 0;  // Positions the model can take.
+};
+
+absl::StatusOr<Source> FromModelDir(const GenerateOptions& o) {
+  Source src;
+  ZS_ASSIGN_OR_RETURN(src.tok, tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer));
+  ZS_ASSIGN_OR_RETURN(src.config, ReadHfModelConfig(o.model, 0));
+  src.max_positions = src.config.max_positions;
+  return src;
+}
+
+absl::StatusOr<Source> FromCheckpoint(const GenerateOptions& o) {
+  ZS_ASSIGN_OR_RETURN(server::CheckpointModel m, server::ReadCheckpointModel(o.checkpoint));
+  Source src;
+  JobConfig job = m.job;
+  if (!o.tokenizer.empty()) job.tokenizer = o.tokenizer;
+  ZS_ASSIGN_OR_RETURN(src.tok, tokenizer::LoadJobTokenizer(job));
+  if (src.tok == nullptr) src.tok = tokenizer::ByteTokenizer();
+  src.config = m.config;
+  src.units = std::move(m.units);
+  // Rotary positions reach past training's sequence; learned ones do not.
+  src.max_positions = src.config.is_llama() && src.config.max_positions > 0
+                          ? src.config.max_positions : src.config.n_ctx;
+  return src;
+}
+
+absl::Status Generate(const GenerateOptions& o) {
+  if (o.model.empty() == o.checkpoint.empty()) {
+    return absl::InvalidArgumentError("give --model DIR or --checkpoint DIR");
+  }
+  ZS_ASSIGN_OR_RETURN(Source src, o.model.empty() ? FromCheckpoint(o) : FromModelDir(o));
+  const tokenizer::Tokenizer* tok = src.tok.get();
+  ZS_ASSIGN_OR_RETURN(const std::string text, PromptText(o));
+  ZS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->EncodeWithSpecials(text));
+  // The cache holds the prompt and the new tokens, up to the model's
+  // positions.
+  const int context =
+      std::min<int>(src.max_positions, static_cast<int>(ids.size()) + o.max_new_tokens);
+  if (ids.empty() || static_cast<int>(ids.size()) >= context) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", ids.size(),
+                                                   " tokens; the model's context holds ",
+                                                   src.max_positions));
+  }
+  // The cache's positions: the context for the llama family (rotary: any
+  // length); learned positions are parameters, so the gpt2 family keeps its
+  // own (the context is at most that).
+  ModelConfig config = src.config;
+  if (config.is_llama()) config.n_ctx = context;
+  if (!o.model.empty()) {
+    ZS_ASSIGN_OR_RETURN(config, ReadHfModelConfig(o.model, context));
+    ZS_ASSIGN_OR_RETURN(src.units, LoadUnits(o.model, config));
+  }
+  return Run(o, config, context, src.units, *tok, std::move(ids));
+}
+
 }  // namespace
 
 void RegisterGenerateCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* sub = app.add_subcommand(
       "generate", "text from a Hugging Face model directory, printed as it is produced");
   auto o = std::make_shared<GenerateOptions>();
-  sub->add_option("--model", o->model, "a Hugging Face model directory")->required();
+  sub->add_option("--model", o->model, "a Hugging Face model directory");
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "a checkpoint (or a checkpoint dir: its latest) instead of --model");
   sub->add_option("--tokenizer", o->tokenizer, "the tokenizer (default: the model directory's)");
   sub->add_option("--prompt", o->prompt, "the prompt text");
   sub->add_option("--prompt-file", o->prompt_file, "a file holding the prompt");

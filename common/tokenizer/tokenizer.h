@@ -62,6 +62,9 @@ class Tokenizer {
 
  protected:
   friend absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
+
+// Each byte one token, ids 0-255, no specials: the presets' vocabulary.
+std::unique_ptr<Tokenizer> ByteTokenizer();
   SpecialTokens specials_;
 };
 
@@ -72,5 +75,8 @@ class Tokenizer {
 // INVALID_ARGUMENT naming the file and the place when it does not parse or
 // holds something unsupported.
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
+
+// Each byte one token, ids 0-255, no specials: the presets' vocabulary.
+std::unique_ptr<Tokenizer> ByteTokenizer();
 
 }  // namespace zeroshard::tokenizer

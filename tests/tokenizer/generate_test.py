@@ -8,7 +8,10 @@ directory and tokenizer:
   through the KV cache (the prompt once, then a token at a time);
 - the printed text is the tokenizer's decoding of those ids (HF tokenizers);
 - sampling with a seed repeats exactly, and another seed gives other tokens;
-- a prompt the context cannot hold is refused (exit 2, one line).
+- a prompt the context cannot hold is refused (exit 2, one line);
+- --checkpoint: a `small` preset (bytes, 200 steps) and a Llama directory
+  (2 steps), each trained at N = 2 with a checkpoint, give the greedy ids
+  transformers generates from the checkpoint's export (--format hf).
 
 The tokenizer is a byte-level BPE trained here. Skipped (77) without torch,
 transformers or tokenizers.
@@ -71,6 +74,42 @@ def make_models(tmp, texts):
     return {"Llama": llama, "Qwen2": qwen, "Qwen3": qwen3}
 
 
+def check_checkpoints(tmp, llama):
+    """generate --checkpoint against transformers on the checkpoint's export."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer
+    zs = os.path.join(BIN, "zeroshard")
+    for name, model in (("small", "small"), ("llama", llama)):
+        ck, hf = os.path.join(tmp, f"ck-{name}"), os.path.join(tmp, f"hf-{name}")
+        # The preset trains long enough to say more than one byte over and over.
+        steps = "2" if name == "llama" else "200"
+        seq = ["--seq-len", "64"] if name == "llama" else []
+        subprocess.run([zs, "launch", "--model", model, "--workers", "2", "--steps", steps, *seq,
+                        "--data", os.path.join(ROOT, "README.md"), "--checkpoint-dir", ck,
+                        "--checkpoint-every", steps, "--run-dir", os.path.join(tmp, f"run-{name}")],
+                       capture_output=True, timeout=240, check=True)
+        subprocess.run([zs, "checkpoint", "export", "--checkpoint", ck, "--format", "hf", "--out", hf],
+                       capture_output=True, timeout=120, check=True)
+        prompt = "The coordinator " if name == "small" else PROMPT  # Prose for README's model.
+        r = subprocess.run([zs, "generate", "--checkpoint", ck, "--prompt", prompt, "--temperature",
+                            "0", "--max-new-tokens", "40", "--ids"], capture_output=True,
+                           text=True, timeout=120)
+        got = [int(x) for x in r.stdout.split()]
+        ids = (list(prompt.encode()) if name == "small" else
+               Tokenizer.from_file(os.path.join(llama, "tokenizer.json")).encode(prompt).ids)
+        m = transformers.AutoModelForCausalLM.from_pretrained(hf, torch_dtype=torch.float32)
+        want = m.generate(torch.tensor([ids]), max_new_tokens=40, do_sample=False,
+                          pad_token_id=0, eos_token_id=None)[0][len(ids):].tolist()
+        if name == "llama":  # Ours stops at the tokenizer's EOS; HF was told of none.
+            eos = Tokenizer.from_file(os.path.join(llama, "tokenizer.json")).token_to_id("<|endoftext|>")
+            want = want[:want.index(eos) + 1] if eos in want else want
+        check(r.returncode == 0 and got == want and len(set(got)) > 1,
+              f"--checkpoint ({name}): greedy ids equal transformers' on its export "
+              f"({len(got)} tokens){'' if got == want else f': {got[:10]} vs {want[:10]}'} "
+              f"{r.stderr[-200:]}")
+
+
 def main(tmp):
     try:
         import torch  # noqa: F401
@@ -97,6 +136,7 @@ def main(tmp):
                      "--seed", s, "--ids", "--max-new-tokens", "48")[1] for s in ("7", "7", "8")]
     check(runs[0] == runs[1] and runs[0] != runs[2] and len(runs[0].split()) > 0,
           "sampling with a seed repeats; another seed differs")
+    check_checkpoints(tmp, model)
     code, _, err = generate(model, "--max-new-tokens", "4", prompt="word " * 400)
     check(code == 2 and len(err.strip().splitlines()) == 1 and "context" in err,
           f"a prompt the context cannot hold is refused: {err.strip()[-200:]}")

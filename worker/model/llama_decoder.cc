@@ -1,6 +1,6 @@
 #include "worker/model/llama_decoder.h"
 
-#include <cmath>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/shard_plan.h"
@@ -20,7 +20,11 @@ int64_t OffsetOf(const UnitPlan& unit, const std::string& name) {
 }  // namespace
 
 LlamaDecoder::LlamaDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units)
-    : config_(config), units_(units), k_(CpuKernels()), rope_(MakeRopeTables(config, config.n_ctx)) {
+    : KvDecoder(config),
+      units_(units),
+      k_(CpuKernels()),
+      rope_(MakeRopeTables(config, config.n_ctx)),
+      cache_(config.n_layer, config.n_head, config.kv_heads(), config.head_size(), config.n_ctx) {
   ZS_CHECK(config.is_llama());
   absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
   ZS_CHECK(plan.ok());
@@ -36,23 +40,10 @@ LlamaDecoder::LlamaDecoder(const ModelConfig& config, const std::vector<std::vec
         at("self_attn.k_norm.weight"), at("self_attn.o_proj.weight"),
         at("self_attn.o_proj.bias"),   at("post_attention_layernorm.weight"),
         at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
-  const int64_t kv = int64_t{config.n_ctx} * config.kv_heads() * config.head_size();
-  cache_k_.assign(config.n_layer, std::vector<float>(kv));
-  cache_v_.assign(config.n_layer, std::vector<float>(kv));
 }
 
-absl::Status LlamaDecoder::Append(absl::Span<const int32_t> tokens, std::vector<float>* logits) {
+void LlamaDecoder::Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) {
   const int n = static_cast<int>(tokens.size()), C = config_.n_embd, V = config_.vocab;
-  if (n == 0) return absl::InvalidArgumentError("no tokens to append");
-  if (pos_ + n > config_.n_ctx) {
-    return absl::InvalidArgumentError(absl::StrCat("position ", pos_ + n, " is past the ",
-                                                   config_.n_ctx, " the cache holds"));
-  }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= V) {
-      return absl::InvalidArgumentError(absl::StrCat("token ", t, " is outside [0, ", V, ")"));
-    }
-  }
   x_.resize(int64_t{n} * C);
   k_.EmbeddingForward(tokens.data(), units_[0].data() + embed_, nullptr, 1, n, C, x_.data());
   for (int l = 0; l < config_.n_layer; ++l) Block(l, n);
@@ -64,8 +55,6 @@ absl::Status LlamaDecoder::Append(absl::Span<const int32_t> tokens, std::vector<
                     static_cast<float>(config_.norm_eps), lnf_.data(), rstd_.data());
   logits->resize(V);
   k_.Matmul(false, true, 1, V, C, 1.0f, lnf_.data(), w, 0.0f, logits->data());
-  pos_ += n;
-  return absl::OkStatus();
 }
 
 // q, k, v of the new tokens: projections, biases, per-head norms, rotary at
@@ -99,41 +88,6 @@ void LlamaDecoder::Project(const float* p, int n) {
   k_.Rope(k_new_.data(), 1, n, KV, D, rope_.cos.data() + row, rope_.sin.data() + row, false);
 }
 
-// Each new query against every cached position up to its own, head h
-// reading kv head h / (NH / KV). The cache is [KV, n_ctx, D], so a head's
-// keys and values are contiguous rows: scores and the weighted sum are two
-// matrix-vector products (the kernels' sgemm), the softmax between them in
-// double.
-void LlamaDecoder::Attend(int layer, int n) {
-  const int D = config_.head_size(), NH = config_.n_head, KV = config_.kv_heads();
-  const int64_t plane = int64_t{config_.n_ctx} * D;  // One kv head's rows.
-  for (int i = 0; i < n; ++i) {
-    for (int g = 0; g < KV; ++g) {
-      const int64_t src = (int64_t{i} * KV + g) * D, dst = g * plane + int64_t{pos_ + i} * D;
-      std::copy_n(k_new_.data() + src, D, cache_k_[layer].data() + dst);
-      std::copy_n(v_new_.data() + src, D, cache_v_[layer].data() + dst);
-    }
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  att_.resize(int64_t{n} * NH * D);
-  scores_.resize(pos_ + n);
-  for (int i = 0; i < n; ++i) {
-    const int len = pos_ + i + 1;  // Causal: positions 0 .. pos_ + i.
-    for (int h = 0; h < NH; ++h) {
-      const int64_t g = h / (NH / KV);
-      const float* q = q_.data() + (int64_t{i} * NH + h) * D;
-      k_.Matmul(false, true, 1, len, D, scale, q, cache_k_[layer].data() + g * plane, 0.0f,
-                scores_.data());
-      double top = -INFINITY, sum = 0;
-      for (int j = 0; j < len; ++j) top = std::max(top, double{scores_[j]});
-      for (int j = 0; j < len; ++j) sum += std::exp(scores_[j] - top);
-      for (int j = 0; j < len; ++j) scores_[j] = static_cast<float>(std::exp(scores_[j] - top) / sum);
-      k_.Matmul(false, false, 1, D, len, 1.0f, scores_.data(), cache_v_[layer].data() + g * plane,
-                0.0f, att_.data() + (int64_t{i} * NH + h) * D);
-    }
-  }
-}
-
 void LlamaDecoder::Block(int layer, int n) {
   const int C = config_.n_embd, I = config_.n_inner, Q = config_.n_head * config_.head_size();
   const float eps = static_cast<float>(config_.norm_eps);
@@ -142,7 +96,10 @@ void LlamaDecoder::Block(int layer, int n) {
   rstd_.resize(std::max<int64_t>(n, int64_t{n} * config_.n_head));
   k_.RmsNormForward(x_.data(), p + o_.ln1, n, C, eps, ln_.data(), rstd_.data());
   Project(p, n);
-  Attend(layer, n);
+  const int64_t K = int64_t{config_.kv_heads()} * config_.head_size();
+  att_.resize(int64_t{n} * Q);
+  cache_.Attend(k_, layer, pos_, n, {q_.data(), Q}, {k_new_.data(), K}, {v_new_.data(), K},
+                att_.data());
   res_.resize(int64_t{n} * C);
   k_.Matmul(false, true, n, C, Q, 1.0f, att_.data(), p + o_.o_w, 0.0f, res_.data());
   if (config_.o_bias) k_.BiasAdd(res_.data(), p + o_.o_b, n, C);
