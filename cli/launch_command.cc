@@ -59,6 +59,13 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
   sub->add_option("--warmup-steps", c.warmup_steps, "linear warm-up steps")->capture_default_str();
   sub->add_option("--seed", c.seed, "seed for initialisation and data order")->capture_default_str();
+  sub->add_option("--sample-every", c.sample_every,
+                  "print a short text sampled from the model every K steps (0: never)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub->add_option("--sample-tokens", c.sample_tokens, "tokens a sample runs to")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  sub->add_option("--sample-prompt", c.sample_prompt,
+                  "text a sample starts from (default: BOS, or a newline for the presets)");
   sub->add_option("--eval-every", c.eval_every, "validation loss every K steps (0: at the end)")
       ->capture_default_str();
   sub->add_option("--log", c.log_path, "JSONL step log (default: RUN_DIR/steps.jsonl)");

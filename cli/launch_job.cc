@@ -91,6 +91,21 @@ void PrintProgress(const ProgressState& progress, bool tty, int64_t* last_printe
   }
 }
 
+// A step's sample (--sample-every) on its own lines, above the progress line.
+void PrintSample(const StepRecord& r, bool tty) {
+  if (r.sample.empty()) return;
+  std::cout << (tty ? "\r\033[K" : "") << "sample at step " << r.step << ":\n"
+            << r.sample << "\n---\n" << std::flush;
+}
+
+// Every new record into the progress, its sample printed.
+void Follow(StepLogFollower& follower, ProgressState& progress, bool tty) {
+  for (const StepRecord& r : follower.Poll()) {
+    progress.Add(r);
+    PrintSample(r, tty);
+  }
+}
+
 // The last non-empty line of a worker's log: its error, when it failed.
 std::string LastLine(const std::string& path) {
   std::ifstream in(path);
@@ -123,7 +138,7 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
   const bool tty = isatty(STDOUT_FILENO);
   int64_t last_printed = 0;
   while (true) {
-    for (const StepRecord& r : follower.Poll()) progress.Add(r);
+    Follow(follower, progress, tty);
     PrintProgress(progress, tty, &last_printed);
     if (g_interrupted.load()) {
       std::cout << "\nzeroshard launch: interrupted, stopping workers\n";
@@ -145,7 +160,7 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
     if (running == 0) break;
     absl::SleepFor(absl::Milliseconds(200));
   }
-  for (const StepRecord& r : follower.Poll()) progress.Add(r);
+  Follow(follower, progress, tty);
   if (tty) std::cout << "\r\033[K" << progress.Line() << "\n";
   return 0;
 }

@@ -57,6 +57,9 @@ absl::Status JobConfig::Validate() const {
   if (!(eps > 0)) return OutOfRange("eps", "must be > 0");
   if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
   if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
+  if (sample_every < 0 || sample_tokens < 1 || sample_tokens > 4096) {
+    return OutOfRange("sample_every/sample_tokens", "must be >= 0 / in [1, 4096]");
+  }
   if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
   ZS_RETURN_IF_ERROR(CheckDeviceAndBackend(device, backend));
   if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
@@ -105,6 +108,8 @@ std::string JobConfig::ToJson() const {
       {"warmup_steps", warmup_steps}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps},
       {"weight_decay", weight_decay}, {"max_grad_norm", max_grad_norm},
       {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
+      {"sample_every", sample_every}, {"sample_tokens", sample_tokens},
+      {"sample_prompt", sample_prompt},
       {"threads", threads}, {"device", device}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
       {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
       {"collective_timeout_s", collective_timeout_s},
@@ -151,6 +156,9 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "weight_decay") c.weight_decay = value.get<double>();
       else if (key == "max_grad_norm") c.max_grad_norm = value.get<double>();
       else if (key == "eval_every") c.eval_every = value.get<int64_t>();
+      else if (key == "sample_every") c.sample_every = value.get<int64_t>();
+      else if (key == "sample_tokens") c.sample_tokens = value.get<int>();
+      else if (key == "sample_prompt") c.sample_prompt = value.get<std::string>();
       else if (key == "eval_batches") c.eval_batches = value.get<int>();
       else if (key == "log_path") c.log_path = value.get<std::string>();
       else if (key == "threads") c.threads = value.get<int>();

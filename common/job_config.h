@@ -50,6 +50,13 @@ struct JobConfig {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
   double max_grad_norm = 1.0;        // <= 0 disables clipping.
   int64_t eval_every = 50;           // Validation loss every this many steps (0 = only at end).
+  // A short text sampled from the model every this many steps (0 = never),
+  // `sample_tokens` long, after `sample_prompt` (empty: the model's BOS, or
+  // a newline for the byte-level presets); in the step log and on the
+  // launch's console, as llm.c prints its samples.
+  int64_t sample_every = 0;
+  int sample_tokens = 32;
+  std::string sample_prompt;
   int eval_batches = 4;              // Global batches per validation estimate.
   std::string log_path;              // JSONL step log written by rank 0 ("" = none).
   int threads = 1;                   // Compute threads per worker.

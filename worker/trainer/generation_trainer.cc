@@ -167,6 +167,10 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     if (last || (job.eval_every > 0 && done % job.eval_every == 0)) {
       ZS_ASSIGN_OR_RETURN(val_loss, Evaluate());
     }
+    std::string sample;
+    if (job.sample_every > 0 && done % job.sample_every == 0) {
+      ZS_ASSIGN_OR_RETURN(sample, Sample(done));
+    }
     // Peer copies before the step record: the record is the commit, so a
     // copy never runs ahead of what the log shows.
     const absl::Time refresh_start = absl::Now();
@@ -176,7 +180,7 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     }
     refresh_seconds_ = absl::ToDoubleSeconds(absl::Now() - refresh_start);
     bool requested = false;
-    ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, &requested));
+    ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, sample, &requested));
     ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
     if (yield_ && !last) {
       reporter_.Flush(job.rpc_timeout());

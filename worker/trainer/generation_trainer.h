@@ -28,6 +28,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/tokenizer/tokenizer.h"
 #include "absl/status/status.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/data/batch_sampler.h"
@@ -106,7 +107,12 @@ class GenerationTrainer {
   absl::StatusOr<double> Evaluate();
   absl::StatusOr<double> SumOverRanks(double value);
   absl::Status Publish(int64_t step, const StepOutcome& outcome, double val_loss,
-                       double seconds, bool* checkpoint_requested);
+                       double seconds, const std::string& sample, bool* checkpoint_requested);
+  // A short text from the model as it is now (JobConfig::sample_every): every
+  // rank runs the same forward passes (the engine gathers the units) over the
+  // same tokens, a fixed number of them whatever they are, so the ranks stay
+  // in step; the text is the same on each (generation_trainer_sample.cc).
+  absl::StatusOr<std::string> Sample(int64_t step);
   // This rank's yield flags for the step record's all-gather.
   double MyYieldFlags() const;
   // `clip_coef`: the step's clipping multiplier (StepResult::clip_coef).
@@ -121,6 +127,7 @@ class GenerationTrainer {
   ShardedEngine* engine_;
   UnitHooks* hooks_;
   std::unique_ptr<CausalLm> model_;
+  std::unique_ptr<tokenizer::Tokenizer> sample_tok_;  // Loaded at the first sample.
   BatchSampler train_;
   BatchSampler validation_;
   std::vector<int32_t> inputs_, targets_;

@@ -35,7 +35,8 @@ void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
 }  // namespace
 
 absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome, double val_loss,
-                                        double seconds, bool* checkpoint_requested) {
+                                        double seconds, const std::string& sample,
+                                        bool* checkpoint_requested) {
   std::vector<double> mine(kGatherDoubles, 0.0);
   const auto packed = MyStats().Pack();
   std::copy(packed.begin(), packed.end(), mine.begin());
@@ -68,6 +69,7 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   record.tokens_per_second =
       static_cast<double>(ctx_.job->global_batch) * ctx_.model_config->n_ctx / seconds;
   record.counted_tokens = outcome.counted_tokens;
+  record.sample = sample;
   for (int r = 0; r < ctx_.world_size; ++r) {
     record.ranks.push_back(RankStepStats::Unpack(&all[static_cast<size_t>(r) * kGatherDoubles]));
   }

@@ -75,6 +75,7 @@ std::string StepRecord::ToJsonLine() const {
                       {"redundancy_seconds", redundancy_seconds},
                       {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
   if (val_loss >= 0) j["val_loss"] = val_loss;
+  if (!sample.empty()) j["sample"] = sample;
   return j.dump();
 }
 
@@ -106,6 +107,7 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
     r.redundancy_seconds = NumberOr(j, "redundancy_seconds", 0.0);
     r.tokens_per_second = NumberOr(j, "tokens_per_second", 0.0);
     r.counted_tokens = static_cast<int64_t>(NumberOr(j, "counted_tokens", 0.0));
+    if (j.contains("sample") && j["sample"].is_string()) r.sample = j["sample"].get<std::string>();
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;
       for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},

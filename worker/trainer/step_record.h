@@ -44,6 +44,7 @@ struct StepRecord {
   // Targets the loss counted over the global batch: batch x context for
   // text, fewer for fine-tuning pairs (their prompts and padding are not).
   int64_t counted_tokens = 0;
+  std::string sample;  // Text sampled at this step (JobConfig::sample_every); "" none.
   std::vector<RankStepStats> ranks;  // Indexed by rank.
 
   std::string ToJsonLine() const;  // One line, no trailing newline.
