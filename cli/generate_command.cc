@@ -117,7 +117,8 @@ absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int contex
   Stream(out, &printed, /*final=*/true);
   const size_t made = ids.size() - prompt_len;
   if (o.ids) {
-    for (size_t i = prompt_len; i < ids.size(); ++i) std::cout << (i > prompt_len ? " " : "") << ids[i];
+    for (size_t i = prompt_len; i < ids.size(); ++i)
+      std::cout << (i > prompt_len ? " " : "") << ids[i];
   }
   std::cout << "\n";
   std::cerr << absl::StrFormat(
@@ -137,7 +138,8 @@ struct Source {
 
 absl::StatusOr<Source> FromModelDir(const GenerateOptions& o) {
   Source src;
-  ZS_ASSIGN_OR_RETURN(src.tok, tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer));
+  ZS_ASSIGN_OR_RETURN(src.tok,
+                      tokenizer::LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer));
   ZS_ASSIGN_OR_RETURN(src.config, ReadHfModelConfig(o.model, 0));
   src.max_positions = src.config.max_positions;
   return src;
@@ -154,7 +156,8 @@ absl::StatusOr<Source> FromCheckpoint(const GenerateOptions& o) {
   src.units = std::move(m.units);
   // Rotary positions reach past training's sequence; learned ones do not.
   src.max_positions = src.config.is_llama() && src.config.max_positions > 0
-                          ? src.config.max_positions : src.config.n_ctx;
+                          ? src.config.max_positions
+                          : src.config.n_ctx;
   return src;
 }
 
@@ -171,9 +174,8 @@ absl::Status Generate(const GenerateOptions& o) {
   const int context =
       std::min<int>(src.max_positions, static_cast<int>(ids.size()) + o.max_new_tokens);
   if (ids.empty() || static_cast<int>(ids.size()) >= context) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", ids.size(),
-                                                   " tokens; the model's context holds ",
-                                                   src.max_positions));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prompt is ", ids.size(), " tokens; the model's context holds ", src.max_positions));
   }
   // The cache's positions: the context for the llama family (rotary: any
   // length); learned positions are parameters, so the gpt2 family keeps its
@@ -200,13 +202,17 @@ void RegisterGenerateCommand(CLI::App& app, std::vector<Command>& commands) {
   sub->add_option("--prompt", o->prompt, "the prompt text");
   sub->add_option("--prompt-file", o->prompt_file, "a file holding the prompt");
   sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens to generate at most")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   sub->add_option("--temperature", o->sampling.temperature, "0: greedy")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
   sub->add_option("--top-k", o->sampling.top_k, "sample among the k likeliest (0: all)")
-      ->check(CLI::Range(0, 1 << 30))->capture_default_str();
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   sub->add_option("--top-p", o->sampling.top_p, "sample within this probability mass")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   sub->add_option("--seed", o->sampling.seed, "the sampling seed")->capture_default_str();
   sub->add_flag("--ids", o->ids, "print the generated token ids instead of text");
   commands.push_back({sub, [o] {

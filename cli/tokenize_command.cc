@@ -111,9 +111,10 @@ absl::Status Decode(const TokenizeOptions& o) {
 }  // namespace
 
 void RegisterTokenizeCommand(CLI::App& app, std::vector<Command>& commands) {
-  CLI::App* sub = app.add_subcommand(
-      "tokenize", "text files, directories or JSONL to an llm.c token shard, with a model's "
-                  "tokenizer (--decode: a shard back to text)");
+  CLI::App* sub =
+      app.add_subcommand("tokenize",
+                         "text files, directories or JSONL to an llm.c token shard, with a model's "
+                         "tokenizer (--decode: a shard back to text)");
   auto o = std::make_shared<TokenizeOptions>();
   sub->add_option("inputs", o->inputs, "text files, directories, or .jsonl (one document a line)");
   sub->add_option("--out", o->out, "the shard to write (with --decode: the text; default stdout)");

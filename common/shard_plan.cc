@@ -79,6 +79,13 @@ absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units,
   return plan;
 }
 
+int64_t UnitPlan::ParamOffset(absl::string_view name) const {
+  for (const ParamPlacement& p : params) {
+    if (p.name == name) return p.offset;
+  }
+  return -1;
+}
+
 const UnitPlan* ShardPlan::FindUnit(absl::string_view name) const {
   for (const UnitPlan& u : units) {
     if (u.name == name) return &u;

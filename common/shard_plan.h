@@ -61,6 +61,9 @@ struct UnitPlan {
   ElementRange shard(int rank) const {
     return {static_cast<int64_t>(rank) * shard_numel, shard_numel};
   }
+  // The element offset of parameter `name` in the unit; -1 when it has none
+  // (the one lookup of a parameter by name).
+  int64_t ParamOffset(absl::string_view name) const;
 };
 
 struct ShardPlan {

@@ -251,7 +251,7 @@ TEST(LlamaModelTest, BadInputIsRefusedBeforeAnyHook) {
   x[7] = 0;
   y[7] = c.vocab;
   EXPECT_EQ(code(model.Forward(x.data(), y.data(), 2, 4, hooks).status()), kInvalid);
-  y[7] = -1;
+  y[7] = -2;  // Negative other than kIgnoreTarget (-1: a position not counted).
   EXPECT_EQ(code(model.ForwardBackward(x.data(), y.data(), 2, 4, 1, hooks).status()), kInvalid);
   EXPECT_TRUE(hooks.calls.empty()) << hooks.calls.front();
   // And the model still works after the refusals.

@@ -26,7 +26,8 @@ class CausalLm {
   virtual ~CausalLm() = default;
 
   // Forward and backward over B sequences of T tokens. inputs and targets
-  // are int32 [B, T] row-major (host memory) with values in [0, vocab);
+  // are int32 [B, T] row-major (host memory) with values in [0, vocab), or,
+  // for targets, kIgnoreTarget (kernel_constants.h: not counted);
   // 1 <= T <= n_ctx. Gradients of loss_scale * (sum over all B*T tokens of
   // the cross-entropy, in nats) are ADDED through the hooks. Returns that
   // sum (unscaled) once the device has finished the call's work.

@@ -1,56 +1,29 @@
 #include "worker/model/gpt_decoder.h"
 
-#include "absl/strings/str_cat.h"
-#include "common/shard_plan.h"
-#include "common/status_macros.h"
-
 namespace zeroshard {
-namespace {
-
-int64_t OffsetOf(const UnitPlan& unit, const std::string& name) {
-  for (const ParamPlacement& p : unit.params) {
-    if (p.name == name) return p.offset;
-  }
-  ZS_CHECK(false);  // The gpt2 family always has every parameter.
-  return -1;
-}
-
-}  // namespace
-
 GptDecoder::GptDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units)
     : KvDecoder(config),
       units_(units),
       k_(CpuKernels()),
+      layout_(MakeGptLayout(config)),
       cache_(config.n_layer, config.n_head, config.n_head, config.n_embd / config.n_head,
-             config.n_ctx) {
-  ZS_CHECK(!config.is_llama());
-  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
-  ZS_CHECK(plan.ok());
-  const UnitPlan& e = plan->units[0];
-  wte_ = OffsetOf(e, "wte");
-  wpe_ = OffsetOf(e, "wpe");
-  lnf_w_ = OffsetOf(e, "ln_f.weight");
-  lnf_b_ = OffsetOf(e, "ln_f.bias");
-  auto f = [&](const char* n) { return OffsetOf(plan->units[1], absl::StrCat("block.0.", n)); };
-  o_ = {f("ln_1.weight"),      f("ln_1.bias"),      f("attn.qkv.weight"), f("attn.qkv.bias"),
-        f("attn.proj.weight"), f("attn.proj.bias"), f("ln_2.weight"),     f("ln_2.bias"),
-        f("mlp.fc.weight"),    f("mlp.fc.bias"),    f("mlp.proj.weight"), f("mlp.proj.bias")};
-}
+             config.n_ctx) {}
 
 void GptDecoder::Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) {
   const int n = static_cast<int>(tokens.size()), C = config_.n_embd, V = config_.vocab;
   const float* e = units_[0].data();
   x_.resize(int64_t{n} * C);
   // Positions pos_ .. pos_ + n - 1: the position table from row pos_.
-  k_.EmbeddingForward(tokens.data(), e + wte_, e + wpe_ + int64_t{pos_} * C, 1, n, C, x_.data());
+  k_.EmbeddingForward(tokens.data(), e + layout_.wte, e + layout_.wpe + int64_t{pos_} * C, 1, n, C,
+                      x_.data());
   for (int l = 0; l < config_.n_layer; ++l) Block(l, n);
   ln_.resize(C);
   mean_.resize(std::max<size_t>(mean_.size(), 1));
   rstd_.resize(std::max<size_t>(rstd_.size(), 1));
-  k_.LayerNormForward(x_.data() + int64_t{n - 1} * C, e + lnf_w_, e + lnf_b_, 1, C, ln_.data(),
-                      mean_.data(), rstd_.data());
+  k_.LayerNormForward(x_.data() + int64_t{n - 1} * C, e + layout_.lnf_w, e + layout_.lnf_b, 1, C,
+                      ln_.data(), mean_.data(), rstd_.data());
   logits->resize(V);
-  k_.Matmul(false, true, 1, V, C, 1.0f, ln_.data(), e + wte_, 0.0f, logits->data());
+  k_.Matmul(false, true, 1, V, C, 1.0f, ln_.data(), e + layout_.wte, 0.0f, logits->data());
 }
 
 void GptDecoder::Block(int layer, int n) {
@@ -60,27 +33,28 @@ void GptDecoder::Block(int layer, int n) {
   ln_.resize(nC);
   mean_.resize(n);
   rstd_.resize(n);
-  k_.LayerNormForward(x_.data(), p + o_.ln1_w, p + o_.ln1_b, n, C, ln_.data(), mean_.data(),
-                      rstd_.data());
+  k_.LayerNormForward(x_.data(), p + layout_.block.ln1_w, p + layout_.block.ln1_b, n, C, ln_.data(),
+                      mean_.data(), rstd_.data());
   qkv_.resize(3 * nC);
-  k_.Matmul(false, true, n, 3 * C, C, 1.0f, ln_.data(), p + o_.qkv_w, 0.0f, qkv_.data());
-  k_.BiasAdd(qkv_.data(), p + o_.qkv_b, n, 3 * C);
+  k_.Matmul(false, true, n, 3 * C, C, 1.0f, ln_.data(), p + layout_.block.qkv_w, 0.0f, qkv_.data());
+  k_.BiasAdd(qkv_.data(), p + layout_.block.qkv_b, n, 3 * C);
   att_.resize(nC);
   cache_.Attend(k_, layer, pos_, n, {qkv_.data(), 3 * C}, {qkv_.data() + C, 3 * C},
                 {qkv_.data() + 2 * C, 3 * C}, att_.data());
   res_.resize(nC);
-  k_.Matmul(false, true, n, C, C, 1.0f, att_.data(), p + o_.proj_w, 0.0f, res_.data());
-  k_.BiasAdd(res_.data(), p + o_.proj_b, n, C);
+  k_.Matmul(false, true, n, C, C, 1.0f, att_.data(), p + layout_.block.proj_w, 0.0f, res_.data());
+  k_.BiasAdd(res_.data(), p + layout_.block.proj_b, n, C);
   k_.Accumulate(x_.data(), nC, res_.data());
-  k_.LayerNormForward(res_.data(), p + o_.ln2_w, p + o_.ln2_b, n, C, ln_.data(), mean_.data(),
-                      rstd_.data());
+  k_.LayerNormForward(res_.data(), p + layout_.block.ln2_w, p + layout_.block.ln2_b, n, C,
+                      ln_.data(), mean_.data(), rstd_.data());
   fc_.resize(4 * nC);
   gelu_.resize(4 * nC);
-  k_.Matmul(false, true, n, 4 * C, C, 1.0f, ln_.data(), p + o_.fc_w, 0.0f, fc_.data());
-  k_.BiasAdd(fc_.data(), p + o_.fc_b, n, 4 * C);
+  k_.Matmul(false, true, n, 4 * C, C, 1.0f, ln_.data(), p + layout_.block.fc_w, 0.0f, fc_.data());
+  k_.BiasAdd(fc_.data(), p + layout_.block.fc_b, n, 4 * C);
   k_.GeluForward(fc_.data(), 4 * nC, gelu_.data());
-  k_.Matmul(false, true, n, C, 4 * C, 1.0f, gelu_.data(), p + o_.fcproj_w, 0.0f, x_.data());
-  k_.BiasAdd(x_.data(), p + o_.fcproj_b, n, C);
+  k_.Matmul(false, true, n, C, 4 * C, 1.0f, gelu_.data(), p + layout_.block.fcproj_w, 0.0f,
+            x_.data());
+  k_.BiasAdd(x_.data(), p + layout_.block.fcproj_b, n, C);
   k_.Accumulate(res_.data(), nC, x_.data());
 }
 

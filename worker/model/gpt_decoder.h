@@ -9,6 +9,7 @@
 #include "worker/model/kernels.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/kv_decoder.h"
+#include "worker/model/model_layout.h"
 
 namespace zeroshard {
 
@@ -17,17 +18,12 @@ class GptDecoder final : public KvDecoder {
   GptDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units);
 
  private:
-  struct Offsets {
-    int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
-        fcproj_b;
-  };
   void Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) override;
   void Block(int layer, int n);
 
   const std::vector<std::vector<float>>& units_;
   Kernels& k_;
-  Offsets o_{};
-  int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;
+  const GptLayout layout_;
   KvCache cache_;
   // Scratch for the new tokens.
   std::vector<float> x_, ln_, qkv_, att_, res_, fc_, gelu_, mean_, rstd_;

@@ -12,14 +12,6 @@
 namespace zeroshard {
 namespace {
 
-int64_t Find(const UnitPlan& unit, const std::string& name) {
-  for (const ParamPlacement& p : unit.params) {
-    if (p.name == name) return p.offset;
-  }
-  ZS_CHECK(false && "parameter missing from the model's own units");
-  return -1;
-}
-
 }  // namespace
 
 void GptModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int B, int T,
@@ -73,18 +65,12 @@ GptModel::GptModel(const ModelConfig& config, ActivationCheckpointing mode, Kern
                    Device* device)
     : config_(config), mode_(mode), k_(kernels), rt_(kernels, device) {
   ZS_CHECK(ValidateModelConfig(config).ok() && !config.is_llama());
-  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
-  ZS_CHECK(plan.ok());
-  const UnitPlan& e = plan->units[0];
-  wte_ = Find(e, "wte");
-  wpe_ = Find(e, "wpe");
-  lnf_w_ = Find(e, "ln_f.weight");
-  lnf_b_ = Find(e, "ln_f.bias");
-  const UnitPlan& b = plan->units[1];
-  auto f = [&b](const char* n) { return Find(b, absl::StrCat("block.0.", n)); };
-  block_ = {f("ln_1.weight"), f("ln_1.bias"),     f("attn.qkv.weight"), f("attn.qkv.bias"),
-            f("attn.proj.weight"), f("attn.proj.bias"), f("ln_2.weight"), f("ln_2.bias"),
-            f("mlp.fc.weight"), f("mlp.fc.bias"), f("mlp.proj.weight"), f("mlp.proj.bias")};
+  const GptLayout layout = MakeGptLayout(config);
+  wte_ = layout.wte;
+  wpe_ = layout.wpe;
+  lnf_w_ = layout.lnf_w;
+  lnf_b_ = layout.lnf_b;
+  block_ = layout.block;
 }
 
 absl::Status GptModel::Validate(const int32_t* inputs, const int32_t* targets, int B,

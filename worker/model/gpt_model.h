@@ -53,6 +53,7 @@
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
+#include "worker/model/model_layout.h"
 #include "worker/model/kernels.h"
 #include "worker/model/model_runtime.h"
 #include "common/model_config.h"
@@ -102,10 +103,7 @@ class GptModel : public CausalLm {
   ActivationCheckpointing mode() const { return mode_; }
 
  private:
-  struct BlockOffsets {
-    int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
-        fcproj_b;
-  };
+  using BlockOffsets = GptLayout::Block;
   using Array = ModelArray;
   // One block's intermediates: what its backward reads besides its input.
   struct BlockActs {

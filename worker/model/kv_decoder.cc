@@ -10,8 +10,8 @@ absl::Status KvDecoder::Append(absl::Span<const int32_t> tokens, std::vector<flo
   const int n = static_cast<int>(tokens.size());
   if (n == 0) return absl::InvalidArgumentError("no tokens to append");
   if (pos_ + n > config_.n_ctx) {
-    return absl::InvalidArgumentError(absl::StrCat("position ", pos_ + n, " is past the ",
-                                                   config_.n_ctx, " the cache holds"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("position ", pos_ + n, " is past the ", config_.n_ctx, " the cache holds"));
   }
   for (int32_t t : tokens) {
     if (t < 0 || t >= config_.vocab) {

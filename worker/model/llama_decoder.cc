@@ -2,56 +2,25 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
-#include "common/shard_plan.h"
-#include "common/status_macros.h"
-
 namespace zeroshard {
-namespace {
-
-// A parameter's offset in its unit (-1 when the family variant has none).
-int64_t OffsetOf(const UnitPlan& unit, const std::string& name) {
-  for (const ParamPlacement& p : unit.params) {
-    if (p.name == name) return p.offset;
-  }
-  return -1;
-}
-
-}  // namespace
-
 LlamaDecoder::LlamaDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units)
     : KvDecoder(config),
       units_(units),
       k_(CpuKernels()),
+      layout_(MakeLlamaLayout(config)),
       rope_(MakeRopeTables(config, config.n_ctx)),
-      cache_(config.n_layer, config.n_head, config.kv_heads(), config.head_size(), config.n_ctx) {
-  ZS_CHECK(config.is_llama());
-  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
-  ZS_CHECK(plan.ok());
-  embed_ = OffsetOf(plan->units[0], "model.embed_tokens.weight");
-  const UnitPlan& head = plan->units[config.head_unit()];
-  norm_ = OffsetOf(head, "model.norm.weight");
-  head_w_ = config.tied ? embed_ : OffsetOf(head, "lm_head.weight");
-  auto at = [&](const char* n) { return OffsetOf(plan->units[1], absl::StrCat("model.layers.0.", n)); };
-  o_ = {at("input_layernorm.weight"),  at("self_attn.q_proj.weight"),
-        at("self_attn.k_proj.weight"), at("self_attn.v_proj.weight"),
-        at("self_attn.q_proj.bias"),   at("self_attn.k_proj.bias"),
-        at("self_attn.v_proj.bias"),   at("self_attn.q_norm.weight"),
-        at("self_attn.k_norm.weight"), at("self_attn.o_proj.weight"),
-        at("self_attn.o_proj.bias"),   at("post_attention_layernorm.weight"),
-        at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
-}
+      cache_(config.n_layer, config.n_head, config.kv_heads(), config.head_size(), config.n_ctx) {}
 
 void LlamaDecoder::Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) {
   const int n = static_cast<int>(tokens.size()), C = config_.n_embd, V = config_.vocab;
   x_.resize(int64_t{n} * C);
-  k_.EmbeddingForward(tokens.data(), units_[0].data() + embed_, nullptr, 1, n, C, x_.data());
+  k_.EmbeddingForward(tokens.data(), units_[0].data() + layout_.embed, nullptr, 1, n, C, x_.data());
   for (int l = 0; l < config_.n_layer; ++l) Block(l, n);
   const float* head = units_[config_.head_unit()].data();
-  const float* w = (config_.tied ? units_[0].data() : head) + head_w_;
+  const float* w = (config_.tied ? units_[0].data() : head) + layout_.head_w;
   lnf_.resize(C);
   rstd_.resize(std::max<size_t>(rstd_.size(), 1));
-  k_.RmsNormForward(x_.data() + int64_t{n - 1} * C, head + norm_, 1, C,
+  k_.RmsNormForward(x_.data() + int64_t{n - 1} * C, head + layout_.norm, 1, C,
                     static_cast<float>(config_.norm_eps), lnf_.data(), rstd_.data());
   logits->resize(V);
   k_.Matmul(false, true, 1, V, C, 1.0f, lnf_.data(), w, 0.0f, logits->data());
@@ -66,20 +35,22 @@ void LlamaDecoder::Project(const float* p, int n) {
   q_.resize(int64_t{n} * Q);
   k_new_.resize(int64_t{n} * K);
   v_new_.resize(int64_t{n} * K);
-  k_.Matmul(false, true, n, Q, C, 1.0f, ln_.data(), p + o_.q_w, 0.0f, q_.data());
-  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + o_.k_w, 0.0f, k_new_.data());
-  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + o_.v_w, 0.0f, v_new_.data());
+  k_.Matmul(false, true, n, Q, C, 1.0f, ln_.data(), p + layout_.block.q_w, 0.0f, q_.data());
+  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + layout_.block.k_w, 0.0f, k_new_.data());
+  k_.Matmul(false, true, n, K, C, 1.0f, ln_.data(), p + layout_.block.v_w, 0.0f, v_new_.data());
   if (config_.qkv_bias) {
-    k_.BiasAdd(q_.data(), p + o_.q_b, n, Q);
-    k_.BiasAdd(k_new_.data(), p + o_.k_b, n, K);
-    k_.BiasAdd(v_new_.data(), p + o_.v_b, n, K);
+    k_.BiasAdd(q_.data(), p + layout_.block.q_b, n, Q);
+    k_.BiasAdd(k_new_.data(), p + layout_.block.k_b, n, K);
+    k_.BiasAdd(v_new_.data(), p + layout_.block.v_b, n, K);
   }
   if (config_.qk_norm) {
     rstd_.resize(int64_t{n} * NH);
     qn_.resize(q_.size());
     kn_.resize(k_new_.size());
-    k_.RmsNormForward(q_.data(), p + o_.q_norm, n * NH, D, eps, qn_.data(), rstd_.data());
-    k_.RmsNormForward(k_new_.data(), p + o_.k_norm, n * KV, D, eps, kn_.data(), rstd_.data());
+    k_.RmsNormForward(q_.data(), p + layout_.block.q_norm, n * NH, D, eps, qn_.data(),
+                      rstd_.data());
+    k_.RmsNormForward(k_new_.data(), p + layout_.block.k_norm, n * KV, D, eps, kn_.data(),
+                      rstd_.data());
     q_.swap(qn_);
     k_new_.swap(kn_);
   }
@@ -94,22 +65,23 @@ void LlamaDecoder::Block(int layer, int n) {
   const float* p = units_[1 + layer].data();
   ln_.resize(int64_t{n} * C);
   rstd_.resize(std::max<int64_t>(n, int64_t{n} * config_.n_head));
-  k_.RmsNormForward(x_.data(), p + o_.ln1, n, C, eps, ln_.data(), rstd_.data());
+  k_.RmsNormForward(x_.data(), p + layout_.block.ln1, n, C, eps, ln_.data(), rstd_.data());
   Project(p, n);
   const int64_t K = int64_t{config_.kv_heads()} * config_.head_size();
   att_.resize(int64_t{n} * Q);
   cache_.Attend(k_, layer, pos_, n, {q_.data(), Q}, {k_new_.data(), K}, {v_new_.data(), K},
                 att_.data());
   res_.resize(int64_t{n} * C);
-  k_.Matmul(false, true, n, C, Q, 1.0f, att_.data(), p + o_.o_w, 0.0f, res_.data());
-  if (config_.o_bias) k_.BiasAdd(res_.data(), p + o_.o_b, n, C);
+  k_.Matmul(false, true, n, C, Q, 1.0f, att_.data(), p + layout_.block.o_w, 0.0f, res_.data());
+  if (config_.o_bias) k_.BiasAdd(res_.data(), p + layout_.block.o_b, n, C);
   k_.Accumulate(x_.data(), int64_t{n} * C, res_.data());
-  k_.RmsNormForward(res_.data(), p + o_.ln2, n, C, eps, ln_.data(), rstd_.data());
+  k_.RmsNormForward(res_.data(), p + layout_.block.ln2, n, C, eps, ln_.data(), rstd_.data());
   gu_.resize(int64_t{n} * 2 * I);
   act_.resize(int64_t{n} * I);
-  k_.Matmul(false, true, n, 2 * I, C, 1.0f, ln_.data(), p + o_.gate_up, 0.0f, gu_.data());
+  k_.Matmul(false, true, n, 2 * I, C, 1.0f, ln_.data(), p + layout_.block.gate_up, 0.0f,
+            gu_.data());
   k_.SwigluForward(gu_.data(), n, I, act_.data());
-  k_.Matmul(false, true, n, C, I, 1.0f, act_.data(), p + o_.down, 0.0f, x_.data());
+  k_.Matmul(false, true, n, C, I, 1.0f, act_.data(), p + layout_.block.down, 0.0f, x_.data());
   k_.Accumulate(res_.data(), int64_t{n} * C, x_.data());
 }
 

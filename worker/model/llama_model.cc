@@ -15,19 +15,6 @@ namespace {
 constexpr int64_t kHeadChunkFloats = int64_t{1} << 25;
 
 // Offset of `name` in `unit`, -1 when absent.
-int64_t Offset(const UnitPlan& unit, const std::string& name) {
-  for (const ParamPlacement& p : unit.params) {
-    if (p.name == name) return p.offset;
-  }
-  return -1;
-}
-
-int64_t Required(const UnitPlan& unit, const std::string& name) {
-  const int64_t o = Offset(unit, name);
-  ZS_CHECK(o >= 0 && "parameter missing from the model's own units");
-  return o;
-}
-
 // Floats of the rotary tables, which live as long as the model.
 int64_t RopeFloats(const ModelConfig& c) { return int64_t{c.n_ctx} * c.head_size(); }
 
@@ -101,21 +88,11 @@ LlamaModel::LlamaModel(const ModelConfig& config, ActivationCheckpointing mode, 
     : config_(config), mode_(mode), k_(kernels), rt_(kernels, device) {
   ZS_CHECK(ValidateModelConfig(config).ok() && config.is_llama());
   chunk_ = head_chunk_tokens > 0 ? head_chunk_tokens : LlamaHeadChunkTokens(config.vocab);
-  absl::StatusOr<ShardPlan> plan = MakeShardPlan(ModelUnits(config), 1, 1);
-  ZS_CHECK(plan.ok());
-  embed_ = Required(plan->units[0], "model.embed_tokens.weight");
-  const UnitPlan& head = plan->units[config.head_unit()];
-  norm_ = Required(head, "model.norm.weight");
-  head_w_ = config.tied ? embed_ : Required(head, "lm_head.weight");
-  const UnitPlan& b = plan->units[1];
-  auto at = [&b](const char* n) { return Offset(b, absl::StrCat("model.layers.0.", n)); };
-  block_ = {at("input_layernorm.weight"),  at("self_attn.q_proj.weight"),
-            at("self_attn.k_proj.weight"), at("self_attn.v_proj.weight"),
-            at("self_attn.q_proj.bias"),   at("self_attn.k_proj.bias"),
-            at("self_attn.v_proj.bias"),   at("self_attn.q_norm.weight"),
-            at("self_attn.k_norm.weight"), at("self_attn.o_proj.weight"),
-            at("self_attn.o_proj.bias"),   at("post_attention_layernorm.weight"),
-            at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
+  const LlamaLayout layout = MakeLlamaLayout(config);
+  embed_ = layout.embed;
+  norm_ = layout.norm;
+  head_w_ = layout.head_w;
+  block_ = layout.block;
   // The rotary tables, once, in the device's memory.
   const RopeTables tables = MakeRopeTables(config, config.n_ctx);
   rope_ = DeviceBuffer(&rt_.device(), &rt_.accountant(), MemoryKind::kBuffers);

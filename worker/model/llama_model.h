@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_config.h"
+#include "worker/model/model_layout.h"
 #include "worker/model/causal_lm.h"
 #include "worker/model/model_runtime.h"
 
@@ -74,10 +75,7 @@ class LlamaModel : public CausalLm {
   friend int64_t LlamaActivationBytes(const ModelConfig&, int, int, ActivationCheckpointing);
   using Array = ModelArray;
   // Offsets of a block's parameters in its unit; -1 where the config has none.
-  struct BlockOffsets {
-    int64_t ln1 = -1, q_w = -1, k_w = -1, v_w = -1, q_b = -1, k_b = -1, v_b = -1, q_norm = -1,
-            k_norm = -1, o_w = -1, o_b = -1, ln2 = -1, gate_up = -1, down = -1;
-  };
+  using BlockOffsets = LlamaLayout::Block;
   // One block's intermediates: what its backward reads besides its input.
   // q, k, v are the projections (with bias); qn, kn their per-head norms
   // (Qwen3; else unused) and the rotated values; qkv the packed, rotated

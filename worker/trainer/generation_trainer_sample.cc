@@ -16,7 +16,8 @@ absl::StatusOr<std::string> GenerationTrainer::Sample(int64_t step) {
     if (sample_tok_ == nullptr) sample_tok_ = tokenizer::ByteTokenizer();
   }
   ZS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, sample_tok_->EncodeWithSpecials(job.sample_prompt));
-  if (ids.empty()) ids.push_back(sample_tok_->specials().eos >= 0 ? sample_tok_->specials().eos : '\n');
+  if (ids.empty())
+    ids.push_back(sample_tok_->specials().eos >= 0 ? sample_tok_->specials().eos : '\n');
   const int vocab = ctx_.model_config->vocab, n_ctx = ctx_.model_config->n_ctx;
   for (int32_t& id : ids) id = std::clamp(id, 0, vocab - 1);
   if (static_cast<int>(ids.size()) > n_ctx - 1) ids.resize(n_ctx - 1);
@@ -31,14 +32,15 @@ absl::StatusOr<std::string> GenerationTrainer::Sample(int64_t step) {
       engine_->EndEvaluation().IgnoreError();  // The pass's error is the one to report.
       return s;
     }
-    ids.push_back(sampler.Next(absl::MakeConstSpan(logits).subspan(
-        static_cast<size_t>(T - 1) * vocab, vocab)));
+    ids.push_back(sampler.Next(
+        absl::MakeConstSpan(logits).subspan(static_cast<size_t>(T - 1) * vocab, vocab)));
   }
   ZS_RETURN_IF_ERROR(engine_->EndEvaluation());
   std::string text;
   for (size_t i = prompt; i < ids.size(); ++i) {
     // Ids past the tokenizer's vocabulary (padding rows) have no text.
-    if (absl::StatusOr<std::string> piece = sample_tok_->Decode({ids[i]}); piece.ok()) text += *piece;
+    if (absl::StatusOr<std::string> piece = sample_tok_->Decode({ids[i]}); piece.ok())
+      text += *piece;
   }
   return tokenizer::ToValidUtf8(text);
 }
