@@ -42,17 +42,10 @@ struct GenerateOptions {
 
 absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const std::string& dir,
                                                           const ModelConfig& config) {
-  ZS_ASSIGN_OR_RETURN(const HfWeights weights, HfWeights::Open(dir));
   const std::vector<UnitSpec> specs = ModelUnits(config);
-  ZS_RETURN_IF_ERROR(weights.CheckUnits(specs));
+  ZS_ASSIGN_OR_RETURN(const HfWeights weights, HfWeights::OpenFor(dir, specs));
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, MakeShardPlan(specs, 1, 1));
-  std::vector<std::vector<float>> units;
-  for (const UnitPlan& u : plan.units) {
-    std::vector<float> buf(u.padded_numel);
-    ZS_RETURN_IF_ERROR(weights.ReadUnitRange(u, 0, u.padded_numel, buf.data()));
-    units.push_back(std::move(buf));
-  }
-  return units;
+  return weights.ReadWholeUnits(plan);
 }
 
 absl::StatusOr<std::string> PromptText(const GenerateOptions& o) {

@@ -204,6 +204,17 @@ absl::Status HfWeights::CheckBf16Range(const UnitPlan& unit, int64_t offset,
   });
 }
 
+absl::StatusOr<std::vector<std::vector<float>>> HfWeights::ReadWholeUnits(
+    const ShardPlan& plan) const {
+  std::vector<std::vector<float>> units;
+  for (const UnitPlan& u : plan.units) {
+    std::vector<float> buf(u.padded_numel);
+    ZS_RETURN_IF_ERROR(ReadUnitRange(u, 0, u.padded_numel, buf.data()));
+    units.push_back(std::move(buf));
+  }
+  return units;
+}
+
 bool HfWeights::IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const {
   return CheckBf16Range(unit, offset, length).ok();
 }

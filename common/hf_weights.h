@@ -42,6 +42,9 @@ class HfWeights {
   // zero), parameter by parameter: what a rank's shard of the unit holds.
   absl::Status ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
                              float* dst) const;
+  // Every unit of `plan` whole (padding zero), as one process running the
+  // model needs it (tests, `zeroshard generate`): memory for all of them.
+  absl::StatusOr<std::vector<std::vector<float>>> ReadWholeUnits(const ShardPlan& plan) const;
   // Every tensor [offset, offset + length) of `unit` touches is stored as
   // BF16 (a range of padding alone too).
   bool IsBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const;

@@ -126,6 +126,22 @@ std::string JobConfig::ToJson() const {
 
 namespace {
 
+// The model's, the data's and the samples' fields into c; false for another
+// key. Throws nlohmann's type errors (ParseFields catches them).
+bool ParseModelAndDataField(const std::string& key, const nlohmann::json& value, JobConfig& c) {
+  if (key == "model") c.model = value.get<std::string>();
+  else if (key == "model_desc") c.model_desc = value.get<std::string>();
+  else if (key == "init") c.init = value.get<std::string>();
+  else if (key == "seq_len") c.seq_len = value.get<int>();
+  else if (key == "tokenizer") c.tokenizer = value.get<std::string>();
+  else if (key == "data") c.data = value.get<std::vector<std::string>>();
+  else if (key == "sample_every") c.sample_every = value.get<int64_t>();
+  else if (key == "sample_tokens") c.sample_tokens = value.get<int>();
+  else if (key == "sample_prompt") c.sample_prompt = value.get<std::string>();
+  else return false;
+  return true;
+}
+
 // The fields of `text`, unvalidated (FromJson validates).
 absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -135,16 +151,11 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
   JobConfig c;
   try {
     for (auto& [key, value] : j.items()) {
-      if (key == "model") c.model = value.get<std::string>();
-      else if (key == "model_desc") c.model_desc = value.get<std::string>();
-      else if (key == "init") c.init = value.get<std::string>();
-      else if (key == "seq_len") c.seq_len = value.get<int>();
-      else if (key == "tokenizer") c.tokenizer = value.get<std::string>();
-      else if (key == "stage") c.stage = value.get<int>();
+      if (ParseModelAndDataField(key, value, c)) continue;
+      if (key == "stage") c.stage = value.get<int>();
       else if (key == "steps") c.steps = value.get<int64_t>();
       else if (key == "global_batch") c.global_batch = value.get<int>();
       else if (key == "micro_batch") c.micro_batch = value.get<int>();
-      else if (key == "data") c.data = value.get<std::vector<std::string>>();
       else if (key == "seed") c.seed = value.get<uint64_t>();
       else if (key == "compute_dtype") { ZS_ASSIGN_OR_RETURN(c.compute_dtype, ParseDType(value.get<std::string>())); }
       else if (key == "reduce_dtype") { ZS_ASSIGN_OR_RETURN(c.reduce_dtype, ParseDType(value.get<std::string>())); }
@@ -156,9 +167,6 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
       else if (key == "weight_decay") c.weight_decay = value.get<double>();
       else if (key == "max_grad_norm") c.max_grad_norm = value.get<double>();
       else if (key == "eval_every") c.eval_every = value.get<int64_t>();
-      else if (key == "sample_every") c.sample_every = value.get<int64_t>();
-      else if (key == "sample_tokens") c.sample_tokens = value.get<int>();
-      else if (key == "sample_prompt") c.sample_prompt = value.get<std::string>();
       else if (key == "eval_batches") c.eval_batches = value.get<int>();
       else if (key == "log_path") c.log_path = value.get<std::string>();
       else if (key == "threads") c.threads = value.get<int>();

@@ -33,17 +33,6 @@ struct Flags {
   int batch = 1, head_chunk = 0, seq_len = 0;
 };
 
-absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const HfWeights& w,
-                                                          const ShardPlan& plan) {
-  std::vector<std::vector<float>> units;
-  for (const UnitPlan& u : plan.units) {
-    std::vector<float> buf(u.padded_numel);
-    ZS_RETURN_IF_ERROR(w.ReadUnitRange(u, 0, u.padded_numel, buf.data()));
-    units.push_back(std::move(buf));
-  }
-  return units;
-}
-
 absl::StatusOr<std::vector<int32_t>> ReadTokens(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
@@ -62,7 +51,7 @@ absl::Status Run(const Flags& f) {
   const std::vector<UnitSpec> specs = ModelUnits(config);
   ZS_RETURN_IF_ERROR(weights.CheckUnits(specs));
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, MakeShardPlan(specs, 1, 1));
-  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(weights, plan));
+  ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, weights.ReadWholeUnits(plan));
   std::vector<int32_t> inputs, targets;
   for (int b = 0; b < B; ++b) {
     const int32_t* row = tokens.data() + int64_t{b} * (T + 1);

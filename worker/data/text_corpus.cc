@@ -38,32 +38,7 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
     for (const std::string& file : ListDataFiles(path)) {
       const int64_t room = options.max_bytes - corpus.total_bytes();
       if (room <= 0) break;
-      if (IsPromptCompletionFile(file)) {
-        ZS_RETURN_IF_ERROR(corpus.AppendSamples(file, options));
-        continue;
-      }
-      if (LooksLikeTokenFile(file) || (explicit_file && HasTokenFileName(file))) {
-        ZS_ASSIGN_OR_RETURN(const TokenFile t, ReadTokenFile(file, options.vocab_size));
-        ZS_RETURN_IF_ERROR(corpus.Append(file, t.width, t.bytes, room));
-        continue;
-      }
-      if (options.tokenizer != nullptr) {
-        int width = 0;
-        ZS_ASSIGN_OR_RETURN(const std::string ids, TokenizeFile(file, options, &width));
-        if (!ids.empty()) ZS_RETURN_IF_ERROR(corpus.Append(file, width, ids, room));
-        continue;
-      }
-      absl::StatusOr<std::string> data = ReadDataFile(file);
-      if (!data.ok()) {
-        if (explicit_file) return data.status();
-        continue;  // An unreadable file deep in a directory is skipped.
-      }
-      if (data->empty()) continue;
-      if (LooksBinary(*data)) {
-        ++corpus.skipped_binary_;
-        continue;
-      }
-      ZS_RETURN_IF_ERROR(corpus.Append(file, 1, *data, room));
+      ZS_RETURN_IF_ERROR(corpus.AddFile(file, explicit_file, options, room));
     }
   }
   if (corpus.fine_tuning()) {
@@ -87,6 +62,31 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
   const int64_t val = std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
   corpus.train_bytes_ = (n - val) * corpus.width_;
   return corpus;
+}
+
+absl::Status TextCorpus::AddFile(const std::string& file, bool explicit_file,
+                                 const CorpusOptions& options, int64_t room) {
+  if (IsPromptCompletionFile(file)) return AppendSamples(file, options);
+  if (LooksLikeTokenFile(file) || (explicit_file && HasTokenFileName(file))) {
+    ZS_ASSIGN_OR_RETURN(const TokenFile t, ReadTokenFile(file, options.vocab_size));
+    return Append(file, t.width, t.bytes, room);
+  }
+  if (options.tokenizer != nullptr) {
+    int width = 0;
+    ZS_ASSIGN_OR_RETURN(const std::string ids, TokenizeFile(file, options, &width));
+    return ids.empty() ? absl::OkStatus() : Append(file, width, ids, room);
+  }
+  absl::StatusOr<std::string> data = ReadDataFile(file);
+  if (!data.ok()) {
+    // An unreadable file deep in a directory is skipped.
+    return explicit_file ? data.status() : absl::OkStatus();
+  }
+  if (data->empty()) return absl::OkStatus();
+  if (LooksBinary(*data)) {
+    ++skipped_binary_;
+    return absl::OkStatus();
+  }
+  return Append(file, 1, *data, room);
 }
 
 absl::Status TextCorpus::AppendSamples(const std::string& file, const CorpusOptions& options) {

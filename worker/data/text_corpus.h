@@ -89,6 +89,11 @@ class TextCorpus {
   // checking it matches the width of what came before.
   absl::Status Append(const std::string& file, int width, std::string_view data, int64_t room);
 
+  // One file of the walk, by kind: prompt/completion pairs, a token file,
+  // text through the tokenizer, or text as bytes (binary skipped; an
+  // unreadable file skipped unless named on its own). At most `room` bytes.
+  absl::Status AddFile(const std::string& file, bool explicit_file, const CorpusOptions& options,
+                       int64_t room);
   // A prompt/completion file's samples appended.
   absl::Status AppendSamples(const std::string& file, const CorpusOptions& options);
 
