@@ -40,28 +40,28 @@ def wait_for(what, predicate, timeout, poll=0.25):
 
 
 class Coordinator:
-    """zeroshard-coordinator on 127.0.0.1 with a chosen metrics port and a
-    gRPC port it picks itself (read back from its start line)."""
+    """zeroshard-coordinator on 127.0.0.1 with gRPC and metrics ports it
+    picks itself (port 0), both read back from its start line: a port chosen
+    here and handed over could be taken meanwhile by another test's server."""
 
-    def __init__(self, args, metrics_port, log_path):
-        self.metrics_port = metrics_port
+    def __init__(self, args, log_path):
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [str(dc.BIN_DIR / "zeroshard-coordinator"), "--listen=127.0.0.1:0",
-             f"--metrics-listen=127.0.0.1:{metrics_port}", *args],
+             "--metrics-listen=127.0.0.1:0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.grpc_port = self._read_port()
+        self.grpc_port, self.metrics_port = self._read_ports()
 
-    def _read_port(self):
+    def _read_ports(self):
         seen, deadline = "", time.monotonic() + 15
         while time.monotonic() < deadline and self.proc.poll() is None:
             if select.select([self.proc.stdout], [], [], 0.2)[0]:
                 line = self.proc.stdout.readline()
                 self.log.write(line)
                 seen += line
-                m = re.search(r":(\d+) \(grpc\)", seen)
+                m = re.search(r":(\d+) \(grpc\), [0-9.]+:(\d+) \(metrics\)", seen)
                 if m:
-                    return int(m.group(1))
+                    return int(m.group(1)), int(m.group(2))
         raise RuntimeError(f"coordinator did not start: {seen!r}")
 
     @property

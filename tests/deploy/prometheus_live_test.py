@@ -168,14 +168,14 @@ def check_generation_count(prom, coord, start):
 
 
 def main(tmp):
-    metrics_port = dc.free_port()
     (pathlib.Path(tmp) / "job.json").write_text(json.dumps(JOB))
     coord = lj.Coordinator(
         [f"--state-dir={tmp}/state", f"--checkpoint-dir={tmp}/checkpoints",
          f"--job-config={tmp}/job.json", "--min-workers=1", "--max-workers=3", "--settle=0.5",
          "--heartbeat-interval=0.5", "--lease-timeout=3", "--handoff-grace=10"],
-        metrics_port, f"{tmp}/coordinator.log")
-    prom = lj.Prometheus(prometheus_config(tmp, metrics_port), f"{tmp}/tsdb", f"{tmp}/prom.log")
+        f"{tmp}/coordinator.log")
+    prom = lj.Prometheus(prometheus_config(tmp, coord.metrics_port), f"{tmp}/tsdb",
+                         f"{tmp}/prom.log")
     workers = []
     try:
         lj.wait_for("Prometheus scrapes the coordinator", prom.up, 60)
