@@ -162,12 +162,12 @@ class LocalCluster:
         job_file.write_text(json.dumps(job))
         argv = dc.container_argv(self.coord)
         flags = dc.flags_of(argv[1:])
-        self.grpc_port, self.metrics_port = dc.free_port(), dc.free_port()
+        # Port 0: the coordinator picks both ports and names them in its log
+        # (wait_ready reads them); a port chosen here could be taken meanwhile.
+        self.grpc_port = self.metrics_port = None
         for flag, value in flags.items():
-            if flag == "--listen":
-                flags[flag] = f"127.0.0.1:{self.grpc_port}"
-            elif flag == "--metrics-listen":
-                flags[flag] = f"127.0.0.1:{self.metrics_port}"
+            if flag in ("--listen", "--metrics-listen"):
+                flags[flag] = "127.0.0.1:0"
             elif flag == "--job-config":
                 flags[flag] = str(job_file)
             elif value is not None:
@@ -222,8 +222,14 @@ class LocalCluster:
         return ok
 
     def wait_ready(self, deadline):
+        """Until the coordinator's start line names its ports and /readyz answers 200."""
         while time.monotonic() < deadline and self.coordinator.poll() is None:
-            if http_status(self.metrics_port, "/readyz") == 200:
+            if self.metrics_port is None:
+                m = re.search(r":(\d+) \(grpc\), [0-9.]+:(\d+) \(metrics\)",
+                              self.coord_log_path.read_text(errors="replace"))
+                if m:
+                    self.grpc_port, self.metrics_port = int(m.group(1)), int(m.group(2))
+            if self.metrics_port is not None and http_status(self.metrics_port, "/readyz") == 200:
                 return True
             time.sleep(0.2)
         return False
