@@ -62,17 +62,7 @@ absl::StatusOr<std::string> PromptText(const GenerateOptions& o) {
 // `final`, nothing yet of a character the next token may complete.
 void Stream(const std::string& text, size_t* printed, bool final) {
   std::string out;
-  while (*printed < text.size()) {
-    const std::string_view rest = std::string_view(text).substr(*printed);
-    const size_t good = tokenizer::ValidUtf8Prefix(rest);
-    out.append(rest.substr(0, good));
-    *printed += good;
-    if (good == rest.size()) break;
-    const size_t bad = tokenizer::Utf8InvalidLength(rest.substr(good));
-    if (bad == 0 && !final) break;  // Cut short: wait for the next token.
-    out.append("\xEF\xBF\xBD");
-    *printed += bad == 0 ? rest.size() - good : bad;
-  }
+  *printed += tokenizer::AppendValidUtf8(std::string_view(text).substr(*printed), final, &out);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
 }

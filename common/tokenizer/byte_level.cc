@@ -81,10 +81,17 @@ size_t ValidUtf8Prefix(std::string_view s) {
   return pos;
 }
 
-size_t Utf8InvalidLength(std::string_view s) {
+// Where s (not starting with a valid character) goes wrong: the length of
+// its maximal invalid subpart (1-3 bytes: a lead byte and the continuation
+// bytes that still fit it; Unicode 15, section 3.9, "U+FFFD Substitution of
+// Maximal Subparts"), or 0 when s is the valid start of a character cut
+// short (more bytes may complete it).
+static size_t Utf8InvalidLength(std::string_view s) {
   const auto c0 = static_cast<uint8_t>(s[0]);
-  const int len = c0 >= 0xC2 && c0 <= 0xDF ? 2 : c0 >= 0xE0 && c0 <= 0xEF ? 3
-                  : c0 >= 0xF0 && c0 <= 0xF4 ? 4 : 0;
+  const int len = c0 >= 0xC2 && c0 <= 0xDF   ? 2
+                  : c0 >= 0xE0 && c0 <= 0xEF ? 3
+                  : c0 >= 0xF0 && c0 <= 0xF4 ? 4
+                                             : 0;
   if (len == 0) return 1;
   // The second byte's range narrows for E0, ED, F0 and F4 (no overlongs,
   // surrogates or code points past U+10FFFF).
@@ -98,20 +105,25 @@ size_t Utf8InvalidLength(std::string_view s) {
   return static_cast<size_t>(len);  // Not reached for a string that starts invalid.
 }
 
-std::string ToValidUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+size_t AppendValidUtf8(std::string_view s, bool final, std::string* out) {
   size_t pos = 0;
   while (pos < s.size()) {
     const size_t good = ValidUtf8Prefix(s.substr(pos));
-    out.append(s.substr(pos, good));
+    out->append(s.substr(pos, good));
     pos += good;
-    if (pos < s.size()) {
-      const size_t bad = Utf8InvalidLength(s.substr(pos));
-      out.append("\xEF\xBF\xBD");  // U+FFFD.
-      pos += bad == 0 ? s.size() - pos : bad;
-    }
+    if (pos == s.size()) break;
+    const size_t bad = Utf8InvalidLength(s.substr(pos));
+    if (bad == 0 && !final) break;  // Cut short: more bytes may complete it.
+    out->append("\xEF\xBF\xBD");    // U+FFFD.
+    pos += bad == 0 ? s.size() - pos : bad;
   }
+  return pos;
+}
+
+std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  AppendValidUtf8(s, /*final=*/true, &out);
   return out;
 }
 

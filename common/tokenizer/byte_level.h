@@ -35,15 +35,13 @@ std::optional<char32_t> NextCodePoint(std::string_view s, size_t* pos);
 // The length of the longest valid UTF-8 prefix of s (s.size() when all of it
 // is valid).
 size_t ValidUtf8Prefix(std::string_view s);
-// Where s (not starting with a valid character) goes wrong: the length of
-// its maximal invalid subpart (1-3 bytes: a lead byte and the continuation
-// bytes that still fit it; Unicode 15, section 3.9, "U+FFFD Substitution of
-// Maximal Subparts"), or 0 when s is the valid start of a character cut
-// short (more bytes may complete it).
-size_t Utf8InvalidLength(std::string_view s);
-// s with every maximal invalid subpart replaced by U+FFFD, as Python's
-// errors="replace" and Rust's from_utf8_lossy (HF tokenizers' decode) do; a
-// character cut short at the end is invalid too.
+// Appends s to *out with every maximal invalid subpart replaced by U+FFFD,
+// as Python's errors="replace" and Rust's from_utf8_lossy (HF tokenizers'
+// decode) do. A character cut short at the end of s is replaced too when
+// `final`; else it is left out (more bytes may complete it). Returns the
+// bytes of s consumed.
+size_t AppendValidUtf8(std::string_view s, bool final, std::string* out);
+// AppendValidUtf8 of all of s (final) into a new string.
 std::string ToValidUtf8(std::string_view s);
 
 }  // namespace zeroshard::tokenizer
