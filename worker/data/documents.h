@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/data/jsonl.h"
 
 namespace zeroshard {
 
@@ -32,17 +32,15 @@ class DocumentReader {
   absl::StatusOr<bool> Next(Document* doc);
   // Bytes of all input files, and of those read so far (for progress).
   int64_t total_bytes() const { return total_bytes_; }
-  int64_t read_bytes() const { return read_bytes_; }
+  int64_t read_bytes() const { return read_bytes_ + (jsonl_ ? jsonl_->read_bytes() : 0); }
 
  private:
   std::vector<std::string> files_;
   std::string field_;
   size_t next_file_ = 0;
-  std::unique_ptr<std::ifstream> jsonl_;  // The JSONL file being read.
-  std::string jsonl_name_;
-  int64_t line_ = 0;
+  std::optional<JsonlReader> jsonl_;  // The JSONL file being read.
   int64_t total_bytes_ = 0;
-  int64_t read_bytes_ = 0;
+  int64_t read_bytes_ = 0;  // Of the files done.
 };
 
 }  // namespace zeroshard

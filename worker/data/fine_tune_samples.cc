@@ -1,33 +1,22 @@
 #include "worker/data/fine_tune_samples.h"
 
 #include <algorithm>
-#include <fstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/tokenizer/byte_level.h"
 #include "nlohmann/json.hpp"
+#include "worker/data/jsonl.h"
 
 namespace zeroshard {
 namespace {
 
 constexpr int32_t kIgnore = -1;  // worker/model/kernel_constants.h's kIgnoreTarget.
 
-absl::StatusOr<std::string> Field(const nlohmann::json& j, const char* key,
-                                  const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": no string field \"", key, "\""));
-  }
-  return tokenizer::ToValidUtf8(it->get<std::string>());
-}
-
 absl::StatusOr<FineTuneSample> Tokenize(const nlohmann::json& j, const tokenizer::Tokenizer& tok,
                                         int context, const std::string& where) {
-  ZS_ASSIGN_OR_RETURN(const std::string prompt, Field(j, "prompt", where));
-  ZS_ASSIGN_OR_RETURN(const std::string completion, Field(j, "completion", where));
+  ZS_ASSIGN_OR_RETURN(const std::string prompt, JsonlString(j, "prompt", where));
+  ZS_ASSIGN_OR_RETURN(const std::string completion, JsonlString(j, "completion", where));
   const tokenizer::SpecialTokens& sp = tok.specials();
   FineTuneSample s;
   s.ids = sp.prefix;
@@ -50,33 +39,26 @@ absl::StatusOr<FineTuneSample> Tokenize(const nlohmann::json& j, const tokenizer
 
 bool IsPromptCompletionFile(const std::string& file) {
   if (!absl::EndsWith(file, ".jsonl")) return false;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    return j.is_object() && j.contains("prompt");
-  }
-  return false;
+  absl::StatusOr<JsonlReader> r = JsonlReader::Open(file);
+  nlohmann::json obj;
+  std::string where;
+  absl::StatusOr<bool> first = r.ok() ? r->Next(&obj, &where) : r.status();
+  return first.ok() && *first && obj.contains("prompt");
 }
 
-absl::StatusOr<std::vector<FineTuneSample>> ReadPromptCompletion(
-    const std::string& file, const tokenizer::Tokenizer& tok, int context) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return absl::UnavailableError(absl::StrCat("cannot read '", file, "'"));
+absl::StatusOr<std::vector<FineTuneSample>> ReadPromptCompletion(const std::string& file,
+                                                                 const tokenizer::Tokenizer& tok,
+                                                                 int context) {
+  ZS_ASSIGN_OR_RETURN(JsonlReader reader, JsonlReader::Open(file));
   std::vector<FineTuneSample> out;
-  int64_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    const std::string where = absl::StrCat(file, ":", n);
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object"));
-    }
-    ZS_ASSIGN_OR_RETURN(FineTuneSample s, Tokenize(j, tok, context, where));
+  nlohmann::json obj;
+  std::string where;
+  for (;;) {
+    ZS_ASSIGN_OR_RETURN(const bool more, reader.Next(&obj, &where));
+    if (!more) return out;
+    ZS_ASSIGN_OR_RETURN(FineTuneSample s, Tokenize(obj, tok, context, where));
     out.push_back(std::move(s));
   }
-  return out;
 }
 
 int64_t CountedTargets(const FineTuneSample& s, int T) {
