@@ -149,16 +149,11 @@ absl::StatusOr<double> LlamaModel::Forward(const int32_t* inputs, const int32_t*
                                            int T, UnitHooks& hooks) {
   ZS_ASSIGN_OR_RETURN(const DeviceIds ids, Begin(inputs, targets, /*train=*/true, B, T));
   RunBlocks(ids.inputs, hooks);
-  const int64_t bt = int64_t{B} * T;
   const int head = config_.head_unit();
-  const float* p = hooks.PreForward(head);
-  FinalNorm(p);
-  for (int r0 = 0; r0 < bt; r0 += chunk_) {
-    const int n = static_cast<int>(std::min<int64_t>(chunk_, bt - r0));
-    HeadChunk(p + head_w_, r0, n);
+  HeadChunks(hooks.PreForward(head), [&](int r0, int n) {
     k_.SoftmaxCrossEntropyForward(acts_.logits.data(), ids.targets + r0, n, config_.vocab,
                                   acts_.logits.data(), acts_.losses.data() + r0);
-  }
+  });
   hooks.PostForward(head);
   SumLosses();
   return rt_.FinishCall();
@@ -171,13 +166,9 @@ absl::Status LlamaModel::Logits(const int32_t* inputs, int B, int T, UnitHooks& 
   RunBlocks(ids.inputs, hooks);
   logits->resize(static_cast<size_t>(bt * V));
   const int head = config_.head_unit();
-  const float* p = hooks.PreForward(head);
-  FinalNorm(p);
-  for (int r0 = 0; r0 < bt; r0 += chunk_) {
-    const int n = static_cast<int>(std::min<int64_t>(chunk_, bt - r0));
-    HeadChunk(p + head_w_, r0, n);
+  HeadChunks(hooks.PreForward(head), [&](int r0, int n) {
     rt_.CopyToHost(logits->data() + r0 * V, acts_.logits.data(), int64_t{n} * V * 4);
-  }
+  });
   hooks.PostForward(head);
   return rt_.Finish();
 }

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/model_config.h"
 #include "worker/model/model_layout.h"
@@ -107,10 +108,10 @@ class LlamaModel : public CausalLm {
                                   int B, int T);
   // Embedding and blocks; the last block's output is LastHidden().
   void RunBlocks(const int32_t* inputs, UnitHooks& hooks);
-  // Final norm into acts_.lnf; then each chunk of rows [r0, r0 + n) of the
-  // head: logits into acts_.logits, and with targets the losses.
-  void FinalNorm(const float* params);
-  void HeadChunk(const float* head_w, int r0, int n);
+  // Final norm into acts_.lnf; then, for each chunk of rows [r0, r0 + n)
+  // of the head, its logits into acts_.logits and then `use(r0, n)` (the
+  // loss, its backward, or a copy out): the one loop of the chunked head.
+  void HeadChunks(const float* params, absl::FunctionRef<void(int r0, int n)> use);
   // ForwardBackward's head bracket ([Note: chunked head]).
   void HeadForwardBackward(const int32_t* targets, float loss_scale, UnitHooks& hooks);
   void RunBackward(const int32_t* inputs, UnitHooks& hooks);

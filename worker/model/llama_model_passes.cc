@@ -35,36 +35,34 @@ void LlamaModel::RunBlocks(const int32_t* inputs, UnitHooks& hooks) {
   }
 }
 
-void LlamaModel::FinalNorm(const float* p) {
-  k_.RmsNormForward(LastHidden(), p + norm_, acts_.B * acts_.T, config_.n_embd,
-                    static_cast<float>(config_.norm_eps), acts_.lnf.data(), acts_.lnf_rstd.data());
-}
-
-void LlamaModel::HeadChunk(const float* head_w, int r0, int n) {
-  const int C = config_.n_embd;
-  k_.Matmul(false, true, n, config_.vocab, C, 1.0f, acts_.lnf.data() + int64_t{r0} * C, head_w,
-            0.0f, acts_.logits.data());
+void LlamaModel::HeadChunks(const float* p, absl::FunctionRef<void(int r0, int n)> use) {
+  const int BT = acts_.B * acts_.T, C = config_.n_embd;
+  k_.RmsNormForward(LastHidden(), p + norm_, BT, C, static_cast<float>(config_.norm_eps),
+                    acts_.lnf.data(), acts_.lnf_rstd.data());
+  for (int r0 = 0; r0 < BT; r0 += chunk_) {
+    const int n = std::min(chunk_, BT - r0);
+    k_.Matmul(false, true, n, config_.vocab, C, 1.0f, acts_.lnf.data() + int64_t{r0} * C,
+              p + head_w_, 0.0f, acts_.logits.data());
+    use(r0, n);
+  }
 }
 
 void LlamaModel::HeadForwardBackward(const int32_t* targets, float loss_scale, UnitHooks& hooks) {
   const int BT = acts_.B * acts_.T, C = config_.n_embd, V = config_.vocab;
   const int head = config_.head_unit();
   const UnitBackwardView u = hooks.PreBackward(head);
-  FinalNorm(u.params);
   float* logits = acts_.logits.data();
-  for (int r0 = 0; r0 < BT; r0 += chunk_) {
-    const int n = std::min(chunk_, BT - r0);
-    HeadChunk(u.params + head_w_, r0, n);
+  HeadChunks(u.params, [&](int r0, int n) {
     k_.SoftmaxCrossEntropyForward(logits, targets + r0, n, V, logits, acts_.losses.data() + r0);
     k_.SoftmaxCrossEntropyBackward(logits, targets + r0, n, V, loss_scale, logits);
     k_.Matmul(false, false, n, C, V, 1.0f, logits, u.params + head_w_, 0.0f,
               acts_.dln.data() + int64_t{r0} * C);
     k_.Matmul(true, false, V, C, n, 1.0f, logits, acts_.lnf.data() + int64_t{r0} * C, 1.0f,
               u.grads + head_w_);
-  }
+  });
   rt_.Zero(acts_.dresidual);
-  k_.RmsNormBackward(acts_.dln.data(), LastHidden(), u.params + norm_, acts_.lnf_rstd.data(), BT,
-                     C, acts_.dresidual.data(), u.grads + norm_);
+  k_.RmsNormBackward(acts_.dln.data(), LastHidden(), u.params + norm_, acts_.lnf_rstd.data(), BT, C,
+                     acts_.dresidual.data(), u.grads + norm_);
   hooks.PostBackward(head);
   SumLosses();
 }
