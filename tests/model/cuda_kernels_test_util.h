@@ -27,6 +27,7 @@
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"
 #include "worker/device/memory_accounting.h"
+#include "worker/engine/unit_hooks.h"
 #include "worker/model/cuda_kernels.h"
 #include "worker/model/kernels.h"
 
@@ -133,5 +134,25 @@ class CudaKernelsTest : public ::testing::Test {
 inline bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
+
+// UnitHooks over device copies of every unit's parameters, with zeroed
+// device gradients (the model tests' hooks on the GPU).
+class DeviceParams : public UnitHooks {
+ public:
+  DeviceParams(CudaKernelsTest& t, const std::vector<std::vector<float>>& units) {
+    for (const std::vector<float>& u : units) {
+      params_.push_back(t.Up(u));
+      grads_.push_back(t.Up(std::vector<float>(u.size(), 0.0f)));
+    }
+  }
+  const float* PreForward(int u) override { return params_[u]; }
+  void PostForward(int) override {}
+  UnitBackwardView PreBackward(int u) override { return {params_[u], grads_[u]}; }
+  void PostBackward(int) override {}
+  const float* grads(int u) const { return grads_[u]; }
+
+ private:
+  std::vector<float*> params_, grads_;
+};
 
 }  // namespace zeroshard::cuda_kernels_test

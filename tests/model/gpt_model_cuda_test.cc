@@ -20,26 +20,6 @@
 namespace zeroshard::cuda_kernels_test {
 namespace {
 
-// UnitHooks over device copies of every unit's parameters, with zeroed
-// device gradients.
-class DeviceParams : public UnitHooks {
- public:
-  DeviceParams(CudaKernelsTest& t, const std::vector<std::vector<float>>& units) {
-    for (const std::vector<float>& u : units) {
-      params_.push_back(t.Up(u));
-      grads_.push_back(t.Up(std::vector<float>(u.size(), 0.0f)));
-    }
-  }
-  const float* PreForward(int u) override { return params_[u]; }
-  void PostForward(int) override {}
-  UnitBackwardView PreBackward(int u) override { return {params_[u], grads_[u]}; }
-  void PostBackward(int) override {}
-  const float* grads(int u) const { return grads_[u]; }
-
- private:
-  std::vector<float*> params_, grads_;
-};
-
 // `small`'s weights (seed 7) and a random batch of B = 2 full contexts;
 // scale = 1 / tokens (the mean loss's gradient).
 struct SmallJob {

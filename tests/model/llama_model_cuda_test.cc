@@ -25,26 +25,6 @@ namespace {
 using llama_test::RandomUnits;
 using llama_test::Tokens;
 
-// UnitHooks over device copies of every unit's parameters, with zeroed
-// device gradients.
-class DeviceParams : public UnitHooks {
- public:
-  DeviceParams(CudaKernelsTest& t, const std::vector<std::vector<float>>& units) {
-    for (const std::vector<float>& u : units) {
-      params_.push_back(t.Up(u));
-      grads_.push_back(t.Up(std::vector<float>(u.size(), 0.0f)));
-    }
-  }
-  const float* PreForward(int u) override { return params_[u]; }
-  void PostForward(int) override {}
-  UnitBackwardView PreBackward(int u) override { return {params_[u], grads_[u]}; }
-  void PostBackward(int) override {}
-  const float* grads(int u) const { return grads_[u]; }
-
- private:
-  std::vector<float*> params_, grads_;
-};
-
 void ExpectGpuMatchesCpu(CudaKernelsTest& t, const ModelConfig& c, const std::string& name) {
   const int B = 3, T = c.n_ctx;
   const std::vector<std::vector<float>> units = RandomUnits(c, 7);
