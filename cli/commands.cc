@@ -22,6 +22,7 @@ CLI::Option* AddCoordinatorOption(CLI::App* sub, std::string* target) {
 void RegisterCommands(CLI::App& app) {
   RegisterLaunchCommand(app, Registry());
   RegisterStatusCommand(app, Registry());
+  RegisterStopCommand(app, Registry());
   RegisterCheckpointCommand(app, Registry());
   RegisterPlanCommand(app, Registry());
   RegisterTokenizeCommand(app, Registry());

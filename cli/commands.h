@@ -28,6 +28,7 @@ int RunSelected(CLI::App& app);
 
 void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands);
+void RegisterStopCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterPlanCommand(CLI::App& app, std::vector<Command>& commands);
 void RegisterTokenizeCommand(CLI::App& app, std::vector<Command>& commands);

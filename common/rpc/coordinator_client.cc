@@ -128,4 +128,8 @@ absl::StatusOr<v1::JobStatus> CoordinatorClient::GetJobStatus(
   return Call(&Stub::GetJobStatus, request, "GetJobStatus");
 }
 
+absl::StatusOr<v1::StopJobResponse> CoordinatorClient::StopJob(const v1::StopJobRequest& request) {
+  return Call(&Stub::StopJob, request, "StopJob");
+}
+
 }  // namespace zeroshard

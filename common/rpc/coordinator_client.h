@@ -77,6 +77,8 @@ class CoordinatorClient {
 
   absl::Status ReportStep(const v1::StepReport& request);
   absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
+  // An operator's stop (coordinator.proto StopJob); needs the admin role.
+  absl::StatusOr<v1::StopJobResponse> StopJob(const v1::StopJobRequest& request);
 
   const Options& options() const { return options_; }
   // The channel (TLS and identity included), for other services' stubs on

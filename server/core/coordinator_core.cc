@@ -64,6 +64,7 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::Heart
   out.set_rank(m->rank);
   out.set_world_size(membership_.world_size());
   out.set_change_pending(m->rank >= 0 && membership_.change_pending());
+  out.set_stop_requested(stop_requested_);
   out.set_state(membership_.state() == GenerationState::kRunning
                     ? v1::GenerationInfo::STATE_RUNNING
                     : v1::GenerationInfo::STATE_WAITING);
@@ -78,7 +79,13 @@ absl::Status CoordinatorCore::Leave(const v1::LeaveRequest& r) {
   absl::MutexLock lock(&mu_);
   const Member* m = membership_.Find(r.member_id());
   // Only a member of the running generation can have trained the last step.
-  if (r.job_completed() && m != nullptr && m->rank >= 0) MaybeCompleteLocked(limits_.steps);
+  if (r.job_completed() && m != nullptr && m->rank >= 0) {
+    if (stop_requested_ && training_.step() < limits_.steps) {
+      CompleteStoppedLocked();
+    } else {
+      MaybeCompleteLocked(limits_.steps);
+    }
+  }
   ZS_RETURN_IF_ERROR(membership_.Leave(r.member_id(), clock_->Now()));
   DrainEventsLocked();
   return absl::OkStatus();

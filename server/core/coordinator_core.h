@@ -14,10 +14,14 @@
 // `steps` and `max_failures` from job_config_json (a config that is not a
 // JobConfig: no completion, the default budget). A step report or a Leave
 // with job_completed at or past `steps` completes the job; failures past
-// max_failures fail it. Either is persisted, so a restarted coordinator
-// forms no generation for an ended job, unless the config it is started
-// with raises `steps` above the last step (or max_failures to at least the
-// failures counted): then the job runs again. A failure report makes the
+// max_failures fail it. StopJob (an operator's stop) completes it at the
+// ranks' next step boundary: the heartbeats carry stop_requested and the
+// ranks' Leave with job_completed ends it as "stopped by request at step N"
+// (the request itself lives in memory until then). Either end is persisted,
+// so a restarted coordinator forms no generation for an ended job, unless
+// the config it is started with raises `steps` above the last step (for a
+// stopped job: above the steps of the config it was stopped under) or
+// max_failures to at least the failures counted: then the job runs again. A failure report makes the
 // other members suspects; those silent for two heartbeat intervals
 // (at most the lease) are removed ([Note: suspects after a failure]).
 //
@@ -52,6 +56,10 @@
 #include "zeroshard/v1/coordinator.pb.h"
 
 namespace zeroshard::server {
+
+// The start of the reason of a job an operator stopped (StopJob).
+inline constexpr char kStoppedByRequest[] = "stopped by request";
+bool IsStoppedByRequest(const std::string& job_ended_reason);
 
 struct CoreOptions {
   std::string job_id = "default";
@@ -132,6 +140,8 @@ class CoordinatorCore {
 
   absl::Status ReportStep(const v1::StepReport& request);
   absl::StatusOr<v1::JobStatus> GetJobStatus(const v1::GetJobStatusRequest& request);
+  // FAILED_PRECONDITION once the job ended, or for another job id.
+  absl::StatusOr<v1::StopJobResponse> StopJob(const v1::StopJobRequest& request);
 
   // Applies the clock: lease expiry, suspects, generation end and formation.
   void Tick();
@@ -178,6 +188,7 @@ class CoordinatorCore {
   void PersistLifecycleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Completes the job if `step` reaches its steps.
   void MaybeCompleteLocked(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteStoppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::JobState JobStateProtoLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildPlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetUnitsLocked(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units)
@@ -212,6 +223,7 @@ class CoordinatorCore {
   uint64_t change_number_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t generation_changes_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;  // StopJob was called.
   // Unix ns of the last Tick; atomic so /healthz can read it without the
   // lock a wedged core would hold.
   std::atomic<int64_t> last_tick_ns_{0};

@@ -75,10 +75,16 @@ CoordinatorCore::JobLimits LimitsFromConfig(const std::string& json) {
 }
 
 // An ended job stays ended unless the config it is served with now allows
-// more: more steps than were done, or a budget the failures fit in. A state
-// dir from before job lifecycles whose last step reached `steps` completes.
-void ReopenIfConfigAllows(const CoordinatorCore::JobLimits& limits, DurableSnapshot* snap) {
-  if (snap->job_ended == "completed" && limits.steps > snap->last_step) {
+// more: more steps than were done (for a job an operator stopped: more than
+// `steps_before`, those of the config it stopped under), or a budget the
+// failures fit in. A state dir from before job lifecycles whose last step
+// reached `steps` completes.
+void ReopenIfConfigAllows(const CoordinatorCore::JobLimits& limits, int64_t steps_before,
+                          DurableSnapshot* snap) {
+  const int64_t done = IsStoppedByRequest(snap->job_ended_reason)
+                           ? std::max(snap->last_step, steps_before)
+                           : snap->last_step;
+  if (snap->job_ended == "completed" && limits.steps > done) {
     std::fprintf(stderr, "zeroshard-coordinator: the job completed at step %lld; its config now "
                  "asks for %lld steps: running again\n", static_cast<long long>(snap->last_step),
                  static_cast<long long>(limits.steps));
@@ -121,6 +127,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
         absl::StrCat("state dir ", durable->dir(), " belongs to job \"", snap.job_id,
                      "\", not job_id \"", options.job_id, "\""));
   }
+  const int64_t steps_before = LimitsFromConfig(snap.job_config_json).steps;
   if (!options.job_config_json.empty()) snap.job_config_json = options.job_config_json;
   if (snap.job_config_json.empty()) snap.job_config_json = "{}";
   if (restarted) {
@@ -131,7 +138,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   ZS_RETURN_IF_ERROR(durable->SetJob(options.job_id, snap.job_config_json, snap.restarts));
   const JobLimits limits = LimitsFromConfig(snap.job_config_json);
-  ReopenIfConfigAllows(limits, &snap);
+  ReopenIfConfigAllows(limits, steps_before, &snap);
   ZS_RETURN_IF_ERROR(durable->SetLifecycle(snap.failures, snap.job_ended, snap.job_ended_reason));
   std::unique_ptr<CoordinatorCore> core(
       new CoordinatorCore(options, std::move(durable), clock, metrics, snap, limits));

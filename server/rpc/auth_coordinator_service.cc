@@ -73,6 +73,9 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
                       v1::JobStatus* a) override {
     return Guard(c, "Coordinator/GetJobStatus", 0, [&] { return inner_->GetJobStatus(c, q, a); });
   }
+  Status StopJob(ServerContext* c, const v1::StopJobRequest* q, v1::StopJobResponse* a) override {
+    return Guard(c, "Coordinator/StopJob", 0, [&] { return inner_->StopJob(c, q, a); });
+  }
 
  private:
   template <typename Call>

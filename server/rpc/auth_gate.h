@@ -7,7 +7,8 @@
 //   reader: GetJobStatus, ListCheckpoints, GetCheckpoint, DownloadRange;
 //   worker: membership, KV, step reports, generation reads, checkpoint
 //           uploads and the checkpoint trigger poll;
-//   admin:  RequestCheckpoint ("checkpoint now"), and acting for any member.
+//   admin:  RequestCheckpoint ("checkpoint now"), StopJob ("stop"), and
+//           acting for any member.
 // The coordinator's --token-file holds one "role token" per line ('#'
 // starts a comment; tokens are 16..256 printable characters). Without a
 // token file no token is needed and every role is granted.

@@ -35,6 +35,7 @@ const std::vector<RpcPolicy>& AllPolicies() {
       {"Coordinator/KvAdd", Role::kWorker, MemberRule::kAnyMember},
       {"Coordinator/ReportStep", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/GetJobStatus", Role::kReader, MemberRule::kNone},
+      {"Coordinator/StopJob", Role::kAdmin, MemberRule::kNone},
       {"CheckpointService/BeginCheckpoint", Role::kWorker, MemberRule::kAnyMember},
       {"CheckpointService/UploadShard", Role::kWorker, MemberRule::kAnyMember},
       {"CheckpointService/CommitCheckpoint", Role::kWorker, MemberRule::kAnyMember},

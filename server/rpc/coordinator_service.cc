@@ -94,4 +94,9 @@ grpc::Status CoordinatorService::GetJobStatus(grpc::ServerContext*,
   return Reply(core_->GetJobStatus(*request), response);
 }
 
+grpc::Status CoordinatorService::StopJob(grpc::ServerContext*, const v1::StopJobRequest* request,
+                                         v1::StopJobResponse* response) {
+  return Reply(core_->StopJob(*request), response);
+}
+
 }  // namespace zeroshard::server

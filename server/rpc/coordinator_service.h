@@ -49,6 +49,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
                           v1::ReportStepResponse* response) override;
   grpc::Status GetJobStatus(grpc::ServerContext*, const v1::GetJobStatusRequest* request,
                             v1::JobStatus* response) override;
+  grpc::Status StopJob(grpc::ServerContext*, const v1::StopJobRequest* request,
+                       v1::StopJobResponse* response) override;
 
  private:
   CoordinatorCore* core_;

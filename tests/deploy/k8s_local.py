@@ -180,6 +180,26 @@ class LocalCluster:
                                             stderr=subprocess.STDOUT)
         return launched
 
+    def operator(self, *args, timeout=30):
+        """`zeroshard ARGS` as an operator runs it against the coordinator
+        (through kubectl exec or a port-forward): with the admin token of the
+        tokens Secret and a client certificate of its CA. Returns the
+        CompletedProcess."""
+        d = self.root / "operator"
+        if not d.is_dir():
+            d.mkdir()
+            for key, text in self.secrets["zeroshard-worker-tls"].items():
+                (d / key).write_text(text)
+            tokens = self.secrets["zeroshard-tokens"]["tokens"].splitlines()
+            (d / "token").write_text(next(t.split()[1] for t in tokens
+                                          if t.startswith("admin ")) + "\n")
+            for f in d.iterdir():
+                f.chmod(0o600)
+        argv = [str(dc.BIN_DIR / "zeroshard"), *args, f"--coordinator=127.0.0.1:{self.grpc_port}",
+                f"--tls-ca={d / 'ca.crt'}", f"--tls-cert={d / 'tls.crt'}",
+                f"--tls-key={d / 'tls.key'}", f"--token-file={d / 'token'}"]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
     def coord_log(self):
         return self.coord_log_path.read_text(errors="replace")[-800:]
 

@@ -56,6 +56,7 @@ METHODS = {
                            (7, "d"), (8, "d"), (9, "m"), (10, "m"), (11, "m"), (12, "d"),
                            (13, "m"), (14, "v"), (17, "v")),
     COORD + "GetJobStatus": ((1, "s"),),
+    COORD + "StopJob": ((1, "s"),),
     CKPT + "BeginCheckpoint": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "v"), (6, "s"),
                                (7, "m"), (8, "v"), (9, "v"), (10, "b"), (11, "v")),
     CKPT + "CommitCheckpoint": ((1, "s"), (2, "v")),

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/create_channel.h"
@@ -84,6 +85,7 @@ class AuthTableTest : public ::testing::Test {
     ZS_UNARY(s, Coordinator, KvAdd, v1::KvAddRequest, v1::KvAddResponse);
     ZS_UNARY(s, Coordinator, ReportStep, v1::StepReport, v1::ReportStepResponse);
     ZS_UNARY(s, Coordinator, GetJobStatus, v1::GetJobStatusRequest, v1::JobStatus);
+    ZS_UNARY(s, Coordinator, StopJob, v1::StopJobRequest, v1::StopJobResponse);
     ZS_UNARY(k, CheckpointService, BeginCheckpoint, v1::BeginCheckpointRequest, v1::BeginCheckpointResponse);
     ZS_UNARY(k, CheckpointService, CommitCheckpoint, v1::CommitCheckpointRequest, v1::CommitCheckpointResponse);
     ZS_UNARY(k, CheckpointService, AbortCheckpoint, v1::AbortCheckpointRequest, v1::AbortCheckpointResponse);
@@ -139,6 +141,9 @@ TEST_F(AuthTableTest, EveryRpcChecksTokenAndRole) {
   const std::map<std::string, std::string> reader_rpcs = {
       {"Coordinator/GetJobStatus", ""}, {"CheckpointService/ListCheckpoints", ""},
       {"CheckpointService/GetCheckpoint", ""}, {"CheckpointService/DownloadRange", ""}};
+  // Admin = operator actions that change the job.
+  const std::set<std::string> admin_rpcs = {"CheckpointService/RequestCheckpoint",
+                                            "Coordinator/StopJob"};
   std::map<std::string, Call> calls = Calls();
   int methods = 0;
   for (const char* service : {"zeroshard.v1.Coordinator", "zeroshard.v1.CheckpointService"}) {
@@ -160,9 +165,13 @@ TEST_F(AuthTableTest, EveryRpcChecksTokenAndRole) {
         EXPECT_NE(reader.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name;
       } else {
         EXPECT_EQ(reader.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name;
-        const std::string needed = name == "CheckpointService/RequestCheckpoint" ? "admin" : "worker";
+        const std::string needed = admin_rpcs.count(name) ? "admin" : "worker";
         EXPECT_NE(reader.error_message().find("needs role " + needed), std::string::npos)
             << name << ": " << reader.error_message();
+      }
+      if (admin_rpcs.count(name)) {
+        grpc::Status worker = RunWith(call, kWorker);
+        EXPECT_EQ(worker.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name;
       }
     }
   }

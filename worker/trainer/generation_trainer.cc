@@ -181,7 +181,9 @@ absl::Status GenerationTrainer::Run(int64_t start_step) {
     refresh_seconds_ = absl::ToDoubleSeconds(absl::Now() - refresh_start);
     bool requested = false;
     ZS_RETURN_IF_ERROR(Publish(done, outcome, val_loss, seconds, sample, &requested));
-    ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested));
+    // An operator's stop makes this step the job's last, saved like one.
+    ZS_RETURN_IF_ERROR(MaybeCheckpoint(done, requested || stop_));
+    if (stop_) break;
     if (yield_ && !last) {
       reporter_.Flush(job.rpc_timeout());
       ZS_RETURN_IF_ERROR(FinishCheckpoint());

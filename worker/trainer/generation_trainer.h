@@ -84,9 +84,11 @@ class GenerationTrainer {
   // device engine for a model on the host (worker/engine/host_hooks.h).
   GenerationTrainer(const GenerationContext& ctx, Communicator* control, ShardedEngine* engine,
                     UnitHooks* hooks);
-  // Trains steps [start_step, job.steps). OK when the job's steps are done
-  // or when the ranks agreed to yield at a step boundary (then yielded() is
-  // set); ABORTED when the generation ended under it; the first
+  // Trains steps [start_step, job.steps). OK when the job's steps are done,
+  // when an operator stopped the job (WorkerSession::StopRequested: the
+  // ranks agree on the step, save a checkpoint there and end as if it were
+  // the last), or when the ranks agreed to yield at a step boundary (then
+  // yielded() is set); ABORTED when the generation ended under it; the first
   // engine/communication/data error otherwise.
   absl::Status Run(int64_t start_step);
   const std::optional<YieldInfo>& yielded() const { return yielded_; }
@@ -137,6 +139,7 @@ class GenerationTrainer {
   std::unique_ptr<checkpoint::SaveHandle> pending_save_;
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
   std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
+  bool stop_ = false;                 // A rank saw the operator's stop (the last Publish).
   double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
   int64_t peak_activation_bytes_ = 0; // The model's, since the generation started.
   std::optional<YieldInfo> yielded_;  // Where Run stopped early.

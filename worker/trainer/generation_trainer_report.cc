@@ -21,6 +21,7 @@ constexpr int kCheckpointSlot = RankStepStats::kDoubles;
 constexpr int kYieldSlot = RankStepStats::kDoubles + 1;
 constexpr int kYieldJoin = 1;   // Rank 0: a member waits to be admitted.
 constexpr int kYieldLeave = 2;  // This rank leaves.
+constexpr int kYieldStop = 4;   // An operator stopped the job (StopJob).
 
 void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_params(m.params);
@@ -49,7 +50,9 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   *checkpoint_requested = all[kCheckpointSlot] != 0;
   yield_.reset();
   for (int r = 0; r < ctx_.world_size; ++r) {
-    const int flags = static_cast<int>(all[static_cast<size_t>(r) * kGatherDoubles + kYieldSlot]);
+    int flags = static_cast<int>(all[static_cast<size_t>(r) * kGatherDoubles + kYieldSlot]);
+    stop_ |= (flags & kYieldStop) != 0;
+    flags &= ~kYieldStop;
     if (flags == 0) continue;
     if (!yield_) yield_ = YieldInfo{step, {}};
     if (flags & kYieldLeave) yield_->leaving.push_back(r);
@@ -82,6 +85,7 @@ double GenerationTrainer::MyYieldFlags() const {
   int flags = 0;
   if (ctx_.rank == 0 && ctx_.session->ChangePending()) flags |= kYieldJoin;
   if (ctx_.leave_requested && ctx_.leave_requested()) flags |= kYieldLeave;
+  if (ctx_.session->JobStopped()) flags |= kYieldStop;
   return flags;
 }
 

@@ -218,7 +218,11 @@ struct WorkerState {
 std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationInfo& info,
                                           GenerationEnd end) {
   if (end == GenerationEnd::kJobDone) {
-    std::cout << "job done: " << w.job.job.steps << " steps; leaving\n" << std::flush;
+    if (w.session->JobStopped()) {
+      std::cout << "job stopped by request; leaving\n" << std::flush;
+    } else {
+      std::cout << "job done: " << w.job.job.steps << " steps; leaving\n" << std::flush;
+    }
     w.session->Leave(/*job_completed=*/true);
     return absl::OkStatus();
   }

@@ -94,6 +94,7 @@ void WorkerSession::HeartbeatLoop() {
         in_latest_ = reply->in_generation() &&
                      reply->state() == v1::GenerationInfo::STATE_RUNNING;
         change_pending_ = in_latest_ && reply->change_pending();
+        stop_requested_ |= reply->stop_requested();
       }
       // The probes (worker/health): a reply is a successful heartbeat.
       if (reply.ok()) {
@@ -202,6 +203,11 @@ void WorkerSession::ReportHandoff(uint64_t generation, int64_t step) {
 bool WorkerSession::ChangePending() const {
   absl::MutexLock lock(&mu_);
   return change_pending_;
+}
+
+bool WorkerSession::JobStopped() const {
+  absl::MutexLock lock(&mu_);
+  return stop_requested_;
 }
 
 void WorkerSession::Leave(bool job_completed) {

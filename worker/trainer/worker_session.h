@@ -75,6 +75,11 @@ class WorkerSession {
   // The last heartbeat reply said a member waits to be admitted: the
   // running generation should stop at its next step boundary.
   bool ChangePending() const;
+  // A heartbeat reply said an operator stopped the job (StopJob): the
+  // ranks save at their next step boundary and complete the job there.
+  // Stays true once seen. (Not stop_signal.h's StopRequested: that is this
+  // worker's own SIGTERM.)
+  bool JobStopped() const;
   // Best effort (the lease covers a lost Leave). `job_completed`: this
   // worker trained the job's last step.
   void Leave(bool job_completed = false);
@@ -99,6 +104,7 @@ class WorkerSession {
   uint64_t latest_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool in_latest_ ABSL_GUARDED_BY(mu_) = false;
   bool change_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;  // NOT_FOUND from a heartbeat: lease expired.
   uint64_t watched_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void()> on_end_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,53 @@
+// CoordinatorCore's operator stop (coordinator.proto, StopJob): the job
+// ends early at a step boundary, keeping what it trained.
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/job_config.h"
+#include "common/status_macros.h"
+#include "server/core/coordinator_core.h"
+#include "server/core/validation.h"
+
+namespace zeroshard::server {
+
+absl::StatusOr<v1::StopJobResponse> CoordinatorCore::StopJob(const v1::StopJobRequest& r) {
+  ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id, /*allow_empty=*/true));
+  absl::MutexLock lock(&mu_);
+  if (membership_.job_ended()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the job already ended: ", JobStateName(membership_.job_state()), " (",
+                     membership_.job_state_reason(), ")"));
+  }
+  if (!stop_requested_) {
+    std::fprintf(stderr, "zeroshard-coordinator: stop requested after step %lld: the ranks "
+                 "save and complete the job at their next step boundary\n",
+                 static_cast<long long>(training_.step()));
+  }
+  stop_requested_ = true;
+  // Nothing trains without a generation, and none can form with too few
+  // members: there is no step boundary to wait for.
+  if (membership_.state() != GenerationState::kRunning &&
+      membership_.live_members() < static_cast<size_t>(options_.min_workers)) {
+    CompleteStoppedLocked();
+  }
+  v1::StopJobResponse out;
+  out.set_job_state(JobStateProtoLocked());
+  out.set_last_step(training_.step());
+  absl::StatusOr<JobConfig> job = JobConfig::FromJson(job_config_json_);
+  out.set_saves_checkpoint(job.ok() && !job->checkpoint_dir.empty());
+  return out;
+}
+
+void CoordinatorCore::CompleteStoppedLocked() {
+  if (membership_.job_ended()) return;
+  membership_.Complete(absl::StrCat(kStoppedByRequest, " at step ", training_.step()),
+                       clock_->Now());
+  DrainEventsLocked();
+}
+
+bool IsStoppedByRequest(const std::string& job_ended_reason) {
+  return absl::StartsWith(job_ended_reason, kStoppedByRequest);
+}
+
+}  // namespace zeroshard::server
