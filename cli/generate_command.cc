@@ -1,7 +1,7 @@
 // `zeroshard generate`: text from a Hugging Face model directory (its
 // config.json, safetensors and tokenizer) or a zeroshard checkpoint (its
 // job's model; the tokenizer the job read its text with, else bytes for the
-// presets), on the CPU: the prompt is
+// presets), on the CPU or a GPU (--device): the prompt is
 // encoded with the model's template (BOS where it has one), then one token
 // at a time is chosen (worker/model/token_sampler.h) and printed as soon as
 // it completes a UTF-8 character, until EOS, --max-new-tokens, or the
@@ -27,6 +27,8 @@
 #include "common/tokenizer/job_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "server/checkpoint/checkpoint_model.h"
+#include "worker/device/device_factory.h"
+#include "worker/model/model_kernels.h"
 #include "worker/model/kv_decoder.h"
 #include "worker/model/token_sampler.h"
 
@@ -38,7 +40,24 @@ struct GenerateOptions {
   int max_new_tokens = 64;
   SamplingOptions sampling;
   bool ids = false;  // Print the generated ids (one line) instead of text.
+  std::string device = "cpu";  // cpu | cuda | auto (DeviceOptions::kind).
 };
+
+// The decoder on the chosen device; `device` and `kernels` keep what it
+// runs on alive.
+absl::StatusOr<std::unique_ptr<KvDecoder>> MakeDecoder(
+    const GenerateOptions& o, const ModelConfig& config, int context,
+    const std::vector<std::vector<float>>& units, std::unique_ptr<Device>* device,
+    ModelKernels* kernels) {
+  ZS_ASSIGN_OR_RETURN(*device, CreateDevice({.kind = o.device}));
+  DecodeTarget target{.device = device->get(), .positions = context};
+  if ((*device)->kind() != DeviceKind::kCpu) {
+    ZS_ASSIGN_OR_RETURN(*kernels, CreateModelKernels(**device, config));
+    target.kernels = kernels->kernels;
+  }
+  std::cerr << "generate: on " << (*device)->name() << "\n";
+  return CreateKvDecoder(config, units, target);
+}
 
 absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const std::string& dir,
                                                           const ModelConfig& config) {
@@ -71,7 +90,10 @@ void Stream(const std::string& text, size_t* printed, bool final) {
 absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int context,
                  const std::vector<std::vector<float>>& units, const tokenizer::Tokenizer& tok,
                  std::vector<int32_t> ids) {
-  const std::unique_ptr<KvDecoder> decoder = CreateKvDecoder(config, units);
+  std::unique_ptr<Device> device;
+  ModelKernels kernels;
+  ZS_ASSIGN_OR_RETURN(const std::unique_ptr<KvDecoder> decoder,
+                      MakeDecoder(o, config, context, units, &device, &kernels));
   TokenSampler sampler(o.sampling);
   const size_t prompt_len = ids.size();
   std::vector<float> logits;
@@ -198,6 +220,9 @@ void RegisterGenerateCommand(CLI::App& app, std::vector<Command>& commands) {
       ->capture_default_str();
   sub->add_option("--seed", o->sampling.seed, "the sampling seed")->capture_default_str();
   sub->add_flag("--ids", o->ids, "print the generated token ids instead of text");
+  sub->add_option("--device", o->device, "where the model runs (auto: a GPU when one is visible)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
   commands.push_back({sub, [o] {
                         const absl::Status s = Generate(*o);
                         if (s.ok()) return 0;

@@ -3,7 +3,8 @@
 // prefill of all tokens at once, and of one token at a time, equal the full
 // forward's at every position within 1e-4 relative, for a gpt2 preset and
 // every Llama-family variant of llama_test_util.h; past the cache's
-// positions, or an id outside the vocabulary, is refused.
+// positions (the model's context, or fewer when asked), or an id outside
+// the vocabulary, is refused.
 #include "worker/model/kv_decoder.h"
 
 #include <algorithm>
@@ -39,12 +40,16 @@ void ExpectDecoderMatchesModel(const ModelConfig& config, const std::string& nam
   std::vector<float> full;
   ASSERT_TRUE(CreateCausalLm(config)->Logits(tokens.data(), 1, T, params, &full).ok()) << name;
 
-  std::unique_ptr<KvDecoder> whole = CreateKvDecoder(config, units);
+  absl::StatusOr<std::unique_ptr<KvDecoder>> made = CreateKvDecoder(config, units);
+  ASSERT_TRUE(made.ok()) << made.status();
+  std::unique_ptr<KvDecoder> whole = std::move(made).value();
   std::vector<float> logits;
   ASSERT_TRUE(whole->Append(tokens, &logits).ok()) << name;
   EXPECT_LE(WorstRelative(logits.data(), full.data() + int64_t{T - 1} * V, V), 1e-4) << name;
 
-  std::unique_ptr<KvDecoder> step = CreateKvDecoder(config, units);
+  made = CreateKvDecoder(config, units);
+  ASSERT_TRUE(made.ok()) << made.status();
+  std::unique_ptr<KvDecoder> step = std::move(made).value();
   for (int t = 0; t < T; ++t) {
     ASSERT_TRUE(step->Append({tokens[t]}, &logits).ok()) << name;
     EXPECT_LE(WorstRelative(logits.data(), full.data() + int64_t{t} * V, V), 1e-4)
@@ -64,6 +69,24 @@ TEST(KvDecoder, Gpt2PresetMatchesTheModelsForward) {
 
 TEST(KvDecoder, LlamaVariantsMatchTheModelsForward) {
   for (const auto& [name, config] : llama_test::OddConfigs()) ExpectDecoderMatchesModel(config, name);
+}
+
+TEST(KvDecoder, ACacheOfFewerPositionsThanTheContextRefusesPastThem) {
+  const ModelConfig config = llama_test::QkNormTied();
+  const std::vector<std::vector<float>> units = llama_test::RandomUnits(config, 7);
+  absl::StatusOr<std::unique_ptr<KvDecoder>> d =
+      CreateKvDecoder(config, units, {.positions = 5});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->positions(), 5);
+  std::vector<float> logits;
+  ASSERT_TRUE((*d)->Append({1, 2, 3, 4, 5}, &logits).ok());
+  const absl::Status past = (*d)->Append({1}, &logits);
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
+  EXPECT_NE(past.message().find("past the 5"), std::string::npos) << past;
+  absl::StatusOr<std::unique_ptr<KvDecoder>> whole =
+      CreateKvDecoder(config, units, {.positions = 1 << 30});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ((*whole)->positions(), config.n_ctx) << "capped at the model's context";
 }
 
 }  // namespace

@@ -295,6 +295,10 @@ class CpuKernelsImpl final : public Kernels {
     CpuUnpackQkvGrad(dqkv, N, NH, KV, D, dq, dk, dv);
   }
 
+  void DecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
+                       const float* v_new, float* k_cache, float* v_cache, float* out) override {
+    CpuDecodeAttention(s, q, k_new, v_new, k_cache, v_cache, out);
+  }
   void Add(const float* a, const float* b, int64_t n, float* y) override { AddLoop(a, b, n, y); }
 
   void Accumulate(const float* x, int64_t n, float* y) override { AccumulateLoop(x, n, y); }

@@ -2,6 +2,8 @@
 // CpuKernels(); shapes and semantics as Kernels::Attention* in kernels.h.
 #pragma once
 
+#include "worker/model/kernels.h"
+
 namespace zeroshard {
 
 // C = alpha op(A) op(B) + beta C, row-major fp32 with explicit leading
@@ -41,6 +43,10 @@ void CpuPackQkv(const float* q, const float* k, const float* v, int N, int NH, i
                 float* qkv);
 void CpuUnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
                       float* dv);
+
+// cpu_decode_attention.cc.
+void CpuDecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
+                        const float* v_new, float* k_cache, float* v_cache, float* out);
 
 void CpuAttentionForward(const float* qkv, int B, int T, int C, int NH, float* out, float* att);
 void CpuAttentionBackward(const float* dout, const float* qkv, const float* att, int B, int T,

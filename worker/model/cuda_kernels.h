@@ -112,6 +112,10 @@ class CudaKernels final : public Kernels {
                float* qkv) override;
   void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
                      float* dv) override;
+  // Head sizes up to model_cuda::kMaxDecodeHeadDim (256); larger ones keep
+  // INVALID_ARGUMENT.
+  void DecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
+                       const float* v_new, float* k_cache, float* v_cache, float* out) override;
   void Add(const float* a, const float* b, int64_t n, float* y) override;
   void Accumulate(const float* x, int64_t n, float* y) override;
   void Sum(const float* x, int64_t n, double* sum) override;

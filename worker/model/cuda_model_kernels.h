@@ -119,4 +119,16 @@ cudaError_t CausalSoftmaxForward(float* att, int64_t rows, int T, cudaStream_t s
 cudaError_t CausalSoftmaxBackward(const float* att, float* datt, int64_t rows, int T, float scale,
                                   cudaStream_t stream);
 
+// --- Incremental decoding (cuda_decode_attention_kernels.cu). ------------
+// Kernels::DecodeAttention's two steps: a copy kernel stores the keys and
+// values, then one warp per (new token, head) with an online softmax (fp32).
+// Head sizes up to kMaxDecodeHeadDim (each lane keeps D / 32 accumulators);
+// cudaErrorInvalidValue, and nothing launched, for a larger D, a KV that
+// does not divide NH, or positions past P.
+constexpr int kMaxDecodeHeadDim = 256;
+cudaError_t DecodeAttention(const float* q, int64_t q_stride, const float* k_new,
+                            const float* v_new, int64_t kv_stride, int pos, int n, int NH, int KV,
+                            int D, int P, float* k_cache, float* v_cache, float* out,
+                            cudaStream_t stream);
+
 }  // namespace zeroshard::model_cuda

@@ -4,10 +4,6 @@
 // the final LayerNorm and the head tied to the token embedding.
 #pragma once
 
-#include <vector>
-
-#include "worker/model/kernels.h"
-#include "worker/model/kv_cache.h"
 #include "worker/model/kv_decoder.h"
 #include "worker/model/model_layout.h"
 
@@ -15,18 +11,15 @@ namespace zeroshard {
 
 class GptDecoder final : public KvDecoder {
  public:
-  GptDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units);
+  GptDecoder(const ModelConfig& config, const DecodeTarget& target);
 
  private:
-  void Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) override;
+  absl::Status Run(const int32_t* tokens, int n, const float** logits) override;
   void Block(int layer, int n);
 
-  const std::vector<std::vector<float>>& units_;
-  Kernels& k_;
   const GptLayout layout_;
-  KvCache cache_;
-  // Scratch for the new tokens.
-  std::vector<float> x_, ln_, qkv_, att_, res_, fc_, gelu_, mean_, rstd_;
+  // The new tokens' activations (ModelRuntime's arena).
+  ModelArray x_, ln_, qkv_, att_, res_, fc_, gelu_, mean_, rstd_, logits_;
 };
 
 }  // namespace zeroshard

@@ -29,6 +29,15 @@
 
 namespace zeroshard {
 
+// Where incremental decoding's attention (Kernels::DecodeAttention) reads
+// and writes: n new tokens at positions pos .. pos + n - 1 of a cache of P
+// positions, NH query heads of D floats, KV kv heads (KV divides NH).
+struct DecodeAttentionShape {
+  int pos = 0, n = 0, NH = 0, KV = 0, D = 0, P = 0;
+  int64_t q_stride = 0;   // Floats between rows of q.
+  int64_t kv_stride = 0;  // Floats between rows of k_new and v_new.
+};
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -127,6 +136,20 @@ class Kernels {
   // order.
   virtual void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq,
                              float* dk, float* dv) = 0;
+
+  // Incremental decoding's causal attention against a KV cache (kv_cache.h;
+  // Vaswani et al., 2017, eq. 1, with GQA's head sharing): with g = h /
+  // (NH / KV) and s = shape,
+  //   1. k_cache[g, s.pos + i, :] = k_new row i's kv head g (writes; v too),
+  //      caches [KV, P, D] contiguous;
+  //   2. out[i, h D .. h D + D) (writes, rows NH D floats) = sum over j <=
+  //      s.pos + i of p_j v_cache[g, j, :], p = softmax_j(q_i,h . k_cache[g,
+  //      j, :] / sqrt(D)), q rows s.q_stride floats apart, head h at h D.
+  // The CPU sums the softmax in fp64; CUDA in fp32 after subtracting the
+  // row's maximum. s.pos + s.n <= s.P (the caller checks).
+  virtual void DecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
+                               const float* v_new, float* k_cache, float* v_cache,
+                               float* out) = 0;
 
   // y[i] = a[i] + b[i] (writes; y may alias a or b).
   virtual void Add(const float* a, const float* b, int64_t n, float* y) = 0;

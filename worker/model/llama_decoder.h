@@ -4,10 +4,6 @@
 // over the cache, SwiGLU, the final norm and the (tied or untied) head.
 #pragma once
 
-#include <vector>
-
-#include "worker/model/kernels.h"
-#include "worker/model/kv_cache.h"
 #include "worker/model/kv_decoder.h"
 #include "worker/model/model_layout.h"
 #include "worker/model/rope_table.h"
@@ -16,20 +12,21 @@ namespace zeroshard {
 
 class LlamaDecoder final : public KvDecoder {
  public:
-  LlamaDecoder(const ModelConfig& config, const std::vector<std::vector<float>>& units);
+  LlamaDecoder(const ModelConfig& config, const DecodeTarget& target);
 
  private:
-  void Run(absl::Span<const int32_t> tokens, std::vector<float>* logits) override;
+  absl::Status PlaceTables() override;
+  absl::Status Run(const int32_t* tokens, int n, const float** logits) override;
   void Block(int layer, int n);
   void Project(const float* p, int n);
 
-  const std::vector<std::vector<float>>& units_;
-  Kernels& k_;
   const LlamaLayout layout_;
-  RopeTables rope_;
-  KvCache cache_;
-  // Scratch for the new tokens.
-  std::vector<float> x_, ln_, q_, qn_, k_new_, kn_, v_new_, att_, res_, gu_, act_, rstd_, lnf_;
+  const RopeTables rope_;             // Host tables for the cache's positions.
+  DeviceBuffer cos_held_, sin_held_;  // Their copies off the CPU.
+  const float* cos_ = nullptr;
+  const float* sin_ = nullptr;
+  // The new tokens' activations (ModelRuntime's arena).
+  ModelArray x_, ln_, q_, qn_, k_new_, kn_, v_new_, att_, res_, gu_, act_, rstd_, logits_;
 };
 
 }  // namespace zeroshard
