@@ -9,6 +9,7 @@
 #include "common/byte_format.h"
 #include "common/run_plan.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/model_plan.h"
 
@@ -85,7 +86,8 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
     if (auto_stage && chosen == nullptr) {
       if (c.fits) chosen = &c; else below = &c;
     }
-    if (auto_stage && c.stage == 3) wanted = &c;  // Reported when nothing fits.
+    // Reported when nothing fits: the stage that shards the most.
+    if (auto_stage && ZeroStageOf(c.stage).shards_params) wanted = &c;
   }
   ZS_CHECK(wanted != nullptr);
   const std::string have = m.cuda ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")

@@ -8,6 +8,7 @@
 #include "common/job_model.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 #include "nlohmann/json.hpp"
 
 namespace zeroshard {
@@ -44,7 +45,7 @@ absl::Status JobConfig::Validate() const {
     return OutOfRange("init", absl::StrCat("= \"", init, "\" is not pretrained or random"));
   }
   if (seq_len < 0 || seq_len > (1 << 20)) return OutOfRange("seq_len", "must be in [0, 2^20]");
-  if (stage < 0 || stage > 3) return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
+  if (!IsZeroStage(stage)) return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
   if (steps < 1 || steps > 100'000'000) return OutOfRange("steps", "must be in [1, 1e8]");
   if (global_batch < 1 || global_batch > 1'000'000) return OutOfRange("global_batch", "must be in [1, 1e6]");
   if (micro_batch < 1 || micro_batch > 65536) return OutOfRange("micro_batch", "must be in [1, 65536]");
@@ -70,7 +71,9 @@ absl::Status JobConfig::Validate() const {
   if ((offload_optimizer == "nvme" || offload_params == "nvme") && offload_dir.empty()) {
     return OutOfRange("offload_dir", "is needed for nvme offload");
   }
-  if (offload_params == "nvme" && stage != 3) return OutOfRange("offload_params", "nvme needs stage 3");
+  if (offload_params == "nvme" && !ZeroStageOf(stage).shards_params) {
+    return OutOfRange("offload_params", "nvme needs stage 3");
+  }
   if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
   if (gather_prefetch < 0 || gather_prefetch > 64) return OutOfRange("gather_prefetch", "must be in [0, 64]");
   if (!(bucket_mib >= 0 && bucket_mib <= 4096)) return OutOfRange("bucket_mib", "must be in [0, 4096]");

@@ -4,19 +4,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 
 namespace zeroshard {
 namespace {
 
 absl::Status Validate(const MemoryModelInputs& in) {
   auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
-  if (in.stage < 0 || in.stage > 3) return bad("stage: ", in.stage, " (expected 0..3)");
+  if (!IsZeroStage(in.stage)) return bad("stage: ", in.stage, " (expected 0..3)");
   for (DType d : {in.compute_dtype, in.reduce_dtype}) {
     if (d != DType::kFp32 && d != DType::kBf16) {
       return bad("dtype: ", DTypeName(d), " (expected fp32 or bf16)");
     }
   }
-  if (in.offload_params_nvme && in.stage != 3) return bad("offload params: nvme needs stage 3");
+  if (in.offload_params_nvme && !ZeroStageOf(in.stage).shards_params) {
+    return bad("offload params: nvme needs stage 3");
+  }
   if (in.offload_prefetch < 0 || in.offload_prefetch > 64) {
     return bad("offload prefetch: ", in.offload_prefetch, " (expected 0..64)");
   }
@@ -50,7 +53,7 @@ void AddOptimizer(const MemoryModelInputs& in, int world_size, int64_t opt_elems
   }
   // The pinned host-update staging on a GPU is counted as buffers.
   if (in.cuda && in.offload_optimizer != OptimizerOffload::kNone) out.state.buffers = 8 * max_n;
-  const bool own_only = in.stage == 0 || world_size == 1;
+  const bool own_only = ZeroStageOf(in.stage).replicated() || world_size == 1;
   out.state.redundancy = in.redundancy == 0 ? 0 : (own_only ? 1 : 3) * state;
 }
 
@@ -87,18 +90,19 @@ int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
   const int64_t c = DTypeSize(compute_dtype), g = DTypeSize(reduce_dtype);
   const int64_t view = compute_dtype == DType::kBf16 ? 4 * max_padded : 0;
   const int64_t step = 4 * max_padded + 8;
+  const ZeroStage& z = ZeroStageOf(stage);
   if (bucket_bytes <= 0) {
-    const int64_t gathers = stage == 3 ? (1 + prefetch) * c * max_padded : 0;
-    const int64_t grads = (4 + (stage >= 2 ? g : 0)) * max_padded;
+    const int64_t gathers = z.shards_params ? (1 + prefetch) * c * max_padded : 0;
+    const int64_t grads = (4 + (z.shards_grads ? g : 0)) * max_padded;
     return gathers + view + grads + step;
   }
   const int64_t total = plan.total_padded_numel();
   const int64_t gather = std::max(max_padded, std::min(bucket_bytes / c, total));
   const int64_t reduce = std::max(max_padded, std::min(bucket_bytes / g, total));
-  const int64_t gathers = stage == 3 ? std::min((1 + prefetch) * gather, total) * c : 0;
+  const int64_t gathers = z.shards_params ? std::min((1 + prefetch) * gather, total) * c : 0;
   // A reduce bucket waits only while under B (a full one goes at once).
   const int64_t waiting = std::min(bucket_bytes / g, total);
-  const int64_t grads = 4 * max_padded + (stage >= 2 ? g * reduce + 4 * waiting : 0);
+  const int64_t grads = 4 * max_padded + (z.shards_grads ? g * reduce + 4 * waiting : 0);
   return gathers + view + grads + step;
 }
 
@@ -117,8 +121,9 @@ absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
     max_shard = std::max(max_shard, u.shard_numel);
   }
   const int64_t padded = plan.total_padded_numel(), shard = plan.total_shard_numel();
-  out.state.params = c * (in.stage == 3 ? shard : padded);
-  out.state.grads = g * (in.stage >= 2 ? shard : padded);
+  const ZeroStage& z = ZeroStageOf(in.stage);
+  out.state.params = c * (z.shards_params ? shard : padded);
+  out.state.grads = g * (z.shards_grads ? shard : padded);
   AddOptimizer(in, plan.world_size, opt_elems, max_n, aligned, out);
   if (in.offload_params_nvme) {
     // Only the staging slots stay resident; each unit's shard is read into

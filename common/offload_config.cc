@@ -1,3 +1,4 @@
+#include "common/zero_stage.h"
 #include "common/offload_config.h"
 
 #include <sys/statvfs.h>
@@ -44,7 +45,7 @@ absl::Status CheckOffloadDir(const std::string& dir, int64_t bytes_needed) {
 int64_t OffloadBytesNeeded(int64_t psi, int stage, int ranks, bool optimizer, bool params,
                            int compute_bytes, int units) {
   int64_t bytes = 0;
-  if (optimizer) bytes += 12 * psi * (stage == 0 ? ranks : 1);
+  if (optimizer) bytes += 12 * psi * (ZeroStageOf(stage).shards_optimizer ? 1 : ranks);
   if (params) bytes += static_cast<int64_t>(compute_bytes) * psi;
   return bytes + int64_t{4096} * 3 * units * ranks;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_format.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 
 namespace zeroshard {
 namespace {
@@ -39,15 +40,17 @@ void CheckFit(const PlanMachine& m, int64_t worker_host_bytes, PlanChoice& c) {
 }
 
 // "; stage s-1 does not (<its first limit exceeded>)" for the choice one
-// stage below `pick` with the same checkpointing and offload; "" at stage 0.
+// stage below `pick` with the same checkpointing and offload: the last such
+// choice before it (the choices run in stage order); "" at stage 0.
 std::string WhyNotBelow(const RunPlan& plan, const PlanChoice& pick) {
+  const PlanChoice* below = nullptr;
   for (const PlanChoice& c : plan.choices) {
-    if (c.stage == pick.stage - 1 && c.checkpointing == pick.checkpointing &&
-        c.offload == pick.offload) {
-      return absl::StrCat("; stage ", c.stage, " does not (", c.why_not, ")");
-    }
+    if (&c == &pick) break;
+    if (c.checkpointing == pick.checkpointing && c.offload == pick.offload) below = &c;
   }
-  return "";
+  return below == nullptr
+             ? ""
+             : absl::StrCat("; stage ", below->stage, " does not (", below->why_not, ")");
 }
 
 // The recommendation rule of run_plan.h.
@@ -68,7 +71,8 @@ void Recommend(RunPlan& plan) {
                                                OptimizerOffloadName(offload), " (nothing fits without)");
     const PlanChoice* pa = a >= 0 ? &plan.choices[a] : nullptr;
     const PlanChoice* pb = b >= 0 ? &plan.choices[b] : nullptr;
-    const bool take_b = pb != nullptr && (pa == nullptr || (pb->stage < pa->stage &&
+    // The choices run in stage order, so b < a: checkpointing fits a lower stage.
+    const bool take_b = pb != nullptr && (pa == nullptr || (b < a &&
                                                             pb->traffic.wire_bytes() < pa->traffic.wire_bytes()));
     const PlanChoice& pick = take_b ? *pb : *pa;
     plan.recommended = take_b ? b : a;
@@ -108,7 +112,8 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
   }
   const int64_t psi = model.has_structure() ? shard.total_numel() : model.params;
   RunPlan plan;
-  for (int stage = 0; stage <= 3; ++stage) {
+  for (const ZeroStage& z : ZeroStages()) {
+    const int stage = z.number;
     for (int ckpt = 0; ckpt < (model.has_structure() ? 2 : 1); ++ckpt) {
       for (OptimizerOffload offload :
            {OptimizerOffload::kNone, OptimizerOffload::kHost, OptimizerOffload::kNvme}) {
@@ -121,7 +126,7 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
         in.compute_dtype = model.compute_dtype;
         in.reduce_dtype = model.reduce_dtype;
         in.offload_optimizer = offload;
-        in.offload_params_nvme = model.offload_params_nvme && stage == 3;
+        in.offload_params_nvme = model.offload_params_nvme && z.shards_params;
         in.offload_prefetch = model.offload_prefetch;
         in.gather_prefetch = model.gather_prefetch;
         in.bucket_bytes = model.bucket_bytes;

@@ -43,10 +43,6 @@ namespace zeroshard {
 // tests/trainer/peak_rss_test.cc checks the sum against measured VmHWM.
 inline constexpr int64_t kCpuWorkerOverheadBytes = int64_t{40} << 20;
 
-// The shard plan alignment (elements) a launched job uses: the coordinator's
-// default, CoordinatorCoreOptions::alignment (server/core/coordinator_core.h).
-inline constexpr int64_t kDefaultShardAlignment = 16;
-
 struct PlanMachine {
   int workers = 1;              // Ranks (N), all on this machine for the host figures.
   bool cuda = false;            // GPU workers: device memory is apart from host memory.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 
 namespace zeroshard {
 namespace {
@@ -94,7 +95,8 @@ const UnitPlan* ShardPlan::FindUnit(absl::string_view name) const {
 }
 
 ElementRange OptimizerRange(const UnitPlan& unit, int stage, int rank) {
-  return stage == 0 ? ElementRange{0, unit.padded_numel} : unit.shard(rank);
+  return ZeroStageOf(stage).shards_optimizer ? unit.shard(rank)
+                                             : ElementRange{0, unit.padded_numel};
 }
 
 int64_t ShardPlan::total_numel() const {

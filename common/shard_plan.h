@@ -66,6 +66,11 @@ struct UnitPlan {
   int64_t ParamOffset(absl::string_view name) const;
 };
 
+// The shard plan alignment (elements) a job uses unless told otherwise: the
+// coordinator's default (CoreOptions::alignment, server/core/coordinator_core.h)
+// and what `zeroshard plan` and `launch` size runs with.
+inline constexpr int64_t kDefaultShardAlignment = 16;
+
 struct ShardPlan {
   int world_size = 0;
   int64_t alignment = 1;

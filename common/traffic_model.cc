@@ -8,6 +8,7 @@
 #include "common/gather_order.h"
 #include "common/reduce_bucket.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 
 namespace zeroshard {
 namespace {
@@ -119,7 +120,7 @@ double TrafficPrediction::seconds(double bus_bytes_per_second) const {
 }
 
 absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const TrafficInputs& in) {
-  if (in.stage < 0 || in.stage > 3) {
+  if (!IsZeroStage(in.stage)) {
     return absl::InvalidArgumentError(absl::StrCat("stage: ", in.stage, " (expected 0..3)"));
   }
   if (in.micro_batches < 1) return absl::InvalidArgumentError("micro_batches: must be >= 1");
@@ -135,41 +136,47 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
   }
   const int n = plan.world_size;
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
+  const ZeroStage& z = ZeroStageOf(in.stage);
   TrafficPrediction t;
-  if (in.stage == 3) SimulateGathers(plan, in, t);
-  if (in.stage >= 2) SimulateReduces(plan, in, t);
+  if (z.shards_params) SimulateGathers(plan, in, t);
+  if (z.reduction == GradReduction::kReduceScatterInBackward) SimulateReduces(plan, in, t);
   for (const UnitPlan& u : plan.units) {
-    if (in.stage == 0) Add(t, Collective::kAllReduce, g * u.padded_numel, n);
-    if (in.stage == 1) Add(t, Collective::kReduceScatter, g * u.padded_numel, n);
-    if (in.stage == 1 || in.stage == 2) Add(t, Collective::kAllGather, c * u.padded_numel, n);
+    if (z.reduction == GradReduction::kAllReduceAtStep) {
+      Add(t, Collective::kAllReduce, g * u.padded_numel, n);
+    }
+    if (z.reduction == GradReduction::kReduceScatterAtStep) {
+      Add(t, Collective::kReduceScatter, g * u.padded_numel, n);
+    }
+    if (z.gathers_after_step) Add(t, Collective::kAllGather, c * u.padded_numel, n);
   }
-  if (in.stage >= 1 && n > 1) Add(t, Collective::kAllReduce, 8, n);  // The squared norm.
+  if (z.shards_optimizer && n > 1) Add(t, Collective::kAllReduce, 8, n);  // The squared norm.
   return t;
 }
 
 TrafficPrediction PredictTrafficFromParams(int64_t psi, int world_size, const TrafficInputs& in) {
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
   const int m = in.micro_batches < 1 ? 1 : in.micro_batches;
+  const ZeroStage& z = ZeroStageOf(in.stage);
   TrafficPrediction t;
-  switch (in.stage) {
-    case 0:
+  switch (z.reduction) {
+    case GradReduction::kAllReduceAtStep:
       Add(t, Collective::kAllReduce, g * psi, world_size);
       break;
-    case 1:
+    case GradReduction::kReduceScatterAtStep:
       Add(t, Collective::kReduceScatter, g * psi, world_size);
-      Add(t, Collective::kAllGather, c * psi, world_size);
       break;
-    default:
+    case GradReduction::kReduceScatterInBackward:
       for (int mb = 0; mb < m; ++mb) {
         Add(t, Collective::kReduceScatter, g * psi, world_size);
-        if (in.stage == 3) {
+        if (z.shards_params) {
           Add(t, Collective::kAllGather, c * psi, world_size);  // Forward.
           Add(t, Collective::kAllGather, c * psi, world_size);  // Backward.
         }
       }
-      if (in.stage == 2) Add(t, Collective::kAllGather, c * psi, world_size);
+      break;
   }
-  if (in.stage >= 1 && world_size > 1) Add(t, Collective::kAllReduce, 8, world_size);
+  if (z.gathers_after_step) Add(t, Collective::kAllGather, c * psi, world_size);
+  if (z.shards_optimizer && world_size > 1) Add(t, Collective::kAllReduce, 8, world_size);
   return t;
 }
 

@@ -97,6 +97,7 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
 // From a bare parameter count Ψ (unknown structure): each unit bracketed
 // once forward and once backward, every stage-3 gather used (DESIGN.md's
 // 2Ψ / 3Ψ, times the micro-batches for the per-bracket collectives).
+// in.stage must be a ZeRO stage (IsZeroStage, zero_stage.h).
 TrafficPrediction PredictTrafficFromParams(int64_t psi, int world_size, const TrafficInputs& in);
 
 }  // namespace zeroshard

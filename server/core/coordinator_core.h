@@ -71,7 +71,7 @@ struct CoreOptions {
   // How long a running generation may take to hand off for a joiner
   // (server/membership/membership.h); 0 = end it at once.
   absl::Duration handoff_grace = absl::Seconds(30);
-  int64_t alignment = 16;        // Shard plan alignment, elements.
+  int64_t alignment = kDefaultShardAlignment;  // Shard plan alignment, elements.
   std::string job_config_json;   // "" = keep the persisted one (or "{}").
   size_t max_members = 65536;    // Live members, waiting ones included.
   // The job's model definition, from its job config (the model preset's

@@ -75,7 +75,7 @@ TEST(ElasticLeaveTest, SigtermLeavesWithinFiveSecondsAndTheRestFinishWithOneFewe
   CoordinatorProcess c = StartCoordinator(dir, job, 2, kWorkers, true, dir + "/coordinator.log");
   ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, c.address);
-  ASSERT_TRUE(WaitForStep(job.log_path, kWorkers, 12)) << ReadFile(dir + "/w0.log");
+  ASSERT_TRUE(WaitForStep(job.log_path, 12, kWorkers)) << ReadFile(dir + "/w0.log");
   const size_t before = GenerationLines(dir + "/w0.log").size();
   const absl::Time signalled = absl::Now();
   workers[2]->Signal(SIGTERM);
@@ -117,7 +117,7 @@ TEST(ElasticLeaveTest, KillWithNoCheckpointFormsOneGenerationAndFinishesFromStep
   CoordinatorProcess c = StartCoordinator(dir, job, 2, kWorkers, false, dir + "/coordinator.log");
   ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, c.address);
-  ASSERT_TRUE(WaitForStep(job.log_path, kWorkers, 12)) << ReadFile(dir + "/w0.log");
+  ASSERT_TRUE(WaitForStep(job.log_path, 12, kWorkers)) << ReadFile(dir + "/w0.log");
   const size_t before[2] = {GenerationLines(dir + "/w0.log").size(),
                             GenerationLines(dir + "/w1.log").size()};
   const absl::Time killed = absl::Now();

@@ -23,6 +23,7 @@ using testing::BinPath;
 using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::ReadStepRecords;
+using testing::WaitForStep;
 using testing::WaitForGrpcAddress;
 
 JobConfig ElasticJob(const std::string& dir, const std::string& backend = "auto") {
@@ -66,20 +67,6 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
   return workers;
 }
 
-// Waits until rank 0's log shows `world_size` ranks past `step`.
-bool WaitForStep(const std::string& log, int world_size, int64_t step) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(90);
-  while (absl::Now() < deadline) {
-    auto records = ReadStepRecords(log);
-    if (!records.empty() && records.back().world_size == world_size &&
-        records.back().step >= step) {
-      return true;
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return false;
-}
-
 // One of 3 workers is killed (kill -9) after a few steps; the 2 survivors
 // form a smaller generation from the latest checkpoint and finish.
 void KillOneOfThree(const std::string& backend) {
@@ -90,7 +77,7 @@ void KillOneOfThree(const std::string& backend) {
   ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, address, 3);
   // Kill one worker once the three-rank generation has taken a few steps.
-  ASSERT_TRUE(WaitForStep(job.log_path, 3, 10)) << ReadFile(dir + "/worker-0.log");
+  ASSERT_TRUE(WaitForStep(job.log_path, 10, 3)) << ReadFile(dir + "/worker-0.log");
   workers[2]->Signal(SIGKILL);
   EXPECT_EQ(workers[0]->Wait(absl::Seconds(120)), 0) << ReadFile(dir + "/worker-0.log");
   EXPECT_EQ(workers[1]->Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/worker-1.log");
@@ -132,7 +119,7 @@ TEST(ElasticTest, WorkersRejoinARestartedCoordinator) {
   const std::string address = WaitForGrpcAddress(dir + "/coordinator.log", absl::Seconds(20));
   ASSERT_FALSE(address.empty()) << ReadFile(dir + "/coordinator.log");
   auto workers = StartWorkers(dir, address, 2);
-  ASSERT_TRUE(WaitForStep(job.log_path, 2, 10)) << ReadFile(dir + "/worker-0.log");
+  ASSERT_TRUE(WaitForStep(job.log_path, 10, 2)) << ReadFile(dir + "/worker-0.log");
   coordinator->Signal(SIGKILL);
   EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 128 + SIGKILL);
   coordinator = StartCoordinator(dir, job, address, 2, 2);

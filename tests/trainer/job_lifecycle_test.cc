@@ -77,7 +77,7 @@ TEST(JobLifecycleTest, PastMaxFailuresTheJobFailsAndWorkersExitOneNamingIt) {
   ASSERT_FALSE(c.address.empty()) << ReadFile(dir + "/coordinator.log");
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (const char* w : {"w0", "w1", "w2"}) workers.push_back(StartWorker(dir, c.address, w));
-  ASSERT_TRUE(testing::WaitForStep(job.log_path, 3, 5)) << ReadFile(dir + "/w0.log");
+  ASSERT_TRUE(testing::WaitForStep(job.log_path, 5, 3)) << ReadFile(dir + "/w0.log");
   workers[2]->Signal(SIGKILL);
   const std::string cause = "failed: failure 1 exceeds max_failures 0";
   for (int i = 0; i < 2; ++i) {

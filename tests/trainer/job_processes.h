@@ -71,21 +71,6 @@ inline std::unique_ptr<ChildProcess> StartWorker(const std::string& dir, const s
       absl::StrCat(dir, "/", name, ".log"));
 }
 
-// Waits until the step log's last record is at `world_size` and >= `step`.
-inline bool WaitForStep(const std::string& log, int world_size, int64_t step,
-                        absl::Duration timeout = absl::Seconds(40)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    auto records = ReadStepRecords(log);
-    if (!records.empty() && records.back().world_size == world_size &&
-        records.back().step >= step) {
-      return true;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
-}
-
 // `zeroshard status --json` output ("" and a failed test if it fails).
 inline std::string StatusJson(const std::string& address) {
   const CommandResult r =

@@ -28,6 +28,7 @@ using testing::BinPath;
 using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::ReadStepRecords;
+using testing::WaitForStep;
 using testing::WaitForGrpcAddress;
 
 // job_processes.h's small job, in micro-batches of 3 (every rank of 1-4
@@ -83,16 +84,6 @@ struct LiveRun {
     EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
   }
 };
-
-inline bool WaitForStep(const std::string& log, int64_t step) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    auto records = ReadStepRecords(log);
-    if (!records.empty() && records.back().step >= step) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
-}
 
 // Step -> loss; fails the test if any step appears twice, or if more than
 // `max_missing` of the job's steps have no record.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard::testing {
@@ -20,6 +22,22 @@ inline std::vector<StepRecord> ReadStepRecords(const std::string& path) {
     if (record.ok()) out.push_back(*std::move(record));
   }
   return out;
+}
+
+// Polls the step log until its last record is at `step` or later and, when
+// `world_size` > 0, at that world size; false after `timeout`.
+inline bool WaitForStep(const std::string& log, int64_t step, int world_size = 0,
+                        absl::Duration timeout = absl::Seconds(90)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    const std::vector<StepRecord> records = ReadStepRecords(log);
+    if (!records.empty() && records.back().step >= step &&
+        (world_size <= 0 || records.back().world_size == world_size)) {
+      return true;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace zeroshard::testing

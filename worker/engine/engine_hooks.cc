@@ -139,7 +139,7 @@ void ShardedEngine::FreeGather(Unit& unit) {
 }
 
 bool ShardedEngine::KeepGathered(int u) const {
-  return options_.stage == 3 && orders_->use.Expects(u, options_.prefetch);
+  return zero_stage().shards_params && orders_->use.Expects(u, options_.prefetch);
 }
 
 const float* ShardedEngine::AcquireParams(int u) {
@@ -152,7 +152,7 @@ const float* ShardedEngine::AcquireParams(int u) {
   const int64_t P = unit.plan->padded_numel;
   const bool bf16_compute = options_.compute_dtype == DType::kBf16;
   const void* full = unit.params.data();
-  if (options_.stage == 3) {
+  if (zero_stage().shards_params) {
     GatherWindow(u);  // Prefetches issued before the wait for u's, to overlap it.
     if (!SettleGather(unit, /*on_stream=*/true)) MustAllocate(unit.gathered, P * cbytes());
     full = unit.gathered.data();
@@ -192,7 +192,7 @@ UnitBackwardView ShardedEngine::PreBackward(int u) {
   Unit& unit = At(u);
   const float* params = AcquireParams(u);
   if (unit.grad_refs++ == 0) {
-    if (options_.stage <= 1 && options_.reduce_dtype == DType::kFp32) {
+    if (!zero_stage().shards_grads && options_.reduce_dtype == DType::kFp32) {
       unit.grad_ptr = unit.grads.as<float>();  // The model adds straight into it.
     } else {
       // A gradient still waiting in the reduce bucket takes this bracket's too.
@@ -221,7 +221,7 @@ void ShardedEngine::PostBackward(int u) {
 void ShardedEngine::FlushGrads(int u) {
   Unit& unit = units_[u];
   const int64_t P = unit.plan->padded_numel;
-  if (options_.stage <= 1) {
+  if (!zero_stage().shards_grads) {
     if (unit.grad_view.allocated()) {
       Fail(device_->AddInto(unit.grads.data(), options_.reduce_dtype, unit.grad_view.data(),
                             DType::kFp32, P));

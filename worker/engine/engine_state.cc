@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
   ZS_RETURN_IF_ERROR(AwaitInFlight());  // State crosses to the host.
   std::vector<float> out(static_cast<size_t>(unit.plan->numel));
   const int64_t bytes = static_cast<int64_t>(out.size()) * 4;
-  if (options_.stage == 0) {  // Every rank holds all of it.
+  if (zero_stage().replicated()) {  // Every rank holds all of it.
     ZS_RETURN_IF_ERROR(opt_->Read(u, 0, unit.plan->numel, out.data(), nullptr, nullptr));
     return out;
   }
@@ -113,10 +113,10 @@ absl::Status ShardedEngine::RebuildComputeCopy() {
       ZS_RETURN_IF_ERROR(WriteParamShard(u, convert));
       continue;
     }
-    void* dst = (options_.stage == 0 || options_.stage == 3) ? unit.params.data()
-                                                             : Slice(unit.params, n, cbytes());
+    const bool gathers = zero_stage().gathers_after_step;
+    void* dst = gathers ? Slice(unit.params, n, cbytes()) : unit.params.data();
     ZS_RETURN_IF_ERROR(convert(dst));
-    if (options_.stage == 1 || options_.stage == 2) {
+    if (gathers) {
       works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
                                        {options_.collective_timeout}));
     }

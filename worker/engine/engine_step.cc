@@ -12,7 +12,9 @@
 namespace zeroshard {
 
 void* ShardedEngine::ShardGrad(Unit& unit) const {
-  if (options_.stage == 1) return Slice(unit.grads, unit.plan->shard_numel, gbytes());
+  if (zero_stage().reduction == GradReduction::kReduceScatterAtStep) {
+    return Slice(unit.grads, unit.plan->shard_numel, gbytes());
+  }
   return unit.grads.data();  // All of P at stage 0, the shard at stages 2-3.
 }
 
@@ -20,7 +22,8 @@ void* ShardedEngine::ShardGrad(Unit& unit) const {
 // (the rank's slice then holds the sum). Stages 2-3 reduced in PostBackward:
 // a unit no backward wrote gets its zeros now (Unit::grads_zero).
 absl::Status ShardedEngine::ReduceGradients() {
-  if (options_.stage >= 2) {
+  const GradReduction reduction = zero_stage().reduction;
+  if (reduction == GradReduction::kReduceScatterInBackward) {
     for (Unit& unit : units_) {
       if (!unit.grads_zero) continue;
       ZS_RETURN_IF_ERROR(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));
@@ -31,7 +34,7 @@ absl::Status ShardedEngine::ReduceGradients() {
   std::vector<std::unique_ptr<Work>> works;
   for (Unit& unit : units_) {
     const int64_t S = unit.plan->shard_numel;
-    works.push_back(options_.stage == 0
+    works.push_back(reduction == GradReduction::kAllReduceAtStep
                         ? comm_->AllReduce(unit.grads.data(), unit.grads.data(),
                                            unit.plan->padded_numel, options_.reduce_dtype,
                                            ReduceOp::kSum, copts)
@@ -62,7 +65,7 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
   // The host reads a value: every stream-ordered collective is checked here.
   ZS_RETURN_IF_ERROR(AwaitInFlight());
   ZS_RETURN_IF_ERROR(device_->Synchronize(options_.collective_timeout));
-  if (options_.stage == 0 || world_size_ == 1) return sum_sq;
+  if (zero_stage().replicated() || world_size_ == 1) return sum_sq;
   absl::StatusOr<std::vector<double>> global = AllReduceControl(
       *control_comm_, std::vector<double>{sum_sq}, ReduceOp::kSum, options_.collective_timeout);
   if (!global.ok()) {
@@ -77,9 +80,9 @@ absl::StatusOr<double> ShardedEngine::GlobalSumSquares() {
 // of the full buffer at stages 1-2, the resident shard at stage 3, the whole
 // buffer at stage 0), then stages 1-2 all-gather it in place.
 absl::Status ShardedEngine::UpdateShards(float multiplier) {
-  const int stage = options_.stage;
+  const bool gathers = zero_stage().gathers_after_step;
   DeviceBuffer grad32 = Buffer(MemoryKind::kBuffers);
-  std::vector<std::unique_ptr<Work>> gathers;
+  std::vector<std::unique_ptr<Work>> works;
   const int num_units = static_cast<int>(units_.size());
   for (int u = 0; u < num_units; ++u) {
     Unit& unit = units_[u];
@@ -91,7 +94,7 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
           device_->Convert(ShardGrad(unit), DType::kBf16, grad32.data(), DType::kFp32, n));
       g = grad32.as<float>();
     }
-    void* out = (stage == 1 || stage == 2) ? Slice(unit.params, S, cbytes()) : unit.params.data();
+    void* out = gathers ? Slice(unit.params, S, cbytes()) : unit.params.data();
     // The store streams units: u + 1 is read ahead while u is updated.
     auto update = [&](void* dst) {
       return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, options_.adamw, step_, multiplier, g,
@@ -100,18 +103,18 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
     // With params offload the new shard goes to the parameter store.
     ZS_RETURN_IF_ERROR(params_ != nullptr ? WriteParamShard(u, update) : update(out));
     grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
-    if (stage == 1 || stage == 2) {
-      gathers.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
+    if (gathers) {
+      works.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
                                          {options_.collective_timeout}));
     }
   }
-  for (std::unique_ptr<Work>& w : gathers) ZS_RETURN_IF_ERROR(Sequence(w));
+  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(Sequence(w));
   return absl::OkStatus();
 }
 
 void ShardedEngine::ZeroGradients() {
   for (Unit& unit : units_) {
-    if (options_.stage >= 2) {
+    if (zero_stage().reduction == GradReduction::kReduceScatterInBackward) {
       unit.grads_zero = true;  // The next reduce-scatter overwrites them.
     } else {
       Fail(device_->Memset(unit.grads.data(), 0, unit.grads.bytes()));

@@ -29,7 +29,7 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
     return bad("plan.world_size (", plan.world_size, ") != comm world_size (",
                comm->world_size(), ")");
   }
-  if (o.stage < 0 || o.stage > 3) return bad("stage: ", o.stage, " (expected 0..3)");
+  if (!IsZeroStage(o.stage)) return bad("stage: ", o.stage, " (expected 0..3)");
   for (auto [name, d] : {std::pair{"compute_dtype", o.compute_dtype},
                          std::pair{"reduce_dtype", o.reduce_dtype}}) {
     if (d != DType::kFp32 && d != DType::kBf16) {
@@ -46,7 +46,7 @@ absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
     return bad("collective_timeout: must be positive");
   }
   if (o.reserved_bytes < 0) return bad("reserved_bytes: must be >= 0");
-  if (o.params_offload.enabled && o.stage != 3) {
+  if (o.params_offload.enabled && !ZeroStageOf(o.stage).shards_params) {
     return bad("params_offload: needs stage 3 (stage ", o.stage, ")");
   }
   if (o.params_offload.prefetch < 0 || o.params_offload.prefetch > 64) {
@@ -197,8 +197,8 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   Unit& unit = units_[u];
   unit.plan = &plan_.units[u];
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
-  const int stage = options_.stage;
-  unit.opt_range = OptimizerRange(*unit.plan, stage, rank_);
+  const ZeroStage& z = zero_stage();
+  unit.opt_range = OptimizerRange(*unit.plan, z.number, rank_);
   // The padded initial values on the device; padding is zero (shard_plan.h).
   DeviceBuffer padded = Buffer(MemoryKind::kBuffers);
   ZS_RETURN_IF_ERROR(padded.Allocate(P * 4));
@@ -212,8 +212,8 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
     master[i - unit.opt_range.offset] = initial[i];
   }
   ZS_RETURN_IF_ERROR(opt_->Load(u, master.data(), nullptr, nullptr));
-  const int64_t held = stage <= 2 ? P : S;  // Compute copy: full, or the shard at stage 3.
-  const float* from = all + (stage <= 2 ? 0 : unit.opt_range.offset);
+  const int64_t held = z.shards_params ? S : P;  // Compute copy: the shard at stage 3, else full.
+  const float* from = all + (z.shards_params ? unit.opt_range.offset : 0);
   auto convert = [&](void* out) {
     return device_->Convert(from, DType::kFp32, out, options_.compute_dtype, held);
   };
@@ -223,7 +223,7 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
     ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
     ZS_RETURN_IF_ERROR(convert(unit.params.data()));
   }
-  ZS_RETURN_IF_ERROR(unit.grads.Allocate((stage <= 1 ? P : S) * gbytes()));
+  ZS_RETURN_IF_ERROR(unit.grads.Allocate((z.shards_grads ? S : P) * gbytes()));
   // `padded` is freed on return: the copy out of the caller's vector and the
   // conversions must have finished first.
   return device_->Synchronize(options_.collective_timeout);

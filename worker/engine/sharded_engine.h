@@ -124,6 +124,7 @@
 #include "worker/device/memory_accounting.h"
 #include "common/gather_order.h"
 #include "common/reduce_bucket.h"
+#include "common/zero_stage.h"
 #include "worker/engine/engine_options.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
@@ -237,6 +238,8 @@ class ShardedEngine final : public UnitHooks {
   Device& device() const { return *device_; }
   const ShardPlan& plan() const { return plan_; }
   const EngineOptions& options() const { return options_; }
+  // What options().stage shards and when (common/zero_stage.h).
+  const ZeroStage& zero_stage() const { return ZeroStageOf(options_.stage); }
   // The learning rate the next Step uses (schedules change it every step).
   void set_learning_rate(float lr) { options_.adamw.lr = lr; }
 

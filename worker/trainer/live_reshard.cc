@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 #include "worker/comm/control_collectives.h"
 #include "worker/comm/wait_or_abort.h"
 
@@ -160,7 +161,7 @@ std::string TryStep(const std::vector<Slot>& slots, int stage, LiveState& out) {
   }
   for (int64_t j = 0; j < w; ++j) {
     if (out.source[j] >= 0) continue;
-    if (stage == 0) {  // At stage 0 every holder has every element.
+    if (ZeroStageOf(stage).replicated()) {  // Every holder has every element.
       out.source[j] = slots.front().rank;
       out.source_slot[j] = slots.front().slot;
       continue;
@@ -274,7 +275,7 @@ absl::Status ReshardInto(Communicator& control, const LiveState& live,
                          absl::Span<const HeldState> held,
                          const std::vector<UnitSpec>& units, ShardedEngine& engine,
                          absl::Duration timeout) {
-  if (engine.options().stage != live.stage) {
+  if (engine.zero_stage().number != live.stage) {
     return absl::InvalidArgumentError("the held state is for another stage");
   }
   std::vector<int> identity(control.world_size());
@@ -306,7 +307,7 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
   HeldState out = mine;
   out.world_size = survivors;
   out.index = target_index[control.rank()];
-  if (mine.stage == 0) {  // Every rank holds every element: only the labels change.
+  if (ZeroStageOf(mine.stage).replicated()) {  // Every rank holds every element: only the labels change.
     if (out.index < 0) return std::optional<HeldState>();
     return std::optional<HeldState>(std::move(out));
   }

@@ -5,6 +5,7 @@
 
 #include "absl/types/span.h"
 #include "common/status_macros.h"
+#include "common/zero_stage.h"
 #include "worker/comm/wait_or_abort.h"
 
 namespace zeroshard {
@@ -71,7 +72,7 @@ absl::StatusOr<HeldState> ReceiveNeighbour(ShardedEngine& engine, Communicator& 
 
 absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
                                   uint64_t generation, int64_t step, absl::Duration timeout) {
-  if (engine.options().stage == 0 || control.world_size() == 1) {  // Local only.
+  if (engine.zero_stage().replicated() || control.world_size() == 1) {  // Local only.
     ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
     held_.clear();
     held_.push_back(std::move(own));
