@@ -33,9 +33,13 @@ TEST(ElasticLiveTest, ScaleUpTwoToFourReshardsLiveWithNoStepLost) {
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.front().world_size, 2);
   EXPECT_EQ(records.back().world_size, 4);
-  const std::string logs = run.Logs();
-  EXPECT_NE(logs.find("resharded live"), std::string::npos) << logs;
-  EXPECT_EQ(logs.find("restored checkpoint"), std::string::npos) << logs;
+  // The 2-worker generation handed off for the joiners and the 4-worker one
+  // started from that state, live; no checkpoint was read.
+  EXPECT_FALSE(WithEvent(records, "handed_off").empty()) << run.Logs();
+  const std::vector<StepRecord> live = WithEvent(records, "resharded_live");
+  ASSERT_FALSE(live.empty()) << run.Logs();
+  EXPECT_EQ(live.back().world_size, 4);
+  EXPECT_TRUE(WithEvent(records, "restored_checkpoint").empty()) << run.Logs();
   ExpectSameLosses(losses, Uninterrupted(job, 4), 2e-5);
 }
 

@@ -118,6 +118,28 @@ TEST(StepRecordTest, JsonLineRoundTrip) {
   EXPECT_FALSE(StepRecord::FromJsonLine("{\"step\": 1}").ok());
 }
 
+TEST(StepRecordTest, EventsRoundTripAndAreAbsentOnOrdinarySteps) {
+  StepRecord r;
+  r.step = 12;
+  r.world_size = 3;
+  const std::string plain = r.ToJsonLine();
+  EXPECT_EQ(plain.find("events"), std::string::npos) << plain;
+  r.events = {"restored_checkpoint", "left"};
+  r.start_step = 10;
+  r.live_refused = "shard 1 of unit 0 has no holder";
+  r.leaving = {0, 2};
+  auto back = StepRecord::FromJsonLine(r.ToJsonLine());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->events, r.events);
+  EXPECT_EQ(back->start_step, 10);
+  EXPECT_EQ(back->live_refused, r.live_refused);
+  EXPECT_EQ(back->leaving, r.leaving);
+  auto ordinary = StepRecord::FromJsonLine(plain);
+  ASSERT_TRUE(ordinary.ok());
+  EXPECT_TRUE(ordinary->events.empty());
+  EXPECT_EQ(ordinary->start_step, -1);
+}
+
 // The coordinator's --checkpoint-dir is applied before validation, so a
 // job with checkpoint_every and no checkpoint_dir of its own is served.
 TEST(JobConfigTest, ServedConfigTakesTheCoordinatorsCheckpointDirBeforeValidating) {

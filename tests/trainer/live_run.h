@@ -29,6 +29,7 @@ using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::ReadStepRecords;
 using testing::WaitForStep;
+using testing::WithEvent;
 using testing::WaitForGrpcAddress;
 
 // job_processes.h's small job, in micro-batches of 3 (every rank of 1-4

@@ -24,6 +24,21 @@ inline std::vector<StepRecord> ReadStepRecords(const std::string& path) {
   return out;
 }
 
+// The records of `records` whose events (StepRecord::events) include `event`.
+inline std::vector<StepRecord> WithEvent(const std::vector<StepRecord>& records,
+                                         const std::string& event) {
+  std::vector<StepRecord> out;
+  for (const StepRecord& r : records) {
+    for (const std::string& e : r.events) {
+      if (e == event) {
+        out.push_back(r);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 // Polls the step log until its last record is at `step` or later and, when
 // `world_size` > 0, at that world size; false after `timeout`.
 inline bool WaitForStep(const std::string& log, int64_t step, int world_size = 0,

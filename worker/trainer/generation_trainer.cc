@@ -142,8 +142,10 @@ RankStepStats GenerationTrainer::MyStats() {
   return s;
 }
 
-absl::Status GenerationTrainer::Run(int64_t start_step) {
+absl::Status GenerationTrainer::Run(const GenerationStart& start) {
   const JobConfig& job = *ctx_.job;
+  const int64_t start_step = start.step;
+  start_ = start;
   if (ctx_.rank == 0 && !job.log_path.empty() && !log_.is_open()) {
     return absl::PermissionDeniedError(absl::StrCat("cannot open the step log ", job.log_path));
   }

@@ -26,6 +26,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/tokenizer/tokenizer.h"
@@ -71,6 +72,16 @@ struct YieldInfo {
   std::vector<int> leaving;    // Ranks that leave, ascending.
 };
 
+// Where a generation's state came from (state_handoff.h's LoadBestState):
+// the step to train from, and the start event of its first step record
+// (StepRecord::events).
+struct GenerationStart {
+  int64_t step = 0;
+  const char* event = "initialized";
+  int64_t from_step = -1;    // The restored or resharded state's step; -1 for none.
+  std::string live_refused;  // Why live resharding was refused ("" none).
+};
+
 // The job's activation_checkpointing as the model's mode (a validated job
 // holds one of its names: checked).
 ActivationCheckpointing JobActivationCheckpointing(const JobConfig& job);
@@ -90,7 +101,7 @@ class GenerationTrainer {
   // the last), or when the ranks agreed to yield at a step boundary (then
   // yielded() is set); ABORTED when the generation ended under it; the first
   // engine/communication/data error otherwise.
-  absl::Status Run(int64_t start_step);
+  absl::Status Run(const GenerationStart& start);
   const std::optional<YieldInfo>& yielded() const { return yielded_; }
 
  private:
@@ -115,6 +126,9 @@ class GenerationTrainer {
   // same tokens, a fixed number of them whatever they are, so the ranks stay
   // in step; the text is the same on each (generation_trainer_sample.cc).
   absl::StatusOr<std::string> Sample(int64_t step);
+  // The record's events (StepRecord::events): the generation's start on its
+  // first record, the early stop agreed in this Publish.
+  void NoteEvents(StepRecord& record);
   // This rank's yield flags for the step record's all-gather.
   double MyYieldFlags() const;
   // `clip_coef`: the step's clipping multiplier (StepResult::clip_coef).
@@ -140,6 +154,7 @@ class GenerationTrainer {
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
   std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
   bool stop_ = false;                 // A rank saw the operator's stop (the last Publish).
+  std::optional<GenerationStart> start_;  // Until the first record carries it.
   double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
   int64_t peak_activation_bytes_ = 0; // The model's, since the generation started.
   std::optional<YieldInfo> yielded_;  // Where Run stopped early.

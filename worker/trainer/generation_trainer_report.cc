@@ -73,12 +73,28 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
       static_cast<double>(ctx_.job->global_batch) * ctx_.model_config->n_ctx / seconds;
   record.counted_tokens = outcome.counted_tokens;
   record.sample = sample;
+  NoteEvents(record);
   for (int r = 0; r < ctx_.world_size; ++r) {
     record.ranks.push_back(RankStepStats::Unpack(&all[static_cast<size_t>(r) * kGatherDoubles]));
   }
   if (log_.is_open()) log_ << record.ToJsonLine() << "\n" << std::flush;
   ReportToCoordinator(record, outcome.result.clip_coef);
   return absl::OkStatus();
+}
+
+void GenerationTrainer::NoteEvents(StepRecord& record) {
+  if (start_) {
+    record.events.push_back(start_->event);
+    record.start_step = start_->from_step;
+    record.live_refused = start_->live_refused;
+    start_.reset();
+  }
+  if (stop_) {
+    record.events.push_back("stopped");
+  } else if (yield_ && record.step < ctx_.job->steps) {
+    record.events.push_back(yield_->leaving.empty() ? "handed_off" : "left");
+    record.leaving = yield_->leaving;
+  }
 }
 
 double GenerationTrainer::MyYieldFlags() const {

@@ -8,7 +8,7 @@
 
 namespace zeroshard {
 
-absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
+absl::StatusOr<GenerationStart> LoadBestState(const GenerationContext& ctx,
                                       std::vector<HeldState>& held,
                                       const std::vector<UnitSpec>& units, ShardedEngine& engine,
                                       Communicator& control) {
@@ -27,7 +27,7 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
     std::cout << "resharded live: step " << live.step << " from a plan of " << live.world_size
               << " ranks onto " << ctx.world_size << ", no checkpoint read\n"
               << std::flush;
-    return live.step;
+    return GenerationStart{live.step, "resharded_live", live.step, ""};
   }
   held.clear();
   if (!live.why_not.empty()) {
@@ -37,15 +37,16 @@ absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
   }
   ZS_ASSIGN_OR_RETURN(const int64_t restore_step, AgreeOnRestoreStep(ctx, control));
   if (restore_step < 0) {
-    if (!ctx.job->loads_model_weights()) return 0;  // The seeded init the engine began with.
+    // The seeded init the engine began with, or the model directory's weights.
+    if (!ctx.job->loads_model_weights()) return GenerationStart{0, "initialized", -1, live.why_not};
     ZS_RETURN_IF_ERROR(RestoreModelWeights(ctx, engine));
     std::cout << "loaded this rank's shard of the model weights from " << ctx.job->model << "\n"
               << std::flush;
-    return 0;
+    return GenerationStart{0, "loaded_model", -1, live.why_not};
   }
   ZS_RETURN_IF_ERROR(RestoreCheckpoint(ctx, engine, restore_step));
   std::cout << "restored checkpoint at step " << restore_step << "\n" << std::flush;
-  return restore_step;
+  return GenerationStart{restore_step, "restored_checkpoint", restore_step, live.why_not};
 }
 
 absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,

@@ -25,10 +25,10 @@
 
 namespace zeroshard {
 
-// Loads the best state into `engine` and returns the step to train from.
-// `held` is consumed (cleared) once the engine has it, or once it is known to
-// be incomplete.
-absl::StatusOr<int64_t> LoadBestState(const GenerationContext& ctx,
+// Loads the best state into `engine` and says where it came from and the
+// step to train from. `held` is consumed (cleared) once the engine has it,
+// or once it is known to be incomplete.
+absl::StatusOr<GenerationStart> LoadBestState(const GenerationContext& ctx,
                                       std::vector<HeldState>& held,
                                       const std::vector<UnitSpec>& units, ShardedEngine& engine,
                                       Communicator& control);

@@ -76,6 +76,10 @@ std::string StepRecord::ToJsonLine() const {
                       {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
   if (val_loss >= 0) j["val_loss"] = val_loss;
   if (!sample.empty()) j["sample"] = sample;
+  if (!events.empty()) j["events"] = events;
+  if (start_step >= 0) j["start_step"] = start_step;
+  if (!live_refused.empty()) j["live_refused"] = live_refused;
+  if (!leaving.empty()) j["leaving"] = leaving;
   return j.dump();
 }
 
@@ -108,6 +112,10 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
     r.tokens_per_second = NumberOr(j, "tokens_per_second", 0.0);
     r.counted_tokens = static_cast<int64_t>(NumberOr(j, "counted_tokens", 0.0));
     if (j.contains("sample") && j["sample"].is_string()) r.sample = j["sample"].get<std::string>();
+    r.events = j.value("events", std::vector<std::string>{});
+    r.start_step = j.value("start_step", int64_t{-1});
+    r.live_refused = j.value("live_refused", std::string());
+    r.leaving = j.value("leaving", std::vector<int>{});
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;
       for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},

@@ -46,6 +46,17 @@ struct StepRecord {
   int64_t counted_tokens = 0;
   std::string sample;  // Text sampled at this step (JobConfig::sample_every); "" none.
   std::vector<RankStepStats> ranks;  // Indexed by rank.
+  // What happened besides training, in order (empty on most steps). On a
+  // generation's first record, where its state came from (GenerationStart):
+  // "initialized" (the seeded init), "loaded_model" (the model directory's
+  // weights), "resharded_live" (the previous generation's state, no
+  // checkpoint read) or "restored_checkpoint". On the record where the ranks
+  // stopped early: "handed_off" (a member waits to join), "left" (the ranks
+  // in `leaving` left) or "stopped" (an operator's `zeroshard stop`).
+  std::vector<std::string> events;
+  int64_t start_step = -1;    // With a start event: the step its state was from.
+  std::string live_refused;   // Why live resharding was refused before a restore ("" none).
+  std::vector<int> leaving;   // With "left": the ranks that left, ascending.
 
   std::string ToJsonLine() const;  // One line, no trailing newline.
   // Parses a line written by ToJsonLine; INVALID_ARGUMENT if malformed.

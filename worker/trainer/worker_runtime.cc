@@ -184,12 +184,12 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
                         job.job.redundancy > 0 ? job.replica.get() : nullptr,
                         job.kernels.kernels, job.device.get()};
   const std::vector<UnitSpec> units = ModelUnits(job.model);
-  ZS_ASSIGN_OR_RETURN(const int64_t start_step,
+  ZS_ASSIGN_OR_RETURN(const GenerationStart start,
                       LoadBestState(ctx, job.held, units, *engine, *control));
   // The model computes on the engine's device (job.kernels), straight on the
   // engine's buffers.
   GenerationTrainer trainer(ctx, control, engine.get(), engine.get());
-  absl::Status trained = trainer.Run(start_step);
+  absl::Status trained = trainer.Run(start);
   if (!trained.ok() && StopRequested()) {
     // Stopped while the generation broke: leave while this rank's
     // communicators still exist, so the generation ends as a leave.
