@@ -4,7 +4,6 @@
 #include "server/core/coordinator_core.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
@@ -19,7 +18,7 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
   ZS_RETURN_IF_ERROR(CheckToken(r.host(), "host", kMaxHostBytes, false));
   ZS_RETURN_IF_ERROR(CheckToken(r.hostname(), "hostname", kMaxHostBytes, false));
   ZS_RETURN_IF_ERROR(CheckToken(r.pod(), "pod", kMaxHostBytes, false));
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (membership_.live_members() >= options_.max_members) {
     return absl::ResourceExhaustedError(
@@ -47,7 +46,7 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::HeartbeatRequest& r) {
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   ZS_RETURN_IF_ERROR(membership_.Heartbeat(r.member_id(), clock_->Now()));
   // A heartbeat naming an old generation is how a worker learns of the new
   // one, so it is answered, not refused; only a future one is nonsense.
@@ -76,7 +75,7 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::Heart
 absl::Status CoordinatorCore::Leave(const v1::LeaveRequest& r) {
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   const Member* m = membership_.Find(r.member_id());
   // Only a member of the running generation can have trained the last step.
   if (r.job_completed() && m != nullptr && m->rank >= 0) {
@@ -102,7 +101,7 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
   if (r.failed_rank() < -1) {
     return absl::InvalidArgumentError(absl::StrCat("failed_rank = ", r.failed_rank(), " < -1"));
   }
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   if (r.failed_rank() >= membership_.world_size() && r.generation() == membership_.generation()) {
     return absl::InvalidArgumentError(absl::StrCat("failed_rank = ", r.failed_rank(),
                                                    " is not below world size ",
@@ -118,12 +117,9 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
   NoteReportLocked(r.generation(), r.reason());
   ZS_RETURN_IF_ERROR(
       membership_.ReportFailure(r.member_id(), r.generation(), r.reason(), clock_->Now()));
-  std::fprintf(stderr,
-               "zeroshard-coordinator: member %llu reports a failure in generation %llu "
-               "(failed rank %d): %s\n",
-               static_cast<unsigned long long>(r.member_id()),
-               static_cast<unsigned long long>(r.generation()), r.failed_rank(),
-               r.reason().c_str());
+  effects_.log.push_back(absl::StrCat("member ", r.member_id(), " reports a failure in generation ",
+                                      r.generation(), " (failed rank ", r.failed_rank(),
+                                      "): ", r.reason()));
   DrainEventsLocked();
   v1::ReportFailureResponse out;
   out.set_generation(membership_.generation());
@@ -198,7 +194,7 @@ absl::StatusOr<std::pair<v1::GenerationInfo, uint64_t>> CoordinatorCore::WaitFor
 }
 
 void CoordinatorCore::Tick() {
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   const absl::Time now = clock_->Now();
   membership_.Tick(now);
   DrainEventsLocked();
@@ -207,7 +203,7 @@ void CoordinatorCore::Tick() {
 }
 
 void CoordinatorCore::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   shutdown_ = true;
   EndWaitsLocked(absl::UnavailableError("the coordinator is shutting down"));
 }

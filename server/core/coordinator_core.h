@@ -31,6 +31,15 @@
 // the restart, and the next generation formed is higher still. Members are
 // not persisted: a worker's Heartbeat gets NOT_FOUND and it Joins again.
 //
+// Effects (core_effects.h): a call decides under the mutex and applies
+// after it: the generation counter and the job's lifecycle are written to
+// the state dir (write, fsync, rename) and its log lines printed once the
+// mutex is released, in the order the calls held it, so heartbeats, the
+// rendezvous store and status reads never wait for the disk. The step is
+// persisted before its report is recorded (outside the mutex too); the
+// job's units, once, at the first Join, under it (that Join fails if the
+// write does).
+//
 // Thread safety: all methods are thread-safe.
 #pragma once
 
@@ -50,6 +59,7 @@
 #include "common/shard_plan.h"
 #include "server/kv/kv_store.h"
 #include "server/kv/kv_waiters.h"
+#include "server/core/core_effects.h"
 #include "server/membership/membership.h"
 #include "server/state/durable_state.h"
 #include "server/state/training_state.h"
@@ -210,6 +220,22 @@ class CoordinatorCore {
   const Clock* clock_;
 
   mutable absl::Mutex mu_;
+  // Taken before mu_ is released by a call that decided effects, held while
+  // they are applied (core_effects.h); never held while taking mu_.
+  absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  CoreEffects effects_ ABSL_GUARDED_BY(mu_);  // Decided by the call holding mu_.
+  // The scoped lock of every call that may decide effects: locks mu_; at the
+  // end, applies the call's effects after releasing mu_ (in lock order).
+  class ABSL_SCOPED_LOCKABLE EffectsLock {
+   public:
+    explicit EffectsLock(CoordinatorCore* core) ABSL_EXCLUSIVE_LOCK_FUNCTION(core->mu_);
+    ~EffectsLock() ABSL_UNLOCK_FUNCTION();
+    EffectsLock(const EffectsLock&) = delete;
+    EffectsLock& operator=(const EffectsLock&) = delete;
+
+   private:
+    CoordinatorCore* const core_;
+  };
   Membership membership_ ABSL_GUARDED_BY(mu_);
   KvStore kv_ ABSL_GUARDED_BY(mu_);
   KvWaiters waiters_ ABSL_GUARDED_BY(mu_);

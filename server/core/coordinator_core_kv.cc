@@ -85,7 +85,7 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.
   if (advances) ZS_RETURN_IF_ERROR(durable_->SetLastStep(r.step(), r.loss()));
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   ZS_RETURN_IF_ERROR(CheckReporterLocked(r));  // The generation may have ended meanwhile.
   training_.Record(r);
   MaybeCompleteLocked(r.step());

@@ -1,9 +1,8 @@
 // CoordinatorCore: naming the rank the job lost to a failure, and what the
 // survivors were doing then (LostRank in coordinator.proto): in the log, in
 // GetJobStatus and in /metrics (zeroshard_last_lost_rank).
-#include <cstdio>
-
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "server/core/coordinator_core.h"
 
 namespace zeroshard::server {
@@ -43,11 +42,10 @@ void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& r
   if (last_lost_.generation() == generation &&
       (last_lost_.report().empty() || names_more)) {
     SetLostReportLocked(report);
-    std::fprintf(stderr, "zeroshard-coordinator: lost rank %d was in %s (report: %s)\n",
-                 last_lost_.rank(),
-                 last_lost_.operation().empty() ? "no named collective"
-                                                : last_lost_.operation().c_str(),
-                 report.c_str());
+    effects_.log.push_back(absl::StrCat(
+        "lost rank ", last_lost_.rank(), " was in ",
+        last_lost_.operation().empty() ? "no named collective" : last_lost_.operation(),
+        " (report: ", report, ")"));
   }
 }
 
@@ -58,13 +56,11 @@ void CoordinatorCore::NoteLostLocked(const MembershipEvent& e) {
   last_lost_.set_worker_id(e.worker_id);
   last_lost_.set_reason(e.reason);
   SetLostReportLocked(report_generation_ == e.generation ? first_report_ : "");
-  std::fprintf(stderr,
-               "zeroshard-coordinator: lost rank %d (worker %s) of generation %llu: %s%s%s\n",
-               e.rank, e.worker_id.c_str(), static_cast<unsigned long long>(e.generation),
-               e.reason == "lease_expired" ? "no heartbeat (dead or stopped)"
-                                           : "silent after a failure report",
-               last_lost_.operation().empty() ? "" : ", the survivors were in ",
-               last_lost_.operation().c_str());
+  effects_.log.push_back(absl::StrCat(
+      "lost rank ", e.rank, " (worker ", e.worker_id, ") of generation ", e.generation, ": ",
+      e.reason == "lease_expired" ? "no heartbeat (dead or stopped)"
+                                  : "silent after a failure report",
+      last_lost_.operation().empty() ? "" : ", the survivors were in ", last_lost_.operation()));
 }
 
 }  // namespace zeroshard::server

@@ -240,17 +240,29 @@ void CoordinatorCore::UpdateGaugesLocked() {
   failures_metric_->Set({}, static_cast<double>(membership_.failures()));
 }
 
+CoordinatorCore::EffectsLock::EffectsLock(CoordinatorCore* core) : core_(core) {
+  core_->mu_.Lock();
+}
+
+CoordinatorCore::EffectsLock::~EffectsLock() {
+  if (core_->effects_.empty()) {
+    core_->mu_.Unlock();
+    return;
+  }
+  CoreEffects effects = std::move(core_->effects_);
+  core_->effects_ = CoreEffects();
+  core_->apply_mu_.Lock();  // Before mu_ goes: the next call's effects wait for these.
+  core_->mu_.Unlock();
+  effects.Apply(*core_->durable_);
+  core_->apply_mu_.Unlock();
+}
+
 void CoordinatorCore::PersistLifecycleLocked() {
   const JobState s = membership_.job_state();
   const bool ended = s == JobState::kCompleted || s == JobState::kFailed;
-  // A failed write keeps serving: the next change writes again, and a
-  // restart at worst forgets the newest failures.
-  if (auto st = durable_->SetLifecycle(membership_.failures(), ended ? JobStateName(s) : "",
-                                       membership_.job_state_reason());
-      !st.ok()) {
-    std::fprintf(stderr, "zeroshard-coordinator: persisting the job state: %s\n",
-                 st.ToString().c_str());
-  }
+  effects_.lifecycle = CoreEffects::Lifecycle{membership_.failures(),
+                                              ended ? JobStateName(s) : "",
+                                              membership_.job_state_reason()};
 }
 
 void CoordinatorCore::MaybeCompleteLocked(int64_t step) {
@@ -280,19 +292,17 @@ void CoordinatorCore::DrainEventsLocked() {
           NoteLostLocked(e);
         }
         if (e.reason == "failure") {
-          std::fprintf(stderr, "zeroshard-coordinator: member %llu removed: silent since a "
-                       "failure report in generation %llu\n",
-                       static_cast<unsigned long long>(e.member_id),
-                       static_cast<unsigned long long>(e.generation));
+          effects_.log.push_back(absl::StrCat("member ", e.member_id, " removed: silent since a ",
+                                              "failure report in generation ", e.generation));
         }
         break;
       case MembershipEvent::Kind::kFailureCounted:
         PersistLifecycleLocked();
         break;
       case MembershipEvent::Kind::kJobEnded:
-        std::fprintf(stderr, "zeroshard-coordinator: job %s %s: %s\n", options_.job_id.c_str(),
-                     JobStateName(membership_.job_state()),
-                     membership_.job_state_reason().c_str());
+        effects_.log.push_back(absl::StrCat("job ", options_.job_id, " ",
+                                            JobStateName(membership_.job_state()), ": ",
+                                            membership_.job_state_reason()));
         PersistLifecycleLocked();
         training_.ThroughputStopped();
         ++change_number_;  // Watchers learn that no generation will form.
@@ -316,12 +326,7 @@ void CoordinatorCore::DrainEventsLocked() {
         ++generation_changes_;
         changes_metric_->Add({e.reason});
         ++change_number_;
-        // A failed write leaves the old counter on disk; the restart bump
-        // still keeps numbers increasing, so serving goes on.
-        if (auto s = durable_->SetGeneration(e.generation); !s.ok()) {
-          std::fprintf(stderr, "zeroshard-coordinator: persisting generation: %s\n",
-                       s.ToString().c_str());
-        }
+        effects_.generation = e.generation;
         break;
     }
   }

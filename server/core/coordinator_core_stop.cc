@@ -1,7 +1,5 @@
 // CoordinatorCore's operator stop (coordinator.proto, StopJob): the job
 // ends early at a step boundary, keeping what it trained.
-#include <cstdio>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
@@ -13,16 +11,16 @@ namespace zeroshard::server {
 
 absl::StatusOr<v1::StopJobResponse> CoordinatorCore::StopJob(const v1::StopJobRequest& r) {
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id, /*allow_empty=*/true));
-  absl::MutexLock lock(&mu_);
+  EffectsLock lock(this);
   if (membership_.job_ended()) {
     return absl::FailedPreconditionError(
         absl::StrCat("the job already ended: ", JobStateName(membership_.job_state()), " (",
                      membership_.job_state_reason(), ")"));
   }
   if (!stop_requested_) {
-    std::fprintf(stderr, "zeroshard-coordinator: stop requested after step %lld: the ranks "
-                 "save and complete the job at their next step boundary\n",
-                 static_cast<long long>(training_.step()));
+    effects_.log.push_back(absl::StrCat("stop requested after step ", training_.step(),
+                                        ": the ranks save and complete the job at their next "
+                                        "step boundary"));
   }
   stop_requested_ = true;
   // Nothing trains without a generation, and none can form with too few
