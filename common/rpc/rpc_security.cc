@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_file.h"
+#include "common/loopback.h"
+#include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -102,10 +104,9 @@ std::vector<std::string> CallIdentity::MemberCredentials() const {
 }
 
 absl::StatusOr<std::string> ReadClientToken(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  absl::StatusOr<std::string> text = ReadSecretFile(path);
   if (!text.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file ", path, ": ", text.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", text.status().message()));
   }
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
     line = absl::StripAsciiWhitespace(line);
@@ -133,6 +134,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
     ZS_ASSIGN_OR_RETURN(identity, NewCallIdentity(security));
   }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!security.tls.enabled() && !identity->token().empty() && !security.insecure &&
+      !IsLoopbackHost(HostOfTarget(target))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to send the token in the clear to ", target,
+        ": give --tls-ca (the coordinator's CA), or --insecure to send it anyway"));
+  }
   if (security.tls.enabled()) {
     ZS_RETURN_IF_ERROR(CheckTlsFiles(security.tls, /*server=*/false));
     gx::TlsChannelCredentialsOptions options;

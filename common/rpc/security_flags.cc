@@ -13,6 +13,9 @@ void AddClientSecurityFlags(CLI::App& app, ClientSecurity* security) {
   app.add_option("--token-file", security->token_file,
                  "file holding the bearer token (default: $ZEROSHARD_TOKEN_FILE; the first "
                  "non-comment line, `token` or `role token`)")->check(CLI::ExistingFile);
+  app.add_flag("--insecure", security->insecure,
+               "send the token without TLS to an address that is not loopback (it can be read "
+               "on the way)");
 }
 
 void AddServerTlsFlags(CLI::App& app, TlsFiles* tls) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
@@ -114,12 +115,15 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
     out.set_generation(membership_.generation());
     return out;
   }
-  NoteReportLocked(r.generation(), r.reason());
+  // Escaped (C-style) before it reaches the log, the status and the job's
+  // reason: a newline in it must not forge a log line.
+  const std::string reason = absl::CEscape(r.reason());
+  NoteReportLocked(r.generation(), reason);
   ZS_RETURN_IF_ERROR(
-      membership_.ReportFailure(r.member_id(), r.generation(), r.reason(), clock_->Now()));
+      membership_.ReportFailure(r.member_id(), r.generation(), reason, clock_->Now()));
   effects_.log.push_back(absl::StrCat("member ", r.member_id(), " reports a failure in generation ",
                                       r.generation(), " (failed rank ", r.failed_rank(),
-                                      "): ", r.reason()));
+                                      "): ", reason));
   DrainEventsLocked();
   v1::ReportFailureResponse out;
   out.set_generation(membership_.generation());

@@ -2,19 +2,11 @@
 // non-loopback address in the clear unless told to (--insecure).
 #include <iostream>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback.h"
 #include "server/rpc/auth_gate.h"
 
 namespace zeroshard::server {
-namespace {
-
-bool IsLoopbackHost(absl::string_view host) {
-  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) host = host.substr(1, host.size() - 2);
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
-
-}  // namespace
 
 absl::Status CheckExposure(const std::string& listen, const ServerSecurity& security) {
   const size_t colon = listen.rfind(':');

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_file.h"
+#include "common/secret_file.h"
 #include "server/rpc/auth_gate.h"
 
 namespace zeroshard::server {
@@ -57,10 +58,9 @@ const RpcPolicy* FindPolicy(absl::string_view method) {
 }
 
 absl::StatusOr<absl::flat_hash_map<std::string, Role>> ReadTokenFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  absl::StatusOr<std::string> text = ReadSecretFile(path);
   if (!text.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file ", path, ": ", text.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", text.status().message()));
   }
   absl::flat_hash_map<std::string, Role> tokens;
   int line_no = 0;
@@ -82,7 +82,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, Role>> ReadTokenFile(const std::
     } else if (f[0] == "admin") {
       role = Role::kAdmin;
     } else {
-      return bad(absl::StrCat("role \"", f[0], "\" is not reader, worker or admin"));
+      // Not echoed: a line written "token role" would print the token.
+      return bad("the first field is not reader, worker or admin");
     }
     if (f[1].size() < 16 || f[1].size() > 256) return bad("token is not 16..256 characters");
     if (!tokens.emplace(f[1], role).second) return bad("token repeated");

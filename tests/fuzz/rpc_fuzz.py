@@ -214,6 +214,7 @@ def start(bin_dir, tmp):
     tokens = os.path.join(tmp, "tokens")
     with open(tokens, "w") as f:
         f.writelines(f"{role} {token}\n" for role, token in TOKENS.items())
+    os.chmod(tokens, 0o600)  # Token files open to other users are refused.
     proc = subprocess.Popen([os.path.join(bin_dir, "zeroshard-coordinator"), "--listen",
                              "127.0.0.1:0", "--token-file", tokens,
                              "--job-config-json", '{"steps": 100000000}', "--metrics-listen", "127.0.0.1:0", "--job-id", "fuzz",

@@ -45,6 +45,8 @@ class AuthTableTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "tokens") << "# role token\nreader " << kReader << "\nworker " << kWorker
                                    << "\n";
+    std::filesystem::permissions(dir_ / "tokens", std::filesystem::perms::owner_read |
+                                                      std::filesystem::perms::owner_write);
     CoordinatorOptions o;
     o.core.job_id = "auth";
     o.metrics_listen = "";

@@ -130,6 +130,7 @@ def test_safe_defaults(d):
     finally:
         c.stop()
     (d / "tokens").write_text("admin admin-token-0123456789abcdef\n")
+    (d / "tokens").chmod(0o600)  # Token files open to other users are refused.
     c = Coordinator(d, "--tls-cert", "server.pem", "--tls-key", "server.key", "--token-file",
                     "tokens", listen="0.0.0.0:0")
     try:
@@ -141,6 +142,7 @@ def test_safe_defaults(d):
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
+    (d / "tokens").chmod(0o600)
     r = subprocess.run([str(BIN / "zeroshard"), "launch", "--workers", "2", "--model", "tiny",
                         "--steps", "3", "--stage", "3", "--threads", "1", "--run-dir",
                         str(d / "run"), "--tls-ca", "ca.pem", "--tls-cert", "server.pem",
