@@ -16,6 +16,7 @@
 #include "cli/launch_checks.h"
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
+#include "cli/launch_tokens.h"
 #include "common/child_process.h"
 #include "common/process_metrics.h"
 #include "common/dir_lock.h"
@@ -184,7 +185,7 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   copts.core.job_config_json = o.job.ToJson();
   copts.checkpoint_dir = o.job.checkpoint_dir;
   copts.security.tls = o.security.tls;
-  copts.security.token_file = o.security.token_file;
+  copts.security.token_file = o.coordinator_token_file;
   if (auto model = JobModel(o.job.model, o.job.model_desc, o.job.seq_len); model.ok()) {
     copts.core.units = ModelUnits(*model);
   }
@@ -268,6 +269,28 @@ int PrepareRunDir(LaunchOptions& o, bool external) {
   return 0;
 }
 
+// The embedded coordinator's tokens: the user's --token-file, else fresh
+// ones only this launch knows (launch_tokens.h). Returns an exit code.
+int PrepareTokens(LaunchOptions& o, bool external) {
+  if (external) return 0;
+  if (!o.security.token_file.empty()) {
+    o.coordinator_token_file = o.security.token_file;
+    return 0;
+  }
+  absl::StatusOr<LocalTokens> tokens = WriteLocalTokens(o.run_dir);
+  if (!tokens.ok()) {
+    std::cerr << "zeroshard launch: --run-dir " << o.run_dir << ": " << tokens.status().message()
+              << "\n";
+    return 1;
+  }
+  o.coordinator_token_file = tokens->coordinator_file;
+  o.security.token_file = tokens->worker_file;
+  std::cout << "zeroshard launch: the job's tokens are new and known only to this launch; for "
+               "zeroshard status|stop|checkpoint use --token-file "
+            << tokens->admin_file << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int RunLaunch(LaunchOptions o) {
@@ -279,6 +302,7 @@ int RunLaunch(LaunchOptions o) {
     }
   }
   if (int code = PrepareRunDir(o, external); code != 0) return code;
+  if (int code = PrepareTokens(o, external); code != 0) return code;
 
   auto coordinator = external ? UseExternal(o) : StartEmbedded(o);
   if (!coordinator.ok()) {

@@ -29,6 +29,10 @@ struct LaunchOptions {
   // TLS files and token file, for the embedded coordinator's port and for
   // the workers and this launch's client (rpc_security.h).
   ClientSecurity security;
+  // The embedded coordinator's --token-file: security.token_file when one
+  // was given, else the fresh "role token" file of launch_tokens.h (set by
+  // RunLaunch).
+  std::string coordinator_token_file;
 };
 
 // Returns the process exit code: 0 trained, 1 failed, 2 bad request,

@@ -48,6 +48,37 @@ struct CoreHarness {
     return out.ok() ? *out : v1::GenerationInfo();
   }
 
+  // A step report of `member` at `rank` in the current generation.
+  absl::Status ReportStep(uint64_t member, int rank, int64_t step) {
+    v1::StepReport r;
+    r.set_job_id(core->job_id());
+    r.set_member_id(member);
+    r.set_generation(core->generation());
+    r.set_rank(rank);
+    r.set_step(step);
+    return core->ReportStep(r);
+  }
+
+  // A failure report of `member` in the current generation, naming no rank.
+  absl::Status ReportFailure(uint64_t member,
+                             const std::string& reason = "all_gather: connection reset") {
+    v1::ReportFailureRequest r;
+    r.set_job_id(core->job_id());
+    r.set_member_id(member);
+    r.set_generation(core->generation());
+    r.set_failed_rank(-1);
+    r.set_reason(reason);
+    return core->ReportFailure(r).status();
+  }
+
+  absl::Status Leave(uint64_t member, bool job_completed = false) {
+    v1::LeaveRequest r;
+    r.set_job_id(core->job_id());
+    r.set_member_id(member);
+    r.set_job_completed(job_completed);
+    return core->Leave(r);
+  }
+
   // Advances the clock by `d` and ticks.
   void Advance(absl::Duration d) {
     clock.Advance(d);

@@ -30,31 +30,13 @@ void HeartbeatAll(CoreHarness& h, const std::vector<uint64_t>& ids) {
 }
 
 absl::Status ReportStep(CoreHarness& h, uint64_t member, int rank, int64_t step) {
-  v1::StepReport r;
-  r.set_job_id("job");
-  r.set_member_id(member);
-  r.set_generation(h.core->generation());
-  r.set_rank(rank);
-  r.set_step(step);
-  return h.core->ReportStep(r);
+  return h.ReportStep(member, rank, step);
 }
 
-absl::Status ReportFailure(CoreHarness& h, uint64_t member) {
-  v1::ReportFailureRequest r;
-  r.set_job_id("job");
-  r.set_member_id(member);
-  r.set_generation(h.core->generation());
-  r.set_failed_rank(-1);
-  r.set_reason("all_gather: connection reset");
-  return h.core->ReportFailure(r).status();
-}
+absl::Status ReportFailure(CoreHarness& h, uint64_t member) { return h.ReportFailure(member); }
 
 absl::Status Leave(CoreHarness& h, uint64_t member, bool job_completed = false) {
-  v1::LeaveRequest r;
-  r.set_job_id("job");
-  r.set_member_id(member);
-  r.set_job_completed(job_completed);
-  return h.core->Leave(r);
+  return h.Leave(member, job_completed);
 }
 
 v1::JobStatus Status(CoreHarness& h) {

@@ -26,21 +26,11 @@ CoreOptions JobOptions(int64_t steps, const std::string& checkpoint_dir = "") {
 absl::StatusOr<v1::StopJobResponse> Stop(CoreHarness& h) { return h.core->StopJob({}); }
 
 absl::Status ReportStep(CoreHarness& h, uint64_t member, int rank, int64_t step) {
-  v1::StepReport r;
-  r.set_job_id("job");
-  r.set_member_id(member);
-  r.set_generation(h.core->generation());
-  r.set_rank(rank);
-  r.set_step(step);
-  return h.core->ReportStep(r);
+  return h.ReportStep(member, rank, step);
 }
 
 absl::Status Leave(CoreHarness& h, uint64_t member, bool job_completed) {
-  v1::LeaveRequest r;
-  r.set_job_id("job");
-  r.set_member_id(member);
-  r.set_job_completed(job_completed);
-  return h.core->Leave(r);
+  return h.Leave(member, job_completed);
 }
 
 std::string Reason(CoreHarness& h) {

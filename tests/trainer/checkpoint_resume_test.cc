@@ -114,9 +114,10 @@ TEST(CheckpointResumeTest, ResumeWithoutCheckpointFailsClearly) {
 namespace zeroshard {
 namespace {
 
-// `zeroshard checkpoint now` during a launch: the trainers save at their next
-// step (a step that is no multiple of --checkpoint-every), and `checkpoint
-// list` shows it.
+// `zeroshard checkpoint now` during a launch, with the admin token the
+// launch wrote: the trainers save at their next step (a step that is no
+// multiple of --checkpoint-every), and `checkpoint list` shows it; without
+// a token the coordinator refuses.
 TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
   const std::string dir = MakeTempDir("zs_ckpt_now");
   ChildProcess launch({BinPath("zeroshard"), "launch", "--workers", "2", "--model", "tiny",
@@ -135,10 +136,16 @@ TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   ASSERT_FALSE(address.empty()) << text;
-  const std::string coordinator = address[1].str();
+  // The launch's tokens are its own: the user's CLI presents the admin one.
+  const std::string coordinator =
+      absl::StrCat(address[1].str(), " --token-file ", dir, "/run/admin-token");
   CommandResult now = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ",
                                               coordinator));
   ASSERT_EQ(now.exit_code, 0) << now.output;
+  const CommandResult anonymous = RunCommand(
+      absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ", address[1].str()));
+  EXPECT_NE(anonymous.exit_code, 0) << anonymous.output;
+  EXPECT_NE(anonymous.output.find("bearer token"), std::string::npos) << anonymous.output;
   CommandResult list;
   while (absl::Now() < deadline) {
     list = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ",
