@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "common/atomic_file.h"
 #include "common/loopback.h"
+#include "common/rpc/tls_mirror.h"
 #include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
@@ -142,8 +143,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
   }
   if (security.tls.enabled()) {
     ZS_RETURN_IF_ERROR(CheckTlsFiles(security.tls, /*server=*/false));
+    ZS_ASSIGN_OR_RETURN(const TlsFiles copies, MirrorTlsFiles(security.tls));
     gx::TlsChannelCredentialsOptions options;
-    options.set_certificate_provider(Provider(security.tls));
+    options.set_certificate_provider(Provider(copies));
     options.watch_root_certs();
     if (!security.tls.cert.empty()) options.watch_identity_key_cert_pairs();
     creds = gx::TlsCredentials(options);
@@ -156,7 +158,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TlsFiles& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
   ZS_RETURN_IF_ERROR(CheckTlsFiles(tls, /*server=*/true));
-  gx::TlsServerCredentialsOptions options(Provider(tls));
+  // gRPC watches validated copies, never the files themselves (tls_mirror.h).
+  ZS_ASSIGN_OR_RETURN(const TlsFiles copies, MirrorTlsFiles(tls));
+  gx::TlsServerCredentialsOptions options(Provider(copies));
   options.watch_identity_key_cert_pairs();
   if (!tls.ca.empty()) {
     options.watch_root_certs();

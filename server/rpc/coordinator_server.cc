@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/process_metrics.h"
+#include "common/rpc/tls_mirror.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -57,6 +58,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                       MakeServerCredentials(options.security.tls));
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(options));
   s->metrics_.AddCollectable(std::make_shared<ProcessMetrics>());  // process_* metrics.
+  s->metrics_.AddCollectable(TlsReloadMetrics());  // Refused certificate rotations.
   const Clock* clock = options.clock != nullptr ? options.clock : RealClock::Get();
 
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<server::DurableState> durable,

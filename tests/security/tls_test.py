@@ -139,6 +139,45 @@ def test_safe_defaults(d):
         c.stop()
 
 
+def reloads(c, result):
+    with urllib.request.urlopen(f"http://{c.metrics}/metrics", timeout=5) as r:
+        m = re.search(rf'^zeroshard_tls_reloads_total{{result="{result}"}} (\S+)$',
+                      r.read().decode(), re.M)
+    return float(m.group(1)) if m else -1
+
+
+def test_broken_rotation(d):
+    """An empty key (a non-atomic copy caught half way) and then a key that
+    does not match: both refused, the old pair kept, counted; a valid pair
+    after them is applied."""
+    shutil.copy(d / "server.pem", d / "live2.pem")
+    shutil.copy(d / "server.key", d / "live2.key")
+    c = Coordinator(d, "--tls-cert", "live2.pem", "--tls-key", "live2.key", metrics="127.0.0.1:0")
+    try:
+        check(c.address is not None and c.metrics is not None, "TLS coordinator with metrics starts")
+        if c.address is None or c.metrics is None:
+            return
+        (d / "live2.key").write_text("")  # Truncated in place, as `cp` does first.
+        time.sleep(3)
+        check(c.proc.poll() is None, "an empty key does not stop the coordinator")
+        check(status(c.address, d, *client_flags(cert=None))[0] == 0,
+              "with an empty key file the old pair still serves")
+        check(reloads(c, "refused") >= 1, f"the refused reload is counted ({reloads(c, 'refused')})")
+        shutil.copy(d / "wrongserver.key", d / "live2.key")  # Not the certificate's key.
+        time.sleep(3)
+        check(c.proc.poll() is None and status(c.address, d, *client_flags(cert=None))[0] == 0,
+              "a key that does not match the certificate is refused; the old pair serves")
+        check(reloads(c, "refused") >= 2, f"both refusals counted ({reloads(c, 'refused')})")
+        shutil.copy(d / "wrongserver.pem", d / "live2.pem")  # Now the pair matches.
+        deadline, rotated = time.time() + 15, False
+        while time.time() < deadline and not rotated:
+            rotated = status(c.address, d, *client_flags(ca="wrongca", cert=None))[0] == 0
+            time.sleep(0.5)
+        check(rotated and reloads(c, "applied") >= 1, "the valid pair after them is applied")
+    finally:
+        c.stop()
+
+
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
@@ -160,7 +199,8 @@ def main():
             return 77
     with tempfile.TemporaryDirectory(prefix="zs_tls_") as tmp:
         d = certs.make_all(tmp)
-        for test in (test_mtls_refusals, test_rotation, test_safe_defaults, test_mtls_launch):
+        for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_safe_defaults,
+                     test_mtls_launch):
             print(f"== {test.__name__}", flush=True)
             test(d)
     print(f"{len(FAILURES)} failure(s)")

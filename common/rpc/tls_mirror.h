@@ -1,0 +1,41 @@
+// gRPC's certificate file watcher (FileWatcherCertificateProvider) hands
+// whatever it reads to its TLS stack, and an empty or half-written key file
+// aborts the process inside gRPC ("assertion failed: !cert_pair_list[i].
+// private_key().empty()"), which a non-atomic `cp` over the key during a
+// rotation can cause. So gRPC never watches the user's files: it watches
+// private copies that this code replaces only with a set it has validated
+// with OpenSSL (every certificate parses, the key parses and matches the
+// leaf certificate, the CA file holds a certificate). A set that fails keeps
+// the previous copies in place, prints one line and counts a refused reload
+// (zeroshard_tls_reloads_total{result="refused"}); a valid one replaces
+// them (result="applied") and gRPC picks it up at its next refresh.
+//
+// The copies live in a private directory (mode 0700) under $TMPDIR for the
+// life of the process; one thread polls every mirrored set each
+// kTlsRefreshSeconds. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/rpc/rpc_security.h"
+#include "prometheus/collectable.h"
+
+namespace zeroshard {
+
+// The private copies' paths for `source` (fields empty in `source` stay
+// empty), watched from now on; the same paths for the same source again.
+// Errors: INVALID_ARGUMENT naming the file and what is wrong with it when
+// the set is not valid now; INTERNAL when the copies cannot be written.
+absl::StatusOr<TlsFiles> MirrorTlsFiles(const TlsFiles& source);
+
+// Whether the PEM texts form a valid set (as above); "" if so, else why.
+std::string ValidateTlsSet(const std::string& ca, const std::string& cert,
+                           const std::string& key);
+
+// zeroshard_tls_reloads_total{result="applied"|"refused"} for a /metrics
+// registry (every mirror of the process).
+std::shared_ptr<prometheus::Collectable> TlsReloadMetrics();
+
+}  // namespace zeroshard
