@@ -86,8 +86,14 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   }
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->handlers_ = std::make_unique<Handlers>(metrics, std::move(probes));
-  const std::vector<std::string> options = {"listening_ports", listen, "num_threads", "4",
-                                            "enable_keep_alive", "no"};
+  // Each connection holds a thread until its request is whole, so slow or
+  // unfinished requests (slowloris) must not be able to take them all: the
+  // liveness probe would fail and Kubernetes restart a healthy process. A
+  // scrape or probe sends its request in milliseconds; one that has not
+  // after kRequestTimeoutMs is dropped, and kThreads covers many at once.
+  const std::vector<std::string> options = {
+      "listening_ports", listen, "num_threads", std::to_string(kThreads),
+      "request_timeout_ms", std::to_string(kRequestTimeoutMs), "enable_keep_alive", "no"};
   try {
     server->server_ = std::make_unique<CivetServer>(options);
   } catch (const std::exception& e) {

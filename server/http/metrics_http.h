@@ -30,6 +30,10 @@ struct HttpProbes {
 
 class MetricsHttpServer {
  public:
+  // civetweb's worker threads, and how long a connection may take to send
+  // its request (slow clients must not starve /healthz; metrics_http.cc).
+  static constexpr int kThreads = 32;
+  static constexpr int kRequestTimeoutMs = 2000;
   // `listen`: "HOST:PORT" (port 0 picks a free one). INVALID_ARGUMENT for a
   // malformed address; UNAVAILABLE if civetweb cannot bind it.
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& listen,

@@ -178,6 +178,37 @@ def test_broken_rotation(d):
         c.stop()
 
 
+def test_slowloris(d):
+    """16 connections to the metrics port that never finish their request:
+    /healthz still answers within 1 s."""
+    import socket
+    c = Coordinator(d, metrics="127.0.0.1:0")
+    slow = []
+    try:
+        check(c.metrics is not None, "a coordinator with a metrics port starts")
+        if c.metrics is None:
+            return
+        host, port = c.metrics.rsplit(":", 1)
+        for _ in range(16):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # No blank line: unfinished.
+            slow.append(s)
+        time.sleep(0.5)
+        t0 = time.time()
+        try:
+            with urllib.request.urlopen(f"http://{c.metrics}/healthz", timeout=5) as r:
+                code = r.status
+        except OSError as e:
+            code = str(e)
+        took = time.time() - t0
+        check(code == 200 and took < 1.0,
+              f"/healthz answers within 1 s beside 16 unfinished requests ({code}, {took:.2f} s)")
+    finally:
+        for s in slow:
+            s.close()
+        c.stop()
+
+
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
@@ -199,8 +230,8 @@ def main():
             return 77
     with tempfile.TemporaryDirectory(prefix="zs_tls_") as tmp:
         d = certs.make_all(tmp)
-        for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_safe_defaults,
-                     test_mtls_launch):
+        for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_slowloris,
+                     test_safe_defaults, test_mtls_launch):
             print(f"== {test.__name__}", flush=True)
             test(d)
     print(f"{len(FAILURES)} failure(s)")
