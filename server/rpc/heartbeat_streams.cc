@@ -40,13 +40,29 @@ class HeartbeatStreamCall {
   HeartbeatStreamCall& operator=(const HeartbeatStreamCall&) = delete;
 
   void Handle(Event event, bool ok) {
+    if (event == Event::kFinished || event == Event::kDone) {
+      if (--pending_ == 0) delete this;
+      return;
+    }
+    if (event == Event::kAccepted) {
+      if (!ok) {  // The server is shutting down: the stream never started.
+        delete this;
+        return;
+      }
+      owner_->RequestNext(q_);
+    }
+    // Each branch starts at most one operation (a read, a write or the
+    // finish). While the queues shut down none may start: the finished
+    // event will then never come, only the done event.
+    if (!owner_->StartUnlessShutDown([&] { Continue(event, ok); }) && --pending_ == 0) {
+      delete this;
+    }
+  }
+
+ private:
+  void Continue(Event event, bool ok) {
     switch (event) {
       case Event::kAccepted:
-        if (!ok) {  // The server is shutting down: the stream never started.
-          delete this;
-          return;
-        }
-        owner_->RequestNext(q_);
         Open();
         return;
       case Event::kRead:
@@ -65,12 +81,10 @@ class HeartbeatStreamCall {
         return;
       case Event::kFinished:
       case Event::kDone:
-        break;
+        return;
     }
-    if (--pending_ == 0) delete this;
   }
 
- private:
   // The token's role is checked before any request is read; members are
   // checked as requests name them (Authorize).
   void Open() {

@@ -60,12 +60,26 @@ class HeartbeatStreams {
   void RequestNext(size_t q);
   const HeartbeatStreamsDeps& deps() const { return deps_; }
 
+  // Runs `start_op` (which starts one operation on a stream of this
+  // object's queues) unless the queues are shutting down, and says whether
+  // it ran. No operation may start on a completion queue after its
+  // Shutdown (gRPC aborts: "assertion failed: grpc_cq_begin_op"), and a
+  // cancelled stream's last read still comes back after the server's
+  // shutdown, so every handler starts its operations through this.
+  template <typename StartOp>
+  bool StartUnlessShutDown(StartOp start_op) {
+    absl::ReaderMutexLock lock(&mu_);
+    if (shut_down_) return false;
+    start_op();
+    return true;
+  }
+
  private:
   void Run(size_t q);
 
   const HeartbeatStreamsDeps deps_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
-  absl::Mutex mu_;  // Orders RequestNext against the queues' shutdown.
+  absl::Mutex mu_;  // Orders RequestNext and new operations against the queues' shutdown.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
