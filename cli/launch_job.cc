@@ -65,6 +65,7 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
   for (const auto& [flag, value] : security) {
     if (!value->empty()) args.insert(args.end(), {flag, *value});
   }
+  if (o.security.insecure) args.push_back("--insecure");
   for (int i = 0; i < o.workers; ++i) {
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--worker-id", absl::StrCat("local-", i)});

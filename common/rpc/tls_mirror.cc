@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -43,8 +44,10 @@ absl::StatusOr<Texts> ReadSet(const TlsFiles& f) {
 }
 
 absl::Status WriteSet(const TlsFiles& copy, const Texts& t) {
-  // The key last: gRPC reads the pair at its refresh, and a new key with
-  // the old certificate would not match for that one refresh.
+  // Each file is replaced atomically, but the set is not: gRPC may read a
+  // new certificate with the old key at one refresh. It checks that the
+  // pair matches and keeps the previous one then, picking the new pair up
+  // at the next refresh.
   for (auto [path, text] : {std::pair{&copy.ca, &t.ca}, std::pair{&copy.cert, &t.cert},
                             std::pair{&copy.key, &t.key}}) {
     if (path->empty()) continue;
@@ -101,6 +104,11 @@ class Mirrors {
       return absl::InternalError(absl::StrCat("TLS copies: mkdtemp ", pattern, " failed"));
     }
     dir_ = pattern;
+    static std::string* removed_at_exit = new std::string(dir_);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(*removed_at_exit, ignored);
+    });
     return dir_;
   }
 

@@ -10,9 +10,9 @@
 // (zeroshard_tls_reloads_total{result="refused"}); a valid one replaces
 // them (result="applied") and gRPC picks it up at its next refresh.
 //
-// The copies live in a private directory (mode 0700) under $TMPDIR for the
-// life of the process; one thread polls every mirrored set each
-// kTlsRefreshSeconds. Thread-safe.
+// The copies live in a private directory (mode 0700) under $TMPDIR, removed
+// when the process exits normally (a killed process leaves it); one thread
+// polls every mirrored set each kTlsRefreshSeconds. Thread-safe.
 #pragma once
 
 #include <cstdint>

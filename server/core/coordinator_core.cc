@@ -88,6 +88,7 @@ absl::Status CoordinatorCore::Leave(const v1::LeaveRequest& r) {
   }
   ZS_RETURN_IF_ERROR(membership_.Leave(r.member_id(), clock_->Now()));
   DrainEventsLocked();
+  MaybeCompleteStopLocked();
   return absl::OkStatus();
 }
 
@@ -202,6 +203,7 @@ void CoordinatorCore::Tick() {
   const absl::Time now = clock_->Now();
   membership_.Tick(now);
   DrainEventsLocked();
+  MaybeCompleteStopLocked();
   waiters_.Expire(now);
   last_tick_ns_.store(absl::ToUnixNanos(now), std::memory_order_release);
 }

@@ -35,7 +35,9 @@
 // after it: the generation counter and the job's lifecycle are written to
 // the state dir (write, fsync, rename) and its log lines printed once the
 // mutex is released, in the order the calls held it, so heartbeats, the
-// rendezvous store and status reads never wait for the disk. The step is
+// rendezvous store and status reads do not wait for the disk. The job's
+// end is the exception: it is on disk before the mutex is released, so no
+// worker sees COMPLETED or FAILED (and exits) before a restart would. The step is
 // persisted before its report is recorded (outside the mutex too); the
 // job's units, once, at the first Join, under it (that Join fails if the
 // write does).
@@ -199,6 +201,7 @@ class CoordinatorCore {
   // Completes the job if `step` reaches its steps.
   void MaybeCompleteLocked(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteStoppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeCompleteStopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::JobState JobStateProtoLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildPlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetUnitsLocked(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units)
@@ -220,12 +223,15 @@ class CoordinatorCore {
   const Clock* clock_;
 
   mutable absl::Mutex mu_;
-  // Taken before mu_ is released by a call that decided effects, held while
-  // they are applied (core_effects.h); never held while taking mu_.
+  // Held while a call's effects are applied, in ticket order (core_effects.h);
+  // never held while taking mu_.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
   CoreEffects effects_ ABSL_GUARDED_BY(mu_);  // Decided by the call holding mu_.
+  uint64_t effects_issued_ ABSL_GUARDED_BY(mu_) = 0;         // Tickets handed out.
+  uint64_t effects_applied_ ABSL_GUARDED_BY(apply_mu_) = 0;  // The last applied.
   // The scoped lock of every call that may decide effects: locks mu_; at the
-  // end, applies the call's effects after releasing mu_ (in lock order).
+  // end, applies the call's effects in lock order (after releasing mu_,
+  // except a job's end: before).
   class ABSL_SCOPED_LOCKABLE EffectsLock {
    public:
     explicit EffectsLock(CoordinatorCore* core) ABSL_EXCLUSIVE_LOCK_FUNCTION(core->mu_);

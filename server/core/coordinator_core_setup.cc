@@ -251,10 +251,21 @@ CoordinatorCore::EffectsLock::~EffectsLock() {
   }
   CoreEffects effects = std::move(core_->effects_);
   core_->effects_ = CoreEffects();
-  core_->apply_mu_.Lock();  // Before mu_ goes: the next call's effects wait for these.
-  core_->mu_.Unlock();
+  struct Turn {
+    CoordinatorCore* core;
+    uint64_t ticket;
+  } turn{core_, ++core_->effects_issued_};
+  auto mine = +[](Turn* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return t->core->effects_applied_ + 1 == t->ticket;
+  };
+  // Earlier tickets never need mu_, so waiting for them while holding it
+  // cannot deadlock.
+  if (!effects.durable_before_visible) core_->mu_.Unlock();
+  core_->apply_mu_.LockWhen(absl::Condition(mine, &turn));
   effects.Apply(*core_->durable_);
+  core_->effects_applied_ = turn.ticket;
   core_->apply_mu_.Unlock();
+  if (effects.durable_before_visible) core_->mu_.Unlock();
 }
 
 void CoordinatorCore::PersistLifecycleLocked() {
@@ -263,6 +274,7 @@ void CoordinatorCore::PersistLifecycleLocked() {
   effects_.lifecycle = CoreEffects::Lifecycle{membership_.failures(),
                                               ended ? JobStateName(s) : "",
                                               membership_.job_state_reason()};
+  effects_.durable_before_visible |= ended;
 }
 
 void CoordinatorCore::MaybeCompleteLocked(int64_t step) {

@@ -23,18 +23,25 @@ absl::StatusOr<v1::StopJobResponse> CoordinatorCore::StopJob(const v1::StopJobRe
                                         "step boundary"));
   }
   stop_requested_ = true;
-  // Nothing trains without a generation, and none can form with too few
-  // members: there is no step boundary to wait for.
-  if (membership_.state() != GenerationState::kRunning &&
-      membership_.live_members() < static_cast<size_t>(options_.min_workers)) {
-    CompleteStoppedLocked();
-  }
+  MaybeCompleteStopLocked();
   v1::StopJobResponse out;
   out.set_job_state(JobStateProtoLocked());
   out.set_last_step(training_.step());
   absl::StatusOr<JobConfig> job = JobConfig::FromJson(job_config_json_);
   out.set_saves_checkpoint(job.ok() && !job->checkpoint_dir.empty());
   return out;
+}
+
+// Nothing trains without a generation, and none can form with too few
+// members: there is no step boundary to wait for. Checked when the stop
+// comes and again whenever members go (a rank lost before the boundary, or
+// ranks whose completed Leave did not count), so a stop never hangs.
+void CoordinatorCore::MaybeCompleteStopLocked() {
+  if (!stop_requested_ || membership_.job_ended()) return;
+  if (membership_.state() != GenerationState::kRunning &&
+      membership_.live_members() < static_cast<size_t>(options_.min_workers)) {
+    CompleteStoppedLocked();
+  }
 }
 
 void CoordinatorCore::CompleteStoppedLocked() {

@@ -4,10 +4,14 @@
 // disk (an fsync per write) or a blocked stderr never holds up heartbeats,
 // the rendezvous store or status reads.
 //
-// CoordinatorCore collects them in CoreEffects while it holds its mutex;
-// CoreEffectsLock, its scoped lock, takes the apply mutex before it releases
-// the core's, then applies what the call collected: calls apply in the order
-// they held the core's lock, so the file always holds the newest decision.
+// CoordinatorCore collects them in CoreEffects while it holds its mutex and
+// takes a ticket; its scoped lock (EffectsLock) releases the mutex and then
+// applies the effects when every earlier ticket has been applied: calls
+// apply in the order they held the core's lock, so the file always holds
+// the newest decision, and nobody waits on a disk while holding the core's
+// mutex. One exception: the decision that ends the job is written before the
+// mutex is released (waiting its turn while holding it), so no worker can
+// see COMPLETED or FAILED, and exit, before it is on disk.
 //
 // Thread safety: CoreEffects is guarded by the core's mutex; Apply runs
 // under the apply mutex only.
@@ -32,6 +36,7 @@ struct CoreEffects {
   std::optional<uint64_t> generation;
   std::optional<Lifecycle> lifecycle;
   std::vector<std::string> log;  // Lines for stderr, in order, without the newline.
+  bool durable_before_visible = false;  // Apply before the core's mutex is released.
 
   bool empty() const { return !generation && !lifecycle && log.empty(); }
   // Writes to `durable` (a failed write is logged and serving goes on: the

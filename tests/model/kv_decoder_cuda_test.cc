@@ -29,7 +29,7 @@ void ExpectAttentionMatches(CudaKernelsTest& t, int NH, int KV, int D, int pos, 
                          .q_stride = int64_t{NH} * D + 3, .kv_stride = int64_t{KV} * D + 1};
   const std::vector<float> q = Random(n * s.q_stride, 1), k_new = Random(n * s.kv_stride, 2),
                            v_new = Random(n * s.kv_stride, 3);
-  // Earlier positions already cached (the rest stay as they are: zeros).
+  // Earlier positions already cached (random; rows past pos + n stay as they are).
   std::vector<float> k_cache = Random(int64_t{KV} * s.P * D, 4);
   std::vector<float> v_cache = Random(int64_t{KV} * s.P * D, 5);
   std::vector<float> out(int64_t{n} * NH * D, 0.0f);

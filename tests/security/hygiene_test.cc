@@ -87,12 +87,8 @@ TEST(HygieneTest, ATokenGoesInTheClearOnlyToLoopbackUnlessInsecure) {
 }
 
 TEST(HygieneTest, AFailureReasonCannotForgeALogOrStatusLine) {
-  server::CoreOptions o = server::testing::TestOptions();
-  JobConfig job;
-  job.steps = 100;
-  job.max_failures = 0;  // The first failure fails the job: its reason becomes the job's.
-  o.job_config_json = job.ToJson();
-  server::testing::CoreHarness h(o);
+  // max_failures 0: the first failure fails the job, its reason becomes the job's.
+  server::testing::CoreHarness h(server::testing::JobOptions(100, 0));
   const uint64_t a = h.Join("a");
   h.Join("b");
   h.Advance(absl::Seconds(1));

@@ -53,11 +53,7 @@ TEST(CoreEffectsTest, AFailedWriteIsLoggedAndChangesNothing) {
 
 TEST(CoreEffectsTest, TheEndingCallPersistsTheLifecycleBeforeItReturns) {
   const std::string dir = zeroshard::testing::MakeTempDir("zs_effects_core");
-  CoreOptions o = testing::TestOptions();
-  JobConfig job;
-  job.steps = 1000;
-  o.job_config_json = job.ToJson();
-  testing::CoreHarness h(o, dir);
+  testing::CoreHarness h(testing::JobOptions(1000), dir);
   h.Join("a");
   ASSERT_TRUE(h.core->StopJob({}).ok());  // Too few members: it ends at once.
   auto reopened = DurableState::Open(dir);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/job_config.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "server/core/coordinator_core.h"
@@ -100,6 +101,19 @@ inline CoreOptions TestOptions() {
   o.lease_timeout = absl::Seconds(3);
   o.handoff_grace = absl::ZeroDuration();  // A joiner ends the generation at once.
   o.alignment = 4;
+  return o;
+}
+
+// TestOptions serving a JobConfig with these limits (the core reads `steps`
+// and `max_failures`; checkpoint_dir says whether a stop saves).
+inline CoreOptions JobOptions(int64_t steps, int64_t max_failures = 20,
+                              const std::string& checkpoint_dir = "") {
+  CoreOptions o = TestOptions();
+  JobConfig job;
+  job.steps = steps;
+  job.max_failures = max_failures;
+  job.checkpoint_dir = checkpoint_dir;
+  o.job_config_json = job.ToJson();
   return o;
 }
 

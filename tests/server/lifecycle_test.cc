@@ -14,16 +14,9 @@ namespace zeroshard::server {
 namespace {
 
 using testing::CoreHarness;
+using testing::JobOptions;
 using testing::TestOptions;
 
-CoreOptions JobOptions(int64_t steps, int64_t max_failures) {
-  CoreOptions o = TestOptions();
-  JobConfig job;
-  job.steps = steps;
-  job.max_failures = max_failures;
-  o.job_config_json = job.ToJson();
-  return o;
-}
 
 void HeartbeatAll(CoreHarness& h, const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) ASSERT_TRUE(h.Heartbeat(id).ok()) << id;
