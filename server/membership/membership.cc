@@ -102,6 +102,7 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
+  ZS_RETURN_IF_ERROR(CheckRanked(member_id, "report a failure"));
   // [Note: suspects after a failure]
   for (uint64_t id : ranked_) {
     if (id == member_id) continue;
@@ -117,9 +118,18 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
+  ZS_RETURN_IF_ERROR(CheckRanked(member_id, "report a handoff"));
   EndGeneration("handoff", now);
   last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
   return absl::OkStatus();
+}
+
+// Only the ranks of the running generation were in its collectives: a
+// waiting member cannot end it (and with it count a failure against the job).
+absl::Status Membership::CheckRanked(uint64_t member_id, const char* what) const {
+  if (members_.at(member_id).rank >= 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("member ", member_id, " has no rank in generation ",
+                                                  generation_, ": only its ranks may ", what));
 }
 
 void Membership::Complete(const std::string& reason, absl::Time now) {

@@ -154,7 +154,9 @@ class Membership {
   // failure (`detail`, the reporter's reason, goes into the job's failure
   // reason if this one fails it) and makes the other members suspects.
   // NOT_FOUND for an unknown reporter; ABORTED if `generation` is not the
-  // running one.
+  // running one; PERMISSION_DENIED for a member without a rank in it (only
+  // the ranks were in its collectives). Once ended, a generation takes no
+  // second report, so each counts at most one failure.
   absl::Status ReportFailure(uint64_t member_id, uint64_t generation, const std::string& detail,
                              absl::Time now);
   // The job is done (kCompleted, `reason` e.g. "step 300 of 300 done"); a
@@ -162,7 +164,8 @@ class Membership {
   void Complete(const std::string& reason, absl::Time now);
   // The ranks stopped at a step boundary with their state handed over:
   // ends the running generation `generation` (reason "handoff"). NOT_FOUND
-  // for an unknown member; ABORTED if `generation` is not the running one.
+  // for an unknown member; ABORTED if `generation` is not the running one;
+  // PERMISSION_DENIED for a member without a rank in it.
   absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now);
   // Whether the running generation should stop at its next step boundary
   // for a membership change.
@@ -174,6 +177,9 @@ class Membership {
   // re-reading the generation) naming `field`, the generation asked for and
   // the current one.
   absl::Status CheckRunning(uint64_t generation, const char* field) const;
+  // OK iff `member_id` (a live member) has a rank in the running generation;
+  // else PERMISSION_DENIED saying it may not `what`.
+  absl::Status CheckRanked(uint64_t member_id, const char* what) const;
 
   // Moves out the events since the last call, in order.
   std::vector<MembershipEvent> TakeEvents();

@@ -218,6 +218,23 @@ TEST(LifecycleTest, AFailureReportRemovesTheSilentMemberSoOneGenerationForms) {
   EXPECT_EQ(Status(h).failures(), 1);  // The report and the removal are one failure.
 }
 
+TEST(LifecycleTest, AMemberWithoutARankCannotEndTheGenerationOrCountAFailure) {
+  CoreHarness h(JobOptions(100, 0));  // One counted failure would fail the job.
+  const uint64_t a = h.Join("a");
+  h.Join("b");
+  h.Advance(absl::Seconds(1));
+  const uint64_t waiting = h.Join("c");  // Admitted only at the next generation.
+  const uint64_t generation = h.core->generation();
+  const absl::Status refused = h.ReportFailure(waiting);
+  EXPECT_TRUE(absl::IsPermissionDenied(refused)) << refused;
+  EXPECT_NE(refused.message().find("no rank"), std::string::npos) << refused;
+  EXPECT_EQ(h.core->generation(), generation);
+  EXPECT_EQ(h.core->state(), GenerationState::kRunning);
+  EXPECT_EQ(h.core->job_state(), JobState::kRunning);
+  ASSERT_TRUE(h.ReportFailure(a).ok());  // A rank's report still counts (positive control).
+  EXPECT_EQ(h.core->job_state(), JobState::kFailed);
+}
+
 TEST(LifecycleTest, FailuresAfterCompletionAreNotCounted) {
   CoreHarness h(JobOptions(2, 0));
   const uint64_t a = h.Join("a"), b = h.Join("b");
