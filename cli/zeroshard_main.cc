@@ -1,12 +1,14 @@
 // zeroshard: the user's command line (launch, status, checkpoint, plan).
 #include <iostream>
 
+#include "common/rpc/grpc_log_limit.h"
 #include "common/process_setup.h"
 #include "cli/commands.h"
 #include "common/cli.h"
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
+  zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard: ZeRO-style sharded training", "zeroshard"};
   zeroshard::AddVersionFlag(app);
   app.require_subcommand(1);

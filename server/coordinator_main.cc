@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "common/rpc/grpc_log_limit.h"
 #include "common/process_setup.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
@@ -84,6 +85,12 @@ void AddJobFlags(CLI::App& app, Flags& f) {
                  "one peer host may hold (RESOURCE_EXHAUSTED beyond)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option_function<double>(
+         "--handshake-timeout",
+         [&](double s) { f.options.handshake_timeout = absl::Seconds(s); },
+         "seconds a connection has to finish its TLS/HTTP2 handshake before it is closed "
+         "(default 10)")
+      ->check(CLI::Range(0.1, 600.0));
   app.add_option("--heartbeat-stream-threads", f.options.heartbeat_stream_threads,
                  "threads serving the workers' HeartbeatStreams, each driving one completion queue")
       ->check(CLI::Range(1, 64))
@@ -162,6 +169,7 @@ void PrintAddresses(const zeroshard::CoordinatorOptions& o,
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
+  zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
                "zeroshard-coordinator"};
   zeroshard::AddVersionFlag(app);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/rpc/grpc_log_limit.h"
 #include "common/process_setup.h"
 #include "common/cli.h"
 #include "common/job_refusal.h"
@@ -92,6 +93,7 @@ std::optional<int> CheckFlags(const Flags& f) {
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
+  zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard worker: joins a coordinator and trains its shard", "zeroshard-worker"};
   zeroshard::AddVersionFlag(app);
   Flags f;

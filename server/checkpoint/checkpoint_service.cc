@@ -3,14 +3,73 @@
 #include <optional>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/rpc/grpc_status.h"
+#include "common/status_macros.h"
 
 namespace zeroshard::server {
+namespace {
 
-grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext*,
+// PERMISSION_DENIED unless `rank` is the writer's own (or it writes for all).
+absl::Status CheckOwnRank(const std::optional<CheckpointWriter>& writer, absl::string_view what,
+                          int rank) {
+  if (!writer.has_value() || absl::c_linear_search(writer->ranks, rank)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(what, " names rank ", rank, "; the caller is rank ",
+                                                  absl::StrJoin(writer->ranks, ", "),
+                                                  " and writes only its own shard"));
+}
+
+// ABORTED when a save of generation `attempt` is not one of the caller's
+// generation: the generation it was begun in has ended.
+absl::Status CheckAttempt(const std::optional<CheckpointWriter>& writer, absl::string_view what,
+                          uint64_t attempt) {
+  if (!writer.has_value() || attempt == writer->generation) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat(what, ": a save of generation (attempt) ", attempt,
+                                         "; the caller's generation is ", writer->generation));
+}
+
+// [Note: bound checkpoint writes] A ranked caller saves only in the running
+// generation (attempt = its generation, its world size) and writes only its
+// rank's part; it never begins a step already committed: a committed
+// checkpoint is immutable, and only an admin may replace it.
+absl::Status CheckBegin(const std::optional<CheckpointWriter>& writer,
+                        const v1::BeginCheckpointRequest& req, CheckpointStore& store) {
+  if (!writer.has_value()) return absl::OkStatus();
+  ZS_RETURN_IF_ERROR(CheckAttempt(writer, "BeginCheckpoint", req.attempt()));
+  ZS_RETURN_IF_ERROR(CheckOwnRank(writer, "BeginCheckpoint", req.rank()));
+  if (req.world_size() != writer->world_size) {
+    return absl::PermissionDeniedError(absl::StrCat("BeginCheckpoint: world_size ",
+                                                    req.world_size(), " is not generation ",
+                                                    writer->generation, "'s ", writer->world_size));
+  }
+  if (store.Get(req.job_id(), req.step()).ok()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "BeginCheckpoint: step ", req.step(), " is committed already; a committed checkpoint "
+        "is immutable (only an admin may replace it)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckpointServiceImpl::CheckPendingWriter(const std::optional<CheckpointWriter>& writer,
+                                                       const std::string& checkpoint_id,
+                                                       absl::string_view what, int rank) const {
+  if (!writer.has_value()) return absl::OkStatus();
+  absl::StatusOr<uint64_t> attempt = store_->PendingAttempt(checkpoint_id);
+  if (!attempt.ok()) return absl::OkStatus();  // The store names the unknown id.
+  ZS_RETURN_IF_ERROR(CheckAttempt(writer, what, *attempt));
+  return CheckOwnRank(writer, what, rank);
+}
+
+grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext* ctx,
                                                     const v1::BeginCheckpointRequest* req,
                                                     v1::BeginCheckpointResponse* resp) {
+  absl::StatusOr<std::optional<CheckpointWriter>> writer = WriterOf(*ctx, "BeginCheckpoint");
+  if (!writer.ok()) return ToGrpcStatus(writer.status());
+  if (absl::Status st = CheckBegin(*writer, *req, *store_); !st.ok()) return ToGrpcStatus(st);
   return Reply(store_->Begin(*req), resp, [](std::string id, v1::BeginCheckpointResponse* out) {
     out->set_checkpoint_id(std::move(id));
   });
@@ -22,9 +81,13 @@ grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
   absl::StatusOr<StreamLimits::Slot> slot =
       StreamLimits::OpenOn(streams_, ctx->peer(), "UploadShard");
   if (!slot.ok()) return ToGrpcStatus(slot.status());
+  absl::StatusOr<std::optional<CheckpointWriter>> writer = WriterOf(*ctx, "UploadShard");
+  if (!writer.ok()) return ToGrpcStatus(writer.status());
   ShardChunkIn chunk;
   while (reader->Read(&chunk)) {
-    absl::Status st = store_->WriteChunk(chunk.header(), chunk.pieces());
+    absl::Status st =
+        CheckPendingWriter(*writer, chunk.header().checkpoint_id(), "UploadShard", chunk.header().rank());
+    if (st.ok()) st = store_->WriteChunk(chunk.header(), chunk.pieces());
     if (!st.ok()) {
       return ToGrpcStatus(absl::Status(
           st.code(), absl::StrCat("chunk ", resp->chunks(), " of this stream: ", st.message())));
@@ -37,15 +100,24 @@ grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext* ctx,
                                                      const v1::CommitCheckpointRequest* req,
                                                      v1::CommitCheckpointResponse* resp) {
+  absl::StatusOr<std::optional<CheckpointWriter>> writer = WriterOf(*ctx, "CommitCheckpoint");
+  if (!writer.ok()) return ToGrpcStatus(writer.status());
+  if (absl::Status st =
+          CheckPendingWriter(*writer, req->checkpoint_id(), "CommitCheckpoint", req->rank());
+      !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   return Reply(store_->Commit(req->checkpoint_id(), req->rank()), resp);
 }
 
-grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext*,
+grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext* ctx,
                                                     const v1::AbortCheckpointRequest* req,
                                                     v1::AbortCheckpointResponse*) {
+  absl::StatusOr<std::optional<CheckpointWriter>> writer = WriterOf(*ctx, "AbortCheckpoint");
+  if (!writer.ok()) return ToGrpcStatus(writer.status());
   return ToGrpcStatus(store_->Abort(req->checkpoint_id()));
 }
 

@@ -49,6 +49,13 @@ class CheckpointServiceImpl final : public FramedCheckpointService {
                                     v1::GetCheckpointTriggerResponse* resp) override;
 
  private:
+  // For a write to pending `checkpoint_id` as `rank`: ABORTED when it was
+  // begun in another generation than the writer's, PERMISSION_DENIED when
+  // `rank` is not the writer's ([Note: bound checkpoint writes]).
+  absl::Status CheckPendingWriter(const std::optional<CheckpointWriter>& writer,
+                                  const std::string& checkpoint_id, absl::string_view what,
+                                  int rank) const;
+
   CheckpointStore* const store_;
   StreamLimits* const streams_;
   std::atomic<int64_t> request_seq_{0};

@@ -129,6 +129,9 @@ class CheckpointStore {
   absl::Status WriteChunk(const v1::ShardChunk& header, absl::Span<const absl::string_view> pieces);
   // Records that `rank` finished; commits when all data is present.
   absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
+  // The attempt (generation) a pending checkpoint was begun for; NOT_FOUND
+  // naming the id when it is not pending.
+  absl::StatusOr<uint64_t> PendingAttempt(const std::string& checkpoint_id) const;
   absl::Status Abort(const std::string& checkpoint_id);
 
   // Every committed checkpoint of job_id ("" = any); the caller checks

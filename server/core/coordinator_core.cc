@@ -79,12 +79,11 @@ absl::Status CoordinatorCore::Leave(const v1::LeaveRequest& r) {
   EffectsLock lock(this);
   const Member* m = membership_.Find(r.member_id());
   // Only a member of the running generation can have trained the last step.
-  if (r.job_completed() && m != nullptr && m->rank >= 0) {
-    if (stop_requested_ && training_.step() < limits_.steps) {
-      CompleteStoppedLocked();
-    } else {
-      MaybeCompleteLocked(limits_.steps);
-    }
+  if (r.job_completed() && m != nullptr && stop_requested_ && m->rank >= 0 &&
+      training_.step() < limits_.steps) {
+    CompleteStoppedLocked();
+  } else if (r.job_completed() && m != nullptr && ClaimCompletionLocked(*m)) {
+    MaybeCompleteLocked(limits_.steps);
   }
   ZS_RETURN_IF_ERROR(membership_.Leave(r.member_id(), clock_->Now()));
   DrainEventsLocked();

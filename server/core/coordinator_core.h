@@ -12,8 +12,10 @@
 //
 // Job lifecycle (server/membership/membership.h): the core reads the job's
 // `steps` and `max_failures` from job_config_json (a config that is not a
-// JobConfig: no completion, the default budget). A step report or a Leave
-// with job_completed at or past `steps` completes the job; failures past
+// JobConfig: no completion, the default budget). The job completes when
+// every rank of the generation has reported `steps` ([Note: agreed step],
+// training_state.h) or left with job_completed ([Note: completion claims]);
+// failures past
 // max_failures fail it. StopJob (an operator's stop) completes it at the
 // ranks' next step boundary: the heartbeats carry stop_requested and the
 // ranks' Leave with job_completed ends it as "stopped by request at step N"
@@ -50,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,6 +175,16 @@ class CoordinatorCore {
   // `member_id` is live, and the live member with `worker_id`, if any.
   bool IsLiveMember(uint64_t member_id) const;
   std::optional<uint64_t> LiveMemberOf(const std::string& worker_id) const;
+  // A member's place in the running generation, for the RPC layer's rank
+  // binding of writes (server/rpc/ranked_caller.h): nullopt when it is not
+  // live, has no rank, or no generation runs.
+  struct RankedMember {
+    uint64_t member_id = 0;
+    uint64_t generation = 0;
+    int rank = -1;
+    int world_size = 0;
+  };
+  std::optional<RankedMember> RankOf(uint64_t member_id) const;
   // The job's real sizes, read under one lock: what the checkpoint service
   // checks requests against (server/checkpoint/checkpoint_store.h).
   struct JobSizes {
@@ -202,6 +215,9 @@ class CoordinatorCore {
   void MaybeCompleteLocked(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteStoppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeCompleteStopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A Leave with job_completed from `m` ([Note: completion claims]); true
+  // once every rank of its generation has made one.
+  bool ClaimCompletionLocked(const Member& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::JobState JobStateProtoLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildPlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetUnitsLocked(const google::protobuf::RepeatedPtrField<v1::UnitSpec>& units)
@@ -256,6 +272,12 @@ class CoordinatorCore {
   uint64_t generation_changes_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;  // StopJob was called.
+  struct CompletionClaims {
+    uint64_t generation = 0;        // The generation whose ranks claim.
+    std::set<uint64_t> ranks;       // Its ranked members' ids.
+    std::set<uint64_t> claimed;     // Those that left with job_completed.
+  };
+  CompletionClaims completion_ ABSL_GUARDED_BY(mu_);
   // Unix ns of the last Tick; atomic so /healthz can read it without the
   // lock a wedged core would hold.
   std::atomic<int64_t> last_tick_ns_{0};

@@ -76,19 +76,21 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
   ZS_RETURN_IF_ERROR(CheckStep(r.step(), limits_.steps, "step"));
   ZS_RETURN_IF_ERROR(CheckLoss(r.loss(), "loss"));
   ZS_RETURN_IF_ERROR(CheckLoss(r.val_loss(), "val_loss"));
+  int64_t agreed = 0;
   bool advances = false;
   {
     absl::MutexLock lock(&mu_);
     ZS_RETURN_IF_ERROR(CheckReporterLocked(r));
-    advances = r.step() > training_.step();
+    agreed = training_.AgreedStepWith(r, membership_.world_size());
+    advances = agreed > training_.step();
   }
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.
-  if (advances) ZS_RETURN_IF_ERROR(durable_->SetLastStep(r.step(), r.loss()));
+  if (advances) ZS_RETURN_IF_ERROR(durable_->SetLastStep(agreed, r.loss()));
   EffectsLock lock(this);
   ZS_RETURN_IF_ERROR(CheckReporterLocked(r));  // The generation may have ended meanwhile.
-  training_.Record(r);
-  MaybeCompleteLocked(r.step());
+  training_.Record(r, membership_.world_size());
+  MaybeCompleteLocked(training_.step());
   // The last reports of a completed job are recorded, but no more steps
   // will run.
   if (membership_.job_ended()) training_.ThroughputStopped();

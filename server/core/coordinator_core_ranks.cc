@@ -38,4 +38,13 @@ std::optional<uint64_t> CoordinatorCore::LiveMemberOf(const std::string& worker_
   return std::nullopt;
 }
 
+std::optional<CoordinatorCore::RankedMember> CoordinatorCore::RankOf(uint64_t member_id) const {
+  absl::MutexLock lock(&mu_);
+  const Member* m = membership_.Find(member_id);
+  if (m == nullptr || m->rank < 0 || membership_.state() != GenerationState::kRunning) {
+    return std::nullopt;
+  }
+  return RankedMember{member_id, membership_.generation(), m->rank, membership_.world_size()};
+}
+
 }  // namespace zeroshard::server

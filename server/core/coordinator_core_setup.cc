@@ -331,6 +331,7 @@ void CoordinatorCore::DrainEventsLocked() {
         break;
       case MembershipEvent::Kind::kGenerationFormed:
         kv_.Reset(KvPrefix(options_.job_id, e.generation));
+        kv_.set_owner_limit(kMaxStoreBytes / static_cast<size_t>(std::max(1, membership_.world_size())));
         EndWaitsLocked(absl::AbortedError(absl::StrCat("generation ", e.generation, " formed")));
         training_.ClearRanks();
         UpdateRankInfoLocked();

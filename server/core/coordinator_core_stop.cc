@@ -51,6 +51,24 @@ void CoordinatorCore::CompleteStoppedLocked() {
   DrainEventsLocked();
 }
 
+// [Note: completion claims] A rank's Leave with job_completed says it
+// trained the job's last step, but one rank (or one stolen credential)
+// must not end the job: it completes when every rank of the generation has
+// left so. The first such Leave ends the generation (a rank is gone), so
+// the claims remember that generation's ranked members and still count the
+// Leaves of the others, now without a rank. Normally the ranks' reports of
+// the last step ([Note: agreed step]) have completed the job before any
+// Leave; the claims cover reports that were dropped.
+bool CoordinatorCore::ClaimCompletionLocked(const Member& m) {
+  if (m.rank >= 0 && completion_.generation != membership_.generation()) {
+    completion_ = CompletionClaims{membership_.generation(), {}, {}};
+    for (const Member* ranked : membership_.Ranked()) completion_.ranks.insert(ranked->member_id);
+  }
+  if (completion_.ranks.count(m.member_id) == 0) return false;
+  completion_.claimed.insert(m.member_id);
+  return completion_.claimed.size() == completion_.ranks.size();
+}
+
 bool IsStoppedByRequest(const std::string& job_ended_reason) {
   return absl::StartsWith(job_ended_reason, kStoppedByRequest);
 }

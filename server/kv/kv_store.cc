@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/kv/kv_owner.h"
 
 namespace zeroshard::server {
 
@@ -21,6 +22,7 @@ absl::Status ValidateKey(const std::string& key, const char* field) {
 void KvStore::Reset(const std::string& prefix) {
   prefix_ = prefix;
   values_.clear();
+  owner_bytes_.clear();
   bytes_ = 0;
 }
 
@@ -42,6 +44,14 @@ absl::Status KvStore::Set(const std::string& key, std::string value) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the generation's store would exceed ", kMaxStoreBytes, " bytes"));
   }
+  const int owner = KvKeyOwner(key).value_or(-1);
+  size_t& owned = owner_bytes_[owner];
+  if (owned - old_bytes + new_bytes > owner_limit_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the keys of rank ", owner, " would exceed their share of the generation's store, ",
+        owner_limit_, " bytes"));
+  }
+  owned = owned - old_bytes + new_bytes;
   bytes_ = bytes_ - old_bytes + new_bytes;
   values_[full] = std::move(value);
   return absl::OkStatus();

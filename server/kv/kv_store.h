@@ -5,8 +5,9 @@
 // addresses.
 //
 // Limits (INVALID_ARGUMENT naming the field when broken): key 1..256 bytes,
-// value at most 1 MiB; the store holds at most 65,536 keys and 256 MiB
-// (RESOURCE_EXHAUSTED beyond).
+// value at most 1 MiB; the store holds at most 65,536 keys and 256 MiB,
+// and the keys one rank owns (kv_owner.h) at most its share of the bytes,
+// set_owner_limit (RESOURCE_EXHAUSTED beyond, naming the owner).
 //
 // Thread safety: not thread-safe; CoordinatorCore serialises access (and
 // implements KvWait's blocking on top of Has()).
@@ -37,6 +38,9 @@ class KvStore {
  public:
   // Drops every key and starts the namespace of `prefix`.
   void Reset(const std::string& prefix);
+  // Bytes (keys + values) the keys of one owner may hold; kMaxStoreBytes
+  // until set. The core sets kMaxStoreBytes / world size for a generation.
+  void set_owner_limit(size_t bytes) { owner_limit_ = bytes; }
   const std::string& prefix() const { return prefix_; }
 
   absl::Status Set(const std::string& key, std::string value);
@@ -54,6 +58,8 @@ class KvStore {
   std::string prefix_;
   std::map<std::string, std::string> values_;  // Full key (prefix + key) -> value.
   size_t bytes_ = 0;                           // Keys + values held.
+  size_t owner_limit_ = kMaxStoreBytes;
+  std::map<int, size_t> owner_bytes_;  // By KvKeyOwner (-1: owned by no rank).
 };
 
 }  // namespace zeroshard::server

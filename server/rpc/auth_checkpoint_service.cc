@@ -2,6 +2,7 @@
 // the AuthGate.
 #include "common/rpc/grpc_status.h"
 #include "server/rpc/auth_services.h"
+#include "server/rpc/ranked_caller.h"
 
 namespace zeroshard::server {
 namespace {
@@ -11,8 +12,20 @@ using grpc::Status;
 
 class GuardedCheckpoints final : public FramedCheckpointService {
  public:
-  GuardedCheckpoints(FramedCheckpointService* inner, const AuthGate* gate)
-      : inner_(inner), gate_(gate) {}
+  GuardedCheckpoints(FramedCheckpointService* inner, const AuthGate* gate,
+                     const CoordinatorCore* core)
+      : inner_(inner), gate_(gate) {
+    inner_->set_writer_check([gate, core](const grpc::ServerContextBase& ctx,
+                                          absl::string_view method)
+                                 -> absl::StatusOr<std::optional<CheckpointWriter>> {
+      auto callers = RankedCallers(*gate, *core, ctx, method);
+      if (!callers.ok()) return callers.status();
+      if (!callers->has_value()) return std::nullopt;
+      CheckpointWriter writer{(**callers)[0].generation, {}, (**callers)[0].world_size};
+      for (const CoordinatorCore::RankedMember& m : **callers) writer.ranks.push_back(m.rank);
+      return writer;
+    });
+  }
 
   Status BeginCheckpoint(ServerContext* c, const v1::BeginCheckpointRequest* q,
                          v1::BeginCheckpointResponse* a) override {
@@ -66,8 +79,8 @@ class GuardedCheckpoints final : public FramedCheckpointService {
 }  // namespace
 
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
-    FramedCheckpointService* inner, const AuthGate* gate) {
-  return std::make_unique<GuardedCheckpoints>(inner, gate);
+    FramedCheckpointService* inner, const AuthGate* gate, const CoordinatorCore* core) {
+  return std::make_unique<GuardedCheckpoints>(inner, gate, core);
 }
 
 }  // namespace zeroshard::server

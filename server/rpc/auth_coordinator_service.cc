@@ -4,6 +4,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/rpc_security.h"
 #include "server/rpc/auth_services.h"
+#include "server/rpc/ranked_caller.h"
 
 namespace zeroshard::server {
 namespace {
@@ -57,13 +58,21 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
                  [&] { return inner_->WatchGeneration(c, q, w); });
   }
   Status KvSet(ServerContext* c, const v1::KvSetRequest* q, v1::KvSetResponse* a) override {
-    return Guard(c, "Coordinator/KvSet", 0, [&] { return inner_->KvSet(c, q, a); });
+    return Guard(c, "Coordinator/KvSet", 0, [&] {
+      absl::Status writer = CheckKvWriter(*gate_, *core_, *c, "KvSet", q->generation(), q->key(),
+                                           /*add=*/false);
+      return writer.ok() ? inner_->KvSet(c, q, a) : ToGrpcStatus(writer);
+    });
   }
   Status KvGet(ServerContext* c, const v1::KvGetRequest* q, v1::KvGetResponse* a) override {
     return Guard(c, "Coordinator/KvGet", 0, [&] { return inner_->KvGet(c, q, a); });
   }
   Status KvAdd(ServerContext* c, const v1::KvAddRequest* q, v1::KvAddResponse* a) override {
-    return Guard(c, "Coordinator/KvAdd", 0, [&] { return inner_->KvAdd(c, q, a); });
+    return Guard(c, "Coordinator/KvAdd", 0, [&] {
+      absl::Status writer = CheckKvWriter(*gate_, *core_, *c, "KvAdd", q->generation(), q->key(),
+                                           /*add=*/true);
+      return writer.ok() ? inner_->KvAdd(c, q, a) : ToGrpcStatus(writer);
+    });
   }
   Status ReportStep(ServerContext* c, const v1::StepReport* q, v1::ReportStepResponse* a) override {
     return Guard(c, "Coordinator/ReportStep", q->member_id(),

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -19,6 +20,16 @@ namespace zeroshard::server {
 namespace {
 
 absl::string_view View(const grpc::string_ref& s) { return absl::string_view(s.data(), s.size()); }
+
+// The call's "authorization: Bearer <token>", if it has one.
+std::optional<absl::string_view> BearerToken(const grpc::ServerContextBase& ctx) {
+  auto it = ctx.client_metadata().find(kAuthorizationHeader);
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (it == ctx.client_metadata().end() || !absl::StartsWith(View(it->second), kBearer)) {
+    return std::nullopt;
+  }
+  return View(it->second).substr(kBearer.size());
+}
 
 }  // namespace
 
@@ -73,17 +84,23 @@ bool AuthGate::Proves(const grpc::ServerContextBase& ctx, uint64_t member_id) co
   return std::find(proven.begin(), proven.end(), member_id) != proven.end();
 }
 
+bool AuthGate::ActsAsAdmin(const grpc::ServerContextBase& ctx) const {
+  const std::optional<absl::string_view> token = BearerToken(ctx);
+  if (tokens_.empty() || !token.has_value()) return false;
+  auto role = tokens_.find(*token);
+  return role != tokens_.end() && role->second == Role::kAdmin;
+}
+
 absl::StatusOr<Role> AuthGate::CheckToken(const grpc::ServerContextBase& ctx,
                                           const RpcPolicy& p) const {
   if (tokens_.empty()) return Role::kAdmin;
-  auto it = ctx.client_metadata().find(kAuthorizationHeader);
-  constexpr absl::string_view kBearer = "Bearer ";
-  if (it == ctx.client_metadata().end() || !absl::StartsWith(View(it->second), kBearer)) {
+  const std::optional<absl::string_view> token = BearerToken(ctx);
+  if (!token.has_value()) {
     return absl::UnauthenticatedError(absl::StrCat(
         p.method, ": missing bearer token (metadata \"authorization: Bearer <token>\"; clients "
         "read it from --token-file or $", kTokenFileEnv, ")"));
   }
-  auto role = tokens_.find(View(it->second).substr(kBearer.size()));
+  auto role = tokens_.find(*token);
   if (role == tokens_.end()) {
     return absl::UnauthenticatedError(
         absl::StrCat(p.method, ": the bearer token is not in the coordinator's --token-file"));

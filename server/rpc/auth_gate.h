@@ -17,8 +17,9 @@
 // (Heartbeat, Leave, ReportFailure, ReportStep) must carry that member's
 // credential "<member_id>:<secret>" in the x-zeroshard-member header (a
 // member id that is not live gets NOT_FOUND: Join again); KV
-// writes and checkpoint uploads must carry a live member's. An admin token
-// acts for any member. The secret is HMAC-SHA256(key, member_id) under a
+// writes and checkpoint writes must carry the credential of a member with a
+// rank in the running generation, and write only what that rank owns
+// (ranked_caller.h). An admin token acts for any member and rank. The secret is HMAC-SHA256(key, member_id) under a
 // key drawn at start, so it needs no table and dies with the process.
 //
 // Errors: UNAUTHENTICATED naming the missing or unknown token;
@@ -49,7 +50,11 @@ const char* RoleName(Role role);
 enum class MemberRule {
   kNone,       // No member credential needed.
   kSelf,       // The member the request names (its member_id field).
-  kAnyMember,  // Any live member (KV writes, checkpoint uploads).
+  kAnyMember,  // Any live member.
+  // A member with a rank in the running generation, and the write is bound
+  // to that rank (ranked_caller.h): KV writes, checkpoint writes. The gate
+  // checks it as kAnyMember; the guarded service checks the rank.
+  kRank,
 };
 
 struct RpcPolicy {
@@ -91,6 +96,11 @@ class AuthGate {
                                  uint64_t member_id = 0) const;
   // Whether the call carries a valid credential of `member_id`.
   bool Proves(const grpc::ServerContextBase& ctx, uint64_t member_id) const;
+  // Member ids with a valid credential on the call.
+  std::vector<uint64_t> ProvenMembers(const grpc::ServerContextBase& ctx) const;
+  // Whether the call carries an admin token (tokens required): it acts for
+  // any member and any rank.
+  bool ActsAsAdmin(const grpc::ServerContextBase& ctx) const;
   // The secret Join hands member `member_id` (64 hex characters).
   std::string SecretFor(uint64_t member_id) const;
   bool tokens_required() const { return !tokens_.empty(); }
@@ -98,8 +108,6 @@ class AuthGate {
  private:
   AuthGate(absl::flat_hash_map<std::string, Role> tokens, std::function<bool(uint64_t)> is_live);
   absl::StatusOr<Role> CheckToken(const grpc::ServerContextBase& ctx, const RpcPolicy& p) const;
-  // Member ids with a valid credential on the call.
-  std::vector<uint64_t> ProvenMembers(const grpc::ServerContextBase& ctx) const;
 
   const absl::flat_hash_map<std::string, Role> tokens_;
   const std::function<bool(uint64_t)> is_live_;

@@ -2,7 +2,9 @@
 // RPC is authorized (token role, member credential) and then handed to the
 // wrapped service unchanged. Join also refuses a worker_id that a live
 // member holds unless the call proves that member, and hands the new member
-// its secret (JoinResponse.member_secret).
+// its secret (JoinResponse.member_secret). KV and checkpoint writes are
+// bound to the caller's rank (ranked_caller.h); the checkpoint guard sets
+// `inner`'s writer check.
 //
 // Thread safety: as the wrapped services. `inner`, `gate` and `core` must
 // outlive the returned service.
@@ -23,6 +25,6 @@ namespace zeroshard::server {
 std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(
     v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
-    FramedCheckpointService* inner, const AuthGate* gate);
+    FramedCheckpointService* inner, const AuthGate* gate, const CoordinatorCore* core);
 
 }  // namespace zeroshard::server

@@ -126,6 +126,11 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // Also on quiet streams.
+  // [Note: connections without a call]
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(options_.handshake_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_idle)));
   builder.RegisterService(guarded_service_.get());
   // KvWait on the asynchronous API ([Note: poller starvation]).
   kv_waits_ = std::make_unique<server::KvWaitCalls>(guarded_service_.get(), core, gate_.get(),
@@ -140,7 +145,7 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
       std::move(beat_queues));
   if (options_.checkpoint_service != nullptr) {
     guarded_checkpoints_ =
-        server::GuardCheckpointService(options_.checkpoint_service, gate_.get());
+        server::GuardCheckpointService(options_.checkpoint_service, gate_.get(), core);
     builder.RegisterService(guarded_checkpoints_.get());
   }
   for (grpc::Service* extra : extra_services) builder.RegisterService(extra);

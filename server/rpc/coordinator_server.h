@@ -63,6 +63,13 @@ struct CoordinatorOptions {
   // DownloadRange) one caller (peer host) may hold; RESOURCE_EXHAUSTED
   // beyond (common/rpc/stream_limits.h).
   int max_streams_per_caller = 256;
+  // [Note: connections without a call] A connection must finish its TLS
+  // (or plaintext HTTP/2) handshake within `handshake_timeout`, and one
+  // that carries no call for `max_connection_idle` is closed (its client
+  // reconnects when it next calls), so idle or half-open connections from
+  // anyone, credentials or not, cannot pile up and hold descriptors.
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  absl::Duration max_connection_idle = absl::Minutes(5);
   // Threads serving HeartbeatStream calls, each driving one completion
   // queue of them (heartbeat_streams.h); >= 1.
   int heartbeat_stream_threads = 2;

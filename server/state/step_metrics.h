@@ -27,8 +27,8 @@ class StepMetrics {
   // absurd, grad_norm negative or -Inf, clip_coef outside (0, 1].
   static absl::Status Validate(const v1::StepReport& report);
 
-  // `current`: the report is of the job's newest step; `advanced`: it is
-  // the first report of that step.
+  // `current`: the report is of the job's newest step; `advanced`: it made
+  // that step the job's (the ranks agreed on it).
   void Record(const v1::StepReport& report, bool current, bool advanced);
   // Forgets per-rank series (a generation ended).
   void ClearRanks();

@@ -1,5 +1,6 @@
 #include "server/state/training_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -128,12 +129,24 @@ absl::Status TrainingState::Validate(const v1::StepReport& r) {
   return absl::OkStatus();
 }
 
-bool TrainingState::Record(const v1::StepReport& r) {
-  const bool advanced = r.step() > step_;
-  const bool current = r.step() >= step_;
+int64_t TrainingState::AgreedStepWith(const v1::StepReport& r, int world_size) const {
+  int64_t agreed = r.step();
+  for (int rank = 0; rank < world_size; ++rank) {
+    if (rank == r.rank()) continue;
+    auto it = ranks_.find(rank);
+    if (it == ranks_.end()) return step_;
+    agreed = std::min(agreed, it->second.step());
+  }
+  return std::max(agreed, step_);
+}
+
+bool TrainingState::Record(const v1::StepReport& r, int world_size) {
+  const int64_t agreed = AgreedStepWith(r, world_size);
+  const bool advanced = agreed > step_;
+  const bool current = r.step() == agreed;
   step_metrics_.Record(r, current, advanced);
   if (current) {
-    step_ = r.step();
+    step_ = agreed;
     loss_ = r.loss();
     tokens_per_second_ = r.tokens_per_second();
     step_seconds_ = r.step_seconds();

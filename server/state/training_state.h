@@ -4,8 +4,12 @@
 // Prometheus conventions: base units, `_total` counters, rank/kind/op
 // labels).
 //
-// The job's step is the highest step any rank reported; loss, tokens/s and
-// step time follow the newest report of that step. Per-rank figures belong
+// [Note: agreed step] The job's step is the highest step that every rank
+// of the running generation has reported (the lowest of their newest
+// reports), never above what the ranks actually trained: one rank, or a
+// caller holding one rank's credential, cannot move the job (or complete
+// it) on its own. Loss, tokens/s and step time follow the report that
+// brought the agreement, which carries that step's global figures. Per-rank figures belong
 // to the running generation and are cleared when it ends (ranks renumber).
 // zeroshard_tokens_per_second drops to 0 when a generation ends or the job
 // stops (ClearRanks, ThroughputStopped), so it never holds a stale figure
@@ -36,8 +40,12 @@ class TrainingState {
   // INVALID_ARGUMENT naming the field.
   static absl::Status Validate(const v1::StepReport& report);
 
-  // Records a validated report. Returns true if the job's step advanced.
-  bool Record(const v1::StepReport& report);
+  // The job's step once `report` is recorded, in a generation of
+  // `world_size` ranks ([Note: agreed step]); never below step().
+  int64_t AgreedStepWith(const v1::StepReport& report, int world_size) const;
+  // Records a validated report of a rank of a generation of `world_size`.
+  // Returns true if the job's step advanced.
+  bool Record(const v1::StepReport& report, int world_size);
   // Forgets per-rank figures (a generation ended) and sets the throughput
   // gauge to 0.
   void ClearRanks();

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "common/safetensors.h"
 #include "grpcpp/security/server_credentials.h"
@@ -120,17 +121,27 @@ TEST_F(ProcessTest, CliListsTriggersAndExports) {
 }
 
 // The real coordinator binary with --checkpoint-dir serves the checkpoint
-// service on its port; committed checkpoints survive its restart.
+// service on its port; committed checkpoints survive its restart. The
+// uploads come from one process per rank, so no generation holds both
+// ranks: they write with an admin token, which acts for any rank (a
+// worker's writes are bound to its rank, security_least_privilege_test).
 TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
   const std::string dir = MakeTempDir("ckpt_coord_bin");
   const std::string zs = BinPath("zeroshard");
+  const std::string tokens = dir + "/tokens";
+  {
+    std::ofstream(tokens) << "admin ckpt-process-admin-token-0123\n";
+    std::filesystem::permissions(tokens, std::filesystem::perms::owner_read |
+                                             std::filesystem::perms::owner_write);
+  }
+  ::setenv("ZEROSHARD_TOKEN_FILE", tokens.c_str(), 1);  // The children inherit it.
   for (int life = 0; life < 2; ++life) {
     const std::string log = dir + "/coordinator" + std::to_string(life) + ".log";
     // Job "job", whose model checkpoint_upload_tool joins with (its plan
     // has alignment 4).
     ChildProcess coord({BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
                         "--job-id", "job", "--alignment", "4", "--checkpoint-dir", dir + "/ckpt",
-                        "--keep-checkpoints", "3"},
+                        "--keep-checkpoints", "3", "--token-file", tokens},
                        log);
     const std::string addr = WaitForGrpcAddress(log, absl::Seconds(20));
     ASSERT_FALSE(addr.empty()) << ReadFile(log);
@@ -148,6 +159,7 @@ TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
     coord.Signal(SIGTERM);
     EXPECT_EQ(coord.Wait(absl::Seconds(10)), 0);
   }
+  ::unsetenv("ZEROSHARD_TOKEN_FILE");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -42,9 +43,15 @@ class Coordinator:
                 self.address = re.search(r"listening on (\S+) \(grpc\)", line).group(1)
                 m = re.search(r", (\S+) \(metrics\)", line)
                 self.metrics = m.group(1) if m else None
+                # Keep reading, or a full pipe would block the coordinator.
+                threading.Thread(target=self._drain, daemon=True).start()
                 return
         self.proc.wait(timeout=10)
         self.address = None
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.out += line
 
     def stop(self):
         if self.proc.poll() is None:
@@ -209,6 +216,62 @@ def test_slowloris(d):
         c.stop()
 
 
+def closed_by_peer(s):
+    """Whether the peer closed `s` (whatever it sent before its FIN is read
+    and dropped)."""
+    s.setblocking(False)
+    try:
+        while True:
+            if s.recv(65536) == b"":
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:  # Reset.
+        return True
+
+
+def test_idle_connections(d):
+    """3,000 TCP connections to the gRPC port that never handshake, with the
+    test's and so the coordinator's soft file limit at 1,024: the coordinator
+    raises its own to the hard limit, closes them at its handshake deadline,
+    and a new mTLS client gets through within 2 s."""
+    import resource
+    import socket
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 4096:
+        print(f"skipped part: the hard file limit is {hard}")
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # The coordinator inherits it.
+    c = Coordinator(d, "--tls-cert", "server.pem", "--tls-key", "server.key", "--tls-ca",
+                    "ca.pem", "--handshake-timeout", "1")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    idle = []
+    try:
+        check(c.address is not None, "an mTLS coordinator with a 1 s handshake deadline starts")
+        if c.address is None:
+            return
+        host, port = c.address.rsplit(":", 1)
+        for _ in range(3000):
+            idle.append(socket.create_connection((host, int(port)), timeout=5))
+        t0 = time.time()
+        open_ = list(idle)
+        while open_ and time.time() - t0 < 15:
+            time.sleep(0.5)
+            open_ = [s for s in open_ if not closed_by_peer(s)]
+        check(not open_, f"the coordinator closed all {len(idle)} connections that never "
+                         f"handshook ({len(open_)} open after {time.time() - t0:.1f} s)")
+        t0 = time.time()
+        rc, out = status(c.address, d, *client_flags())
+        took = time.time() - t0
+        check(rc == 0 and took < 2.0, f"a new mTLS client gets through after them "
+                                      f"(exit {rc}, {took:.2f} s): {out[-300:]}")
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        c.stop()
+
+
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
@@ -231,7 +294,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="zs_tls_") as tmp:
         d = certs.make_all(tmp)
         for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_slowloris,
-                     test_safe_defaults, test_mtls_launch):
+                     test_idle_connections, test_safe_defaults, test_mtls_launch):
             print(f"== {test.__name__}", flush=True)
             test(d)
     print(f"{len(FAILURES)} failure(s)")

@@ -98,19 +98,20 @@ TEST(DurableStateTest, RestartedCoreResumesAboveTheOldGenerationWithTheLastStep)
   uint64_t old_generation = 0;
   {
     CoreHarness h(o, dir);
-    const uint64_t a = h.Join("a");
-    h.Join("b");
+    const uint64_t a = h.Join("a"), b = h.Join("b");
     h.Advance(absl::Seconds(1));
     old_generation = h.core->generation();
     ASSERT_EQ(old_generation, 1u);
-    v1::StepReport r;
-    r.set_job_id("job");
-    r.set_member_id(a);
-    r.set_generation(1);
-    r.set_rank(0);
-    r.set_step(42);
-    r.set_loss(3.25);
-    ASSERT_TRUE(h.core->ReportStep(r).ok());
+    for (const auto& [member, rank] : {std::pair{b, 1}, std::pair{a, 0}}) {
+      v1::StepReport r;
+      r.set_job_id("job");
+      r.set_member_id(member);
+      r.set_generation(1);
+      r.set_rank(rank);
+      r.set_step(42);
+      r.set_loss(3.25);
+      ASSERT_TRUE(h.core->ReportStep(r).ok());
+    }
   }
   o.job_config_json.clear();  // Comes back from the state dir.
   CoreHarness h(o, dir);

@@ -30,16 +30,23 @@ class HostileCoreTest : public ::testing::Test {
     h_->Advance(absl::Seconds(1));
     ASSERT_EQ(h_->core->state(), GenerationState::kRunning);
   }
-  v1::StepReport Report(int64_t step, double loss) {
+  v1::StepReport Report(int64_t step, double loss, uint64_t member = 0) {
+    if (member == 0) member = a_;
     v1::StepReport r;
     r.set_job_id("job");
-    r.set_member_id(a_);
+    r.set_member_id(member);
     r.set_generation(h_->core->generation());
-    r.set_rank(h_->Info(a_).rank());
+    r.set_rank(h_->Info(member).rank());
     r.set_step(step);
     r.set_loss(loss);
     r.set_val_loss(std::numeric_limits<double>::quiet_NaN());
     return r;
+  }
+  // Both ranks report `step`, b first: a's report makes it the job's step
+  // ([Note: agreed step]) and is the one answered.
+  absl::Status ReportAll(int64_t step, double loss) {
+    if (absl::Status s = h_->core->ReportStep(Report(step, loss, b_)); !s.ok()) return s;
+    return h_->core->ReportStep(Report(step, loss));
   }
   int64_t StatusStep() {
     v1::GetJobStatusRequest r;
@@ -80,8 +87,8 @@ TEST_F(HostileCoreTest, StepPastTheJobAndNegativeLossAreRefused) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h_->core->ReportStep(Report(5, -123.0)).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(StatusStep(), 0);
-  EXPECT_TRUE(h_->core->ReportStep(Report(5, std::numeric_limits<double>::quiet_NaN())).ok());
-  EXPECT_TRUE(h_->core->ReportStep(Report(6, 2.5)).ok());
+  EXPECT_TRUE(ReportAll(5, std::numeric_limits<double>::quiet_NaN()).ok());
+  EXPECT_TRUE(ReportAll(6, 2.5).ok());
   EXPECT_EQ(StatusStep(), 6);
 }
 
@@ -89,13 +96,13 @@ TEST_F(HostileCoreTest, StepPastTheJobAndNegativeLossAreRefused) {
 TEST_F(HostileCoreTest, FailedDurableWriteKeepsMemoryAndDiskAgreeing) {
   const std::string dir = zeroshard::testing::MakeTempDir("hostile_state");
   Start(TestOptions(), dir);
-  ASSERT_TRUE(h_->core->ReportStep(Report(3, 2.0)).ok());
+  ASSERT_TRUE(ReportAll(3, 2.0).ok());
   std::filesystem::remove_all(dir);  // Every later write of the state file fails.
-  EXPECT_FALSE(h_->core->ReportStep(Report(4, 1.5)).ok());
+  EXPECT_FALSE(ReportAll(4, 1.5).ok());
   EXPECT_EQ(StatusStep(), 3);
   EXPECT_EQ(h_->core->durable()->Get().last_step, 3);
   std::filesystem::create_directories(dir);  // Space again: the next report is kept.
-  ASSERT_TRUE(h_->core->ReportStep(Report(5, 1.0)).ok());
+  ASSERT_TRUE(ReportAll(5, 1.0).ok());
   EXPECT_EQ(StatusStep(), 5);
   EXPECT_EQ(DurableState::Open(dir).value()->Get().last_step, 5);
 }

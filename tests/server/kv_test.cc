@@ -3,7 +3,10 @@
 // dead generation dropped, atomic adds from many threads, and size limits.
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "server/core_test_util.h"
+#include "server/kv/kv_owner.h"
+#include "server/kv/kv_store.h"
 
 namespace zeroshard::server {
 namespace {
@@ -142,6 +145,42 @@ TEST_F(KvTest, LimitsNameTheField) {
   EXPECT_NE(s.message().find("keys"), std::string::npos) << s;
   s = Wait({"k"}, 600001);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+}
+
+// Each rank's keys hold at most its share of the store, so one rank
+// filling its keys cannot refuse another's rendezvous (issue 40).
+TEST(KvStoreTest, EachOwnerHoldsAtMostItsShare) {
+  KvStore store;
+  store.Reset("job/g1/");
+  store.set_owner_limit(4096);
+  const std::string mib(1000, 'x');
+  absl::Status s;
+  int written = 0;
+  for (; written < 10 && (s = store.Set(absl::StrCat("blob", written, "/1"), mib)).ok(); ++written) {
+  }
+  EXPECT_EQ(written, 4);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s;
+  EXPECT_TRUE(store.Set("comm/0", mib).ok()) << "rank 0's share is untouched";
+  EXPECT_TRUE(store.Set("nccl_unique_id", mib).ok()) << "shared keys count as rank 0's";
+  EXPECT_TRUE(store.Set("blob0/1", "small").ok()) << "replacing frees the old value's bytes";
+  EXPECT_TRUE(store.Set("blob9/1", mib).ok());
+  store.Reset("job/g2/");
+  EXPECT_TRUE(store.Set("blob0/1", mib).ok()) << "a new generation starts empty";
+}
+
+TEST(KvOwnerTest, TheLastComponentNamesTheRank) {
+  EXPECT_EQ(KvKeyOwner("comm/3"), 3);
+  EXPECT_EQ(KvKeyOwner("7"), 7);
+  EXPECT_EQ(KvKeyOwner("gloo/x/rank_12"), 12);
+  EXPECT_EQ(KvKeyOwner("shm/0"), 0);
+  EXPECT_EQ(KvKeyOwner("nccl_unique_id"), 0);
+  EXPECT_EQ(KvKeyOwner("comm/3a"), 0);
+  EXPECT_EQ(KvKeyOwner("comm/"), 0);
+  EXPECT_EQ(KvKeyOwner("comm/99999999999"), std::nullopt);
+  EXPECT_TRUE(KvKeyNamesRank("rank_4"));
+  EXPECT_FALSE(KvKeyNamesRank("arrived"));
+  EXPECT_FALSE(KvKeyNamesRank("rank_"));
 }
 
 TEST_F(KvTest, ShutdownWakesWaiters) {

@@ -70,11 +70,18 @@ TEST(LifecycleTest, TheLastStepCompletesTheJobAndNoGenerationFormsAgain) {
   ASSERT_TRUE(ReportStep(h, a, 0, 4).ok());
   EXPECT_EQ(h.core->job_state(), JobState::kRunning);
   ASSERT_TRUE(ReportStep(h, a, 0, 5).ok());
+  // One rank's report is not the job's step ([Note: agreed step]).
+  EXPECT_EQ(h.core->job_state(), JobState::kRunning);
+  EXPECT_EQ(Status(h).step(), 0);
+  ASSERT_TRUE(ReportStep(h, b, 1, 4).ok());
+  EXPECT_EQ(Status(h).step(), 4);
+  EXPECT_EQ(h.core->job_state(), JobState::kRunning);
+  ASSERT_TRUE(ReportStep(h, b, 1, 5).ok());
   EXPECT_EQ(h.core->job_state(), JobState::kCompleted);
   // The generation keeps running so its members can finish the last
   // barrier and checkpoint; their reports are still taken.
   EXPECT_EQ(h.core->state(), GenerationState::kRunning);
-  EXPECT_TRUE(ReportStep(h, b, 1, 5).ok());
+  EXPECT_TRUE(ReportStep(h, a, 0, 5).ok());
   EXPECT_EQ(h.Info(b).job_state(), v1::JOB_STATE_COMPLETED);
   EXPECT_EQ(h.Heartbeat(b)->job_state(), v1::JOB_STATE_COMPLETED);
   const absl::Status late = JoinStatus(h, "late");
@@ -92,7 +99,8 @@ TEST(LifecycleTest, TheLastStepCompletesTheJobAndNoGenerationFormsAgain) {
   EXPECT_TRUE(HasSample(h, "zeroshard_job_state{state=\"running\"} 0"));
 }
 
-TEST(LifecycleTest, ALeaveAfterTheLastStepCompletesTheJobWhenItsReportWasLost) {
+// [Note: completion claims]
+TEST(LifecycleTest, TheRanksLeavesAfterTheLastStepCompleteTheJobWhenTheirReportsWereLost) {
   CoreHarness h(JobOptions(5, 20));
   const uint64_t a = h.Join("a"), b = h.Join("b");
   h.Advance(absl::Seconds(1));
@@ -100,18 +108,31 @@ TEST(LifecycleTest, ALeaveAfterTheLastStepCompletesTheJobWhenItsReportWasLost) {
   ASSERT_TRUE(Leave(h, waiting, true).ok());  // No rank: it trained nothing.
   EXPECT_EQ(h.core->job_state(), JobState::kRunning);
   ASSERT_TRUE(Leave(h, a, true).ok());
+  // One rank's word is not enough; its Leave ended the generation, and the
+  // other rank, now without a rank, still counts.
+  EXPECT_NE(h.core->job_state(), JobState::kCompleted);
+  EXPECT_EQ(h.core->state(), GenerationState::kWaiting);
+  ASSERT_TRUE(Leave(h, b, true).ok());
   EXPECT_EQ(h.core->job_state(), JobState::kCompleted);
-  ASSERT_TRUE(Leave(h, b).ok());
+}
+
+TEST(LifecycleTest, ACompletedLeaveOfOneRankAloneEndsNothing) {
+  CoreHarness h(JobOptions(5, 20));
+  const uint64_t a = h.Join("a"), b = h.Join("b");
+  h.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Leave(h, a, true).ok());
+  ASSERT_TRUE(Leave(h, b).ok());  // Not completed: it did not train the last step.
+  EXPECT_EQ(h.core->job_state(), JobState::kWaiting);
 }
 
 TEST(LifecycleTest, AnEndedJobStaysEndedAcrossARestartUnlessItsConfigAllowsMore) {
   const std::string dir = zeroshard::testing::MakeTempDir("zs_lifecycle");
   {
     CoreHarness h(JobOptions(3, 20), dir);
-    const uint64_t a = h.Join("a");
-    h.Join("b");
+    const uint64_t a = h.Join("a"), b = h.Join("b");
     h.Advance(absl::Seconds(1));
     ASSERT_TRUE(ReportStep(h, a, 0, 3).ok());
+    ASSERT_TRUE(ReportStep(h, b, 1, 3).ok());
     ASSERT_EQ(h.core->job_state(), JobState::kCompleted);
   }
   {
@@ -240,6 +261,7 @@ TEST(LifecycleTest, FailuresAfterCompletionAreNotCounted) {
   const uint64_t a = h.Join("a"), b = h.Join("b");
   h.Advance(absl::Seconds(1));
   ASSERT_TRUE(ReportStep(h, a, 0, 2).ok());
+  ASSERT_TRUE(ReportStep(h, b, 1, 2).ok());
   ASSERT_TRUE(ReportFailure(h, b).ok());  // A peer died in the final barrier.
   EXPECT_EQ(h.core->job_state(), JobState::kCompleted);
   EXPECT_EQ(Status(h).failures(), 0);

@@ -171,11 +171,13 @@ TEST(StepMetricsTest, ThroughputIsZeroOnceTheJobCompletes) {
   const uint64_t a = JoinAs(h, "a", "n", "");
   const uint64_t b = JoinAs(h, "b", "n", "");
   h.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Report(h, b, 1, {1, 1.0, 1.0}, 1).ok());
   ASSERT_TRUE(Report(h, a, 0, {1, 1.0, 1.0}, 1).ok());
   EXPECT_EQ(Sample(Scrape(h), "zeroshard_tokens_per_second"), 5000.0);
   ASSERT_TRUE(Report(h, a, 0, {2, 1.0, 1.0}, 1).ok());
+  ASSERT_TRUE(Report(h, b, 1, {2, 1.0, 1.0}, 1).ok());
   ASSERT_EQ(h.core->job_state(), JobState::kCompleted);
-  ASSERT_TRUE(Report(h, b, 1, {2, 1.0, 1.0}, 1).ok());  // The last rank's report still lands.
+  ASSERT_TRUE(Report(h, a, 0, {2, 1.0, 1.0}, 1).ok());  // A late repeat still lands.
   const Samples m = Scrape(h);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_per_second"), 0.0);
   EXPECT_EQ(Sample(m, "zeroshard_tokens_total"), 2.0 * kTokensPerStep);
@@ -184,7 +186,7 @@ TEST(StepMetricsTest, ThroughputIsZeroOnceTheJobCompletes) {
 TEST(StepMetricsTest, BadFieldsAreRefusedByName) {
   CoreHarness h(JobOptions(100));
   const uint64_t a = JoinAs(h, "a", "n", "");
-  JoinAs(h, "b", "n", "");
+  const uint64_t b = JoinAs(h, "b", "n", "");
   h.Advance(absl::Seconds(1));
   struct Case {
     Step step;
@@ -199,6 +201,7 @@ TEST(StepMetricsTest, BadFieldsAreRefusedByName) {
     EXPECT_NE(s.message().find(bad.field), std::string::npos) << s;
   }
   // An overflowed step's norm (skipped step) is taken as it is.
+  EXPECT_TRUE(Report(h, b, 1, {1, INFINITY, 1.0}, 1).ok());
   EXPECT_TRUE(Report(h, a, 0, {1, INFINITY, 1.0}, 1).ok());
   EXPECT_TRUE(std::isinf(*Sample(Scrape(h), "zeroshard_grad_norm")));
   v1::JoinRequest j;

@@ -37,6 +37,7 @@ TEST(StopJobTest, TheRanksHearOfItAndTheirCompletedLeaveEndsTheJobAtTheirStep) {
   h.Advance(absl::Seconds(1));
   ASSERT_EQ(h.core->job_state(), JobState::kRunning);
   ASSERT_TRUE(ReportStep(h, a, 0, 7).ok());
+  ASSERT_TRUE(ReportStep(h, b, 1, 7).ok());
   EXPECT_FALSE(h.Heartbeat(a)->stop_requested());
 
   auto stop = Stop(h);
@@ -49,6 +50,7 @@ TEST(StopJobTest, TheRanksHearOfItAndTheirCompletedLeaveEndsTheJobAtTheirStep) {
   EXPECT_TRUE(h.Heartbeat(b)->stop_requested());
   // The ranks train one more step, save it and leave as done.
   ASSERT_TRUE(ReportStep(h, a, 0, 8).ok());
+  ASSERT_TRUE(ReportStep(h, b, 1, 8).ok());
   EXPECT_EQ(h.core->job_state(), JobState::kRunning);
   ASSERT_TRUE(Leave(h, a, /*job_completed=*/true).ok());
   EXPECT_EQ(h.core->job_state(), JobState::kCompleted);
@@ -91,6 +93,7 @@ TEST(StopJobTest, ARankLostBeforeTheBoundaryDoesNotLeaveTheStopHanging) {
   h.Advance(absl::Seconds(1));
   ASSERT_EQ(h.core->job_state(), JobState::kRunning);
   ASSERT_TRUE(ReportStep(h, a, 0, 3).ok());
+  ASSERT_TRUE(ReportStep(h, b, 1, 3).ok());
   ASSERT_TRUE(Stop(h).ok());
   // b dies before the step boundary: only a heartbeats until b's lease ends.
   for (int i = 0; i < 5 && h.core->job_state() != JobState::kCompleted; ++i) {
@@ -100,7 +103,6 @@ TEST(StopJobTest, ARankLostBeforeTheBoundaryDoesNotLeaveTheStopHanging) {
   EXPECT_EQ(h.core->job_state(), JobState::kCompleted) << "one member cannot form a generation";
   EXPECT_EQ(Reason(h), "stopped by request at step 3");
   EXPECT_EQ(h.Heartbeat(a)->job_state(), v1::JOB_STATE_COMPLETED);
-  (void)b;
 }
 
 TEST(StopJobTest, RanksWhoseCompletedLeaveDidNotCountStillEndIt) {
@@ -131,10 +133,10 @@ TEST(StopJobTest, AStoppedJobStaysStoppedAcrossARestartUnlessItsStepsAreRaised) 
   const std::string dir = zeroshard::testing::MakeTempDir("zs_stop_job");
   {
     CoreHarness h(JobOptions(100), dir);
-    const uint64_t a = h.Join("a");
-    h.Join("b");
+    const uint64_t a = h.Join("a"), b = h.Join("b");
     h.Advance(absl::Seconds(1));
     ASSERT_TRUE(ReportStep(h, a, 0, 40).ok());
+    ASSERT_TRUE(ReportStep(h, b, 1, 40).ok());
     ASSERT_TRUE(Stop(h).ok());
     ASSERT_TRUE(Leave(h, a, true).ok());
     ASSERT_EQ(h.core->job_state(), JobState::kCompleted);

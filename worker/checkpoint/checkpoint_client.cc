@@ -15,6 +15,7 @@
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/sync_stream.h"
+#include "worker/checkpoint/first_error.h"
 #include "worker/checkpoint/reshard.h"
 
 namespace zeroshard::checkpoint {
@@ -24,7 +25,6 @@ constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
 constexpr int kMaxStreams = 64;
 
 using ShardChunkOut = OutgoingChunk<v1::ShardChunk>;
-using RangeChunkIn = IncomingChunk<v1::RangeChunk>;
 
 // The service's two data streams, called with chunk frames instead of the
 // generated stub's messages (the same names and wire bytes).
@@ -60,27 +60,6 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
   return absl::OkStatus();
 }
 
-// The first error of several streams, in time: the root cause. A stream
-// that finds the pending checkpoint already dropped reports only that it
-// is gone (NOT_FOUND), and may finish before the stream whose error
-// dropped it: that error replaces a NOT_FOUND. Thread-safe.
-class FirstError {
- public:
-  void Note(const absl::Status& st) {
-    absl::MutexLock lock(&mu_);
-    if (status_.ok() || (absl::IsNotFound(status_) && !st.ok() && !absl::IsNotFound(st))) {
-      status_ = st;
-    }
-  }
-  absl::Status Get() {
-    absl::MutexLock lock(&mu_);
-    return status_;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace
 
@@ -210,11 +189,17 @@ absl::StatusOr<SaveResult> CheckpointClient::Save(const SaveMetadata& meta,
   begin.set_data_cursor(meta.data_cursor);
   begin.set_rng_state(meta.rng_state);
   begin.set_attempt(meta.attempt);
-  ZS_ASSIGN_OR_RETURN(
-      v1::BeginCheckpointResponse began,
-      Call(&v1::CheckpointService::Stub::BeginCheckpoint, begin, deadline, "BeginCheckpoint"));
+  absl::StatusOr<v1::BeginCheckpointResponse> began =
+      Call(&v1::CheckpointService::Stub::BeginCheckpoint, begin, deadline, "BeginCheckpoint");
   SaveResult out;
-  out.checkpoint_id = began.checkpoint_id();
+  // A committed checkpoint is immutable (checkpoint.proto): this step is
+  // saved already, by an earlier save of the same state.
+  if (absl::IsAlreadyExists(began.status())) {
+    out.committed = true;
+    return out;
+  }
+  if (!began.ok()) return began.status();
+  out.checkpoint_id = began->checkpoint_id();
   ZS_RETURN_IF_ERROR(Upload(out.checkpoint_id, meta, shards, deadline, &out.bytes));
   v1::CommitCheckpointRequest commit;
   commit.set_checkpoint_id(out.checkpoint_id);
@@ -247,137 +232,6 @@ absl::StatusOr<v1::CheckpointInfo> CheckpointClient::GetInfo(const std::string& 
   ZS_ASSIGN_OR_RETURN(v1::CheckpointInfo resp, Call(&v1::CheckpointService::Stub::GetCheckpoint,
                                                     req, deadline, "GetCheckpoint"));
   return resp;
-}
-
-namespace {
-
-// One DownloadRange chunk into dst (the range's first element at dst[0]):
-// it must continue the range at `next` and pass its xxhash64; a bf16 one
-// (model weights only) is widened to fp32, exactly. DATA_LOSS otherwise.
-absl::Status ReceiveChunk(const RangeChunkIn& frame, bool model_weights, ElementRange range,
-                          int64_t next, const std::string& unit, float* dst,
-                          std::vector<bf16>* bf16_bits) {
-  const v1::RangeChunk& chunk = frame.header();
-  const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
-  if (chunk.offset() != next || chunk.length() < 1 ||
-      chunk.offset() + chunk.length() > range.end() ||
-      static_cast<int64_t>(frame.data_size()) != chunk.length() * (is_bf16 ? 2 : 4)) {
-    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
-                                            " does not continue the range at ", next));
-  }
-  Xxh64Stream hash;
-  float* out = dst + (next - range.offset);
-  if (is_bf16) bf16_bits->resize(static_cast<size_t>(chunk.length()));
-  char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits->data()) : reinterpret_cast<char*>(out);
-  for (absl::string_view piece : frame.pieces()) {
-    CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
-    to += piece.size();
-  }
-  if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
-    for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat((*bf16_bits)[i]);
-  }
-  if (hash.Digest() != chunk.xxhash64()) {
-    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
-                                            unit, " failed its xxhash64"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
-                                        const std::string& unit, v1::TensorKind kind,
-                                        ElementRange range, float* dst, absl::Time deadline,
-                                        bool model_weights) {
-  if (range.length == 0) return absl::OkStatus();
-  v1::DownloadRangeRequest req;
-  req.set_model_weights(model_weights);
-  req.set_accept_bf16(model_weights);  // BF16 weights travel as their 2 bytes.
-  req.set_job_id(job_id);
-  req.set_has_step(true);
-  req.set_step(step);
-  req.set_unit(unit);
-  req.set_kind(kind);
-  req.set_offset(range.offset);
-  req.set_length(range.length);
-  req.set_chunk_bytes(options_.chunk_bytes);
-  auto ctx = NewContext(deadline);
-  // [Note: chunk frames] (UploadStream): each chunk's data is copied from
-  // gRPC's slices straight into dst.
-  std::unique_ptr<grpc::ClientReader<RangeChunkIn>> reader(
-      grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
-          channel_.get(), download_method_, ctx.get(), req));
-  RangeChunkIn frame;
-  std::vector<bf16> bf16_bits;  // A bf16 chunk's data, before it is widened.
-  int64_t next = range.offset;
-  absl::Status bad;
-  while (bad.ok() && reader->Read(&frame)) {
-    bad = ReceiveChunk(frame, model_weights, range, next, unit, dst, &bf16_bits);
-    if (bad.ok()) next += frame.header().length();
-  }
-  if (!bad.ok()) ctx->TryCancel();
-  grpc::Status st = reader->Finish();
-  ForgetContext(ctx.get());
-  ZS_RETURN_IF_ERROR(bad);
-  ZS_RETURN_IF_ERROR(FromGrpcStatus(st, "DownloadRange"));
-  if (next != range.end()) {
-    return absl::DataLossError(absl::StrCat("DownloadRange: got ", next - range.offset, " of ",
-                                            range.length, " elements of ", unit));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
-                                       const ShardPlan& current_plan,
-                                       const std::vector<RestoreTarget>& targets,
-                                       absl::Time deadline) {
-  absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
-  if (!saved.ok())
-    return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
-  return RestoreFrom(*saved, info.summary().job_id(), info.summary().step(), false, current_plan,
-                     targets, deadline);
-}
-
-absl::Status CheckpointClient::RestoreModelWeights(const std::string& job_id,
-                                                   const ShardPlan& current_plan,
-                                                   const std::vector<RestoreTarget>& targets,
-                                                   absl::Time deadline) {
-  return RestoreFrom(current_plan, job_id, 0, true, current_plan, targets, deadline);
-}
-
-absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::string& job_id,
-                                           int64_t step, bool model_weights,
-                                           const ShardPlan& current_plan,
-                                           const std::vector<RestoreTarget>& targets,
-                                           absl::Time deadline) {
-  // Every target is planned (and checked) before any download starts.
-  std::vector<std::pair<const RestoreTarget*, RestoreSegment>> downloads;
-  for (const RestoreTarget& t : targets) {
-    if (t.dst == nullptr && t.range.length > 0) {
-      return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
-    }
-    ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs,
-                        PlanRestore(saved, current_plan, t.unit, t.range));
-    for (const RestoreSegment& s : segs) {
-      if (s.zero) {
-        std::fill(t.dst + s.dst.offset, t.dst + s.dst.offset + s.dst.length, 0.f);
-      } else {
-        downloads.push_back({&t, s});
-      }
-    }
-  }
-  // [Note: parallel streams] (Upload): the segments on up to options_.streams streams.
-  FirstError error;
-  ParallelFor(static_cast<int64_t>(downloads.size()), StreamsFor(downloads.size()), 1, 1,
-              [&](int, int64_t b, int64_t e) {
-                for (int64_t i = b; i < e && error.Get().ok(); ++i) {
-                  const auto& [t, s] = downloads[i];
-                  error.Note(Download(job_id, step, t->unit, t->kind,
-                                      {s.src_offset, s.dst.length}, t->dst + s.dst.offset,
-                                      deadline, model_weights));
-                }
-              });
-  return error.Get();
 }
 
 absl::StatusOr<int64_t> CheckpointClient::RequestCheckpoint(absl::Time deadline) {

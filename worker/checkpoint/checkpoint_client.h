@@ -81,6 +81,8 @@ struct SaveMetadata {
 };
 
 struct SaveResult {
+  // The pending checkpoint's id; "" when the step was committed already
+  // (BeginCheckpoint's ALREADY_EXISTS: committed, 0 bytes uploaded).
   std::string checkpoint_id;
   bool committed = false;          // Whether the checkpoint is committed yet.
   std::vector<int> missing_ranks;  // Ranks still uploading when !committed.

@@ -1,0 +1,155 @@
+// CheckpointClient's restore side: DownloadRange streams of the ranges the
+// current shard plan needs from a committed checkpoint or the job's model
+// weights (checkpoint_client.h).
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/parallel_for.h"
+#include "common/rpc/chunk_frame.h"
+#include "common/dtype.h"
+#include "common/status_macros.h"
+#include "common/xxhash_copy.h"
+#include "grpcpp/impl/rpc_method.h"
+#include "grpcpp/support/sync_stream.h"
+#include "common/rpc/plan_proto.h"
+#include "worker/checkpoint/checkpoint_client.h"
+#include "worker/checkpoint/first_error.h"
+#include "worker/checkpoint/reshard.h"
+
+namespace zeroshard::checkpoint {
+
+using RangeChunkIn = IncomingChunk<v1::RangeChunk>;
+
+namespace {
+
+// One DownloadRange chunk into dst (the range's first element at dst[0]):
+// it must continue the range at `next` and pass its xxhash64; a bf16 one
+// (model weights only) is widened to fp32, exactly. DATA_LOSS otherwise.
+absl::Status ReceiveChunk(const RangeChunkIn& frame, bool model_weights, ElementRange range,
+                          int64_t next, const std::string& unit, float* dst,
+                          std::vector<bf16>* bf16_bits) {
+  const v1::RangeChunk& chunk = frame.header();
+  const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
+  if (chunk.offset() != next || chunk.length() < 1 ||
+      chunk.offset() + chunk.length() > range.end() ||
+      static_cast<int64_t>(frame.data_size()) != chunk.length() * (is_bf16 ? 2 : 4)) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(),
+                                            " does not continue the range at ", next));
+  }
+  Xxh64Stream hash;
+  float* out = dst + (next - range.offset);
+  if (is_bf16) bf16_bits->resize(static_cast<size_t>(chunk.length()));
+  char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits->data()) : reinterpret_cast<char*>(out);
+  for (absl::string_view piece : frame.pieces()) {
+    CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
+    to += piece.size();
+  }
+  if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
+    for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat((*bf16_bits)[i]);
+  }
+  if (hash.Digest() != chunk.xxhash64()) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
+                                            unit, " failed its xxhash64"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
+                                        const std::string& unit, v1::TensorKind kind,
+                                        ElementRange range, float* dst, absl::Time deadline,
+                                        bool model_weights) {
+  if (range.length == 0) return absl::OkStatus();
+  v1::DownloadRangeRequest req;
+  req.set_model_weights(model_weights);
+  req.set_accept_bf16(model_weights);  // BF16 weights travel as their 2 bytes.
+  req.set_job_id(job_id);
+  req.set_has_step(true);
+  req.set_step(step);
+  req.set_unit(unit);
+  req.set_kind(kind);
+  req.set_offset(range.offset);
+  req.set_length(range.length);
+  req.set_chunk_bytes(options_.chunk_bytes);
+  auto ctx = NewContext(deadline);
+  // [Note: chunk frames] (UploadStream): each chunk's data is copied from
+  // gRPC's slices straight into dst.
+  std::unique_ptr<grpc::ClientReader<RangeChunkIn>> reader(
+      grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
+          channel_.get(), download_method_, ctx.get(), req));
+  RangeChunkIn frame;
+  std::vector<bf16> bf16_bits;  // A bf16 chunk's data, before it is widened.
+  int64_t next = range.offset;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&frame)) {
+    bad = ReceiveChunk(frame, model_weights, range, next, unit, dst, &bf16_bits);
+    if (bad.ok()) next += frame.header().length();
+  }
+  if (!bad.ok()) ctx->TryCancel();
+  grpc::Status st = reader->Finish();
+  ForgetContext(ctx.get());
+  ZS_RETURN_IF_ERROR(bad);
+  ZS_RETURN_IF_ERROR(FromGrpcStatus(st, "DownloadRange"));
+  if (next != range.end()) {
+    return absl::DataLossError(absl::StrCat("DownloadRange: got ", next - range.offset, " of ",
+                                            range.length, " elements of ", unit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
+                                       const ShardPlan& current_plan,
+                                       const std::vector<RestoreTarget>& targets,
+                                       absl::Time deadline) {
+  absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
+  if (!saved.ok())
+    return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
+  return RestoreFrom(*saved, info.summary().job_id(), info.summary().step(), false, current_plan,
+                     targets, deadline);
+}
+
+absl::Status CheckpointClient::RestoreModelWeights(const std::string& job_id,
+                                                   const ShardPlan& current_plan,
+                                                   const std::vector<RestoreTarget>& targets,
+                                                   absl::Time deadline) {
+  return RestoreFrom(current_plan, job_id, 0, true, current_plan, targets, deadline);
+}
+
+absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::string& job_id,
+                                           int64_t step, bool model_weights,
+                                           const ShardPlan& current_plan,
+                                           const std::vector<RestoreTarget>& targets,
+                                           absl::Time deadline) {
+  // Every target is planned (and checked) before any download starts.
+  std::vector<std::pair<const RestoreTarget*, RestoreSegment>> downloads;
+  for (const RestoreTarget& t : targets) {
+    if (t.dst == nullptr && t.range.length > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("restore target ", t.unit, " has a null dst"));
+    }
+    ZS_ASSIGN_OR_RETURN(std::vector<RestoreSegment> segs,
+                        PlanRestore(saved, current_plan, t.unit, t.range));
+    for (const RestoreSegment& s : segs) {
+      if (s.zero) {
+        std::fill(t.dst + s.dst.offset, t.dst + s.dst.offset + s.dst.length, 0.f);
+      } else {
+        downloads.push_back({&t, s});
+      }
+    }
+  }
+  // [Note: parallel streams] (Upload): the segments on up to options_.streams streams.
+  FirstError error;
+  ParallelFor(static_cast<int64_t>(downloads.size()), StreamsFor(downloads.size()), 1, 1,
+              [&](int, int64_t b, int64_t e) {
+                for (int64_t i = b; i < e && error.Get().ok(); ++i) {
+                  const auto& [t, s] = downloads[i];
+                  error.Note(Download(job_id, step, t->unit, t->kind,
+                                      {s.src_offset, s.dst.length}, t->dst + s.dst.offset,
+                                      deadline, model_weights));
+                }
+              });
+  return error.Get();
+}
+
+}  // namespace zeroshard::checkpoint
