@@ -14,8 +14,20 @@ endif()
 # zeroshard_add_test(NAME src... LIBS libs... [LABELS l...] [TIMEOUT s])
 # One GoogleTest binary registered with CTest; a test that needs a tool or a GPU
 # exits 77 (GTEST_SKIP in main) and CTest reports it skipped.
+# The multi-process and streaming tests that `scripts/test.sh stress` runs
+# 20 times each under CPU load (label "stress"): each takes seconds, and
+# together they start coordinators, workers, streams and waits of every kind.
+set(ZEROSHARD_STRESS_TESTS
+  coordinator_heartbeat_stream_test coordinator_kv_wait_load_test
+  coordinator_loopback_generation_test coordinator_process_test coordinator_store_test
+  security_impersonation_test security_least_privilege_test elastic_live_test
+  checkpoint_resume_test checkpoint_process_test)
+
 function(zeroshard_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(name IN_LIST ZEROSHARD_STRESS_TESTS)
+    list(APPEND T_LABELS stress)
+  endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock zeroshard_options)
   if(NOT T_TIMEOUT)

@@ -45,6 +45,12 @@ void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_flag("--insecure", o.security.insecure,
                "serve a non-loopback --listen without TLS and tokens (logged, and shown in "
                "zeroshard_build_info{insecure=\"true\"})");
+  app.add_option_function<std::string>(
+         "--worker-identity",
+         [&o](const std::string& v) { o.security.bind_worker_identity = v == "cert"; },
+         "none (default), or cert: a Join's worker_id must be a subjectAltName or the CN of "
+         "the worker's client certificate (needs --tls-ca)")
+      ->check(CLI::IsMember({"none", "cert"}));
   app.add_option("--state-dir", o.state_dir,
                  "directory for durable state (job config, generation counter, last step); "
                  "\"\" = nothing persisted");

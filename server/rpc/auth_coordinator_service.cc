@@ -21,6 +21,9 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
   Status Join(ServerContext* c, const v1::JoinRequest* q, v1::JoinResponse* a) override {
     absl::StatusOr<Role> role = gate_->Authorize(*c, "Coordinator/Join");
     if (!role.ok()) return ToGrpcStatus(role.status());
+    if (absl::Status id = gate_->CheckWorkerIdentity(*c, q->worker_id()); !id.ok()) {
+      return ToGrpcStatus(id);
+    }
     // A Join with a live member's worker_id would evict that member: only
     // the member itself (a restarted worker that kept its credential) or an
     // admin may do that; anyone else waits for its lease to expire.

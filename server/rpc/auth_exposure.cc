@@ -9,6 +9,10 @@
 namespace zeroshard::server {
 
 absl::Status CheckExposure(const std::string& listen, const ServerSecurity& security) {
+  if (security.bind_worker_identity && security.tls.ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--worker-identity cert needs client certificates: give --tls-ca (mTLS)");
+  }
   const size_t colon = listen.rfind(':');
   const absl::string_view host =
       absl::string_view(listen).substr(0, colon == std::string::npos ? listen.size() : colon);

@@ -34,19 +34,24 @@ std::optional<absl::string_view> BearerToken(const grpc::ServerContextBase& ctx)
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AuthGate>> AuthGate::Create(const std::string& token_file,
-                                                           std::function<bool(uint64_t)> is_live) {
+                                                           std::function<bool(uint64_t)> is_live,
+                                                           bool bind_worker_identity) {
   absl::flat_hash_map<std::string, Role> tokens;
   if (!token_file.empty()) {
     absl::StatusOr<absl::flat_hash_map<std::string, Role>> read = ReadTokenFile(token_file);
     if (!read.ok()) return read.status();
     tokens = *std::move(read);
   }
-  return std::unique_ptr<AuthGate>(new AuthGate(std::move(tokens), std::move(is_live)));
+  return std::unique_ptr<AuthGate>(
+      new AuthGate(std::move(tokens), std::move(is_live), bind_worker_identity));
 }
 
 AuthGate::AuthGate(absl::flat_hash_map<std::string, Role> tokens,
-                   std::function<bool(uint64_t)> is_live)
-    : tokens_(std::move(tokens)), is_live_(std::move(is_live)), key_(32, '\0') {
+                   std::function<bool(uint64_t)> is_live, bool bind_worker_identity)
+    : tokens_(std::move(tokens)),
+      is_live_(std::move(is_live)),
+      bind_worker_identity_(bind_worker_identity),
+      key_(32, '\0') {
   ZS_CHECK(RAND_bytes(reinterpret_cast<unsigned char*>(key_.data()),
                       static_cast<int>(key_.size())) == 1);
 }

@@ -75,6 +75,11 @@ struct ServerSecurity {
   TlsFiles tls;            // --tls-cert, --tls-key, --tls-ca (mTLS when ca is set).
   std::string token_file;  // --token-file: "role token" lines; "" = no tokens.
   bool insecure = false;   // --insecure: allow a non-loopback address without TLS and tokens.
+  // --worker-identity cert: a Join's worker_id must be an identity of the
+  // caller's client certificate (a DNS or URI subjectAltName, or the
+  // subject's CN), so a stolen worker token without that certificate joins
+  // nothing, and no certificate takes another worker's id. Needs --tls-ca.
+  bool bind_worker_identity = false;
 };
 
 // Safe defaults: a `listen` address that is not loopback (127.0.0.0/8,
@@ -87,7 +92,8 @@ class AuthGate {
   // `token_file` "" = no tokens required. `is_live(member_id)` says whether
   // a member is live (for MemberRule::kAnyMember); it must outlive the gate.
   static absl::StatusOr<std::unique_ptr<AuthGate>> Create(const std::string& token_file,
-                                                          std::function<bool(uint64_t)> is_live);
+                                                          std::function<bool(uint64_t)> is_live,
+                                                          bool bind_worker_identity = false);
 
   // The caller's role for `method` (admin when tokens are off), after the
   // token and member checks; `member_id` is the id the request names
@@ -104,13 +110,20 @@ class AuthGate {
   // The secret Join hands member `member_id` (64 hex characters).
   std::string SecretFor(uint64_t member_id) const;
   bool tokens_required() const { return !tokens_.empty(); }
+  // Join's identity check (ServerSecurity::bind_worker_identity): OK when
+  // off, for an admin, or when `worker_id` is one of the client
+  // certificate's identities; PERMISSION_DENIED naming them otherwise.
+  absl::Status CheckWorkerIdentity(const grpc::ServerContextBase& ctx,
+                                   absl::string_view worker_id) const;
 
  private:
-  AuthGate(absl::flat_hash_map<std::string, Role> tokens, std::function<bool(uint64_t)> is_live);
+  AuthGate(absl::flat_hash_map<std::string, Role> tokens, std::function<bool(uint64_t)> is_live,
+           bool bind_worker_identity);
   absl::StatusOr<Role> CheckToken(const grpc::ServerContextBase& ctx, const RpcPolicy& p) const;
 
   const absl::flat_hash_map<std::string, Role> tokens_;
   const std::function<bool(uint64_t)> is_live_;
+  const bool bind_worker_identity_;
   std::string key_;  // HMAC key, 32 random bytes.
 };
 

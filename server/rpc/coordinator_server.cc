@@ -103,9 +103,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& extra_services,
                                           std::shared_ptr<grpc::ServerCredentials> credentials) {
   server::CoordinatorCore* core = core_.get();
-  ZS_ASSIGN_OR_RETURN(gate_, server::AuthGate::Create(options_.security.token_file, [core](uint64_t id) {
-                        return core->IsLiveMember(id);
-                      }));
+  ZS_ASSIGN_OR_RETURN(gate_, server::AuthGate::Create(
+                                 options_.security.token_file,
+                                 [core](uint64_t id) { return core->IsLiveMember(id); },
+                                 options_.security.bind_worker_identity));
   StreamLimits* streams = options_.stream_limits;
   if (streams == nullptr) {
     own_streams_ = std::make_unique<StreamLimits>(options_.max_streams_per_caller);

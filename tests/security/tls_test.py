@@ -272,6 +272,40 @@ def test_idle_connections(d):
         c.stop()
 
 
+def test_worker_identity(d):
+    """--worker-identity cert: a worker joins only under a name its client
+    certificate carries (CN worker-7 here); another worker_id with the same
+    certificate is refused, naming the certificate's identities."""
+    certs.make_leaf(d, "ca", "worker-7")
+    refused = Coordinator(d, "--worker-identity", "cert")
+    check(refused.address is None and "--tls-ca" in refused.out,
+          f"--worker-identity cert without --tls-ca is refused ({refused.out.strip()[-200:]})")
+    refused.stop()
+    c = Coordinator(d, "--tls-cert", "server.pem", "--tls-key", "server.key", "--tls-ca",
+                    "ca.pem", "--worker-identity", "cert", "--min-workers", "1",
+                    "--job-config-json", '{"steps": 2}')
+    try:
+        check(c.address is not None, f"a coordinator binding workers to certificates starts")
+        if c.address is None:
+            return
+
+        def worker(worker_id):
+            return subprocess.run(
+                [str(BIN / "zeroshard-worker"), "--coordinator", c.address, "--worker-id",
+                 worker_id, "--threads", "1", *client_flags(cert="worker-7")],
+                cwd=d, capture_output=True, text=True, timeout=120)
+        r = worker("impostor")
+        out = r.stdout + r.stderr
+        check(r.returncode != 0 and "not an identity of the client certificate" in out and
+              "worker-7" in out, f"worker_id impostor with worker-7's certificate is refused "
+                                 f"(exit {r.returncode}: {out[-300:]})")
+        r = worker("worker-7")
+        check(r.returncode == 0, f"worker-7 with its own certificate joins and trains "
+                                 f"(exit {r.returncode}: {(r.stdout + r.stderr)[-300:]})")
+    finally:
+        c.stop()
+
+
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
@@ -294,7 +328,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="zs_tls_") as tmp:
         d = certs.make_all(tmp)
         for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_slowloris,
-                     test_idle_connections, test_safe_defaults, test_mtls_launch):
+                     test_idle_connections, test_worker_identity, test_safe_defaults,
+                     test_mtls_launch):
             print(f"== {test.__name__}", flush=True)
             test(d)
     print(f"{len(FAILURES)} failure(s)")
