@@ -2,7 +2,8 @@
 # Installs the tools only the tests use, only when missing (scripts/test.sh
 # runs it after scripts/setup.sh; the main job never does):
 #   Debian: prometheus (promtool and the server, for the deploy checks);
-#   PyPI:   numpy, safetensors, PyYAML, kubernetes-validate, lizard;
+#   PyPI:   numpy, safetensors, PyYAML, kubernetes-validate, lizard, grpcio and
+#           grpcio-tools (the attack test compiles proto/ for its client);
 #   PyPI:   tokenizers, tiktoken, sentencepiece: the tokenizer references (the
 #           vocabularies themselves are fetched by the tests, cached);
 #   PyPI:   torch (CPU use only) and transformers, for the Hugging Face
@@ -20,6 +21,7 @@ set -uo pipefail
 DEB_TEST_PACKAGES=(prometheus)
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
 PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard grpcio:grpc
+  grpcio-tools:grpc_tools
   tokenizers tiktoken sentencepiece)
 TORCH_PURE_DEPS=(filelock typing-extensions sympy networkx jinja2 fsspec setuptools)
 

@@ -142,6 +142,35 @@ class Mirrors {
     ++g_applied;
   }
 
+ public:
+  // TlsServingProblem (tls_mirror.h).
+  std::string ServingProblem() {
+    absl::MutexLock lock(&mu_);
+    for (const Mirror& m : mirrors_) {
+      if (m.applied.cert.empty()) continue;
+      auto leaf = FirstCert(m.applied.cert);
+      if (leaf == nullptr) continue;  // Validated when applied: cannot happen.
+      if (X509_cmp_current_time(X509_get0_notAfter(leaf.get())) < 0) {
+        return absl::StrCat("tls: the served certificate ", m.source.cert, " expired at ",
+                            AsnTime(X509_get0_notAfter(leaf.get())));
+      }
+      if (X509_cmp_current_time(X509_get0_notBefore(leaf.get())) > 0) {
+        return absl::StrCat("tls: the served certificate ", m.source.cert, " is not valid before ",
+                            AsnTime(X509_get0_notBefore(leaf.get())));
+      }
+    }
+    return "";
+  }
+
+ private:
+  static std::string AsnTime(const ASN1_TIME* t) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+    ASN1_TIME_print(bio.get(), t);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(bio.get(), &data);
+    return std::string(data, static_cast<size_t>(n));
+  }
+
   absl::Mutex mu_;
   std::vector<Mirror> mirrors_ ABSL_GUARDED_BY(mu_);
   std::string dir_ ABSL_GUARDED_BY(mu_);
@@ -193,6 +222,8 @@ absl::StatusOr<TlsFiles> MirrorTlsFiles(const TlsFiles& source) {
   }
   return copy;
 }
+
+std::string TlsServingProblem() { return Mirrors::Get().ServingProblem(); }
 
 std::shared_ptr<prometheus::Collectable> TlsReloadMetrics() {
   return std::make_shared<ReloadCollectable>();

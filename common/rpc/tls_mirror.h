@@ -34,6 +34,12 @@ absl::StatusOr<TlsFiles> MirrorTlsFiles(const TlsFiles& source);
 std::string ValidateTlsSet(const std::string& ca, const std::string& cert,
                            const std::string& key);
 
+// Why the certificates served now would be refused by their peers: ""
+// when they are fine (or nothing is mirrored), else "tls: <file> expired
+// at <time>" (or is not valid yet). Read by the coordinator's /healthz, so
+// that it tells the truth about TLS being served.
+std::string TlsServingProblem();
+
 // zeroshard_tls_reloads_total{result="applied"|"refused"} for a /metrics
 // registry (every mirror of the process).
 std::shared_ptr<prometheus::Collectable> TlsReloadMetrics();

@@ -1,5 +1,6 @@
 #include "server/checkpoint/checkpoint_service.h"
 
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -32,8 +33,10 @@ absl::Status CheckAttempt(const std::optional<CheckpointWriter>& writer, absl::s
 
 // [Note: bound checkpoint writes] A ranked caller saves only in the running
 // generation (attempt = its generation, its world size) and writes only its
-// rank's part; it never begins a step already committed: a committed
-// checkpoint is immutable, and only an admin may replace it.
+// rank's part; it never begins a step already committed (a committed
+// checkpoint is immutable, and only an admin may replace it) and never
+// commits a step above the job's, the lowest step every rank reported
+// (each rank's report of a step lands before it begins that step's save).
 absl::Status CheckBegin(const std::optional<CheckpointWriter>& writer,
                         const v1::BeginCheckpointRequest& req, CheckpointStore& store) {
   if (!writer.has_value()) return absl::OkStatus();
@@ -58,9 +61,9 @@ absl::Status CheckpointServiceImpl::CheckPendingWriter(const std::optional<Check
                                                        const std::string& checkpoint_id,
                                                        absl::string_view what, int rank) const {
   if (!writer.has_value()) return absl::OkStatus();
-  absl::StatusOr<uint64_t> attempt = store_->PendingAttempt(checkpoint_id);
-  if (!attempt.ok()) return absl::OkStatus();  // The store names the unknown id.
-  ZS_RETURN_IF_ERROR(CheckAttempt(writer, what, *attempt));
+  absl::StatusOr<CheckpointStore::PendingSave> save = store_->PendingOf(checkpoint_id);
+  if (!save.ok()) return absl::OkStatus();  // The store names the unknown id.
+  ZS_RETURN_IF_ERROR(CheckAttempt(writer, what, save->attempt));
   return CheckOwnRank(writer, what, rank);
 }
 
@@ -86,7 +89,8 @@ grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
   ShardChunkIn chunk;
   while (reader->Read(&chunk)) {
     absl::Status st =
-        CheckPendingWriter(*writer, chunk.header().checkpoint_id(), "UploadShard", chunk.header().rank());
+        CheckPendingWriter(*writer, chunk.header().checkpoint_id(), "UploadShard",
+                           chunk.header().rank());
     if (st.ok()) st = store_->WriteChunk(chunk.header(), chunk.pieces());
     if (!st.ok()) {
       return ToGrpcStatus(absl::Status(
@@ -110,7 +114,10 @@ grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext* ctx,
       !st.ok()) {
     return ToGrpcStatus(st);
   }
-  return Reply(store_->Commit(req->checkpoint_id(), req->rank()), resp);
+  // A bound writer's save commits no step above the job's.
+  const int64_t max_step = writer->has_value() ? (*writer)->job_step
+                                               : std::numeric_limits<int64_t>::max();
+  return Reply(store_->Commit(req->checkpoint_id(), req->rank(), max_step), resp);
 }
 
 grpc::Status CheckpointServiceImpl::AbortCheckpoint(grpc::ServerContext* ctx,

@@ -33,6 +33,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,11 +128,18 @@ class CheckpointStore {
   // file, and that checkpoint can never commit (a Commit waits for the
   // writes under way to be judged).
   absl::Status WriteChunk(const v1::ShardChunk& header, absl::Span<const absl::string_view> pieces);
-  // Records that `rank` finished; commits when all data is present.
-  absl::StatusOr<v1::CommitCheckpointResponse> Commit(const std::string& checkpoint_id, int rank);
-  // The attempt (generation) a pending checkpoint was begun for; NOT_FOUND
+  // Records that `rank` finished; commits when all data is present, unless
+  // the step is above `max_step` (FAILED_PRECONDITION; it stays pending).
+  absl::StatusOr<v1::CommitCheckpointResponse> Commit(
+      const std::string& checkpoint_id, int rank,
+      int64_t max_step = std::numeric_limits<int64_t>::max());
+  // The attempt (generation) and step of a pending checkpoint; NOT_FOUND
   // naming the id when it is not pending.
-  absl::StatusOr<uint64_t> PendingAttempt(const std::string& checkpoint_id) const;
+  struct PendingSave {
+    uint64_t attempt = 0;
+    int64_t step = 0;
+  };
+  absl::StatusOr<PendingSave> PendingOf(const std::string& checkpoint_id) const;
   absl::Status Abort(const std::string& checkpoint_id);
 
   // Every committed checkpoint of job_id ("" = any); the caller checks

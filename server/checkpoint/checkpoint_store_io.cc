@@ -160,7 +160,7 @@ absl::StatusOr<uint64_t> CheckpointStore::WriteChunkData(const std::string& path
 }
 
 absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::string& checkpoint_id,
-                                                                     int rank) {
+                                                                     int rank, int64_t max_step) {
   absl::StatusOr<std::shared_ptr<Pending>> found = FindPending(checkpoint_id);
   if (!found.ok()) return CommittedBefore(checkpoint_id, found.status());
   std::shared_ptr<Pending> p = *std::move(found);
@@ -189,6 +189,11 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
     }
     AddMissingRanks(*p, &out);
     if (out.missing_ranks_size() > 0) return out;
+    if (p->step > max_step) {  // Stays pending: a later Commit may find the step trained.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "CommitCheckpoint: step ", p->step, " is ahead of the job's step ", max_step,
+          " (the lowest step every rank reported): a save commits only trained steps"));
+    }
     st = CommitLocked(*p);
     if (st.ok()) p->done = true;
   }

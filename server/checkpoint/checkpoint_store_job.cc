@@ -66,9 +66,10 @@ absl::Status CheckpointStore::CheckBeginAgainstJob(const v1::BeginCheckpointRequ
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> CheckpointStore::PendingAttempt(const std::string& checkpoint_id) const {
+absl::StatusOr<CheckpointStore::PendingSave> CheckpointStore::PendingOf(
+    const std::string& checkpoint_id) const {
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<Pending> p, FindPending(checkpoint_id));
-  return p->attempt;  // Set when the pending checkpoint is made, never changed.
+  return PendingSave{p->attempt, p->step};  // Set when it is made, never changed.
 }
 
 }  // namespace zeroshard::server

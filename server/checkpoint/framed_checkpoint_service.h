@@ -36,6 +36,7 @@ struct CheckpointWriter {
   uint64_t generation = 0;
   std::vector<int> ranks;
   int world_size = 0;
+  int64_t job_step = 0;  // No save commits a step above it.
 };
 // Says which rank a call of `method` writes as: nullopt when it writes for
 // any rank (an admin), an error (PERMISSION_DENIED) when it may not write.

@@ -183,6 +183,7 @@ class CoordinatorCore {
     uint64_t generation = 0;
     int rank = -1;
     int world_size = 0;
+    int64_t job_step = 0;  // The job's step: the lowest every rank reported.
   };
   std::optional<RankedMember> RankOf(uint64_t member_id) const;
   // The job's real sizes, read under one lock: what the checkpoint service

@@ -44,7 +44,8 @@ std::optional<CoordinatorCore::RankedMember> CoordinatorCore::RankOf(uint64_t me
   if (m == nullptr || m->rank < 0 || membership_.state() != GenerationState::kRunning) {
     return std::nullopt;
   }
-  return RankedMember{member_id, membership_.generation(), m->rank, membership_.world_size()};
+  return RankedMember{member_id, membership_.generation(), m->rank, membership_.world_size(),
+                      training_.step()};
 }
 
 }  // namespace zeroshard::server

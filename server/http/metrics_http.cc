@@ -63,8 +63,11 @@ class MetricsHttpServer::Handlers {
       : probes_(std::move(probes)),
         metrics_([] { return 200; }, [metrics] { return metrics->Render(); },
                  "text/plain; version=0.0.4; charset=utf-8"),
-        healthz_([this] { return probes_.healthy() ? 200 : 503; },
-                 [this] { return std::string(probes_.healthy() ? "ok\n" : "stalled\n"); },
+        healthz_([this] { return probes_.unhealthy().empty() ? 200 : 503; },
+                 [this] {
+                   const std::string why = probes_.unhealthy();
+                   return why.empty() ? std::string("ok\n") : why + "\n";
+                 },
                  "text/plain"),
         readyz_([this] { return probes_.ready() ? 200 : 503; },
                 [this] { return std::string(probes_.ready() ? "ready\n" : "not ready\n"); },

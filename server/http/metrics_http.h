@@ -24,7 +24,8 @@ class CivetServer;
 namespace zeroshard::server {
 
 struct HttpProbes {
-  std::function<bool()> healthy;  // /healthz
+  // /healthz: "" when healthy (200 "ok"), else why not (503 and the reason).
+  std::function<std::string()> unhealthy;
   std::function<bool()> ready;    // /readyz
 };
 

@@ -21,7 +21,8 @@ class GuardedCheckpoints final : public FramedCheckpointService {
       auto callers = RankedCallers(*gate, *core, ctx, method);
       if (!callers.ok()) return callers.status();
       if (!callers->has_value()) return std::nullopt;
-      CheckpointWriter writer{(**callers)[0].generation, {}, (**callers)[0].world_size};
+      CheckpointWriter writer{(**callers)[0].generation, {}, (**callers)[0].world_size,
+                              (**callers)[0].job_step};
       for (const CoordinatorCore::RankedMember& m : **callers) writer.ranks.push_back(m.rank);
       return writer;
     });

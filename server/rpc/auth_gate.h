@@ -16,8 +16,8 @@
 // Member binding (with or without tokens): an RPC that names a member
 // (Heartbeat, Leave, ReportFailure, ReportStep) must carry that member's
 // credential "<member_id>:<secret>" in the x-zeroshard-member header (a
-// member id that is not live gets NOT_FOUND: Join again); KV
-// writes and checkpoint writes must carry the credential of a member with a
+// member id that is not live gets NOT_FOUND: Join again); KV reads must
+// carry a live member's credential, KV writes and checkpoint writes the credential of a member with a
 // rank in the running generation, and write only what that rank owns
 // (ranked_caller.h). An admin token acts for any member and rank. The secret is HMAC-SHA256(key, member_id) under a
 // key drawn at start, so it needs no table and dies with the process.
@@ -50,7 +50,7 @@ const char* RoleName(Role role);
 enum class MemberRule {
   kNone,       // No member credential needed.
   kSelf,       // The member the request names (its member_id field).
-  kAnyMember,  // Any live member.
+  kAnyMember,  // Any live member (KV reads: peer addresses, the NCCL id).
   // A member with a rank in the running generation, and the write is bound
   // to that rank (ranked_caller.h): KV writes, checkpoint writes. The gate
   // checks it as kAnyMember; the guarded service checks the rank.

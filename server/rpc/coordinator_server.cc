@@ -80,7 +80,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const absl::Duration stall = std::max(absl::Seconds(5), TickInterval(options) * 20);
     CoordinatorServer* raw = s.get();
     server::HttpProbes probes{
-        [core, clock, stall] { return clock->Now() - core->last_tick() < stall; },
+        // A stalled core, or a TLS certificate clients cannot accept.
+        [core, clock, stall]() -> std::string {
+          if (clock->Now() - core->last_tick() >= stall) return "stalled";
+          return TlsServingProblem();
+        },
         [raw] {
           absl::MutexLock lock(&raw->shutdown_mu_);
           return !raw->shut_down_ && raw->watchdog_->Ready();

@@ -2,8 +2,9 @@
 // coordinator with a checkpoint service: each of two ranked workers, and a
 // member waiting for the next generation, on its own channel with its own
 // member credential. What one member may write is its own rank's: its
-// rendezvous keys, its shard of a save of the running generation, and its
-// own step report, which alone neither moves nor completes the job. Every
+// rendezvous keys, its shard of a save of the running generation (committed
+// only once every rank reported its step), and its own step report, which
+// alone neither moves nor completes the job. Every
 // refusal has a positive control by the rank that owns the write.
 #include <cmath>
 #include <memory>
@@ -206,6 +207,11 @@ TEST_F(LeastPrivilegeTest, ASaveIsBoundToTheRankItsGenerationAndItsWorldSize) {
   ASSERT_TRUE(Upload(r0, *id, 0, 7).ok());
   EXPECT_FALSE(*Commit(r0, *id, 0));
   ASSERT_TRUE(Upload(r1, *id, 1, 7).ok());
+  // Every shard is there, but step 4 is not trained: no rank reported it.
+  EXPECT_CODE(Commit(r1, *id, 1).status(), kFailedPrecondition);
+  ASSERT_TRUE(ReportStep(r0, 4).ok());
+  EXPECT_CODE(Commit(r1, *id, 1).status(), kFailedPrecondition) << "rank 1 did not report it";
+  ASSERT_TRUE(ReportStep(r1, 4).ok());
   EXPECT_TRUE(*Commit(r1, *id, 1));
   // A committed checkpoint is immutable: no rank begins its step again.
   EXPECT_CODE(Begin(r0, 4, 0).status(), kAlreadyExists);

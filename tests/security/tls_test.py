@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -306,6 +307,28 @@ def test_worker_identity(d):
         c.stop()
 
 
+def healthz(c):
+    try:
+        with urllib.request.urlopen(f"http://{c.metrics}/healthz", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_healthz_tls(d):
+    """/healthz tells the truth about TLS: a served certificate that expired
+    (clients refuse every handshake) is 503 naming it; a valid one is 200."""
+    for cert, want in (("server", 200), ("expired", 503)):
+        c = Coordinator(d, "--tls-cert", f"{cert}.pem", "--tls-key", f"{cert}.key", "--tls-ca",
+                        "ca.pem", metrics="127.0.0.1:0")
+        try:
+            code, body = healthz(c) if c.metrics else (None, c.out)
+            check(code == want and (want == 200 or "expired" in body),
+                  f"/healthz serving {cert}.pem: {code} {body.strip()}")
+        finally:
+            c.stop()
+
+
 def test_mtls_launch(d):
     (d / "tokens").write_text("worker worker-token-0123456789abcdef\n"
                               "reader reader-token-0123456789abcdef\n")
@@ -328,7 +351,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="zs_tls_") as tmp:
         d = certs.make_all(tmp)
         for test in (test_mtls_refusals, test_rotation, test_broken_rotation, test_slowloris,
-                     test_idle_connections, test_worker_identity, test_safe_defaults,
+                     test_idle_connections, test_worker_identity, test_healthz_tls, test_safe_defaults,
                      test_mtls_launch):
             print(f"== {test.__name__}", flush=True)
             test(d)

@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc/coordinator_client.h"
+#include "common/rpc/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "support/subprocess.h"
@@ -66,6 +68,7 @@ class KvWaitLoadTest : public ::testing::Test {
     ASSERT_TRUE(joined.ok()) << joined.status();
     hb_.set_job_id("load");
     hb_.set_member_id(joined->member_id());
+    credential_ = absl::StrCat(joined->member_id(), ":", joined->member_secret());
     for (int i = 0; i < 200 && generation_ == 0; ++i) {
       auto r = client_->Heartbeat(hb_);
       if (r.ok() && r->in_generation()) generation_ = r->generation();
@@ -86,6 +89,7 @@ class KvWaitLoadTest : public ::testing::Test {
       req.set_timeout_ms(600000);
       auto c = std::make_unique<Call>();
       c->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+      c->ctx.AddMetadata(kMemberHeader, credential_);  // KV reads are for members.
       c->rpc = stub_->AsyncKvWait(&c->ctx, req, &cq_);
       c->rpc->Finish(&c->resp, &c->status, c.get());
       calls_.push_back(std::move(c));
@@ -109,6 +113,7 @@ class KvWaitLoadTest : public ::testing::Test {
   v1::HeartbeatRequest hb_;
   uint64_t generation_ = 0;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
+  std::string credential_;  // The member's x-zeroshard-member value.
   grpc::CompletionQueue cq_;
   std::vector<std::unique_ptr<Call>> calls_;
 };

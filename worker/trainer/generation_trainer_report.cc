@@ -173,6 +173,10 @@ absl::Status GenerationTrainer::MaybeCheckpoint(int64_t step, bool requested) {
   const bool due = job.checkpoint_every > 0 && step % job.checkpoint_every == 0;
   if (!due && !requested) return absl::OkStatus();
   ZS_RETURN_IF_ERROR(FinishCheckpoint());
+  // The coordinator commits no save ahead of the step every rank reported
+  // ([Note: bound checkpoint writes]): this rank's report of `step` lands
+  // before its save begins.
+  reporter_.Flush(job.rpc_timeout());
   auto started = StartCheckpointSave(ctx_, *engine_, step);
   if (!started.ok()) return MarkCoordinatorRefusal(started.status());
   pending_save_ = std::move(*started);
