@@ -97,6 +97,10 @@ void AddJobFlags(CLI::App& app, Flags& f) {
          "seconds a connection has to finish its TLS/HTTP2 handshake before it is closed "
          "(default 10)")
       ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--max-streams", f.options.max_streams,
+                 "open streams of all callers together (RESOURCE_EXHAUSTED beyond)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--heartbeat-stream-threads", f.options.heartbeat_stream_threads,
                  "threads serving the workers' HeartbeatStreams, each driving one completion queue")
       ->check(CLI::Range(1, 64))

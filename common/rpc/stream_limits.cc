@@ -15,8 +15,9 @@ std::string PeerHost(const std::string& peer) {
   return has_port ? peer.substr(0, colon) : peer;
 }
 
-StreamLimits::StreamLimits(int max_per_caller) : max_per_caller_(max_per_caller) {
-  ZS_CHECK(max_per_caller >= 1);
+StreamLimits::StreamLimits(int max_per_caller, int max_total)
+    : max_per_caller_(max_per_caller), max_total_(max_total > 0 ? max_total : 16 * max_per_caller) {
+  ZS_CHECK(max_per_caller >= 1 && max_per_caller <= max_total_);
 }
 
 StreamLimits::Slot::~Slot() {
@@ -24,9 +25,14 @@ StreamLimits::Slot::~Slot() {
 }
 
 absl::StatusOr<StreamLimits::Slot> StreamLimits::Open(const std::string& peer,
-                                                      const char* method) {
-  std::string caller = PeerHost(peer);
+                                                      const char* method, uint64_t member_id) {
+  std::string caller = member_id != 0 ? absl::StrCat("member ", member_id) : PeerHost(peer);
   absl::MutexLock lock(&mu_);
+  if (total_ >= max_total_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        method, ": ", total_, " streams are open; the coordinator's limit is ", max_total_,
+        " (--max-streams)"));
+  }
   int& open = open_[caller];
   if (open >= max_per_caller_) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -35,6 +41,7 @@ absl::StatusOr<StreamLimits::Slot> StreamLimits::Open(const std::string& peer,
         " (--max-streams-per-caller)"));
   }
   ++open;
+  ++total_;
   return Slot(this, std::move(caller));
 }
 
@@ -49,6 +56,7 @@ void StreamLimits::Release(const std::string& caller) {
   auto it = open_.find(caller);
   ZS_CHECK(it != open_.end() && it->second > 0);
   if (--it->second == 0) open_.erase(it);
+  --total_;
 }
 
 }  // namespace zeroshard

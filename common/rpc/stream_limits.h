@@ -6,12 +6,17 @@
 // run; a caller (a peer host, PeerHost below: one host can use any number
 // of ports) past `max_per_caller` open streams of any kind is
 // refused with RESOURCE_EXHAUSTED naming the limit and its flag
-// (--max-streams-per-caller).
+// (--max-streams-per-caller). Streams of a verified member of the job (a
+// rank's checkpoint upload) count against that member instead of its host,
+// so other callers on the same host (workers of a local launch, or one
+// holding a leaked token) cannot use up its quota; and all callers together
+// hold at most `max_total` (--max-streams), whatever hosts they come from.
 //
 // Thread-safe: any method from any thread; a Slot may be destroyed on any
 // thread, and must not outlive its StreamLimits.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -29,8 +34,9 @@ std::string PeerHost(const std::string& peer);
 
 class StreamLimits {
  public:
-  // max_per_caller >= 1 (ZS_CHECK).
-  explicit StreamLimits(int max_per_caller);
+  // 1 <= max_per_caller <= max_total (ZS_CHECK); max_total 0 = 16 x
+  // max_per_caller.
+  explicit StreamLimits(int max_per_caller, int max_total = 0);
   StreamLimits(const StreamLimits&) = delete;
   StreamLimits& operator=(const StreamLimits&) = delete;
 
@@ -53,14 +59,15 @@ class StreamLimits {
   };
 
   // Opens a stream of `method` (e.g. "UploadShard", for the message) for the
-  // gRPC peer string `peer` (ServerContext::peer()).
-  // RESOURCE_EXHAUSTED when that caller already has max_per_caller open.
-  absl::StatusOr<Slot> Open(const std::string& peer, const char* method);
+  // gRPC peer string `peer` (ServerContext::peer()), or for the verified
+  // member `member_id` when nonzero. RESOURCE_EXHAUSTED when that caller
+  // already has max_per_caller open, or all callers max_total.
+  absl::StatusOr<Slot> Open(const std::string& peer, const char* method, uint64_t member_id = 0);
   // Open on `limits`, or an unlimited slot when `limits` is null.
   static absl::StatusOr<Slot> OpenOn(StreamLimits* limits, const std::string& peer,
-                                     const char* method) {
+                                     const char* method, uint64_t member_id = 0) {
     if (limits == nullptr) return Slot(nullptr, "");
-    return limits->Open(peer, method);
+    return limits->Open(peer, method, member_id);
   }
 
   int open_by(const std::string& peer) const;  // Streams open for peer's host.
@@ -70,7 +77,9 @@ class StreamLimits {
   void Release(const std::string& caller);
 
   const int max_per_caller_;
+  const int max_total_;
   mutable absl::Mutex mu_;
+  int total_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);  // By caller; no zero entries.
 };
 

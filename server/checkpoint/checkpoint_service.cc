@@ -81,11 +81,11 @@ grpc::Status CheckpointServiceImpl::BeginCheckpoint(grpc::ServerContext* ctx,
 grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
                                                  grpc::ServerReader<ShardChunkIn>* reader,
                                                  v1::UploadShardResponse* resp) {
-  absl::StatusOr<StreamLimits::Slot> slot =
-      StreamLimits::OpenOn(streams_, ctx->peer(), "UploadShard");
-  if (!slot.ok()) return ToGrpcStatus(slot.status());
   absl::StatusOr<std::optional<CheckpointWriter>> writer = WriterOf(*ctx, "UploadShard");
   if (!writer.ok()) return ToGrpcStatus(writer.status());
+  absl::StatusOr<StreamLimits::Slot> slot = StreamLimits::OpenOn(
+      streams_, ctx->peer(), "UploadShard", writer->has_value() ? (*writer)->member_id : 0);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   ShardChunkIn chunk;
   while (reader->Read(&chunk)) {
     absl::Status st =

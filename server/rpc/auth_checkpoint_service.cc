@@ -22,7 +22,7 @@ class GuardedCheckpoints final : public FramedCheckpointService {
       if (!callers.ok()) return callers.status();
       if (!callers->has_value()) return std::nullopt;
       CheckpointWriter writer{(**callers)[0].generation, {}, (**callers)[0].world_size,
-                              (**callers)[0].job_step};
+                              (**callers)[0].job_step, (**callers)[0].member_id};
       for (const CoordinatorCore::RankedMember& m : **callers) writer.ranks.push_back(m.rank);
       return writer;
     });

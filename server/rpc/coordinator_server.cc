@@ -113,7 +113,9 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
                                  options_.security.bind_worker_identity));
   StreamLimits* streams = options_.stream_limits;
   if (streams == nullptr) {
-    own_streams_ = std::make_unique<StreamLimits>(options_.max_streams_per_caller);
+    own_streams_ = std::make_unique<StreamLimits>(
+        options_.max_streams_per_caller,
+        std::max(options_.max_streams, options_.max_streams_per_caller));
     streams = own_streams_.get();
   }
   auto service = std::make_unique<server::CoordinatorService>(core, streams, watchdog_.get());

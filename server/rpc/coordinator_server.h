@@ -63,6 +63,9 @@ struct CoordinatorOptions {
   // DownloadRange) one caller (peer host) may hold; RESOURCE_EXHAUSTED
   // beyond (common/rpc/stream_limits.h).
   int max_streams_per_caller = 256;
+  // Open streams of all callers together (--max-streams): hosts cannot add
+  // up past it.
+  int max_streams = 4096;
   // [Note: connections without a call] A connection must finish its TLS
   // (or plaintext HTTP/2) handshake within `handshake_timeout`, and one
   // that carries no call for `max_connection_idle` is closed (its client

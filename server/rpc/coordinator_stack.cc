@@ -31,22 +31,32 @@ absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModelWeights(const Coordina
   return std::make_shared<const HfWeights>(*std::move(weights));
 }
 
-}  // namespace
-
-absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
-                                                       int keep_checkpoints) {
-  // One line for a busy or bad address, before gRPC or civetweb try it.
-  if (absl::Status s = CheckCanListen("--listen", options.listen); !s.ok()) return s;
-  if (absl::Status s = CheckCanListen("--metrics-listen", options.metrics_listen); !s.ok()) {
-    return s;
-  }
+// One line for a busy or bad address (before gRPC or civetweb try it) or
+// a bad stream limit.
+absl::Status CheckStackOptions(const CoordinatorOptions& options) {
+  ZS_RETURN_IF_ERROR(CheckCanListen("--listen", options.listen));
+  ZS_RETURN_IF_ERROR(CheckCanListen("--metrics-listen", options.metrics_listen));
   if (options.max_streams_per_caller < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--max-streams-per-caller ",
                                                    options.max_streams_per_caller, " is < 1"));
   }
+  if (options.max_streams < options.max_streams_per_caller) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-streams ", options.max_streams,
+                                                   " is below --max-streams-per-caller ",
+                                                   options.max_streams_per_caller));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
+                                                       int keep_checkpoints) {
+  ZS_RETURN_IF_ERROR(CheckStackOptions(options));
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<const HfWeights> weights, OpenModelWeights(options));
   CoordinatorStack stack;
-  stack.streams = std::make_unique<StreamLimits>(options.max_streams_per_caller);
+  stack.streams =
+      std::make_unique<StreamLimits>(options.max_streams_per_caller, options.max_streams);
   CoordinatorOptions served = options;
   served.stream_limits = stack.streams.get();
   if (!options.checkpoint_dir.empty()) {
