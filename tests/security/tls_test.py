@@ -186,6 +186,17 @@ def test_broken_rotation(d):
         c.stop()
 
 
+def healthz(c):
+    """(HTTP status or the error, body) of the coordinator's /healthz."""
+    try:
+        with urllib.request.urlopen(f"http://{c.metrics}/healthz", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return str(e), ""
+
+
 def test_slowloris(d):
     """16 connections to the metrics port that never finish their request:
     /healthz still answers within 1 s."""
@@ -203,11 +214,7 @@ def test_slowloris(d):
             slow.append(s)
         time.sleep(0.5)
         t0 = time.time()
-        try:
-            with urllib.request.urlopen(f"http://{c.metrics}/healthz", timeout=5) as r:
-                code = r.status
-        except OSError as e:
-            code = str(e)
+        code, _ = healthz(c)
         took = time.time() - t0
         check(code == 200 and took < 1.0,
               f"/healthz answers within 1 s beside 16 unfinished requests ({code}, {took:.2f} s)")
@@ -307,12 +314,6 @@ def test_worker_identity(d):
         c.stop()
 
 
-def healthz(c):
-    try:
-        with urllib.request.urlopen(f"http://{c.metrics}/healthz", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def test_healthz_tls(d):
