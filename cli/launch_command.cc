@@ -69,8 +69,6 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--eval-every", c.eval_every, "validation loss every K steps (0: at the end)")
       ->capture_default_str();
   sub->add_option("--log", c.log_path, "JSONL step log (default: RUN_DIR/steps.jsonl)");
-  sub->add_option("--threads", o.threads, "compute threads per worker (0: cores / workers)")
-      ->check(CLI::Range(0, 256))->capture_default_str();
   sub->add_option("--collective-timeout", c.collective_timeout_s,
                   "longest wait for one collective or rendezvous, seconds")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
@@ -93,7 +91,37 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
       ->capture_default_str();
 }
 
+// Where state lives and how collectives are batched (offload, prefetch,
+// buckets).
+void AddOffloadFlags(CLI::App* sub, LaunchOptions& o) {
+  sub->add_option("--offload-optimizer", o.job.offload_optimizer,
+                  "where each rank keeps master weights and AdamW moments: none (device "
+                  "memory), host, or nvme (files under --offload-dir)")->capture_default_str();
+  sub->add_option("--offload-params", o.job.offload_params,
+                  "none, or nvme (stage 3: each rank's parameter shards in files under "
+                  "--offload-dir, read ahead of their all-gather)")
+      ->capture_default_str();
+  sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
+  sub->add_option("--offload-prefetch", o.job.offload_prefetch,
+                  "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
+      ->check(CLI::Range(0, 64))->capture_default_str();
+  sub->add_option("--gather-prefetch", o.job.gather_prefetch,
+                  "stage 3: units (buckets, with --bucket-mib) all-gathered ahead of their use, in "
+                  "the order the previous step used them (0 = gather each when it is needed)")
+      ->check(CLI::Range(0, 64))->capture_default_str();
+  sub->add_option("--bucket-mib", o.job.bucket_mib,
+                  "stages 2-3: units' all-gathers and reduce-scatters fused into buckets of up "
+                  "to this many MiB, one collective each (0 = one per unit)")
+      ->check(CLI::Range(0.0, 4096.0))->capture_default_str();
+}
+
 void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
+  sub->add_option("--threads", o.threads, "compute threads per worker (0: cores / workers)")
+      ->check(CLI::Range(0, 256))->capture_default_str();
+  sub->add_option("--adamw-isa", o.adamw_isa,
+                  "auto|avx512|avx2|scalar: the workers' CPU AdamW path (auto: avx2 on AMD, "
+                  "else the widest)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))->capture_default_str();
   sub->add_option("--coordinator", o.coordinator, "use this coordinator HOST:PORT instead of an embedded one");
   // One set of files for both sides: the embedded coordinator serves
   // --tls-cert/--tls-key (mTLS with --tls-ca) and reads --token-file's
@@ -128,25 +156,6 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
                   "refresh the neighbour copies every K steps")
       ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--resume-step", o.job.resume_step, "resume from this step's checkpoint");
-  sub->add_option("--offload-optimizer", o.job.offload_optimizer,
-                  "where each rank keeps master weights and AdamW moments: none (device "
-                  "memory), host, or nvme (files under --offload-dir)")->capture_default_str();
-  sub->add_option("--offload-params", o.job.offload_params,
-                  "none, or nvme (stage 3: each rank's parameter shards in files under "
-                  "--offload-dir, read ahead of their all-gather)")
-      ->capture_default_str();
-  sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
-  sub->add_option("--offload-prefetch", o.job.offload_prefetch,
-                  "stage-3 parameter shards read this many units ahead (--offload-params nvme)")
-      ->check(CLI::Range(0, 64))->capture_default_str();
-  sub->add_option("--gather-prefetch", o.job.gather_prefetch,
-                  "stage 3: units (buckets, with --bucket-mib) all-gathered ahead of their use, in "
-                  "the order the previous step used them (0 = gather each when it is needed)")
-      ->check(CLI::Range(0, 64))->capture_default_str();
-  sub->add_option("--bucket-mib", o.job.bucket_mib,
-                  "stages 2-3: units' all-gathers and reduce-scatters fused into buckets of up "
-                  "to this many MiB, one collective each (0 = one per unit)")
-      ->check(CLI::Range(0.0, 4096.0))->capture_default_str();
 }
 
 }  // namespace
@@ -157,6 +166,7 @@ void RegisterLaunchCommand(CLI::App& app, std::vector<Command>& commands) {
   auto options = std::make_shared<LaunchOptions>();
   AddJobFlags(sub, *options);
   AddRunFlags(sub, *options);
+  AddOffloadFlags(sub, *options);
   commands.push_back({sub, [options] { return RunLaunch(*options); }});
 }
 

@@ -66,6 +66,7 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
     if (!value->empty()) args.insert(args.end(), {flag, *value});
   }
   if (o.security.insecure) args.push_back("--insecure");
+  if (o.adamw_isa != "auto") args.insert(args.end(), {"--adamw-isa", o.adamw_isa});
   for (int i = 0; i < o.workers; ++i) {
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--worker-id", absl::StrCat("local-", i)});

@@ -22,6 +22,7 @@ struct LaunchOptions {
   std::string run_dir;                           // "" = runs/<time>.
   int keep_checkpoints = 0;                      // Committed checkpoints kept (0 = all).
   int threads = 0;                               // Per worker; 0 = cores / workers.
+  std::string adamw_isa = "auto";                // The workers' --adamw-isa.
   // Seconds the embedded coordinator stays up after the job, for a last
   // Prometheus scrape; < 0 = 5 s when --metrics-listen names a fixed port,
   // else 0.

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/rpc/grpc_log_limit.h"
+#include "worker/optim/adamw_isa.h"
 #include "common/process_setup.h"
 #include "common/cli.h"
 #include "common/job_refusal.h"
@@ -25,6 +26,7 @@ struct Flags {
   std::string health_listen;
   double health_stale_after_s = 60;
   int leave_exit_code = 0;
+  std::string adamw_isa = "auto";
 };
 
 void AddOffloadOptions(CLI::App& app, zeroshard::WorkerOptions& o) {
@@ -50,6 +52,10 @@ void AddOptions(CLI::App& app, Flags& f) {
   app.add_option("--host", o.host, "address peers reach this worker on")->capture_default_str();
   app.add_option("--threads", o.threads, "compute threads (0: the job's setting)")
       ->check(CLI::Range(0, 256))->capture_default_str();
+  app.add_option("--adamw-isa", f.adamw_isa,
+                 "auto|avx512|avx2|scalar: the CPU AdamW's SIMD path (auto: avx2 on AMD, "
+                 "else the widest the CPU has)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))->capture_default_str();
   AddOffloadOptions(app, o);
   app.add_option("--health-listen", f.health_listen,
                  "serve GET /healthz (heartbeats to the coordinator succeed) and /readyz (a "
@@ -74,6 +80,10 @@ void AddOptions(CLI::App& app, Flags& f) {
 // Checks that need more than one flag or the filesystem; an exit code (2)
 // with one line on stderr when they fail.
 std::optional<int> CheckFlags(const Flags& f) {
+  if (absl::Status s = zeroshard::SetAdamWIsa(f.adamw_isa); !s.ok()) {
+    std::cerr << "zeroshard-worker: " << s.message() << "\n";
+    return 2;
+  }
   if (f.leave_exit_code == 1 || f.leave_exit_code == 2) {
     std::cerr << "zeroshard-worker: --leave-exit-code " << f.leave_exit_code
               << " is reserved (1: an error, 2: a command-line error); use 0 or 3-255\n";

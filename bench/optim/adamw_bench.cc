@@ -33,6 +33,7 @@
 
 #include "common/cli.h"
 #include "worker/optim/adamw.h"
+#include "worker/optim/adamw_isa.h"
 #include "common/parallel_for.h"
 
 namespace zeroshard {
@@ -121,10 +122,10 @@ void Run(int64_t n, int reps, int threads, const std::vector<std::string>& compu
                {master.data(), m.data(), v.data(), grad.data(), n, out, dtype}, threads);
     });
     const double bytes = (28.0 + (out == nullptr ? 0 : DTypeSize(dtype))) * n;
-    std::printf("threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.2f GB/s moved, "
-                "%.2f of the limit\n",
-                threads, AdamWCpuIsa(), name.c_str(), s * 1e3,
-                n / s / 1e6, bytes / s / 1e9, bytes / s / limit);
+    std::printf("threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.0f bytes/param, "
+                "%.2f GB/s moved, %.2f of the limit\n",
+                threads, AdamWCpuIsa(), name.c_str(), s * 1e3, n / s / 1e6, bytes / n,
+                bytes / s / 1e9, bytes / s / limit);
   }
 }
 
@@ -146,7 +147,14 @@ int main(int argc, char** argv) {
                  "compute copies written in the same pass: none (the 28 bytes of a plain "
                  "AdamW), fp32, bf16")
       ->check(CLI::IsMember({"none", "fp32", "bf16"}))->capture_default_str();
+  std::string isa = "auto";
+  app.add_option("--adamw-isa", isa, "auto (by CPU, as the workers do), avx512, avx2, scalar")
+      ->capture_default_str();
   if (std::optional<int> code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
+  if (absl::Status s = zeroshard::SetAdamWIsa(isa); !s.ok()) {
+    std::fprintf(stderr, "adamw_bench: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   const int all = zeroshard::ResolveThreads(0);
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;

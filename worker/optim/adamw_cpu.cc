@@ -1,11 +1,12 @@
-// AdamWCpu: picks the widest SIMD path the CPU has, once, and splits the
-// shard over threads. See adamw.h.
+// AdamWCpu: takes the SIMD path adamw_isa.h chooses (measured, or set),
+// once, and splits the shard over threads. See adamw.h.
 #include <atomic>
 #include <cstdlib>
 
 #include "common/status_macros.h"
 #include "worker/optim/adamw.h"
 #include "worker/optim/adamw_element.h"
+#include "worker/optim/adamw_isa.h"
 #include "worker/optim/adamw_simd.h"
 #include "common/parallel_for.h"
 
@@ -18,18 +19,17 @@ using RangeFn = void (*)(const AdamWScalars&, const AdamWShard&, int64_t, int64_
 constexpr int64_t kMinPerThread = 1 << 16;
 
 RangeFn PickRange() {
-  if (optim_internal::CpuHasAvx512()) return optim_internal::AdamWAvx512Range;
-  if (optim_internal::CpuHasAvx2()) return optim_internal::AdamWAvx2Range;
+  switch (ChosenAdamWIsa()) {
+    case AdamWIsa::kAvx512: return optim_internal::AdamWAvx512Range;
+    case AdamWIsa::kAvx2: return optim_internal::AdamWAvx2Range;
+    case AdamWIsa::kScalar: break;
+  }
   return AdamWReferenceRange;
 }
 
 }  // namespace
 
-const char* AdamWCpuIsa() {
-  if (optim_internal::CpuHasAvx512()) return "avx512";
-  if (optim_internal::CpuHasAvx2()) return "avx2";
-  return "scalar";
-}
+const char* AdamWCpuIsa() { return AdamWIsaName(ChosenAdamWIsa()); }
 
 void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale,
               const AdamWShard& shard, int num_threads) {
