@@ -65,10 +65,13 @@ absl::Status CoordinatorCore::CheckReporterLocked(const v1::StepReport& r) const
 // steps] (kMaxStep when unset): a step past the job's last one is no real
 // work. A loss is valid when NaN (a diverged step, worth seeing) or finite
 // and >= 0 (a cross-entropy); infinities and negative losses are refused.
-// [Note: memory follows disk] A report that advances the step is written to
-// the state dir first and recorded in memory only once that succeeded; a
-// failed write (RESOURCE_EXHAUSTED on a full disk) keeps neither, and the
-// worker's next report (the next step) tries again.
+// [Note: memory follows disk] A report that advances the job's step is
+// written to the state dir first and recorded in memory only once that
+// succeeded; a failed write (RESOURCE_EXHAUSTED on a full disk) keeps
+// neither, and the worker's next report (the next step) tries again. The
+// one exception is two ranks' reports crossing ([Note: agreed step]): the
+// second record completes an agreement neither saw before its write, and
+// its step is written by the call's effects, after the lock.
 absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
@@ -76,20 +79,25 @@ absl::Status CoordinatorCore::ReportStep(const v1::StepReport& r) {
   ZS_RETURN_IF_ERROR(CheckStep(r.step(), limits_.steps, "step"));
   ZS_RETURN_IF_ERROR(CheckLoss(r.loss(), "loss"));
   ZS_RETURN_IF_ERROR(CheckLoss(r.val_loss(), "val_loss"));
-  int64_t agreed = 0;
-  bool advances = false;
+  int64_t persisted = 0;
   {
     absl::MutexLock lock(&mu_);
     ZS_RETURN_IF_ERROR(CheckReporterLocked(r));
-    agreed = training_.AgreedStepWith(r, membership_.world_size());
-    advances = agreed > training_.step();
+    persisted = training_.AgreedStepWith(r, membership_.world_size());
+    if (persisted == training_.step()) persisted = 0;
   }
   // Persisted outside the core's lock; DurableState keeps the highest step,
   // so reports racing here cannot move it backwards.
-  if (advances) ZS_RETURN_IF_ERROR(durable_->SetLastStep(agreed, r.loss()));
+  if (persisted > 0) ZS_RETURN_IF_ERROR(durable_->SetLastStep(persisted, r.loss()));
   EffectsLock lock(this);
   ZS_RETURN_IF_ERROR(CheckReporterLocked(r));  // The generation may have ended meanwhile.
+  const int64_t before = training_.step();
   training_.Record(r, membership_.world_size());
+  // Two ranks' reports crossing: each saw the other's rank behind, and this
+  // record completed the agreement. Written after the lock, as any effect.
+  if (training_.step() > before && training_.step() > persisted) {
+    effects_.last_step = CoreEffects::LastStep{training_.step(), training_.loss()};
+  }
   MaybeCompleteLocked(training_.step());
   // The last reports of a completed job are recorded, but no more steps
   // will run.

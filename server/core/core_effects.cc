@@ -21,6 +21,12 @@ void CoreEffects::Apply(DurableState& durable) const {
                    s.ToString().c_str());
     }
   }
+  if (last_step) {
+    if (absl::Status s = durable.SetLastStep(last_step->step, last_step->loss); !s.ok()) {
+      std::fprintf(stderr, "zeroshard-coordinator: persisting the step: %s\n",
+                   s.ToString().c_str());
+    }
+  }
   for (const std::string& line : log) std::fprintf(stderr, "zeroshard-coordinator: %s\n", line.c_str());
 }
 

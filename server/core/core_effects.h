@@ -35,10 +35,15 @@ struct CoreEffects {
   // The latest of each (an earlier one in the same call is superseded).
   std::optional<uint64_t> generation;
   std::optional<Lifecycle> lifecycle;
+  struct LastStep {
+    int64_t step = 0;
+    double loss = 0;
+  };
+  std::optional<LastStep> last_step;  // DurableState::SetLastStep (keeps the highest).
   std::vector<std::string> log;  // Lines for stderr, in order, without the newline.
   bool durable_before_visible = false;  // Apply before the core's mutex is released.
 
-  bool empty() const { return !generation && !lifecycle && log.empty(); }
+  bool empty() const { return !generation && !lifecycle && !last_step && log.empty(); }
   // Writes to `durable` (a failed write is logged and serving goes on: the
   // next change writes again; a restart at worst forgets the newest
   // failures, and the restart bump keeps generation numbers increasing),
