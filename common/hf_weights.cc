@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/dtype.h"
+#include "common/read_only_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -89,10 +90,7 @@ float HalfToFloat(uint16_t h) {
 }
 
 struct HfWeights::Fds {
-  std::vector<int> fds;
-  ~Fds() {
-    for (int fd : fds) ::close(fd);
-  }
+  std::vector<ReadOnlyFile> files;
 };
 
 absl::StatusOr<HfWeights> HfWeights::Open(const std::string& dir_text) {
@@ -104,9 +102,9 @@ absl::StatusOr<HfWeights> HfWeights::Open(const std::string& dir_text) {
   for (size_t f = 0; f < w.files_.size(); ++f) {
     const std::string path = (dir / w.files_[f]).string();
     ZS_ASSIGN_OR_RETURN(const SafetensorsInfo info, ReadSafetensorsInfo(path));
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-    w.fds_->fds.push_back(fd);
+    absl::StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(path);
+    if (!file.ok()) return absl::NotFoundError(file.status().message());
+    w.fds_->files.push_back(*std::move(file));
     w.data_bytes_ += info.data_bytes;
     for (const SafetensorsTensorInfo& t : info.tensors) {
       auto mapped = weight_map.find(t.name);
@@ -152,6 +150,13 @@ absl::Status HfWeights::CheckUnits(const std::vector<UnitSpec>& units) const {
   return absl::OkStatus();
 }
 
+absl::Status HfWeights::ReadBytes(const Source& s, const std::string& name, void* dst,
+                                  int64_t bytes, int64_t at) const {
+  const absl::Status st = fds_->files[s.file].Read(dst, bytes, at);
+  if (st.ok()) return st;
+  return absl::Status(st.code(), absl::StrCat("tensor ", name, ": ", st.message()));
+}
+
 absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t count,
                              float* dst) const {
   auto it = tensors_.find(name);
@@ -168,10 +173,7 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(count - done, kReadElements);
     const int64_t at = s.data_offset + s.info.begin + (first + done) * esize;
-    const ssize_t got = ::pread(fds_->fds[s.file], raw.data(), n * esize, at);
-    if (got != n * esize) {
-      return absl::DataLossError(absl::StrCat(files_[s.file], ": short read of tensor ", name));
-    }
+    ZS_RETURN_IF_ERROR(ReadBytes(s, name, raw.data(), n * esize, at));
     Convert(s.info.dtype, raw.data(), n, dst + done);
     done += n;
   }
@@ -228,10 +230,7 @@ absl::Status HfWeights::ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, 
     const Source& s = tensors_.at(p.name);  // CheckBf16Range: present.
     const int64_t bytes = (hi - lo) * 2;
     const int64_t at = s.data_offset + s.info.begin + (lo - p.offset) * 2;
-    if (::pread(fds_->fds[s.file], dst + (lo - offset), bytes, at) != bytes) {
-      return absl::DataLossError(absl::StrCat(files_[s.file], ": short read of tensor ", p.name));
-    }
-    return absl::OkStatus();
+    return ReadBytes(s, p.name, dst + (lo - offset), bytes, at);
   });
 }
 

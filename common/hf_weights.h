@@ -11,6 +11,8 @@
 // malformed or truncated file (ReadSafetensorsInfo's checks) or a short
 // read; FAILED_PRECONDITION for a tensor a model needs that is missing, of
 // another shape, or of a dtype other than F32/BF16/F16.
+// Reads go through ReadOnlyFile (common/read_only_file.h): straight from
+// the disk where the range is not in the page cache.
 // Thread-safe after Open: reads use pread on descriptors opened once.
 #pragma once
 
@@ -67,7 +69,10 @@ class HfWeights {
     SafetensorsTensorInfo info;
     int64_t data_offset = 0;
   };
-  struct Fds;  // Closes the descriptors.
+  // Bytes [at, at + bytes) of s's file; errors name the tensor.
+  absl::Status ReadBytes(const Source& s, const std::string& name, void* dst, int64_t bytes,
+                         int64_t at) const;
+  struct Fds;  // The open files.
   std::vector<std::string> files_;
   std::shared_ptr<Fds> fds_;
   std::map<std::string, Source> tensors_;

@@ -6,18 +6,21 @@ hf_synthetic.py: one safetensors shard per decoder layer behind an index),
 starts a zeroshard-coordinator serving it (init pretrained, as a fine-tuning
 job does), and per run, with the files evicted from the page cache first
 (posix_fadvise DONTNEED) each time:
-  - plain read: every file read start to end in 8 MiB blocks, one thread;
+  - plain read: every file read start to end in 8 MiB blocks, one thread,
+    through the page cache and again with O_DIRECT (the disk alone);
   - zeroshard: model_load_client, N ranks each downloading its ZeRO-3 shard
-    as fp32 master weights through the coordinator (read, BF16 -> fp32,
-    xxhash64, gRPC, the client's hash check and copy);
+    as fp32 master weights through the coordinator (read, xxhash64, gRPC,
+    the client's hash check and BF16 -> fp32 widening) into arrays zeroed
+    before the clock starts, as a worker loads into its engine's shards;
 and prints the medians of --runs runs: seconds, GB/s of safetensors data,
-and the ratio plain / zeroshard (goal >= 0.8), plus the coordinator's
-VmHWM. The two alternate so machine noise falls on both.
+and the ratios plain / zeroshard against each plain read (goal >= 0.8),
+plus the coordinator's VmHWM. They alternate so machine noise falls on all.
 
 Usage: bench/model/hf_load_bench.py [--gb 2] [--ranks 4] [--runs 3]
 """
 import argparse
 import json
+import mmap
 import os
 import re
 import signal
@@ -55,6 +58,24 @@ def plain_read(model):
     return time.perf_counter() - start
 
 
+def direct_read(model):
+    """The files read with O_DIRECT, 8 MiB at a time: the disk without the page cache."""
+    buf = mmap.mmap(-1, 8 << 20)  # Page-aligned, as O_DIRECT needs.
+    start = time.perf_counter()
+    for path in files_of(model):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            offset = 0
+            while True:
+                got = os.preadv(fd, [buf], offset)
+                offset += got
+                if got < len(buf):
+                    break
+        finally:
+            os.close(fd)
+    return time.perf_counter() - start
+
+
 def vm_hwm(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1)) * 1024
@@ -87,33 +108,39 @@ def main():
              "--checkpoint-dir", os.path.join(work, "ckpt"), "--job-config-json",
              json.dumps(job)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(1.0)
-        plain, loads = [], []
+        plain, direct, loads = [], [], []
         try:
             for run in range(args.runs):
                 evict(model)
                 plain.append(plain_read(model))
+                evict(model)
+                direct.append(direct_read(model))
                 evict(model)
                 out = subprocess.run(
                     [os.path.join(args.bin, "model_load_client"), "--coordinator",
                      f"127.0.0.1:{port}", "--model", model, "--ranks", str(args.ranks)],
                     capture_output=True, text=True, check=True, timeout=3600)
                 loads.append(json.loads(out.stdout)["seconds"])
-                print(f"run {run + 1}: plain read {plain[-1]:.2f} s, zeroshard {loads[-1]:.2f} s",
+                print(f"run {run + 1}: plain read {plain[-1]:.2f} s, O_DIRECT read {direct[-1]:.2f} s, "
+                      f"zeroshard {loads[-1]:.2f} s",
                       file=sys.stderr, flush=True)
             hwm = vm_hwm(coordinator.pid)
         finally:
             coordinator.send_signal(signal.SIGTERM)
             coordinator.wait(timeout=30)
-        pr, ld = statistics.median(plain), statistics.median(loads)
+        pr, dr, ld = statistics.median(plain), statistics.median(direct), statistics.median(loads)
         print(f"model: {params / 1e9:.2f}B parameters, {data / 1e9:.2f} GB of BF16 safetensors in "
               f"{len(files_of(model))} files; {args.ranks} ranks, ZeRO-3 shards as fp32; "
               f"median of {args.runs} cold runs; CPU: {peer_bench.cpu_model()}")
-        print("| what | seconds | GB/s of safetensors | plain / zeroshard |")
-        print("| --- | --- | --- | --- |")
-        print(f"| plain read | {pr:.2f} | {data / pr / 1e9:.2f} | |")
-        print(f"| zeroshard load | {ld:.2f} | {data / ld / 1e9:.2f} | **{pr / ld:.2f}** |")
+        print("| what | seconds | GB/s of safetensors | page-cache read / it | O_DIRECT read / it |")
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| plain read (page cache) | {pr:.2f} | {data / pr / 1e9:.2f} | | |")
+        print(f"| plain read (O_DIRECT) | {dr:.2f} | {data / dr / 1e9:.2f} | | |")
+        print(f"| zeroshard load | {ld:.2f} | {data / ld / 1e9:.2f} | **{pr / ld:.2f}** | "
+              f"**{dr / ld:.2f}** |")
         print(f"coordinator VmHWM while serving: {hwm / 1e6:.0f} MB; runs: plain "
-              f"{[round(x, 2) for x in plain]}, zeroshard {[round(x, 2) for x in loads]}")
+              f"{[round(x, 2) for x in plain]}, O_DIRECT {[round(x, 2) for x in direct]}, "
+              f"zeroshard {[round(x, 2) for x in loads]}")
 
 
 if __name__ == "__main__":

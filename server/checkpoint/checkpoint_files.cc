@@ -1,5 +1,7 @@
 #include "server/checkpoint/checkpoint_files.h"
 
+#include <xxhash.h>
+
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -27,19 +29,6 @@ struct FdCloser {
     if (fd >= 0) ::close(fd);
   }
 };
-
-}  // namespace
-
-absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path) {
-  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) {
-    return absl::ResourceExhaustedError(absl::StrCat("disk full: ", msg));
-  }
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  return absl::InternalError(msg);
-}
-
-namespace {
 
 // pwritev of all of `iov` at `offset`, retrying short writes and EINTR;
 // `iov` is consumed. Empty entries are skipped (nothing at all: OK).
@@ -100,33 +89,17 @@ absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_v
   return hash.Digest();
 }
 
-absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
-                       absl::string_view path) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t n = ::pread(fd, p, static_cast<size_t>(size), offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "read", path);
-    }
-    if (n == 0) {
-      return absl::DataLossError(absl::StrCat("read ", path, ": file ends at byte ", offset,
-                                              ", ", size, " bytes short"));
-    }
-    p += n;
-    size -= n;
-    offset += n;
+absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,
+                                        int64_t offset) {
+  if (file.ReadsDirect(size, offset)) {  // From the disk: no cache to keep it in.
+    ZS_RETURN_IF_ERROR(file.Read(data, size, offset));
+    return XXH64(data, static_cast<size_t>(size), 0);
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<uint64_t> PReadWithXxh64(int fd, void* data, int64_t size, int64_t offset,
-                                        absl::string_view path) {
   Xxh64Stream hash;
   char* p = static_cast<char*>(data);
   for (int64_t done = 0; done < size;) {
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(kXxhashCopyBlockBytes), size - done);
-    ZS_RETURN_IF_ERROR(PReadFull(fd, p + done, n, offset + done, path));
+    ZS_RETURN_IF_ERROR(file.ReadCached(p + done, n, offset + done));
     hash.Update(p + done, static_cast<size_t>(n));
     done += n;
   }

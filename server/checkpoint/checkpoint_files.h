@@ -12,11 +12,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/read_only_file.h"
 
 namespace zeroshard::server {
 
-// Status for a failed syscall `what` on `path` with errno `err`.
-absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path);
+// ErrnoStatus and PReadFull: common/read_only_file.h.
 
 // Writes all `size` bytes at `offset` (pwrite, retrying short writes and EINTR).
 absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
@@ -27,14 +27,12 @@ absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
 // still in cache.
 absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
                                          int64_t offset, absl::string_view path);
-// Reads exactly `size` bytes at `offset`; DATA_LOSS if the file is shorter.
-absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset,
-                       absl::string_view path);
-
-// PReadFull, returning XXH64 (seed 0) of the bytes read: read and hashed
-// block by block (common/xxhash_copy.h), each block while still in cache.
-absl::StatusOr<uint64_t> PReadWithXxh64(int fd, void* data, int64_t size, int64_t offset,
-                                        absl::string_view path);
+// file.Read, returning XXH64 (seed 0) of the bytes read. From the page
+// cache: read and hashed block by block (common/xxhash_copy.h), each block
+// while still in the CPU's cache; from the disk (ReadsDirect): read whole,
+// then hashed.
+absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,
+                                        int64_t offset);
 
 absl::Status FsyncPath(const std::string& path);  // A file or a directory.
 

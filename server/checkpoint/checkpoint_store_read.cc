@@ -122,35 +122,28 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, con
   ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), file->numel(),
                                 absl::StrCat("unit ", req.unit(), "'s elements").c_str()));
   // Opened once: a retention delete during the read cannot pull it away.
-  const std::string path = c->dir + "/" + file->path();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  ZS_ASSIGN_OR_RETURN(const ReadOnlyFile in, ReadOnlyFile::Open(c->dir + "/" + file->path()));
   v1::RangeChunk chunk;
   chunk.set_step(c->step);
-  absl::Status st;
   const int64_t end_byte = (req.offset() + req.length()) * 4;
   int64_t advised = req.offset() * 4;  // Read-ahead asked for up to here.
-  for (int64_t off = req.offset(); st.ok() && off < req.offset() + req.length(); off += chunk_elems) {
+  for (int64_t off = req.offset(); off < req.offset() + req.length(); off += chunk_elems) {
     const int64_t n = std::min(chunk_elems, req.offset() + req.length() - off);
-    // The disk reads the window ahead while this chunk is hashed and sent.
+    // Without direct reads, the disk reads the window ahead while this
+    // chunk is hashed and sent (with them, the page cache is bypassed).
     const int64_t want = std::min(end_byte, off * 4 + kReadAheadBytes);
-    if (want > advised) {
-      (void)::posix_fadvise(fd, advised, want - advised, POSIX_FADV_WILLNEED);  // Advice only.
+    if (!in.has_direct() && want > advised) {
+      in.AdviseWillNeed(advised, want - advised);
       advised = want;
     }
-    absl::StatusOr<uint64_t> hash =
-        PReadWithXxh64(fd, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4, path);
-    if (!hash.ok()) {
-      st = hash.status();
-      break;
-    }
+    ZS_ASSIGN_OR_RETURN(const uint64_t hash,
+                        PReadWithXxh64(in, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4));
     chunk.set_offset(off);
     chunk.set_length(n);
-    chunk.set_xxhash64(*hash);
-    st = sink.send(chunk);
+    chunk.set_xxhash64(hash);
+    ZS_RETURN_IF_ERROR(sink.send(chunk));
   }
-  ::close(fd);
-  return st;
+  return absl::OkStatus();
 }
 
 }  // namespace zeroshard::server

@@ -58,7 +58,7 @@ TEST(XxhashCopyTest, PWriteOfPiecesWritesAndHashesTheirConcatenation) {
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ(*h, XXH64(bytes.data(), total, 0)) << total;
     std::vector<char> back(total);
-    ASSERT_TRUE(server::PReadFull(fd, back.data(), static_cast<int64_t>(total), 9, path).ok());
+    ASSERT_TRUE(PReadFull(fd, back.data(), static_cast<int64_t>(total), 9, path).ok());
     EXPECT_TRUE(back == bytes) << total << " bytes in " << pieces.size() << " pieces";
   }
   ::close(fd);
@@ -71,15 +71,17 @@ TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {
   ASSERT_GE(fd, 0);
   const std::vector<char> file = RandomBytes((1 << 20) + 100, 7);
   ASSERT_TRUE(server::PWriteFull(fd, file.data(), static_cast<int64_t>(file.size()), 0, path).ok());
+  absl::StatusOr<ReadOnlyFile> read = ReadOnlyFile::Open(path);
+  ASSERT_TRUE(read.ok()) << read.status();
   for (size_t n : kSizes) {
     std::vector<char> got(n);
-    absl::StatusOr<uint64_t> h = server::PReadWithXxh64(fd, got.data(), static_cast<int64_t>(n), 50, path);
+    absl::StatusOr<uint64_t> h = server::PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ(*h, XXH64(file.data() + 50, n, 0)) << n;
     EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + 50)) << n;
   }
   std::vector<char> big(file.size());
-  EXPECT_EQ(server::PReadWithXxh64(fd, big.data(), static_cast<int64_t>(big.size()), 1, path)
+  EXPECT_EQ(server::PReadWithXxh64(*read, big.data(), static_cast<int64_t>(big.size()), 1)
                 .status()
                 .code(),
             absl::StatusCode::kDataLoss);  // One byte past the end.

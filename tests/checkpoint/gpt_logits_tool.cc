@@ -58,7 +58,7 @@ absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const server::LoadedMa
       if (f.kind() == v1::TENSOR_KIND_MASTER && f.unit() == u.name) file = dir + "/" + f.path();
     }
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return server::ErrnoStatus(errno, "open", file);
+    if (fd < 0) return ErrnoStatus(errno, "open", file);
     absl::Status st;
     for (const ParamPlacement& p : u.params) {
       const ParamPlacement* src = nullptr;
@@ -67,7 +67,7 @@ absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const server::LoadedMa
         st = absl::NotFoundError("checkpoint lacks " + p.name + " in the model's shape");
         break;
       }
-      st = server::PReadFull(fd, buf.data() + p.offset, p.numel * 4, src->offset * 4, file);
+      st = PReadFull(fd, buf.data() + p.offset, p.numel * 4, src->offset * 4, file);
       if (!st.ok()) break;
     }
     ::close(fd);

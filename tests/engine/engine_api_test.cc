@@ -133,6 +133,49 @@ TEST(EngineApiTest, ShardStateRoundTripContinuesBitIdentically) {
   }
 }
 
+// The model-weight load's in-place path (worker/trainer/checkpointing.cc):
+// engine B's master written through HostMaster and loaded with empty m and
+// v trains bit-identically to engine C loaded from host arrays and zeros.
+TEST(EngineApiTest, MasterWrittenInPlaceLoadsAsFromHostArrays) {
+  absl::Status s = RunRanksAsThreads(2, "api_in_place", [&](int rank, Communicator* comm)
+                                                            -> absl::Status {
+    ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 2));
+    ZS_ASSIGN_OR_RETURN(auto a, MakeEngine(plan, comm, 3));
+    ZS_ASSIGN_OR_RETURN(auto b, MakeEngine(plan, comm, 3));
+    ZS_ASSIGN_OR_RETURN(auto c, MakeEngine(plan, comm, 3));
+    TrainSteps(*a, plan, rank, 1, 3);
+    TrainSteps(*b, plan, rank, 1, 1);  // Non-zero m and v, which the load must clear.
+    for (int u = 0; u < 3; ++u) {
+      const OptimizerShardView view = a->OptimizerShard(u);
+      const size_t n = static_cast<size_t>(view.range.length);
+      float* in_place = b->HostMaster(u);
+      EXPECT_NE(in_place, nullptr) << "the CPU device's resident state is host memory";
+      if (in_place == nullptr) return absl::InternalError("no host master");
+      std::memcpy(in_place, view.master, n * 4);
+      EXPECT_EQ(b->LoadShardState(u, {in_place, n}, {view.m, n - 1}, {}).code(),
+                absl::StatusCode::kInvalidArgument) << "only an empty m or v means zeros";
+      ZS_RETURN_IF_ERROR(b->LoadShardState(u, {in_place, n}, {}, {}));
+      const std::vector<float> master(view.master, view.master + n), zeros(n, 0.0f);
+      ZS_RETURN_IF_ERROR(c->LoadShardState(u, master, zeros, zeros));
+      const OptimizerShardView loaded = b->OptimizerShard(u);
+      EXPECT_TRUE(std::equal(loaded.m, loaded.m + n, zeros.begin())) << "unit " << u;
+      EXPECT_TRUE(std::equal(loaded.v, loaded.v + n, zeros.begin())) << "unit " << u;
+    }
+    for (ShardedEngine* e : {b.get(), c.get()}) {
+      e->set_optimizer_step(0);
+      ZS_RETURN_IF_ERROR(e->RebuildComputeCopy());
+      TrainSteps(*e, plan, rank, 4, 2);
+    }
+    for (int u = 0; u < 3; ++u) {
+      ZS_ASSIGN_OR_RETURN(std::vector<float> pb, b->GatherFullParams(u));
+      ZS_ASSIGN_OR_RETURN(std::vector<float> pc, c->GatherFullParams(u));
+      EXPECT_EQ(std::memcmp(pb.data(), pc.data(), pb.size() * 4), 0) << "unit " << u;
+    }
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST(EngineApiTest, NonFiniteGradientSkipsStepAndBracketedStepIsRefused) {
   ASSERT_TRUE(RunRanksAsThreads(2, "api_nonfinite", [](int rank, Communicator* comm) -> absl::Status {
     ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 2, 1));

@@ -23,12 +23,37 @@ using RangeChunkIn = IncomingChunk<v1::RangeChunk>;
 
 namespace {
 
+// The bf16 bits of `frame`'s pieces widened into `out` (exact: bfloat16 is
+// fp32's upper half) and added to `hash`, piece by piece while each is in
+// cache. A piece may end inside an element: its first byte waits in `low`.
+void WidenIntoXxh64(const RangeChunkIn& frame, float* out, Xxh64Stream* hash) {
+  int low = -1;  // The pending low byte (little-endian), or -1.
+  for (absl::string_view piece : frame.pieces()) {
+    hash->Update(piece.data(), piece.size());
+    const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
+    size_t n = piece.size();
+    if (low >= 0 && n > 0) {
+      *out++ = Bf16ToFloat(static_cast<bf16>(low | (p[0] << 8)));
+      low = -1;
+      ++p;
+      --n;
+    }
+    const size_t elems = n / 2;
+    for (size_t i = 0; i < elems; ++i) {
+      bf16 bits;
+      std::memcpy(&bits, p + 2 * i, 2);
+      out[i] = Bf16ToFloat(bits);
+    }
+    out += elems;
+    if (n % 2 == 1) low = p[n - 1];
+  }
+}
+
 // One DownloadRange chunk into dst (the range's first element at dst[0]):
 // it must continue the range at `next` and pass its xxhash64; a bf16 one
 // (model weights only) is widened to fp32, exactly. DATA_LOSS otherwise.
 absl::Status ReceiveChunk(const RangeChunkIn& frame, bool model_weights, ElementRange range,
-                          int64_t next, const std::string& unit, float* dst,
-                          std::vector<bf16>* bf16_bits) {
+                          int64_t next, const std::string& unit, float* dst) {
   const v1::RangeChunk& chunk = frame.header();
   const bool is_bf16 = chunk.bf16() && model_weights;  // Only asked for with model weights.
   if (chunk.offset() != next || chunk.length() < 1 ||
@@ -39,14 +64,14 @@ absl::Status ReceiveChunk(const RangeChunkIn& frame, bool model_weights, Element
   }
   Xxh64Stream hash;
   float* out = dst + (next - range.offset);
-  if (is_bf16) bf16_bits->resize(static_cast<size_t>(chunk.length()));
-  char* to = is_bf16 ? reinterpret_cast<char*>(bf16_bits->data()) : reinterpret_cast<char*>(out);
-  for (absl::string_view piece : frame.pieces()) {
-    CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
-    to += piece.size();
-  }
-  if (is_bf16) {  // bfloat16 is fp32's upper half: exact.
-    for (int64_t i = 0; i < chunk.length(); ++i) out[i] = Bf16ToFloat((*bf16_bits)[i]);
+  if (is_bf16) {
+    WidenIntoXxh64(frame, out, &hash);
+  } else {
+    char* to = reinterpret_cast<char*>(out);
+    for (absl::string_view piece : frame.pieces()) {
+      CopyIntoXxh64(to, piece.data(), piece.size(), &hash);
+      to += piece.size();
+    }
   }
   if (hash.Digest() != chunk.xxhash64()) {
     return absl::DataLossError(absl::StrCat("DownloadRange: chunk at ", chunk.offset(), " of ",
@@ -80,11 +105,10 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
       grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
           channel_.get(), download_method_, ctx.get(), req));
   RangeChunkIn frame;
-  std::vector<bf16> bf16_bits;  // A bf16 chunk's data, before it is widened.
   int64_t next = range.offset;
   absl::Status bad;
   while (bad.ok() && reader->Read(&frame)) {
-    bad = ReceiveChunk(frame, model_weights, range, next, unit, dst, &bf16_bits);
+    bad = ReceiveChunk(frame, model_weights, range, next, unit, dst);
     if (bad.ok()) next += frame.header().length();
   }
   if (!bad.ok()) ctx->TryCancel();

@@ -9,6 +9,8 @@
 #include "common/status_macros.h"
 #include "worker/engine/sharded_engine.h"
 
+#include <tuple>
+
 namespace zeroshard {
 
 absl::StatusOr<const float*> ShardedEngine::MasterOnDevice(int u, DeviceBuffer& staging) {
@@ -70,8 +72,9 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
   }
   Unit& unit = units_[u];
   const size_t n = static_cast<size_t>(unit.opt_range.length);
-  for (auto [name, span] : {std::pair{"master", master}, std::pair{"m", m}, std::pair{"v", v}}) {
-    if (span.size() != n) {
+  for (auto [name, span, may_be_empty] : {std::tuple{"master", master, false},
+                                           std::tuple{"m", m, true}, std::tuple{"v", v, true}}) {
+    if (span.size() != n && !(may_be_empty && span.empty())) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": ", span.size(),
                                                      " elements, expected ", n, " for unit '",
                                                      unit.plan->name, "'"));
@@ -79,8 +82,16 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
   }
   ZS_RETURN_IF_ERROR(AwaitInFlight());
   compute_copy_stale_ = true;
-  // The spans are the caller's: the store has read them on return.
-  return opt_->Load(u, master.data(), m.data(), v.data());
+  // The spans are the caller's: the store has read them on return. Empty
+  // m or v: null, which the store loads as zeros.
+  return opt_->Load(u, master.data(), m.empty() ? nullptr : m.data(),
+                    v.empty() ? nullptr : v.data());
+}
+
+float* ShardedEngine::HostMaster(int u) {
+  ZS_CHECK(u >= 0 && u < static_cast<int>(units_.size()));
+  if (device_->kind() != DeviceKind::kCpu) return nullptr;
+  return opt_->Resident(u).master;  // Null unless the state is resident (kDevice).
 }
 
 absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* master, float* m,

@@ -214,10 +214,17 @@ class ShardedEngine final : public UnitHooks {
   absl::Status CopyOptimizerState(int unit, ElementRange sub, float* master, float* m,
                                   float* v);
   // Replaces that state (checkpoint restore); spans must have
-  // OptimizerShard(unit).range.length elements (INVALID_ARGUMENT otherwise).
-  // Then call RebuildComputeCopy on every rank before the next hook.
+  // OptimizerShard(unit).range.length elements (INVALID_ARGUMENT otherwise),
+  // except m and v, which may be empty: zeros. Then call RebuildComputeCopy
+  // on every rank before the next hook.
   absl::Status LoadShardState(int unit, absl::Span<const float> master,
                               absl::Span<const float> m, absl::Span<const float> v);
+  // Unit u's master shard as writable host memory where the optimizer state
+  // is resident in this process's RAM (the CPU device, not offloaded):
+  // OptimizerShard(u).range.length floats, which a restore may write in
+  // place and then pass to LoadShardState. nullptr otherwise (a GPU's
+  // memory, host or NVMe offload): restore through host arrays.
+  float* HostMaster(int unit);
   // Rewrites every compute copy from the master weights. Collective at
   // stages 1 and 2 (all-gathers); local otherwise.
   absl::Status RebuildComputeCopy();

@@ -21,16 +21,6 @@ absl::Status Errno(const char* what, const std::string& path, int err) {
 
 }  // namespace
 
-void AlignedFree::operator()(void* p) const { std::free(p); }
-
-absl::StatusOr<AlignedBytes> AllocateAligned(int64_t bytes) {
-  void* p = std::aligned_alloc(kBlockBytes, static_cast<size_t>(AlignUp(std::max<int64_t>(bytes, 1))));
-  if (p == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " aligned host bytes"));
-  }
-  return AlignedBytes(static_cast<uint8_t*>(p));
-}
-
 IoRing::IoRing(bool force_pread) {
   if (force_pread) return;
   auto ring = std::make_unique<io_uring>();

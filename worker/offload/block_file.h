@@ -11,7 +11,8 @@
 // a ring is not thread-safe, so each I/O thread owns one.
 //
 // Alignment: buffers, offsets and sizes passed to Read/Write must be
-// multiples of kBlockBytes (4096), which O_DIRECT needs; AlignUp rounds.
+// multiples of kBlockBytes (4096, common/aligned_bytes.h), which O_DIRECT
+// needs; AlignUp rounds; AllocateAligned gives such buffers.
 // Errors: INTERNAL naming the path and errno's text for a failed open, read
 // or write; DATA_LOSS for a short read (the file ended early);
 // DEADLINE_EXCEEDED when io_uring completes no chunk in 120 s (the chunks
@@ -26,15 +27,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/aligned_bytes.h"
 
 struct io_uring;
 
 namespace zeroshard {
 
-inline constexpr int64_t kBlockBytes = 4096;
 inline constexpr int64_t kChunkBytes = int64_t{1} << 20;
 inline constexpr int kQueueDepth = 16;
-inline int64_t AlignUp(int64_t bytes) { return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes; }
 
 // The per-thread I/O engine: io_uring, or pread/pwrite.
 class IoRing {
@@ -79,13 +79,5 @@ class BlockFile {
   int fd_ = -1;
   bool direct_ = false;
 };
-
-// Aligned host memory (kBlockBytes) for O_DIRECT buffers; freed by the deleter.
-struct AlignedFree {
-  void operator()(void* p) const;
-};
-using AlignedBytes = std::unique_ptr<uint8_t, AlignedFree>;
-// RESOURCE_EXHAUSTED naming the bytes when the allocation fails.
-absl::StatusOr<AlignedBytes> AllocateAligned(int64_t bytes);
 
 }  // namespace zeroshard

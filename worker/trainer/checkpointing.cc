@@ -123,19 +123,27 @@ absl::Status RestoreModelWeights(const GenerationContext& ctx, ShardedEngine& en
   }
   const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();
   const ShardPlan& plan = engine.plan();
-  std::vector<std::vector<float>> master(plan.units.size());
+  // Each unit's weights land in the engine's own master shard where it is
+  // host memory (no second copy, no fresh pages to fault in), in a host
+  // array otherwise.
+  std::vector<std::vector<float>> staged(plan.units.size());
+  std::vector<absl::Span<const float>> master(plan.units.size());
   std::vector<checkpoint::RestoreTarget> targets;
   for (size_t u = 0; u < plan.units.size(); ++u) {
     const ElementRange range = engine.OptimizerShard(static_cast<int>(u)).range;
-    master[u].resize(range.length);
-    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, range, master[u].data()});
+    float* dst = engine.HostMaster(static_cast<int>(u));
+    if (dst == nullptr) {
+      staged[u].resize(range.length);
+      dst = staged[u].data();
+    }
+    master[u] = absl::MakeConstSpan(dst, range.length);
+    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, range, dst});
   }
   ZS_RETURN_IF_ERROR(
       ctx.checkpoints->RestoreModelWeights(ctx.session->job_id(), plan, targets, deadline));
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    const std::vector<float> zeros(master[u].size(), 0.0f);
-    ZS_RETURN_IF_ERROR(engine.LoadShardState(static_cast<int>(u), master[u], zeros, zeros));
-    std::vector<float>().swap(master[u]);  // Each unit's host copy goes once it is loaded.
+  for (size_t u = 0; u < plan.units.size(); ++u) {  // m and v start at zero.
+    ZS_RETURN_IF_ERROR(engine.LoadShardState(static_cast<int>(u), master[u], {}, {}));
+    std::vector<float>().swap(staged[u]);  // Each unit's host copy goes once it is loaded.
   }
   ZS_RETURN_IF_ERROR(engine.RebuildComputeCopy());
   engine.set_optimizer_step(0);
