@@ -40,6 +40,7 @@
 #include "common/cli.h"
 #include "absl/time/clock.h"
 #include "common/rpc/rpc_security.h"
+#include "bench/checkpoint/plain_io.h"
 #include "bench/checkpoint/server_child.h"
 #include "bench/support/proc_stat.h"
 #include "worker/checkpoint/checkpoint_client.h"
@@ -49,20 +50,12 @@ namespace zs = zeroshard;
 
 namespace {
 
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "checkpoint_bench: %s\n", what.c_str());
-  std::exit(1);
-}
+using zs::bench::Die;
+using zs::bench::DirectRead;
+using zs::bench::EvictTree;
+using zs::bench::PlainRead;
+using zs::bench::PlainWrite;
 
-// Drops every file under `root` from the page cache (they must be clean).
-void EvictTree(const std::string& root) {
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
-    int fd = ::open(e.path().c_str(), O_RDONLY);
-    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) Die("evict " + e.path().string());
-    ::close(fd);
-  }
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -83,30 +76,6 @@ CpuSeconds TakeCpu(pid_t service) {
 CpuSeconds Since(const CpuSeconds& start, pid_t service) {
   const CpuSeconds now = TakeCpu(service);
   return {now.ranks - start.ranks, now.service - start.service};
-}
-
-double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t bytes) {
-  absl::Time t0 = absl::Now();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) Die("create " + path);
-  for (int64_t done = 0; done < bytes;) {
-    const int64_t n = std::min<int64_t>(static_cast<int64_t>(buf.size()), bytes - done);
-    if (::write(fd, buf.data(), static_cast<size_t>(n)) != n) Die("write " + path);
-    done += n;
-  }
-  if (::fsync(fd) != 0) Die("fsync " + path);
-  ::close(fd);
-  return absl::ToDoubleSeconds(absl::Now() - t0);
-}
-
-double PlainRead(const std::string& path, std::vector<char>& buf) {
-  absl::Time t0 = absl::Now();
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) Die("open " + path);
-  while (::read(fd, buf.data(), buf.size()) > 0) {
-  }
-  ::close(fd);
-  return absl::ToDoubleSeconds(absl::Now() - t0);
 }
 
 struct Flags {
@@ -278,7 +247,8 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
 
 // Per-run seconds of each measurement (tls_*: the mTLS service's).
 struct Timings {
-  std::vector<double> save_s, write_s, restore_s, read_s, tls_save_s, tls_restore_s;
+  std::vector<double> save_s, write_s, restore_s, read_s, direct_read_s, tls_save_s,
+      tls_restore_s;
   std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
 };
 
@@ -326,6 +296,9 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
               save / write);
   std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
               restore / read);
+  const double direct = mb / Median(t.direct_read_s);
+  std::printf("                                               O_DIRECT read:     %8.1f MB/s   ratio %.2f\n",
+              direct, restore / direct);
   PrintCpu("save   ", total_bytes, t.save_cpu);
   PrintCpu("restore", total_bytes, t.restore_cpu);
   PrintTls(total_bytes, t);
@@ -374,6 +347,8 @@ int main(int argc, char** argv) {
         TimeRestore(plan, clients, shards, run + 1, pid, &t.restore_cpu.emplace_back()));
     if (cold) EvictTree(dir);
     t.read_s.push_back(PlainRead(plain, buf));
+    if (cold) EvictTree(dir);
+    t.direct_read_s.push_back(DirectRead(plain, buf));
     if (tls) {
       CpuSeconds unused;
       const pid_t tls_pid = tls_service->pid();

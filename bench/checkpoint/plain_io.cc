@@ -1,0 +1,66 @@
+#include "bench/checkpoint/plain_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/time/clock.h"
+#include "common/aligned_bytes.h"
+
+namespace zeroshard::bench {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "checkpoint_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void EvictTree(const std::string& root) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    int fd = ::open(e.path().c_str(), O_RDONLY);
+    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) Die("evict " + e.path().string());
+    ::close(fd);
+  }
+}
+
+double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t bytes) {
+  absl::Time t0 = absl::Now();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) Die("create " + path);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(buf.size()), bytes - done);
+    if (::write(fd, buf.data(), static_cast<size_t>(n)) != n) Die("write " + path);
+    done += n;
+  }
+  if (::fsync(fd) != 0) Die("fsync " + path);
+  ::close(fd);
+  return absl::ToDoubleSeconds(absl::Now() - t0);
+}
+
+double PlainRead(const std::string& path, std::vector<char>& buf) {
+  absl::Time t0 = absl::Now();
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) Die("open " + path);
+  while (::read(fd, buf.data(), buf.size()) > 0) {
+  }
+  ::close(fd);
+  return absl::ToDoubleSeconds(absl::Now() - t0);
+}
+
+double DirectRead(const std::string& path, std::vector<char>& buf) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
+  if (fd < 0) return PlainRead(path, buf);
+  absl::StatusOr<AlignedBytes> aligned = AllocateAligned(4 << 20);
+  if (!aligned.ok()) Die("allocate");
+  absl::Time t0 = absl::Now();
+  while (::read(fd, aligned->get(), 4 << 20) > 0) {
+  }
+  ::close(fd);
+  return absl::ToDoubleSeconds(absl::Now() - t0);
+}
+
+}  // namespace zeroshard::bench
