@@ -52,8 +52,7 @@ int RunNow(const CheckpointFlags& f) {
     std::cerr << "zeroshard checkpoint now: " << seq.status().message() << "\n";
     return 1;
   }
-  std::cout << "checkpoint requested (request " << *seq
-            << "); trainers save at their next step\n";
+  std::cout << "checkpoint requested (request " << *seq << "); trainers save at their next step\n";
   return 0;
 }
 
@@ -95,8 +94,8 @@ int RunExport(const CheckpointFlags& f) {
   }
   std::cout << "exported " << r->checkpoint_dir << " (step " << r->step << "): " << r->tensors
             << " tensors, " << r->bytes << " bytes of " << f.dtype << " weights in " << r->files
-            << " file(s) -> " << f.out
-            << (hf ? " (Hugging Face: safetensors, config.json)" : "") << "\n";
+            << " file(s) -> " << f.out << (hf ? " (Hugging Face: safetensors, config.json)" : "")
+            << "\n";
   return 0;
 }
 
@@ -128,17 +127,19 @@ void RegisterCheckpointCommand(CLI::App& app, std::vector<Command>& commands) {
       ->check(CLI::IsMember({"native", "hf", "hf-gpt2"}))
       ->capture_default_str();
   exp->add_option("--dtype", flags.dtype, "hf: the weights' dtype")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   exp->add_option("--max-shard-size", flags.max_shard_bytes,
                   "hf: the largest safetensors file before the weights split into shards with "
                   "an index (bytes; 5GB, 100MB, ...)")
-      ->transform(CLI::AsSizeValue(true))->capture_default_str();
+      ->transform(CLI::AsSizeValue(true))
+      ->capture_default_str();
   commands.push_back({sub, [now, list, exp] {
-    if (now->parsed()) return RunNow(flags);
-    if (list->parsed()) return RunList(flags);
-    if (exp->parsed()) return RunExport(flags);
-    return 2;
-  }});
+                        if (now->parsed()) return RunNow(flags);
+                        if (list->parsed()) return RunList(flags);
+                        if (exp->parsed()) return RunExport(flags);
+                        return 2;
+                      }});
 }
 
 }  // namespace zeroshard::cli

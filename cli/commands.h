@@ -12,8 +12,8 @@
 namespace zeroshard::cli {
 
 struct Command {
-  CLI::App* app;              // The subcommand, owned by the parent app.
-  std::function<int()> run;   // Returns the process exit code.
+  CLI::App* app;             // The subcommand, owned by the parent app.
+  std::function<int()> run;  // Returns the process exit code.
 };
 
 void RegisterCommands(CLI::App& app);

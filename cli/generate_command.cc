@@ -28,8 +28,8 @@
 #include "common/tokenizer/tokenizer.h"
 #include "server/checkpoint/checkpoint_model.h"
 #include "worker/device/device_factory.h"
-#include "worker/model/model_kernels.h"
 #include "worker/model/kv_decoder.h"
+#include "worker/model/model_kernels.h"
 #include "worker/model/token_sampler.h"
 
 namespace zeroshard::cli {
@@ -39,16 +39,17 @@ struct GenerateOptions {
   std::string model, checkpoint, tokenizer, prompt, prompt_file;
   int max_new_tokens = 64;
   SamplingOptions sampling;
-  bool ids = false;  // Print the generated ids (one line) instead of text.
+  bool ids = false;            // Print the generated ids (one line) instead of text.
   std::string device = "cpu";  // cpu | cuda | auto (DeviceOptions::kind).
 };
 
 // The decoder on the chosen device; `device` and `kernels` keep what it
 // runs on alive.
-absl::StatusOr<std::unique_ptr<KvDecoder>> MakeDecoder(
-    const GenerateOptions& o, const ModelConfig& config, int context,
-    const std::vector<std::vector<float>>& units, std::unique_ptr<Device>* device,
-    ModelKernels* kernels) {
+absl::StatusOr<std::unique_ptr<KvDecoder>> MakeDecoder(const GenerateOptions& o,
+                                                       const ModelConfig& config, int context,
+                                                       const std::vector<std::vector<float>>& units,
+                                                       std::unique_ptr<Device>* device,
+                                                       ModelKernels* kernels) {
   ZS_ASSIGN_OR_RETURN(*device, CreateDevice({.kind = o.device}));
   DecodeTarget target{.device = device->get(), .positions = context};
   if ((*device)->kind() != DeviceKind::kCpu) {

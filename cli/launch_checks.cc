@@ -10,9 +10,9 @@
 #include "common/hf_model_config.h"
 #include "common/hf_weights.h"
 #include "common/job_model.h"
-#include "common/tokenizer/job_tokenizer.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
+#include "common/tokenizer/job_tokenizer.h"
 #include "worker/data/text_corpus.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/gpt_model.h"
@@ -52,9 +52,8 @@ absl::Status CheckOffload(LaunchOptions& o, const ModelConfig& model) {
   o.job.offload_dir = std::filesystem::absolute(j.offload_dir, ec).string();
   const int units = static_cast<int>(ModelUnits(model).size());
   return CheckOffloadDir(j.offload_dir,
-                         OffloadBytesNeeded(ModelParamCount(model), j.stage, o.workers, opt,
-                                            params, static_cast<int>(DTypeSize(j.compute_dtype)),
-                                            units));
+                         OffloadBytesNeeded(ModelParamCount(model), j.stage, o.workers, opt, params,
+                                            static_cast<int>(DTypeSize(j.compute_dtype)), units));
 }
 
 // The job's model: a preset, or a model directory (made absolute, its
@@ -68,14 +67,16 @@ absl::StatusOr<ModelConfig> ResolveLaunchModel(JobConfig& job) {
   }
   absl::StatusOr<ModelConfig> model = ResolveModel(job.model, job.seq_len);
   if (!model.ok()) {
-    return absl::Status(model.status().code(), absl::StrCat("--model ", job.model, ": ",
-                                                            model.status().message()));
+    return absl::Status(model.status().code(),
+                        absl::StrCat("--model ", job.model, ": ", model.status().message()));
   }
   if (!model->is_llama()) {
     if (job.seq_len > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--seq-len applies to model directories (preset ", job.model, " trains on its own "
-          "context, ", model->n_ctx, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--seq-len applies to model directories (preset ", job.model,
+                       " trains on its own "
+                       "context, ",
+                       model->n_ctx, ")"));
     }
     return model;
   }
@@ -94,7 +95,8 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(o.job.compute_dtype, ParseDType(o.compute_dtype));
   const bool auto_stage = o.stage == "auto";
   if (!auto_stage && !absl::SimpleAtoi(o.stage, &o.job.stage)) {
-    return absl::InvalidArgumentError(absl::StrCat("--stage: '", o.stage, "' (expected 0..3 or auto)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stage: '", o.stage, "' (expected 0..3 or auto)"));
   }
   ZS_ASSIGN_OR_RETURN(o.job.reduce_dtype, ParseDType(o.reduce_dtype));
   // Parsed here, not by the job's Validate, so the error names the flag.

@@ -18,11 +18,11 @@
 #include "cli/launch_summary.h"
 #include "cli/launch_tokens.h"
 #include "common/child_process.h"
-#include "common/process_metrics.h"
 #include "common/dir_lock.h"
-#include "server/rpc/coordinator_stack.h"
 #include "common/job_model.h"
 #include "common/model_config.h"
+#include "common/process_metrics.h"
+#include "server/rpc/coordinator_stack.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard::cli {
@@ -38,7 +38,8 @@ void Linger(const LaunchOptions& o) {
   const double seconds = o.linger_seconds >= 0 ? o.linger_seconds : (fixed_port ? 5.0 : 0.0);
   if (seconds <= 0 || g_interrupted.load()) return;
   std::cout << "zeroshard launch: keeping the coordinator's /metrics up for " << seconds
-            << " s (--linger) for a final scrape\n" << std::flush;
+            << " s (--linger) for a final scrape\n"
+            << std::flush;
   const absl::Time until = absl::Now() + absl::Seconds(seconds);
   while (absl::Now() < until && !g_interrupted.load()) absl::SleepFor(absl::Milliseconds(50));
 }
@@ -60,8 +61,10 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
   std::vector<std::string> args{bin, "--coordinator", address, "--threads",
                                 std::to_string(o.job.threads)};
   const std::pair<const char*, const std::string*> security[] = {
-      {"--tls-ca", &o.security.tls.ca}, {"--tls-cert", &o.security.tls.cert},
-      {"--tls-key", &o.security.tls.key}, {"--token-file", &o.security.token_file}};
+      {"--tls-ca", &o.security.tls.ca},
+      {"--tls-cert", &o.security.tls.cert},
+      {"--tls-key", &o.security.tls.key},
+      {"--token-file", &o.security.token_file}};
   for (const auto& [flag, value] : security) {
     if (!value->empty()) args.insert(args.end(), {flag, *value});
   }
@@ -71,8 +74,7 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const LaunchOptions& o,
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--worker-id", absl::StrCat("local-", i)});
     workers.push_back(std::make_unique<ChildProcess>(
-        argv,
-        absl::StrCat(o.run_dir, "/worker-", i, ".log"),
+        argv, absl::StrCat(o.run_dir, "/worker-", i, ".log"),
         // LOCAL_RANK picks worker i's GPU (i mod visible GPUs) with --device cuda.
         std::vector<std::string>{absl::StrCat("OPENBLAS_NUM_THREADS=", o.job.threads),
                                  absl::StrCat("LOCAL_RANK=", i)}));
@@ -98,7 +100,8 @@ void PrintProgress(const ProgressState& progress, bool tty, int64_t* last_printe
 void PrintSample(const StepRecord& r, bool tty) {
   if (r.sample.empty()) return;
   std::cout << (tty ? "\r\033[K" : "") << "sample at step " << r.step << ":\n"
-            << r.sample << "\n---\n" << std::flush;
+            << r.sample << "\n---\n"
+            << std::flush;
 }
 
 // Every new record into the progress, its sample printed.
@@ -127,7 +130,8 @@ void PrintPeakRss(const LaunchOptions& o) {
     std::ifstream in(absl::StrCat(o.run_dir, "/worker-", i, ".log"));
     std::string text, found = "-";
     while (std::getline(in, text)) {
-      if (text.rfind(kPeakRssLinePrefix, 0) == 0) found = text.substr(sizeof(kPeakRssLinePrefix) - 1);
+      if (text.rfind(kPeakRssLinePrefix, 0) == 0)
+        found = text.substr(sizeof(kPeakRssLinePrefix) - 1);
     }
     absl::StrAppend(&line, " ", found);
   }
@@ -150,7 +154,10 @@ int Watch(const LaunchOptions& o, std::vector<std::unique_ptr<ChildProcess>>& wo
     }
     int running = 0;
     for (size_t i = 0; i < workers.size(); ++i) {
-      if (workers[i]->Running()) { ++running; continue; }
+      if (workers[i]->Running()) {
+        ++running;
+        continue;
+      }
       const int code = workers[i]->Wait(absl::ZeroDuration());
       if (code != 0) {
         const std::string log = absl::StrCat(o.run_dir, "/worker-", i, ".log");
@@ -199,7 +206,8 @@ absl::StatusOr<CoordinatorHandle> StartEmbedded(const LaunchOptions& o) {
   handle.address = absl::StrCat("127.0.0.1:", server.port());
   std::cout << "zeroshard launch: coordinator on " << handle.address
             << ", metrics on http://127.0.0.1:" << server.metrics_port() << "/metrics, logs in "
-            << o.run_dir << "\n" << std::flush;
+            << o.run_dir << "\n"
+            << std::flush;
   return handle;
 }
 
@@ -211,8 +219,8 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   if (!client.ok()) return client.status();
   auto status = WorkerSession::ProbeJob(**client, absl::Seconds(10));
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator,
-                                               ": ", status.status().message()));
+    return absl::UnavailableError(absl::StrCat("no reachable coordinator at ", o.coordinator, ": ",
+                                               status.status().message()));
   }
   v1::GetGenerationRequest request;
   request.set_job_id(status->job_id());
@@ -222,7 +230,8 @@ absl::StatusOr<CoordinatorHandle> UseExternal(LaunchOptions& o) {
   if (!job.ok()) return job.status();
   o.job = *std::move(job);
   std::cout << "zeroshard launch: joining coordinator " << o.coordinator << " (job "
-            << status->job_id() << "), logs in " << o.run_dir << "\n" << std::flush;
+            << status->job_id() << "), logs in " << o.run_dir << "\n"
+            << std::flush;
   return CoordinatorHandle{{}, o.coordinator};
 }
 
@@ -311,12 +320,13 @@ int RunLaunch(LaunchOptions o) {
     std::cerr << "zeroshard launch: " << coordinator.status().message() << "\n";
     return 1;
   }
-  std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
-            << ", stage " << o.job.stage << ", " << o.job.steps << " steps, global batch "
-            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute"
-            << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks" : "")
-            << ", text as " << (o.job.tokenizer == "bytes" ? "bytes" : "tokens of " + o.job.tokenizer)
-            << "\n";
+  std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model << ", stage "
+            << o.job.stage << ", " << o.job.steps << " steps, global batch " << o.job.global_batch
+            << ", " << DTypeName(o.job.compute_dtype) << " compute"
+            << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks"
+                                                           : "")
+            << ", text as "
+            << (o.job.tokenizer == "bytes" ? "bytes" : "tokens of " + o.job.tokenizer) << "\n";
 
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);

@@ -13,16 +13,16 @@ namespace zeroshard::cli {
 struct LaunchOptions {
   JobConfig job;
   int workers = 4;
-  std::string stage = "3";                       // "0".."3" or "auto" (cli/launch_plan.h).
+  std::string stage = "3";  // "0".."3" or "auto" (cli/launch_plan.h).
   std::string compute_dtype = "fp32";
   std::string reduce_dtype = "fp32";
   std::string activation_checkpointing = "none";  // --activation-checkpointing none|blocks.
-  std::string coordinator;                       // "" = embedded.
-  std::string metrics_listen = "127.0.0.1:0";    // Embedded coordinator's /metrics.
-  std::string run_dir;                           // "" = runs/<time>.
-  int keep_checkpoints = 0;                      // Committed checkpoints kept (0 = all).
-  int threads = 0;                               // Per worker; 0 = cores / workers.
-  std::string adamw_isa = "auto";                // The workers' --adamw-isa.
+  std::string coordinator;                        // "" = embedded.
+  std::string metrics_listen = "127.0.0.1:0";     // Embedded coordinator's /metrics.
+  std::string run_dir;                            // "" = runs/<time>.
+  int keep_checkpoints = 0;                       // Committed checkpoints kept (0 = all).
+  int threads = 0;                                // Per worker; 0 = cores / workers.
+  std::string adamw_isa = "auto";                 // The workers' --adamw-isa.
   // Seconds the embedded coordinator stays up after the job, for a last
   // Prometheus scrape; < 0 = 5 s when --metrics-listen names a fixed port,
   // else 0.

@@ -62,8 +62,7 @@ std::string Clock(absl::Duration d) {
 
 std::string ProgressState::Line(absl::Time now) const {
   if (!last) {
-    return absl::StrCat("waiting for workers to form a generation... (", Clock(now - started),
-                        ")");
+    return absl::StrCat("waiting for workers to form a generation... (", Clock(now - started), ")");
   }
   std::string val = last_val_loss >= 0 ? absl::StrFormat(" | val %.3f", last_val_loss) : "";
   const int64_t done = last->step - first_step;

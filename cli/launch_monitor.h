@@ -6,12 +6,11 @@
 #include <cstdint>
 #include <fstream>
 #include <optional>
-
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard::cli {
@@ -36,10 +35,10 @@ struct ProgressState {
   double last_val_loss = -1;
   int64_t last_val_step = -1;
   double first_loss = -1;
-  int64_t first_step = 0;                 // Step of the first record (> 1 after a resume).
-  std::vector<double> tokens_per_second;  // One per step seen.
-  MemoryByKind peak_per_rank_max;         // Max over ranks of peak bytes.
-  absl::Time started = absl::Now();       // When the launch began (elapsed time).
+  int64_t first_step = 0;                          // Step of the first record (> 1 after a resume).
+  std::vector<double> tokens_per_second;           // One per step seen.
+  MemoryByKind peak_per_rank_max;                  // Max over ranks of peak bytes.
+  absl::Time started = absl::Now();                // When the launch began (elapsed time).
   absl::Time first_seen = absl::InfiniteFuture();  // When the first record arrived.
   // `at`: when the record was read (tests pass a fixed time).
   void Add(const StepRecord& record, absl::Time at = absl::Now());

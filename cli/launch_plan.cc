@@ -22,7 +22,8 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
   if (const char* env = std::getenv(kMemoryAvailableEnv); env != nullptr && *env != '\0') {
     int64_t bytes = 0;
     if (!absl::SimpleAtoi(env, &bytes) || bytes <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
     }
     m.cuda = o.job.device == "cuda";
     m.nvme = std::numeric_limits<int64_t>::max();
@@ -50,10 +51,10 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
 std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel& pm) {
   const MemoryPrediction& p = c.memory;
   auto b = [](int64_t bytes) { return FormatBinaryBytes(bytes); };
-  std::string s = absl::StrCat("params ", b(p.state.params), ", grads ", b(p.state.grads),
-                               ", optimizer ", b(p.state.optimizer + p.host_offload),
-                               ", buffers ", b(p.gather_buffers + p.state.buffers),
-                               ", activations ", b(p.activations));
+  std::string s =
+      absl::StrCat("params ", b(p.state.params), ", grads ", b(p.state.grads), ", optimizer ",
+                   b(p.state.optimizer + p.host_offload), ", buffers ",
+                   b(p.gather_buffers + p.state.buffers), ", activations ", b(p.activations));
   if (p.state.redundancy > 0) absl::StrAppend(&s, ", redundancy ", b(p.state.redundancy));
   if (!m.cuda) {
     absl::StrAppend(&s, ", initial unit ", b(pm.worker_host_bytes), ", process ",
@@ -74,7 +75,8 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
   pm.gather_prefetch = o.job.gather_prefetch;
   pm.bucket_bytes = o.job.bucket_bytes();
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
-  ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload, ParseOptimizerOffload(o.job.offload_optimizer));
+  ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload,
+                      ParseOptimizerOffload(o.job.offload_optimizer));
   // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).
   const bool checkpointing = o.job.activation_checkpointing == "blocks";
   const PlanChoice* chosen = nullptr;
@@ -84,14 +86,18 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
     if (c.checkpointing != checkpointing || c.offload != offload) continue;
     if (!auto_stage && c.stage == o.job.stage) wanted = &c;
     if (auto_stage && chosen == nullptr) {
-      if (c.fits) chosen = &c; else below = &c;
+      if (c.fits)
+        chosen = &c;
+      else
+        below = &c;
     }
     // Reported when nothing fits: the stage that shards the most.
     if (auto_stage && ZeroStageOf(c.stage).shards_params) wanted = &c;
   }
   ZS_CHECK(wanted != nullptr);
-  const std::string have = m.cuda ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")
-                                  : absl::StrCat(FormatBinaryBytes(m.host_memory), " available");
+  const std::string have = m.cuda
+                               ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")
+                               : absl::StrCat(FormatBinaryBytes(m.host_memory), " available");
   if (auto_stage && chosen != nullptr) {
     o.job.stage = chosen->stage;
     std::cout << "zeroshard launch: --stage auto chose stage " << chosen->stage << ": it is the "
@@ -106,16 +112,17 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
                 << "\n";
     }
     std::cout << "  (`zeroshard plan --model " << o.job.model << " --workers " << o.workers
-              << "` prints every stage, checkpointing and offload choice)\n" << std::flush;
+              << "` prints every stage, checkpointing and offload choice)\n"
+              << std::flush;
     return absl::OkStatus();
   }
   if (wanted->fits) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "model '", o.job.model, "' (", pm.params, " parameters) does not fit at ",
       auto_stage ? "any stage; at stage 3 it needs " : absl::StrCat("stage ", o.job.stage, ": "),
-      Breakdown(*wanted, m, pm), ", x ", o.workers, " workers = ", FormatBinaryBytes(wanted->host_need),
-      m.cuda ? "" : " of host memory", "; ", have,
-      m.cuda ? absl::StrCat(" (", wanted->why_not, ")") : std::string()));
+      Breakdown(*wanted, m, pm), ", x ", o.workers,
+      " workers = ", FormatBinaryBytes(wanted->host_need), m.cuda ? "" : " of host memory", "; ",
+      have, m.cuda ? absl::StrCat(" (", wanted->why_not, ")") : std::string()));
 }
 
 }  // namespace zeroshard::cli

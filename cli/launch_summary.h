@@ -17,7 +17,7 @@ struct SummaryInputs {
   int compute_bytes = 4;   // Bytes per compute-copy element.
   int grad_bytes = 4;      // Bytes per gradient element the engine holds.
   double wall_seconds = 0;
-  int vocab = 256;         // The model's vocabulary: a uniform guess scores ln(vocab).
+  int vocab = 256;  // The model's vocabulary: a uniform guess scores ln(vocab).
 };
 
 std::string FormatSummary(const SummaryInputs& in);

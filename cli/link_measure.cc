@@ -18,16 +18,16 @@ constexpr int64_t kCount = int64_t{4} << 20;  // fp32 per rank: 16 MiB in, 32 Mi
 constexpr int kIterations = 5;                // After one warm-up.
 
 absl::StatusOr<double> Rank(const std::string& backend, InMemoryStore& store, int rank) {
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                      CreateCommunicator(backend, store, "link/", rank, kRanks,
-                                         {"127.0.0.1", absl::Seconds(30)}));
+  ZS_ASSIGN_OR_RETURN(
+      std::unique_ptr<Communicator> comm,
+      CreateCommunicator(backend, store, "link/", rank, kRanks, {"127.0.0.1", absl::Seconds(30)}));
   std::vector<float> send(kCount, 1.0f), recv(kCount * kRanks);
   absl::Time start;
   for (int i = 0; i <= kIterations; ++i) {
     if (i == 1) start = absl::Now();
-    ZS_RETURN_IF_ERROR(comm->AllGather(send.data(), recv.data(), kCount, DType::kFp32,
-                                       {absl::Seconds(30)})
-                           ->Wait(absl::Seconds(30)));
+    ZS_RETURN_IF_ERROR(
+        comm->AllGather(send.data(), recv.data(), kCount, DType::kFp32, {absl::Seconds(30)})
+            ->Wait(absl::Seconds(30)));
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start) / kIterations;
   const double bytes = static_cast<double>(kCount) * 4 * kRanks;

@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
-#include "common/job_model.h"
-#include "common/model_config.h"
 #include "cli/link_measure.h"
 #include "cli/plan_format.h"
 #include "common/dtype.h"
 #include "common/job_config.h"
+#include "common/job_model.h"
+#include "common/model_config.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/model_plan.h"
 
@@ -53,11 +53,26 @@ std::optional<int64_t> ParseCount(const std::string& text) {
   double scale = 1;
   std::string digits = text;
   switch (text.back()) {
-    case 'k': case 'K': scale = 1e3; break;
-    case 'm': case 'M': scale = 1e6; break;
-    case 'b': case 'B': case 'g': case 'G': scale = 1e9; break;
-    case 't': case 'T': scale = 1e12; break;
-    default: break;
+    case 'k':
+    case 'K':
+      scale = 1e3;
+      break;
+    case 'm':
+    case 'M':
+      scale = 1e6;
+      break;
+    case 'b':
+    case 'B':
+    case 'g':
+    case 'G':
+      scale = 1e9;
+      break;
+    case 't':
+    case 'T':
+      scale = 1e12;
+      break;
+    default:
+      break;
   }
   if (scale != 1) digits.pop_back();
   size_t used = 0;
@@ -80,7 +95,8 @@ int Bad(const std::string& flag, const std::string& why) {
 int ResolveMachine(const PlanOptions& o, PlanMachine& m) {
   m.workers = o.workers;
   m.cuda = o.device == "cuda" || (o.device == "auto" && o.device_memory > 0);
-  if (m.cuda && o.device_memory <= 0) return Bad("--device-memory", "needed for --device cuda (e.g. 80GB)");
+  if (m.cuda && o.device_memory <= 0)
+    return Bad("--device-memory", "needed for --device cuda (e.g. 80GB)");
   m.device_memory = o.device_memory;
   m.nvme = o.nvme;
   m.host_memory = o.host_memory;
@@ -97,8 +113,10 @@ int ResolveMachine(const PlanOptions& o, PlanMachine& m) {
   } else if (!o.link_bandwidth.empty()) {
     char* end = nullptr;
     const double gbps = std::strtod(o.link_bandwidth.c_str(), &end);
-    if (end != o.link_bandwidth.c_str() + o.link_bandwidth.size() || !(gbps > 0) || !std::isfinite(gbps)) {
-      return Bad("--link-bandwidth", absl::StrCat("'", o.link_bandwidth, "' (expected GB/s > 0 or 'measure')"));
+    if (end != o.link_bandwidth.c_str() + o.link_bandwidth.size() || !(gbps > 0) ||
+        !std::isfinite(gbps)) {
+      return Bad("--link-bandwidth",
+                 absl::StrCat("'", o.link_bandwidth, "' (expected GB/s > 0 or 'measure')"));
     }
     m.link_bytes_per_second = gbps * 1e9;
   }
@@ -119,7 +137,8 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanMode
     return Bad("--layers/--width/--heads/--ctx", std::string(s.message()));
   }
   const int seq = o.seq_len > 0 ? o.seq_len : config.n_ctx;
-  if (seq > config.n_ctx) return Bad("--seq-len", absl::StrCat(seq, " is longer than the context ", config.n_ctx));
+  if (seq > config.n_ctx)
+    return Bad("--seq-len", absl::StrCat(seq, " is longer than the context ", config.n_ctx));
   const int global = o.global_batch > 0 ? o.global_batch : o.micro_batch * o.workers;
   h.micro_batches = MicroBatchesPerStep(global, o.workers, o.micro_batch);
   model = MakePlanModel(config, o.micro_batch, seq, h.micro_batches, c, g, cuda);
@@ -138,8 +157,9 @@ int ResolveStructure(const PlanOptions& o, DType c, DType g, bool cuda, PlanMode
 int RunPlanCommand(const PlanOptions& o) {
   const bool dims = o.layers || o.width || o.heads || o.ctx;
   if ((!o.model.empty()) + dims + (!o.params.empty()) != 1) {
-    return Bad("--model", "give exactly one of --model, the dimensions (--layers --width --heads "
-                          "--ctx) or --params");
+    return Bad("--model",
+               "give exactly one of --model, the dimensions (--layers --width --heads "
+               "--ctx) or --params");
   }
   // CLI11 has checked the dtype names.
   const DType c = *ParseDType(o.compute_dtype), g = *ParseDType(o.reduce_dtype);
@@ -153,7 +173,8 @@ int RunPlanCommand(const PlanOptions& o) {
   PlanModel model;
   if (!o.params.empty()) {
     std::optional<int64_t> psi = ParseCount(o.params);
-    if (!psi) return Bad("--params", absl::StrCat("'", o.params, "' (expected a count: 7e9, 7B, 350M)"));
+    if (!psi)
+      return Bad("--params", absl::StrCat("'", o.params, "' (expected a count: 7e9, 7B, 350M)"));
     model.params = h.params = *psi;
     model.compute_dtype = c;
     model.reduce_dtype = g;
@@ -171,19 +192,27 @@ int RunPlanCommand(const PlanOptions& o) {
 void AddFlags(CLI::App* sub, PlanOptions& o) {
   sub->add_option("--model", o.model, ModelPresetFlagHelp());
   sub->add_option("--layers", o.layers, "transformer blocks")->check(CLI::Range(1, 100000));
-  sub->add_option("--width", o.width, "embedding width (a multiple of --heads)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--width", o.width, "embedding width (a multiple of --heads)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--heads", o.heads, "attention heads")->check(CLI::Range(1, 1 << 16));
   sub->add_option("--ctx", o.ctx, "context length (tokens)")->check(CLI::Range(1, 1 << 24));
-  sub->add_option("--vocab", o.vocab, "vocabulary size")->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  sub->add_option("--params", o.params, "a bare parameter count (7e9, 7B, 350M): only the "
-                                        "figures that depend on it");
-  sub->add_option("--workers,-n", o.workers, "ranks (N)")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--vocab", o.vocab, "vocabulary size")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  sub->add_option("--params", o.params,
+                  "a bare parameter count (7e9, 7B, 350M): only the "
+                  "figures that depend on it");
+  sub->add_option("--workers,-n", o.workers, "ranks (N)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   sub->add_option("--device", o.device, "cpu, cuda, or auto (cuda when --device-memory is given)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
   sub->add_option("--device-memory", o.device_memory, "memory per GPU (80GiB, 141GB)")
       ->transform(CLI::AsSizeValue(true));
-  sub->add_option("--host-memory", o.host_memory, "host memory of the machine, all workers "
-                                                  "(default: this machine's MemAvailable)")
+  sub->add_option("--host-memory", o.host_memory,
+                  "host memory of the machine, all workers "
+                  "(default: this machine's MemAvailable)")
       ->transform(CLI::AsSizeValue(true));
   sub->add_option("--nvme", o.nvme, "free NVMe space for offload files (default: none)")
       ->transform(CLI::AsSizeValue(true));
@@ -194,20 +223,28 @@ void AddFlags(CLI::App* sub, PlanOptions& o) {
                   "what --link-bandwidth measure runs: shm, gloo, or auto (shm on the CPU, as "
                   "a local launch; gloo for cuda). Both measure this machine: for workers on "
                   "several hosts give the network's GB/s instead")
-      ->check(CLI::IsMember({"auto", "shm", "gloo"}))->capture_default_str();
-  sub->add_option("--bucket-mib", o.bucket_mib, "stages 2-3: collectives fused into buckets of up "
-                                                "to this many MiB (zeroshard launch --bucket-mib)")
-      ->check(CLI::Range(0.0, 4096.0))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "shm", "gloo"}))
+      ->capture_default_str();
+  sub->add_option("--bucket-mib", o.bucket_mib,
+                  "stages 2-3: collectives fused into buckets of up "
+                  "to this many MiB (zeroshard launch --bucket-mib)")
+      ->check(CLI::Range(0.0, 4096.0))
+      ->capture_default_str();
   sub->add_option("--micro-batch", o.micro_batch, "sequences per forward/backward")
-      ->check(CLI::Range(1, 65536))->capture_default_str();
-  sub->add_option("--global-batch", o.global_batch, "sequences per step, all ranks (default: "
-                                                    "micro-batch x workers)")->check(CLI::Range(1, 1 << 24));
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  sub->add_option("--global-batch", o.global_batch,
+                  "sequences per step, all ranks (default: "
+                  "micro-batch x workers)")
+      ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the context)")
       ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--compute-dtype", o.compute_dtype, "fp32 or bf16")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   sub->add_option("--reduce-dtype", o.reduce_dtype, "fp32 or bf16")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   sub->add_flag("--json", o.json, "the same figures as JSON (bytes, seconds)");
 }
 
@@ -215,8 +252,9 @@ void AddFlags(CLI::App* sub, PlanOptions& o) {
 
 void RegisterPlanCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* sub = app.add_subcommand(
-      "plan", "predict memory and traffic of every ZeRO stage, checkpointing and offload choice, "
-              "and recommend one");
+      "plan",
+      "predict memory and traffic of every ZeRO stage, checkpointing and offload choice, "
+      "and recommend one");
   auto options = std::make_shared<PlanOptions>();
   AddFlags(sub, *options);
   commands.push_back({sub, [options] { return RunPlanCommand(*options); }});

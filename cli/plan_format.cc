@@ -17,9 +17,10 @@ std::string Machine(const PlanHeader& h) {
   if (m.cuda) absl::StrAppend(&s, ", device memory ", size(m.device_memory, "unknown"), " per GPU");
   absl::StrAppend(&s, ", host memory ", size(m.host_memory, "unknown"));
   absl::StrAppend(&s, ", nvme ", size(m.nvme, "none"));
-  absl::StrAppend(&s, ", link ", m.link_bytes_per_second > 0
-                                     ? absl::StrFormat("%.2f GB/s", m.link_bytes_per_second / 1e9)
-                                     : std::string("not given (no comm time)"));
+  absl::StrAppend(&s, ", link ",
+                  m.link_bytes_per_second > 0
+                      ? absl::StrFormat("%.2f GB/s", m.link_bytes_per_second / 1e9)
+                      : std::string("not given (no comm time)"));
   if (!h.link_measured_on.empty()) {
     absl::StrAppend(&s, " (measured: ", h.link_measured_on, " all-gather, 2 ranks here)");
   }
@@ -58,25 +59,31 @@ std::string Row(const PlanChoice& c, bool params_only, const ByteUnit& u, const 
 // What the columns mean, in the table's units.
 std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
   std::string s = absl::StrCat(
-      "  sizes in ", u.name, " per rank, (all) = every worker together; ckpt = "
+      "  sizes in ", u.name,
+      " per rank, (all) = every worker together; ckpt = "
       "--activation-checkpointing, offload = --offload-optimizer\n"
       "  buffers = transient gather/reduce buffers (bound), host-opt = optimizer state in host "
       "memory, nvme = offload files\n"
-      "  traffic = ", t.name, " one rank sends per step (ring), comm = traffic / link bandwidth\n");
+      "  traffic = ",
+      t.name, " one rank sends per step (ring), comm = traffic / link bandwidth\n");
   if (h.machine->cuda && !h.params_only) {
-    absl::StrAppend(&s, "  activ = activations + the CUDA kernels' workspace (attention "
-                        "backward's scratch or bf16 matmul inputs)\n");
+    absl::StrAppend(&s,
+                    "  activ = activations + the CUDA kernels' workspace (attention "
+                    "backward's scratch or bf16 matmul inputs)\n");
   }
   if (!h.machine->cuda && !h.params_only) {
-    absl::StrAppend(&s, "  CPU workers: peak/rank = the kinds + the largest unit's initial fp32 "
-                        "values (", FormatDecimalBytes(h.worker_host_bytes),
-                        ") + process overhead (", FormatDecimalBytes(h.machine->process_overhead),
-                        ", measured); device and host memory are the same RAM\n");
+    absl::StrAppend(&s,
+                    "  CPU workers: peak/rank = the kinds + the largest unit's initial fp32 "
+                    "values (",
+                    FormatDecimalBytes(h.worker_host_bytes), ") + process overhead (",
+                    FormatDecimalBytes(h.machine->process_overhead),
+                    ", measured); device and host memory are the same RAM\n");
   }
   if (h.params_only) {
-    absl::StrAppend(&s, "  --params alone: only the figures that depend on the parameter count "
-                        "(model state, offload, traffic); gather buffers, activations and "
-                        "checkpointing need the model's structure (--model or the dimensions)\n");
+    absl::StrAppend(&s,
+                    "  --params alone: only the figures that depend on the parameter count "
+                    "(model state, offload, traffic); gather buffers, activations and "
+                    "checkpointing need the model's structure (--model or the dimensions)\n");
   }
   return s;
 }
@@ -95,14 +102,15 @@ std::string FormatPlanText(const PlanHeader& h, const RunPlan& plan) {
                                      : std::string("one collective per unit"));
   }
   absl::StrAppend(&s, "\n", Legend(h, u, t));
-  absl::StrAppend(&s, absl::StrFormat(
-      "%5s %6s %7s | %8s %8s %9s %8s %8s %8s | %9s %9s %9s | %9s %8s | %s\n", "stage", "ckpt",
-      "offload", "params", "grads", "optimizer", "buffers", "activ", "host-opt", "peak/rank",
-      "host(all)", "nvme(all)", "traffic", "comm s", "fits"));
+  absl::StrAppend(
+      &s, absl::StrFormat("%5s %6s %7s | %8s %8s %9s %8s %8s %8s | %9s %9s %9s | %9s %8s | %s\n",
+                          "stage", "ckpt", "offload", "params", "grads", "optimizer", "buffers",
+                          "activ", "host-opt", "peak/rank", "host(all)", "nvme(all)", "traffic",
+                          "comm s", "fits"));
   for (const PlanChoice& c : plan.choices) absl::StrAppend(&s, Row(c, h.params_only, u, t));
-  absl::StrAppend(&s, "recommended: ",
-                  plan.recommended >= 0 ? plan.choices[plan.recommended].Name() : "none", "\n  why: ",
-                  plan.reason, "\n");
+  absl::StrAppend(
+      &s, "recommended: ", plan.recommended >= 0 ? plan.choices[plan.recommended].Name() : "none",
+      "\n  why: ", plan.reason, "\n");
   return s;
 }
 
@@ -112,8 +120,11 @@ std::string FormatPlanJson(const PlanHeader& h, const RunPlan& plan) {
   j["model"] = h.model;
   j["params"] = h.params;
   j["params_only"] = h.params_only;
-  j["machine"] = {{"workers", m.workers}, {"cuda", m.cuda}, {"device_memory_bytes", m.device_memory},
-                  {"host_memory_bytes", m.host_memory}, {"nvme_bytes", m.nvme},
+  j["machine"] = {{"workers", m.workers},
+                  {"cuda", m.cuda},
+                  {"device_memory_bytes", m.device_memory},
+                  {"host_memory_bytes", m.host_memory},
+                  {"nvme_bytes", m.nvme},
                   {"link_bytes_per_second", m.link_bytes_per_second}};
   j["compute_dtype"] = h.compute_dtype;
   j["reduce_dtype"] = h.reduce_dtype;
@@ -133,15 +144,21 @@ std::string FormatPlanJson(const PlanHeader& h, const RunPlan& plan) {
     rows.push_back({{"stage", c.stage},
                     {"activation_checkpointing", c.checkpointing ? "blocks" : "none"},
                     {"offload_optimizer", OptimizerOffloadName(c.offload)},
-                    {"params_bytes", p.state.params}, {"grads_bytes", p.state.grads},
+                    {"params_bytes", p.state.params},
+                    {"grads_bytes", p.state.grads},
                     {"optimizer_bytes", p.state.optimizer},
                     {"resident_buffers_bytes", p.state.buffers},
-                    {"gather_buffers_bytes", p.gather_buffers}, {"activation_bytes", p.activations},
-                    {"host_offload_bytes", p.host_offload}, {"nvme_bytes_per_rank", p.nvme},
-                    {"peak_bytes_per_rank", c.device_need}, {"host_bytes_all", c.host_need},
-                    {"nvme_bytes_all", c.nvme_need}, {"traffic", traffic},
+                    {"gather_buffers_bytes", p.gather_buffers},
+                    {"activation_bytes", p.activations},
+                    {"host_offload_bytes", p.host_offload},
+                    {"nvme_bytes_per_rank", p.nvme},
+                    {"peak_bytes_per_rank", c.device_need},
+                    {"host_bytes_all", c.host_need},
+                    {"nvme_bytes_all", c.nvme_need},
+                    {"traffic", traffic},
                     {"wire_bytes_per_step", c.traffic.wire_bytes()},
-                    {"comm_seconds_per_step", c.comm_seconds}, {"fits", c.fits},
+                    {"comm_seconds_per_step", c.comm_seconds},
+                    {"fits", c.fits},
                     {"why_not", c.why_not}});
   }
   j["choices"] = rows;

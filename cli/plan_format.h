@@ -13,9 +13,9 @@
 namespace zeroshard::cli {
 
 struct PlanHeader {
-  std::string model;          // "medium (8 layers, 256 wide, ...)" or "7000000000 parameters".
+  std::string model;  // "medium (8 layers, 256 wide, ...)" or "7000000000 parameters".
   int64_t params = 0;
-  bool params_only = false;   // No structure: gather buffers and activations unknown.
+  bool params_only = false;  // No structure: gather buffers and activations unknown.
   const PlanMachine* machine = nullptr;
   int micro_batch = 0, seq_len = 0, micro_batches = 1;
   double bucket_mib = 0;          // --bucket-mib (stages 2-3 buckets; 0 = per unit).

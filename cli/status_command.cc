@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/proto_json.h"
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/security_flags.h"
-#include "cli/proto_json.h"
 
 namespace zeroshard::cli {
 namespace {
@@ -29,11 +29,16 @@ struct StatusFlags {
 // reports none, so its generation state stands in.
 const char* JobStateName(const v1::JobStatus& st) {
   switch (st.job_state()) {
-    case v1::JOB_STATE_WAITING: return "waiting";
-    case v1::JOB_STATE_RUNNING: return "running";
-    case v1::JOB_STATE_COMPLETED: return "completed";
-    case v1::JOB_STATE_FAILED: return "failed";
-    default: return st.state() == v1::GenerationInfo::STATE_RUNNING ? "running" : "waiting";
+    case v1::JOB_STATE_WAITING:
+      return "waiting";
+    case v1::JOB_STATE_RUNNING:
+      return "running";
+    case v1::JOB_STATE_COMPLETED:
+      return "completed";
+    case v1::JOB_STATE_FAILED:
+      return "failed";
+    default:
+      return st.state() == v1::GenerationInfo::STATE_RUNNING ? "running" : "waiting";
   }
 }
 
@@ -97,8 +102,9 @@ int Run(const StatusFlags& f) {
 
 void RegisterStatusCommand(CLI::App& app, std::vector<Command>& commands) {
   CLI::App* sub = app.add_subcommand(
-      "status", "show a job's state (waiting, running, completed, failed), generation, members, "
-                "failures, step and loss");
+      "status",
+      "show a job's state (waiting, running, completed, failed), generation, members, "
+      "failures, step and loss");
   auto flags = std::make_shared<StatusFlags>();
   AddCoordinatorOption(sub, &flags->coordinator);
   AddClientSecurityFlags(*sub, &flags->security);

@@ -35,13 +35,12 @@ int Run(const StopFlags& f) {
   request.set_job_id(f.job_id);
   absl::StatusOr<v1::StopJobResponse> reply = (*client)->StopJob(request);
   if (!reply.ok()) {
-    std::cerr << "zeroshard stop: coordinator " << f.coordinator << ": "
-              << reply.status().message() << "\n";
+    std::cerr << "zeroshard stop: coordinator " << f.coordinator << ": " << reply.status().message()
+              << "\n";
     return 1;
   }
   if (reply->job_state() == v1::JOB_STATE_COMPLETED) {
-    std::cout << "job stopped at step " << reply->last_step()
-              << " (no generation was training)\n";
+    std::cout << "job stopped at step " << reply->last_step() << " (no generation was training)\n";
     return 0;
   }
   std::cout << "stop requested after step " << reply->last_step() << ": the ranks "

@@ -1,10 +1,10 @@
 // zeroshard: the user's command line (launch, status, checkpoint, plan).
 #include <iostream>
 
-#include "common/rpc/grpc_log_limit.h"
-#include "common/process_setup.h"
 #include "cli/commands.h"
 #include "common/cli.h"
+#include "common/process_setup.h"
+#include "common/rpc/grpc_log_limit.h"
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();

@@ -10,9 +10,11 @@ namespace zeroshard {
 void AlignedFree::operator()(void* p) const { std::free(p); }
 
 absl::StatusOr<AlignedBytes> AllocateAligned(int64_t bytes) {
-  void* p = std::aligned_alloc(kBlockBytes, static_cast<size_t>(AlignUp(std::max<int64_t>(bytes, 1))));
+  void* p =
+      std::aligned_alloc(kBlockBytes, static_cast<size_t>(AlignUp(std::max<int64_t>(bytes, 1))));
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " aligned host bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " aligned host bytes"));
   }
   return AlignedBytes(static_cast<uint8_t*>(p));
 }

@@ -62,11 +62,10 @@ absl::Status WriteFileAtomicallyStreamed(const std::string& path,
   std::string tmp = absl::StrCat(path, ".tmp.XXXXXX");
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "mkostemp", tmp);
-  absl::Status status = ::fchmod(fd, static_cast<mode_t>(mode)) == 0
-                            ? write([&](const void* data, size_t bytes) {
-                                return WriteAll(fd, data, bytes, tmp);
-                              })
-                            : ErrnoStatus(errno, "fchmod", tmp);
+  absl::Status status =
+      ::fchmod(fd, static_cast<mode_t>(mode)) == 0
+          ? write([&](const void* data, size_t bytes) { return WriteAll(fd, data, bytes, tmp); })
+          : ErrnoStatus(errno, "fchmod", tmp);
   if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus(errno, "fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = ErrnoStatus(errno, "close", tmp);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -6,11 +6,16 @@ namespace zeroshard {
 
 absl::string_view DTypeName(DType d) {
   switch (d) {
-    case DType::kFp32: return "fp32";
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kInt64: return "int64";
-    case DType::kFp64: return "fp64";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFp64:
+      return "fp64";
   }
   return "unknown";
 }

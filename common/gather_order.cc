@@ -61,8 +61,9 @@ size_t GatherOrder::WindowEnd(int count) const {
 
 std::vector<int> GatherOrder::Ahead(int count) const {
   const size_t begin = std::min(cursor_, order_.size());
-  return std::vector<int>(order_.begin() + static_cast<std::ptrdiff_t>(begin),
-                          order_.begin() + static_cast<std::ptrdiff_t>(std::max(begin, WindowEnd(count))));
+  return std::vector<int>(
+      order_.begin() + static_cast<std::ptrdiff_t>(begin),
+      order_.begin() + static_cast<std::ptrdiff_t>(std::max(begin, WindowEnd(count))));
 }
 
 std::vector<std::vector<int>> GatherOrder::WindowBuckets(int count) const {
@@ -88,8 +89,8 @@ std::vector<int> GatherOrder::Record(int unit, int count) {
     ++cursor_;
   } else {
     const auto first = std::find(order_.begin(), order_.end(), unit);
-    cursor_ = first == order_.end() ? order_.size()
-                                    : static_cast<size_t>(first - order_.begin()) + 1;
+    cursor_ =
+        first == order_.end() ? order_.size() : static_cast<size_t>(first - order_.begin()) + 1;
   }
   return Ahead(count);
 }

@@ -84,7 +84,9 @@ absl::Status CheckAttentionKinds(const Json& j, const std::string& type, int n_c
     if (!w.is_number_integer() || w.get<int64_t>() < n_ctx) {
       return Refuse("sliding_window", w,
                     absl::StrCat("sliding-window attention is not supported (a window of at "
-                                 "least the training context, ", n_ctx, ", would be full "
+                                 "least the training context, ",
+                                 n_ctx,
+                                 ", would be full "
                                  "attention)"));
     }
   }
@@ -95,7 +97,8 @@ absl::Status CheckAttentionKinds(const Json& j, const std::string& type, int n_c
       }
     }
   }
-  if (Flag(j, "mlp_bias", false)) return Refuse("mlp_bias", Json(true), "MLP biases are not supported");
+  if (Flag(j, "mlp_bias", false))
+    return Refuse("mlp_bias", Json(true), "MLP biases are not supported");
   return absl::OkStatus();
 }
 

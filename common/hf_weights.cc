@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const fs::path& dir,
   const fs::path index = dir / "model.safetensors.index.json";
   if (!fs::exists(index)) {
     if (!fs::exists(dir / "model.safetensors")) {
-      return absl::NotFoundError(absl::StrCat(dir.string(), ": neither model.safetensors nor "
+      return absl::NotFoundError(absl::StrCat(dir.string(),
+                                              ": neither model.safetensors nor "
                                               "model.safetensors.index.json"));
     }
     return std::vector<std::string>{"model.safetensors"};
@@ -50,13 +51,13 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const fs::path& dir,
   std::set<std::string> files;
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
     if (!it.value().is_string()) {
-      return absl::DataLossError(absl::StrCat(index.string(), ": weight_map.", it.key(),
-                                              " is not a file name"));
+      return absl::DataLossError(
+          absl::StrCat(index.string(), ": weight_map.", it.key(), " is not a file name"));
     }
     const std::string file = it.value().get<std::string>();
     if (file.find('/') != std::string::npos || !fs::exists(dir / file)) {
-      return absl::NotFoundError(absl::StrCat(index.string(), ": weight_map names ", file,
-                                              " (for ", it.key(), "), which is missing"));
+      return absl::NotFoundError(absl::StrCat(index.string(), ": weight_map names ", file, " (for ",
+                                              it.key(), "), which is missing"));
     }
     (*map)[it.key()] = file;
     files.insert(file);
@@ -142,8 +143,8 @@ absl::Status HfWeights::CheckUnits(const std::vector<UnitSpec>& units) const {
             "], the config needs [", absl::StrJoin(t.shape, ", "), "]"));
       }
       if (Bytes(info.dtype) == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "model weights: tensor ", t.name, " is ", info.dtype, " (F32, BF16 or F16 load)"));
+        return absl::FailedPreconditionError(absl::StrCat("model weights: tensor ", t.name, " is ",
+                                                          info.dtype, " (F32, BF16 or F16 load)"));
       }
     }
   }
@@ -161,13 +162,14 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
                              float* dst) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) {
-    return absl::FailedPreconditionError(absl::StrCat("model weights: tensor ", name, " is missing"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("model weights: tensor ", name, " is missing"));
   }
   const Source& s = it->second;
   const int64_t esize = Bytes(s.info.dtype);
   if (esize == 0 || first < 0 || first + count > (s.info.end - s.info.begin) / esize) {
-    return absl::InvalidArgumentError(absl::StrCat("model weights: cannot read [", first, ", ",
-                                                   first + count, ") of ", name));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model weights: cannot read [", first, ", ", first + count, ") of ", name));
   }
   std::vector<char> raw(static_cast<size_t>(std::min(count, kReadElements) * esize));
   for (int64_t done = 0; done < count;) {
@@ -197,8 +199,7 @@ absl::Status ForEachOverlap(const UnitPlan& unit, int64_t offset, int64_t length
 
 }  // namespace
 
-absl::Status HfWeights::CheckBf16Range(const UnitPlan& unit, int64_t offset,
-                                       int64_t length) const {
+absl::Status HfWeights::CheckBf16Range(const UnitPlan& unit, int64_t offset, int64_t length) const {
   return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t, int64_t) {
     if (DType(p.name) == "BF16") return absl::OkStatus();
     return absl::FailedPreconditionError(
@@ -225,8 +226,7 @@ absl::Status HfWeights::ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, 
                                           uint16_t* dst) const {
   ZS_RETURN_IF_ERROR(CheckBf16Range(unit, offset, length));
   std::fill(dst, dst + length, uint16_t{0});
-  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo,
-                                                  int64_t hi) {
+  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo, int64_t hi) {
     const Source& s = tensors_.at(p.name);  // CheckBf16Range: present.
     const int64_t bytes = (hi - lo) * 2;
     const int64_t at = s.data_offset + s.info.begin + (lo - p.offset) * 2;
@@ -237,8 +237,7 @@ absl::Status HfWeights::ReadUnitRangeBf16(const UnitPlan& unit, int64_t offset, 
 absl::Status HfWeights::ReadUnitRange(const UnitPlan& unit, int64_t offset, int64_t length,
                                       float* dst) const {
   std::fill(dst, dst + length, 0.0f);
-  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo,
-                                                  int64_t hi) {
+  return ForEachOverlap(unit, offset, length, [&](const ParamPlacement& p, int64_t lo, int64_t hi) {
     return Read(p.name, lo - p.offset, hi - lo, dst + (lo - offset));
   });
 }

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "common/job_model.h"
@@ -25,15 +29,65 @@ absl::Status CheckDeviceAndBackend(const std::string& device, const std::string&
   }
   if (backend != "gloo" && backend != "shm" && backend != "nccl" && backend != "host-staged" &&
       backend != "auto") {
-    return OutOfRange("backend", absl::StrCat("= \"", backend,
-                                              "\" is not gloo, shm, nccl, host-staged or auto"));
+    return OutOfRange(
+        "backend", absl::StrCat("= \"", backend, "\" is not gloo, shm, nccl, host-staged or auto"));
   }
   if (backend == "shm" && device != "cpu") {
-    return OutOfRange("backend", "shm moves host memory: it needs device cpu (on GPUs use nccl "
-                                 "or host-staged)");
+    return OutOfRange("backend",
+                      "shm moves host memory: it needs device cpu (on GPUs use nccl "
+                      "or host-staged)");
   }
   if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
-    return OutOfRange("backend", absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
+    return OutOfRange(
+        "backend",
+        absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
+  }
+  return absl::OkStatus();
+}
+
+// The fields that say how the job runs (threads, devices, checkpoints,
+// redundancy, offload, collectives' sizes and timeouts).
+absl::Status ValidateRunFields(const JobConfig& c) {
+  if (c.threads < 1 || c.threads > 256) return OutOfRange("threads", "must be in [1, 256]");
+  ZS_RETURN_IF_ERROR(CheckDeviceAndBackend(c.device, c.backend));
+  if (c.checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
+  if (c.redundancy != 0 && c.redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
+  if (c.redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");
+  ZS_RETURN_IF_ERROR(
+      CheckOffloadValue("job config: offload_optimizer", c.offload_optimizer, "none|host|nvme"));
+  ZS_RETURN_IF_ERROR(
+      CheckOffloadValue("job config: offload_params", c.offload_params, "none|nvme"));
+  if ((c.offload_optimizer == "nvme" || c.offload_params == "nvme") && c.offload_dir.empty()) {
+    return OutOfRange("offload_dir", "is needed for nvme offload");
+  }
+  if (c.offload_params == "nvme" && !ZeroStageOf(c.stage).shards_params) {
+    return OutOfRange("offload_params", "nvme needs stage 3");
+  }
+  if (c.offload_prefetch < 0 || c.offload_prefetch > 64)
+    return OutOfRange("offload_prefetch", "must be in [0, 64]");
+  if (c.gather_prefetch < 0 || c.gather_prefetch > 64)
+    return OutOfRange("gather_prefetch", "must be in [0, 64]");
+  if (!(c.bucket_mib >= 0 && c.bucket_mib <= 4096))
+    return OutOfRange("bucket_mib", "must be in [0, 4096]");
+  if (c.activation_checkpointing != "none" && c.activation_checkpointing != "blocks") {
+    return OutOfRange("activation_checkpointing",
+                      absl::StrCat("= \"", c.activation_checkpointing, "\" is not none or blocks"));
+  }
+  if (!(c.collective_timeout_s > 0 && c.collective_timeout_s <= 3600)) {
+    return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
+  }
+  if (!(c.checkpoint_timeout_s > 0 && c.checkpoint_timeout_s <= 86400)) {
+    return OutOfRange("checkpoint_timeout_s", "must be in (0, 86400]");
+  }
+  if (!(c.rpc_timeout_s > 0 && c.rpc_timeout_s <= 3600) ||
+      !(c.trigger_poll_timeout_s > 0 && c.trigger_poll_timeout_s <= 3600)) {
+    return OutOfRange("rpc_timeout_s/trigger_poll_timeout_s", "must be in (0, 3600]");
+  }
+  if (c.max_failures < 0 || c.max_failures > 1'000'000) {
+    return OutOfRange("max_failures", absl::StrCat("= ", c.max_failures, " must be in [0, 1e6]"));
+  }
+  if (c.checkpoint_every > 0 && c.checkpoint_dir.empty()) {
+    return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
   }
   return absl::OkStatus();
 }
@@ -45,85 +99,78 @@ absl::Status JobConfig::Validate() const {
     return OutOfRange("init", absl::StrCat("= \"", init, "\" is not pretrained or random"));
   }
   if (seq_len < 0 || seq_len > (1 << 20)) return OutOfRange("seq_len", "must be in [0, 2^20]");
-  if (!IsZeroStage(stage)) return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
+  if (!IsZeroStage(stage))
+    return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
   if (steps < 1 || steps > 100'000'000) return OutOfRange("steps", "must be in [1, 1e8]");
-  if (global_batch < 1 || global_batch > 1'000'000) return OutOfRange("global_batch", "must be in [1, 1e6]");
-  if (micro_batch < 1 || micro_batch > 65536) return OutOfRange("micro_batch", "must be in [1, 65536]");
+  if (global_batch < 1 || global_batch > 1'000'000)
+    return OutOfRange("global_batch", "must be in [1, 1e6]");
+  if (micro_batch < 1 || micro_batch > 65536)
+    return OutOfRange("micro_batch", "must be in [1, 65536]");
   if (compute_dtype == DType::kFp16 || reduce_dtype == DType::kFp16) {
     return OutOfRange("compute_dtype/reduce_dtype", "must be fp32 or bf16");
   }
   if (!(lr > 0 && lr < 10)) return OutOfRange("lr", "must be in (0, 10)");
   if (warmup_steps < 0) return OutOfRange("warmup_steps", "must be >= 0");
-  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1)) return OutOfRange("beta1/beta2", "must be in [0, 1)");
+  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+    return OutOfRange("beta1/beta2", "must be in [0, 1)");
   if (!(eps > 0)) return OutOfRange("eps", "must be > 0");
   if (!(weight_decay >= 0)) return OutOfRange("weight_decay", "must be >= 0");
-  if (eval_every < 0 || eval_batches < 1) return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
+  if (eval_every < 0 || eval_batches < 1)
+    return OutOfRange("eval_every/eval_batches", "must be >= 0 / >= 1");
   if (sample_every < 0 || sample_tokens < 1 || sample_tokens > 4096) {
     return OutOfRange("sample_every/sample_tokens", "must be >= 0 / in [1, 4096]");
   }
-  if (threads < 1 || threads > 256) return OutOfRange("threads", "must be in [1, 256]");
-  ZS_RETURN_IF_ERROR(CheckDeviceAndBackend(device, backend));
-  if (checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
-  if (redundancy != 0 && redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
-  if (redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");
-  ZS_RETURN_IF_ERROR(CheckOffloadValue("job config: offload_optimizer", offload_optimizer, "none|host|nvme"));
-  ZS_RETURN_IF_ERROR(CheckOffloadValue("job config: offload_params", offload_params, "none|nvme"));
-  if ((offload_optimizer == "nvme" || offload_params == "nvme") && offload_dir.empty()) {
-    return OutOfRange("offload_dir", "is needed for nvme offload");
-  }
-  if (offload_params == "nvme" && !ZeroStageOf(stage).shards_params) {
-    return OutOfRange("offload_params", "nvme needs stage 3");
-  }
-  if (offload_prefetch < 0 || offload_prefetch > 64) return OutOfRange("offload_prefetch", "must be in [0, 64]");
-  if (gather_prefetch < 0 || gather_prefetch > 64) return OutOfRange("gather_prefetch", "must be in [0, 64]");
-  if (!(bucket_mib >= 0 && bucket_mib <= 4096)) return OutOfRange("bucket_mib", "must be in [0, 4096]");
-  if (activation_checkpointing != "none" && activation_checkpointing != "blocks") {
-    return OutOfRange("activation_checkpointing",
-                      absl::StrCat("= \"", activation_checkpointing, "\" is not none or blocks"));
-  }
-  if (!(collective_timeout_s > 0 && collective_timeout_s <= 3600)) {
-    return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
-  }
-  if (!(checkpoint_timeout_s > 0 && checkpoint_timeout_s <= 86400)) {
-    return OutOfRange("checkpoint_timeout_s", "must be in (0, 86400]");
-  }
-  if (!(rpc_timeout_s > 0 && rpc_timeout_s <= 3600) ||
-      !(trigger_poll_timeout_s > 0 && trigger_poll_timeout_s <= 3600)) {
-    return OutOfRange("rpc_timeout_s/trigger_poll_timeout_s", "must be in (0, 3600]");
-  }
-  if (max_failures < 0 || max_failures > 1'000'000) {
-    return OutOfRange("max_failures", absl::StrCat("= ", max_failures, " must be in [0, 1e6]"));
-  }
-  if (checkpoint_every > 0 && checkpoint_dir.empty()) {
-    return OutOfRange("checkpoint_every", "needs a checkpoint_dir");
-  }
-  return absl::OkStatus();
+  return ValidateRunFields(*this);
 }
 
 std::string JobConfig::ToJson() const {
-  nlohmann::json j = {
-      {"model", model}, {"model_desc", model_desc}, {"init", init}, {"seq_len", seq_len},
-      {"tokenizer", tokenizer},
-      {"stage", stage}, {"steps", steps}, {"global_batch", global_batch},
-      {"micro_batch", micro_batch}, {"data", data}, {"seed", seed},
-      {"compute_dtype", std::string(DTypeName(compute_dtype))},
-      {"reduce_dtype", std::string(DTypeName(reduce_dtype))}, {"lr", lr},
-      {"warmup_steps", warmup_steps}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps},
-      {"weight_decay", weight_decay}, {"max_grad_norm", max_grad_norm},
-      {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"log_path", log_path},
-      {"sample_every", sample_every}, {"sample_tokens", sample_tokens},
-      {"sample_prompt", sample_prompt},
-      {"threads", threads}, {"device", device}, {"backend", backend}, {"checkpoint_dir", checkpoint_dir},
-      {"checkpoint_every", checkpoint_every}, {"resume", resume}, {"resume_step", resume_step},
-      {"collective_timeout_s", collective_timeout_s},
-      {"checkpoint_timeout_s", checkpoint_timeout_s}, {"rpc_timeout_s", rpc_timeout_s},
-      {"trigger_poll_timeout_s", trigger_poll_timeout_s}, {"redundancy", redundancy},
-      {"redundancy_every", redundancy_every}, {"offload_optimizer", offload_optimizer},
-      {"offload_params", offload_params}, {"offload_dir", offload_dir},
-      {"offload_prefetch", offload_prefetch}, {"gather_prefetch", gather_prefetch},
-      {"bucket_mib", bucket_mib},
-      {"max_failures", max_failures},
-      {"activation_checkpointing", activation_checkpointing}};
+  nlohmann::json j = {{"model", model},
+                      {"model_desc", model_desc},
+                      {"init", init},
+                      {"seq_len", seq_len},
+                      {"tokenizer", tokenizer},
+                      {"stage", stage},
+                      {"steps", steps},
+                      {"global_batch", global_batch},
+                      {"micro_batch", micro_batch},
+                      {"data", data},
+                      {"seed", seed},
+                      {"compute_dtype", std::string(DTypeName(compute_dtype))},
+                      {"reduce_dtype", std::string(DTypeName(reduce_dtype))},
+                      {"lr", lr},
+                      {"warmup_steps", warmup_steps},
+                      {"beta1", beta1},
+                      {"beta2", beta2},
+                      {"eps", eps},
+                      {"weight_decay", weight_decay},
+                      {"max_grad_norm", max_grad_norm},
+                      {"eval_every", eval_every},
+                      {"eval_batches", eval_batches},
+                      {"log_path", log_path},
+                      {"sample_every", sample_every},
+                      {"sample_tokens", sample_tokens},
+                      {"sample_prompt", sample_prompt},
+                      {"threads", threads},
+                      {"device", device},
+                      {"backend", backend},
+                      {"checkpoint_dir", checkpoint_dir},
+                      {"checkpoint_every", checkpoint_every},
+                      {"resume", resume},
+                      {"resume_step", resume_step},
+                      {"collective_timeout_s", collective_timeout_s},
+                      {"checkpoint_timeout_s", checkpoint_timeout_s},
+                      {"rpc_timeout_s", rpc_timeout_s},
+                      {"trigger_poll_timeout_s", trigger_poll_timeout_s},
+                      {"redundancy", redundancy},
+                      {"redundancy_every", redundancy_every},
+                      {"offload_optimizer", offload_optimizer},
+                      {"offload_params", offload_params},
+                      {"offload_dir", offload_dir},
+                      {"offload_prefetch", offload_prefetch},
+                      {"gather_prefetch", gather_prefetch},
+                      {"bucket_mib", bucket_mib},
+                      {"max_failures", max_failures},
+                      {"activation_checkpointing", activation_checkpointing}};
   return j.dump();
 }
 
@@ -132,16 +179,87 @@ namespace {
 // The model's, the data's and the samples' fields into c; false for another
 // key. Throws nlohmann's type errors (ParseFields catches them).
 bool ParseModelAndDataField(const std::string& key, const nlohmann::json& value, JobConfig& c) {
-  if (key == "model") c.model = value.get<std::string>();
-  else if (key == "model_desc") c.model_desc = value.get<std::string>();
-  else if (key == "init") c.init = value.get<std::string>();
-  else if (key == "seq_len") c.seq_len = value.get<int>();
-  else if (key == "tokenizer") c.tokenizer = value.get<std::string>();
-  else if (key == "data") c.data = value.get<std::vector<std::string>>();
-  else if (key == "sample_every") c.sample_every = value.get<int64_t>();
-  else if (key == "sample_tokens") c.sample_tokens = value.get<int>();
-  else if (key == "sample_prompt") c.sample_prompt = value.get<std::string>();
-  else return false;
+  if (key == "model")
+    c.model = value.get<std::string>();
+  else if (key == "model_desc")
+    c.model_desc = value.get<std::string>();
+  else if (key == "init")
+    c.init = value.get<std::string>();
+  else if (key == "seq_len")
+    c.seq_len = value.get<int>();
+  else if (key == "tokenizer")
+    c.tokenizer = value.get<std::string>();
+  else if (key == "data")
+    c.data = value.get<std::vector<std::string>>();
+  else if (key == "sample_every")
+    c.sample_every = value.get<int64_t>();
+  else if (key == "sample_tokens")
+    c.sample_tokens = value.get<int>();
+  else if (key == "sample_prompt")
+    c.sample_prompt = value.get<std::string>();
+  else
+    return false;
+  return true;
+}
+
+// The job config's plain fields by JSON key, each a member of its type
+// (value.get<T> of that type; a JSON value of another type throws).
+using FieldPtr = std::variant<int JobConfig::*, int64_t JobConfig::*, uint64_t JobConfig::*,
+                              double JobConfig::*, bool JobConfig::*, std::string JobConfig::*>;
+const std::map<std::string_view, FieldPtr>& PlainFields() {
+  static const auto* fields = new std::map<std::string_view, FieldPtr>{
+      {"stage", &JobConfig::stage},
+      {"steps", &JobConfig::steps},
+      {"global_batch", &JobConfig::global_batch},
+      {"micro_batch", &JobConfig::micro_batch},
+      {"seed", &JobConfig::seed},
+      {"lr", &JobConfig::lr},
+      {"warmup_steps", &JobConfig::warmup_steps},
+      {"beta1", &JobConfig::beta1},
+      {"beta2", &JobConfig::beta2},
+      {"eps", &JobConfig::eps},
+      {"weight_decay", &JobConfig::weight_decay},
+      {"max_grad_norm", &JobConfig::max_grad_norm},
+      {"eval_every", &JobConfig::eval_every},
+      {"eval_batches", &JobConfig::eval_batches},
+      {"log_path", &JobConfig::log_path},
+      {"threads", &JobConfig::threads},
+      {"device", &JobConfig::device},
+      {"backend", &JobConfig::backend},
+      {"checkpoint_dir", &JobConfig::checkpoint_dir},
+      {"checkpoint_every", &JobConfig::checkpoint_every},
+      {"resume", &JobConfig::resume},
+      {"resume_step", &JobConfig::resume_step},
+      {"collective_timeout_s", &JobConfig::collective_timeout_s},
+      {"checkpoint_timeout_s", &JobConfig::checkpoint_timeout_s},
+      {"rpc_timeout_s", &JobConfig::rpc_timeout_s},
+      {"trigger_poll_timeout_s", &JobConfig::trigger_poll_timeout_s},
+      {"redundancy", &JobConfig::redundancy},
+      {"redundancy_every", &JobConfig::redundancy_every},
+      {"max_failures", &JobConfig::max_failures},
+      {"offload_optimizer", &JobConfig::offload_optimizer},
+      {"offload_params", &JobConfig::offload_params},
+      {"offload_dir", &JobConfig::offload_dir},
+      {"offload_prefetch", &JobConfig::offload_prefetch},
+      {"gather_prefetch", &JobConfig::gather_prefetch},
+      {"bucket_mib", &JobConfig::bucket_mib},
+      {"activation_checkpointing", &JobConfig::activation_checkpointing}};
+  return *fields;
+}
+
+// Field `key` of the job config from `value`; false for an unknown key.
+// nlohmann::json's type errors propagate (ParseFields catches them).
+absl::StatusOr<bool> ParseField(const std::string& key, const nlohmann::json& value, JobConfig& c) {
+  if (ParseModelAndDataField(key, value, c)) return true;
+  if (key == "compute_dtype" || key == "reduce_dtype") {
+    ZS_ASSIGN_OR_RETURN(const DType dtype, ParseDType(value.get<std::string>()));
+    (key == "compute_dtype" ? c.compute_dtype : c.reduce_dtype) = dtype;
+    return true;
+  }
+  auto it = PlainFields().find(key);
+  if (it == PlainFields().end()) return false;
+  std::visit([&](auto member) { c.*member = value.get<std::decay_t<decltype(c.*member)>>(); },
+             it->second);
   return true;
 }
 
@@ -154,46 +272,10 @@ absl::StatusOr<JobConfig> ParseFields(const std::string& text) {
   JobConfig c;
   try {
     for (auto& [key, value] : j.items()) {
-      if (ParseModelAndDataField(key, value, c)) continue;
-      if (key == "stage") c.stage = value.get<int>();
-      else if (key == "steps") c.steps = value.get<int64_t>();
-      else if (key == "global_batch") c.global_batch = value.get<int>();
-      else if (key == "micro_batch") c.micro_batch = value.get<int>();
-      else if (key == "seed") c.seed = value.get<uint64_t>();
-      else if (key == "compute_dtype") { ZS_ASSIGN_OR_RETURN(c.compute_dtype, ParseDType(value.get<std::string>())); }
-      else if (key == "reduce_dtype") { ZS_ASSIGN_OR_RETURN(c.reduce_dtype, ParseDType(value.get<std::string>())); }
-      else if (key == "lr") c.lr = value.get<double>();
-      else if (key == "warmup_steps") c.warmup_steps = value.get<int64_t>();
-      else if (key == "beta1") c.beta1 = value.get<double>();
-      else if (key == "beta2") c.beta2 = value.get<double>();
-      else if (key == "eps") c.eps = value.get<double>();
-      else if (key == "weight_decay") c.weight_decay = value.get<double>();
-      else if (key == "max_grad_norm") c.max_grad_norm = value.get<double>();
-      else if (key == "eval_every") c.eval_every = value.get<int64_t>();
-      else if (key == "eval_batches") c.eval_batches = value.get<int>();
-      else if (key == "log_path") c.log_path = value.get<std::string>();
-      else if (key == "threads") c.threads = value.get<int>();
-      else if (key == "device") c.device = value.get<std::string>();
-      else if (key == "backend") c.backend = value.get<std::string>();
-      else if (key == "checkpoint_dir") c.checkpoint_dir = value.get<std::string>();
-      else if (key == "checkpoint_every") c.checkpoint_every = value.get<int64_t>();
-      else if (key == "resume") c.resume = value.get<bool>();
-      else if (key == "resume_step") c.resume_step = value.get<int64_t>();
-      else if (key == "collective_timeout_s") c.collective_timeout_s = value.get<double>();
-      else if (key == "checkpoint_timeout_s") c.checkpoint_timeout_s = value.get<double>();
-      else if (key == "rpc_timeout_s") c.rpc_timeout_s = value.get<double>();
-      else if (key == "trigger_poll_timeout_s") c.trigger_poll_timeout_s = value.get<double>();
-      else if (key == "redundancy") c.redundancy = value.get<int>();
-      else if (key == "redundancy_every") c.redundancy_every = value.get<int64_t>();
-      else if (key == "max_failures") c.max_failures = value.get<int64_t>();
-      else if (key == "offload_optimizer") c.offload_optimizer = value.get<std::string>();
-      else if (key == "offload_params") c.offload_params = value.get<std::string>();
-      else if (key == "offload_dir") c.offload_dir = value.get<std::string>();
-      else if (key == "offload_prefetch") c.offload_prefetch = value.get<int>();
-      else if (key == "gather_prefetch") c.gather_prefetch = value.get<int>();
-      else if (key == "bucket_mib") c.bucket_mib = value.get<double>();
-      else if (key == "activation_checkpointing") c.activation_checkpointing = value.get<std::string>();
-      else return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
+      ZS_ASSIGN_OR_RETURN(const bool known, ParseField(key, value, c));
+      if (!known) {
+        return absl::InvalidArgumentError(absl::StrCat("job config: unknown field '", key, "'"));
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("job config: wrong type: ", e.what()));

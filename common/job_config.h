@@ -37,19 +37,19 @@ struct JobConfig {
   // bytes (common/tokenizer/job_tokenizer.h). Token files are read as they
   // are either way.
   std::string tokenizer;
-  int stage = 3;                     // ZeRO stage 0..3.
-  int64_t steps = 300;               // Optimizer steps to run in total.
-  int global_batch = 16;             // Sequences per optimizer step, all ranks together.
-  int micro_batch = 4;               // Sequences per forward/backward on one rank.
-  std::vector<std::string> data;     // Text files or directories; empty = defaults.
-  uint64_t seed = 1234;              // Initialisation and data order.
+  int stage = 3;                  // ZeRO stage 0..3.
+  int64_t steps = 300;            // Optimizer steps to run in total.
+  int global_batch = 16;          // Sequences per optimizer step, all ranks together.
+  int micro_batch = 4;            // Sequences per forward/backward on one rank.
+  std::vector<std::string> data;  // Text files or directories; empty = defaults.
+  uint64_t seed = 1234;           // Initialisation and data order.
   DType compute_dtype = DType::kFp32;
   DType reduce_dtype = DType::kFp32;
-  double lr = 3e-3;                  // Peak learning rate.
-  int64_t warmup_steps = 20;         // Linear warm-up, then cosine decay to lr/10.
+  double lr = 3e-3;           // Peak learning rate.
+  int64_t warmup_steps = 20;  // Linear warm-up, then cosine decay to lr/10.
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
-  double max_grad_norm = 1.0;        // <= 0 disables clipping.
-  int64_t eval_every = 50;           // Validation loss every this many steps (0 = only at end).
+  double max_grad_norm = 1.0;  // <= 0 disables clipping.
+  int64_t eval_every = 50;     // Validation loss every this many steps (0 = only at end).
   // A short text sampled from the model every this many steps (0 = never),
   // `sample_tokens` long, after `sample_prompt` (empty: the model's BOS, or
   // a newline for the byte-level presets); in the step log and on the
@@ -57,26 +57,27 @@ struct JobConfig {
   int64_t sample_every = 0;
   int sample_tokens = 32;
   std::string sample_prompt;
-  int eval_batches = 4;              // Global batches per validation estimate.
-  std::string log_path;              // JSONL step log written by rank 0 ("" = none).
-  int threads = 1;                   // Compute threads per worker.
-  std::string device = "cpu";        // "cpu", "cuda" or "auto" (CUDA where the worker sees a GPU).
+  int eval_batches = 4;        // Global batches per validation estimate.
+  std::string log_path;        // JSONL step log written by rank 0 ("" = none).
+  int threads = 1;             // Compute threads per worker.
+  std::string device = "cpu";  // "cpu", "cuda" or "auto" (CUDA where the worker sees a GPU).
   // "gloo", "shm" (CPU, every rank on one host: shared memory), "nccl",
   // "host-staged" (device buffers through Gloo: several ranks sharing one
   // GPU) or "auto" (nccl on a CUDA device, gloo on CPU).
   std::string backend = "auto";
-  std::string checkpoint_dir;        // Where the coordinator stores checkpoints ("" = none).
-  int64_t checkpoint_every = 0;      // Save every this many steps (0 = never).
-  bool resume = false;               // Start from the latest committed checkpoint.
-  int64_t resume_step = -1;          // Start from this step's checkpoint (-1 = latest).
-  double collective_timeout_s = 120; // Longest wait for one collective or rendezvous, seconds.
-  double checkpoint_timeout_s = 600; // Longest checkpoint save or restore transfer, seconds.
-  double rpc_timeout_s = 30;         // Deadline of one control RPC (checkpoint lookup), seconds.
-  double trigger_poll_timeout_s = 5; // Deadline of rank 0's background checkpoint-now poll, seconds.
+  std::string checkpoint_dir;         // Where the coordinator stores checkpoints ("" = none).
+  int64_t checkpoint_every = 0;       // Save every this many steps (0 = never).
+  bool resume = false;                // Start from the latest committed checkpoint.
+  int64_t resume_step = -1;           // Start from this step's checkpoint (-1 = latest).
+  double collective_timeout_s = 120;  // Longest wait for one collective or rendezvous, seconds.
+  double checkpoint_timeout_s = 600;  // Longest checkpoint save or restore transfer, seconds.
+  double rpc_timeout_s = 30;          // Deadline of one control RPC (checkpoint lookup), seconds.
+  double trigger_poll_timeout_s =
+      5;  // Deadline of rank 0's background checkpoint-now poll, seconds.
   // Peer redundancy: 1 = each rank also keeps its ring neighbour's
   // optimizer shard (host memory), so one lost rank is rebuilt live.
   int redundancy = 0;
-  int64_t redundancy_every = 1;      // Refresh the copies every this many steps.
+  int64_t redundancy_every = 1;  // Refresh the copies every this many steps.
   // Offload (worker/offload): where each rank keeps its optimizer state,
   // "none" (device memory), "host" or "nvme" (files under offload_dir);
   // offload_params "nvme" (stage 3: parameter shards in files under

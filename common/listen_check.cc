@@ -28,8 +28,8 @@ absl::Status CheckCanListen(const std::string& flag, const std::string& host_por
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (const int e = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints,
-                                &found);
+  if (const int e =
+          getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
       e != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, " ", host_port, ": cannot resolve: ", gai_strerror(e)));

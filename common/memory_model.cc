@@ -27,7 +27,8 @@ absl::Status Validate(const MemoryModelInputs& in) {
     return bad("gather prefetch: ", in.gather_prefetch, " (expected 0..64)");
   }
   if (in.bucket_bytes < 0) return bad("bucket bytes: ", in.bucket_bytes, " (expected >= 0)");
-  if (in.redundancy < 0 || in.redundancy > 1) return bad("redundancy: ", in.redundancy, " (expected 0 or 1)");
+  if (in.redundancy < 0 || in.redundancy > 1)
+    return bad("redundancy: ", in.redundancy, " (expected 0 or 1)");
   if (in.activation_bytes < 0) return bad("activation bytes: must be >= 0");
   return absl::OkStatus();
 }
@@ -69,9 +70,12 @@ absl::StatusOr<OptimizerOffload> ParseOptimizerOffload(const std::string& text) 
 
 const char* OptimizerOffloadName(OptimizerOffload offload) {
   switch (offload) {
-    case OptimizerOffload::kNone: return "none";
-    case OptimizerOffload::kHost: return "host";
-    case OptimizerOffload::kNvme: return "nvme";
+    case OptimizerOffload::kNone:
+      return "none";
+    case OptimizerOffload::kHost:
+      return "host";
+    case OptimizerOffload::kNvme:
+      return "nvme";
   }
   return "?";
 }
@@ -83,8 +87,8 @@ int64_t OffloadStagingBytes(OptimizerOffload offload, int64_t max_n, bool cuda) 
   return kOffloadStagingSlots * 3 * AlignToOffloadBlock(4 * max_n) + host_update;
 }
 
-int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
-                          DType reduce_dtype, int prefetch, int64_t bucket_bytes) {
+int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype, DType reduce_dtype,
+                          int prefetch, int64_t bucket_bytes) {
   int64_t max_padded = 0;
   for (const UnitPlan& u : plan.units) max_padded = std::max(max_padded, u.padded_numel);
   const int64_t c = DTypeSize(compute_dtype), g = DTypeSize(reduce_dtype);
@@ -106,8 +110,7 @@ int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
   return gathers + view + grads + step;
 }
 
-absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
-                                               const MemoryModelInputs& in) {
+absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan, const MemoryModelInputs& in) {
   ZS_RETURN_IF_ERROR(Validate(in));
   const int64_t c = DTypeSize(in.compute_dtype), g = DTypeSize(in.reduce_dtype);
   MemoryPrediction out;

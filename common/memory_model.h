@@ -74,18 +74,18 @@ inline int64_t ParamStagingBytes(int prefetch, int64_t max_shard_bytes) {
 }
 
 struct MemoryModelInputs {
-  int stage = 0;                        // ZeRO stage 0..3.
-  DType compute_dtype = DType::kFp32;   // c: kFp32 (4) or kBf16 (2).
-  DType reduce_dtype = DType::kFp32;    // g.
+  int stage = 0;                       // ZeRO stage 0..3.
+  DType compute_dtype = DType::kFp32;  // c: kFp32 (4) or kBf16 (2).
+  DType reduce_dtype = DType::kFp32;   // g.
   OptimizerOffload offload_optimizer = OptimizerOffload::kNone;
   // --offload-params nvme: the stage-3 compute shards go to files, read
   // `offload_prefetch` units ahead of their all-gather.
   bool offload_params_nvme = false;
-  int offload_prefetch = 2;    // --offload-prefetch, 0..64.
-  int gather_prefetch = 1;     // Stage 3: --gather-prefetch, 0..64.
-  int64_t bucket_bytes = 0;    // Stages 2-3: --bucket-mib in bytes, >= 0 (0 = none).
-  bool cuda = false;           // The device is a GPU (host memory is then apart).
-  int redundancy = 0;          // --redundancy 0|1.
+  int offload_prefetch = 2;      // --offload-prefetch, 0..64.
+  int gather_prefetch = 1;       // Stage 3: --gather-prefetch, 0..64.
+  int64_t bucket_bytes = 0;      // Stages 2-3: --bucket-mib in bytes, >= 0 (0 = none).
+  bool cuda = false;             // The device is a GPU (host memory is then apart).
+  int redundancy = 0;            // --redundancy 0|1.
   int64_t activation_bytes = 0;  // The model's activations and scratch, the caller's.
 };
 
@@ -96,8 +96,8 @@ struct MemoryPrediction {
   MemoryByKind state;
   int64_t gather_buffers = 0;  // Transient bound during a step (GatherBufferBound).
   int64_t activations = 0;
-  int64_t host_offload = 0;    // Of state.offloaded: bytes in host memory.
-  int64_t nvme = 0;            // Of state.offloaded: bytes in NVMe files.
+  int64_t host_offload = 0;  // Of state.offloaded: bytes in host memory.
+  int64_t nvme = 0;          // Of state.offloaded: bytes in NVMe files.
   // The device's peak: model state + buffers + gather bound + activations.
   int64_t device_peak() const { return state.total() + gather_buffers + activations; }
   // Host memory besides the device: offloaded host state and redundancy.
@@ -121,15 +121,14 @@ struct MemoryPrediction {
 // most every unit, min((1 + d) G, total) c; the reduce-scatter in flight is
 // g R; and at stages 2-3 the fp32 gradients waiting in the reduce bucket,
 // which is issued as soon as it holds B bytes, add 4 min(B / g, total).
-int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype,
-                          DType reduce_dtype, int prefetch, int64_t bucket_bytes = 0);
+int64_t GatherBufferBound(const ShardPlan& plan, int stage, DType compute_dtype, DType reduce_dtype,
+                          int prefetch, int64_t bucket_bytes = 0);
 
 // Every kind for one rank of `plan` (ranks' shards are equal).
 // INVALID_ARGUMENT for a stage outside 0..3, a dtype other than fp32/bf16,
 // params offload below stage 3, a prefetch outside 0..64, redundancy
 // outside 0..1, negative activations.
-absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan,
-                                               const MemoryModelInputs& in);
+absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan, const MemoryModelInputs& in);
 
 // From a bare parameter count Ψ on `world_size` ranks: the paper's formula
 // (ZeroFormulaBytes, no padding) with offload and redundancy; gather buffers

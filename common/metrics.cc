@@ -16,9 +16,15 @@ MetricFamily::Series& MetricFamily::SeriesFor(const LabelValues& labels) {
   for (size_t i = 0; i < labels.size(); ++i) named[label_names_[i]] = labels[i];
   Series s;
   switch (type_) {
-    case Type::kCounter: s.counter = &counters_->Add(named); break;
-    case Type::kGauge: s.gauge = &gauges_->Add(named); break;
-    case Type::kHistogram: s.histogram = &histograms_->Add(named, buckets_); break;
+    case Type::kCounter:
+      s.counter = &counters_->Add(named);
+      break;
+    case Type::kGauge:
+      s.gauge = &gauges_->Add(named);
+      break;
+    case Type::kHistogram:
+      s.histogram = &histograms_->Add(named, buckets_);
+      break;
   }
   return series_.emplace(labels, s).first->second;
 }

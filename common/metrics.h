@@ -98,8 +98,7 @@ class MetricsRegistry {
                       std::vector<std::string> label_names = {});
   // `buckets`: upper bounds, strictly ascending, finite; +Inf is implied.
   MetricFamily* Histogram(const std::string& name, const std::string& help,
-                          std::vector<double> buckets,
-                          std::vector<std::string> label_names = {});
+                          std::vector<double> buckets, std::vector<std::string> label_names = {});
   // Adds a collectable serialised after the registry's own families (e.g.
   // ProcessMetrics). Its names must not clash with declared families.
   void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);

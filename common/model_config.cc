@@ -35,7 +35,8 @@ TensorSpec Tensor(std::string name, std::vector<int64_t> shape) {
 
 absl::Status Positive(const char* field, int64_t v) {
   if (v >= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("model config: ", field, " must be >= 1, got ", v));
+  return absl::InvalidArgumentError(
+      absl::StrCat("model config: ", field, " must be >= 1, got ", v));
 }
 
 absl::Status ValidateLlama(const ModelConfig& c) {
@@ -56,12 +57,12 @@ absl::Status ValidateLlama(const ModelConfig& c) {
   }
   const RopeScaling& r = c.rope_scaling;
   if (r.type != "default" && r.type != "llama3") {
-    return absl::InvalidArgumentError(absl::StrCat("model config: rope type '", r.type,
-                                                   "' is not supported (default, llama3)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model config: rope type '", r.type, "' is not supported (default, llama3)"));
   }
-  if (r.type == "llama3" && !(r.factor > 0 && r.low_freq_factor > 0 &&
-                               r.high_freq_factor > r.low_freq_factor &&
-                               r.original_max_positions > 0)) {
+  if (r.type == "llama3" &&
+      !(r.factor > 0 && r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
+        r.original_max_positions > 0)) {
     return absl::InvalidArgumentError(
         "model config: llama3 rope scaling needs factor > 0, 0 < low_freq_factor < "
         "high_freq_factor and original_max_position_embeddings > 0");
@@ -77,14 +78,14 @@ std::vector<UnitSpec> Gpt2Units(const ModelConfig& c) {
                             Tensor("ln_f.weight", {C}), Tensor("ln_f.bias", {C})}});
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = absl::StrCat("block.", i, ".");
-    units.push_back(UnitSpec{
-        absl::StrCat("block.", i),
-        {Tensor(p + "ln_1.weight", {C}), Tensor(p + "ln_1.bias", {C}),
-         Tensor(p + "attn.qkv.weight", {3 * C, C}), Tensor(p + "attn.qkv.bias", {3 * C}),
-         Tensor(p + "attn.proj.weight", {C, C}), Tensor(p + "attn.proj.bias", {C}),
-         Tensor(p + "ln_2.weight", {C}), Tensor(p + "ln_2.bias", {C}),
-         Tensor(p + "mlp.fc.weight", {4 * C, C}), Tensor(p + "mlp.fc.bias", {4 * C}),
-         Tensor(p + "mlp.proj.weight", {C, 4 * C}), Tensor(p + "mlp.proj.bias", {C})}});
+    units.push_back(
+        UnitSpec{absl::StrCat("block.", i),
+                 {Tensor(p + "ln_1.weight", {C}), Tensor(p + "ln_1.bias", {C}),
+                  Tensor(p + "attn.qkv.weight", {3 * C, C}), Tensor(p + "attn.qkv.bias", {3 * C}),
+                  Tensor(p + "attn.proj.weight", {C, C}), Tensor(p + "attn.proj.bias", {C}),
+                  Tensor(p + "ln_2.weight", {C}), Tensor(p + "ln_2.bias", {C}),
+                  Tensor(p + "mlp.fc.weight", {4 * C, C}), Tensor(p + "mlp.fc.bias", {4 * C}),
+                  Tensor(p + "mlp.proj.weight", {C, 4 * C}), Tensor(p + "mlp.proj.bias", {C})}});
   }
   return units;
 }
@@ -123,9 +124,9 @@ std::vector<UnitSpec> LlamaUnits(const ModelConfig& c) {
   if (c.tied) units[0].params.push_back(Tensor("model.norm.weight", {c.n_embd}));
   for (int i = 0; i < c.n_layer; ++i) units.push_back(LlamaBlock(c, i));
   if (!c.tied) {
-    units.push_back(UnitSpec{"head",
-                             {Tensor("model.norm.weight", {c.n_embd}),
-                              Tensor("lm_head.weight", {c.vocab, c.n_embd})}});
+    units.push_back(UnitSpec{
+        "head",
+        {Tensor("model.norm.weight", {c.n_embd}), Tensor("lm_head.weight", {c.vocab, c.n_embd})}});
   }
   return units;
 }
@@ -171,8 +172,8 @@ absl::StatusOr<ModelConfig> ModelPreset(const std::string& name) {
   for (const Preset& p : kPresets) {
     if (name == p.name) return Gpt2Config(p.vocab, p.n_layer, p.n_embd, p.n_head, p.n_ctx);
   }
-  return absl::NotFoundError(absl::StrCat("unknown model '", name, "' (known: ",
-                                          absl::StrJoin(ModelPresetNames(), ", "),
+  return absl::NotFoundError(absl::StrCat("unknown model '", name,
+                                          "' (known: ", absl::StrJoin(ModelPresetNames(), ", "),
                                           ", or a model directory)"));
 }
 
@@ -196,18 +197,29 @@ int64_t ModelParamBytes(const ModelConfig& c) { return 4 * ModelParamCount(c); }
 
 std::string ModelConfigToJson(const ModelConfig& c) {
   const RopeScaling& r = c.rope_scaling;
-  nlohmann::json j = {
-      {"family", c.is_llama() ? "llama" : "gpt2"}, {"vocab", c.vocab}, {"n_layer", c.n_layer},
-      {"n_embd", c.n_embd}, {"n_head", c.n_head}, {"n_ctx", c.n_ctx},
-      {"n_kv_head", c.n_kv_head}, {"head_dim", c.head_dim}, {"n_inner", c.n_inner},
-      {"norm_eps", c.norm_eps}, {"rope_theta", c.rope_theta},
-      {"rope_scaling", {{"type", r.type}, {"factor", r.factor},
+  nlohmann::json j = {{"family", c.is_llama() ? "llama" : "gpt2"},
+                      {"vocab", c.vocab},
+                      {"n_layer", c.n_layer},
+                      {"n_embd", c.n_embd},
+                      {"n_head", c.n_head},
+                      {"n_ctx", c.n_ctx},
+                      {"n_kv_head", c.n_kv_head},
+                      {"head_dim", c.head_dim},
+                      {"n_inner", c.n_inner},
+                      {"norm_eps", c.norm_eps},
+                      {"rope_theta", c.rope_theta},
+                      {"rope_scaling",
+                       {{"type", r.type},
+                        {"factor", r.factor},
                         {"low_freq_factor", r.low_freq_factor},
                         {"high_freq_factor", r.high_freq_factor},
                         {"original_max_positions", r.original_max_positions}}},
-      {"qkv_bias", c.qkv_bias}, {"o_bias", c.o_bias}, {"qk_norm", c.qk_norm},
-      {"tied", c.tied}, {"max_positions", c.max_positions},
-      {"hf_config_json", c.hf_config_json}};
+                      {"qkv_bias", c.qkv_bias},
+                      {"o_bias", c.o_bias},
+                      {"qk_norm", c.qk_norm},
+                      {"tied", c.tied},
+                      {"max_positions", c.max_positions},
+                      {"hf_config_json", c.hf_config_json}};
   return j.dump();
 }
 
@@ -230,10 +242,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text) {
           absl::StrCat("model config: family '", family, "' is not gpt2 or llama"));
     }
     c.family = family == "llama" ? ModelFamily::kLlama : ModelFamily::kGpt2;
-    for (auto [key, value] : {std::pair{"vocab", &c.vocab}, {"n_layer", &c.n_layer},
-                              {"n_embd", &c.n_embd}, {"n_head", &c.n_head},
-                              {"n_ctx", &c.n_ctx}, {"n_kv_head", &c.n_kv_head},
-                              {"head_dim", &c.head_dim}, {"n_inner", &c.n_inner},
+    for (auto [key, value] : {std::pair{"vocab", &c.vocab},
+                              {"n_layer", &c.n_layer},
+                              {"n_embd", &c.n_embd},
+                              {"n_head", &c.n_head},
+                              {"n_ctx", &c.n_ctx},
+                              {"n_kv_head", &c.n_kv_head},
+                              {"head_dim", &c.head_dim},
+                              {"n_inner", &c.n_inner},
                               {"max_positions", &c.max_positions}}) {
       *value = get(j, key, *value);
     }

@@ -72,17 +72,17 @@ struct ModelConfig {
   int n_ctx = 0;    // Longest sequence trained on (tokens); gpt2: size of wpe.
   ModelFamily family = ModelFamily::kGpt2;
   // The llama family only (0 / defaults for gpt2).
-  int n_kv_head = 0;        // KV (num_key_value_heads); NH a multiple of it.
-  int head_dim = 0;         // D; C / NH unless the config says otherwise.
-  int n_inner = 0;          // I (intermediate_size).
-  double norm_eps = 1e-6;   // RMSNorm epsilon (rms_norm_eps).
+  int n_kv_head = 0;       // KV (num_key_value_heads); NH a multiple of it.
+  int head_dim = 0;        // D; C / NH unless the config says otherwise.
+  int n_inner = 0;         // I (intermediate_size).
+  double norm_eps = 1e-6;  // RMSNorm epsilon (rms_norm_eps).
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
-  bool qkv_bias = false;    // q/k/v projections have biases (Qwen2, attention_bias).
-  bool o_bias = false;      // o_proj has a bias (Llama's attention_bias).
-  bool qk_norm = false;     // RMSNorm of each q and k head before rotary (Qwen3).
-  bool tied = true;         // LM head = embedding (gpt2: always).
-  int max_positions = 0;    // HF max_position_embeddings (export only).
+  bool qkv_bias = false;  // q/k/v projections have biases (Qwen2, attention_bias).
+  bool o_bias = false;    // o_proj has a bias (Llama's attention_bias).
+  bool qk_norm = false;   // RMSNorm of each q and k head before rotary (Qwen3).
+  bool tied = true;       // LM head = embedding (gpt2: always).
+  int max_positions = 0;  // HF max_position_embeddings (export only).
   // The HF config.json this description was read from ("" for presets):
   // export writes it back, so fields zeroshard does not use (token ids,
   // architectures) survive a round trip.

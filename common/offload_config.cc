@@ -1,4 +1,3 @@
-#include "common/zero_stage.h"
 #include "common/offload_config.h"
 
 #include <sys/statvfs.h>
@@ -9,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/zero_stage.h"
 
 namespace zeroshard {
 
@@ -17,14 +17,16 @@ absl::Status CheckOffloadValue(const std::string& flag, const std::string& value
   for (absl::string_view a : absl::StrSplit(allowed, '|')) {
     if (a == value) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(flag, " = \"", value, "\" is not one of ", allowed));
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " = \"", value, "\" is not one of ", allowed));
 }
 
 absl::Status CheckOffloadDir(const std::string& dir, int64_t bytes_needed) {
   if (dir.empty()) return absl::InvalidArgumentError("--offload-dir is needed for nvme offload");
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("--offload-dir ", dir, " is not an existing directory"));
+    return absl::NotFoundError(
+        absl::StrCat("--offload-dir ", dir, " is not an existing directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("--offload-dir ", dir, " is not writable"));
@@ -35,9 +37,9 @@ absl::Status CheckOffloadDir(const std::string& dir, int64_t bytes_needed) {
   }
   const int64_t free_bytes = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
   if (free_bytes < bytes_needed) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "--offload-dir %s has %.3f GiB free, offload needs %.3f GiB", dir,
-        free_bytes / 1073741824.0, bytes_needed / 1073741824.0));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("--offload-dir %s has %.3f GiB free, offload needs %.3f GiB", dir,
+                        free_bytes / 1073741824.0, bytes_needed / 1073741824.0));
   }
   return absl::OkStatus();
 }

@@ -19,8 +19,8 @@ inline int ResolveThreads(int num_threads) {
   return std::clamp(hw, 1, 16);
 }
 
-// fn(chunk, begin, end) for each chunk; chunk < num_threads. Each thread gets at least `min_per_thread`
-// elements, so small inputs stay on the calling thread.
+// fn(chunk, begin, end) for each chunk; chunk < num_threads. Each thread gets at least
+// `min_per_thread` elements, so small inputs stay on the calling thread.
 template <typename Fn>
 void ParallelFor(int64_t n, int num_threads, int64_t min_per_thread, int64_t align, Fn&& fn) {
   int threads = ResolveThreads(num_threads);

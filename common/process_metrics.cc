@@ -110,19 +110,21 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   if (::getrusage(RUSAGE_SELF, &ru) == 0) {
     const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-    out.push_back(One("process_cpu_seconds_total", "CPU seconds the coordinator process has used, user plus system.",
+    out.push_back(One("process_cpu_seconds_total",
+                      "CPU seconds the coordinator process has used, user plus system.",
                       MetricType::Counter, cpu));
   }
   double virtual_bytes = 0, resident_bytes = 0;
   if (ReadStatm(&virtual_bytes, &resident_bytes)) {
     out.push_back(One("process_resident_memory_bytes", "Bytes of the process resident in RAM.",
                       MetricType::Gauge, resident_bytes));
-    out.push_back(One("process_virtual_memory_bytes", "Bytes of the process's virtual address space.",
-                      MetricType::Gauge, virtual_bytes));
+    out.push_back(One("process_virtual_memory_bytes",
+                      "Bytes of the process's virtual address space.", MetricType::Gauge,
+                      virtual_bytes));
   }
   if (std::optional<double> fds = OpenFds()) {
-    out.push_back(One("process_open_fds", "File descriptors the process has open.", MetricType::Gauge,
-                      *fds));
+    out.push_back(
+        One("process_open_fds", "File descriptors the process has open.", MetricType::Gauge, *fds));
   }
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {

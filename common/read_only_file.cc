@@ -64,8 +64,8 @@ absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset, absl::s
       return ErrnoStatus(errno, "read", path);
     }
     if (n == 0) {
-      return absl::DataLossError(absl::StrCat("read ", path, ": file ends at byte ", offset,
-                                              ", ", size, " bytes short"));
+      return absl::DataLossError(
+          absl::StrCat("read ", path, ": file ends at byte ", offset, ", ", size, " bytes short"));
     }
     p += n;
     size -= n;
@@ -129,8 +129,8 @@ absl::Status ReadOnlyFile::ReadDirect(char* dst, int64_t size, int64_t offset) c
     if (got < 0) return ErrnoStatus(errno, "read", path_);
     const int64_t usable = std::min<int64_t>(got, want) - (offset - lo);
     if (usable <= 0) {
-      return absl::DataLossError(absl::StrCat("read ", path_, ": file ends at byte ", offset,
-                                              ", ", size, " bytes short"));
+      return absl::DataLossError(
+          absl::StrCat("read ", path_, ": file ends at byte ", offset, ", ", size, " bytes short"));
     }
     const int64_t n = std::min(usable, size);
     std::memcpy(dst, bounce.get() + (offset - lo), static_cast<size_t>(n));

@@ -65,25 +65,26 @@ void Recommend(RunPlan& plan) {
       if (slot < 0) slot = i;
     }
     if (a < 0 && b < 0) continue;
-    const std::string off = offload == OptimizerOffload::kNone
-                                ? "without offload"
-                                : absl::StrCat("with the optimizer state offloaded to ",
-                                               OptimizerOffloadName(offload), " (nothing fits without)");
+    const std::string off =
+        offload == OptimizerOffload::kNone
+            ? "without offload"
+            : absl::StrCat("with the optimizer state offloaded to ", OptimizerOffloadName(offload),
+                           " (nothing fits without)");
     const PlanChoice* pa = a >= 0 ? &plan.choices[a] : nullptr;
     const PlanChoice* pb = b >= 0 ? &plan.choices[b] : nullptr;
     // The choices run in stage order, so b < a: checkpointing fits a lower stage.
-    const bool take_b = pb != nullptr && (pa == nullptr || (b < a &&
-                                                            pb->traffic.wire_bytes() < pa->traffic.wire_bytes()));
+    const bool take_b =
+        pb != nullptr &&
+        (pa == nullptr || (b < a && pb->traffic.wire_bytes() < pa->traffic.wire_bytes()));
     const PlanChoice& pick = take_b ? *pb : *pa;
     plan.recommended = take_b ? b : a;
-    plan.reason = absl::StrCat("stage ", pick.stage, " is the lowest stage that fits ", off,
-                               " (", FormatDecimalBytes(pick.device_need), " per rank");
+    plan.reason = absl::StrCat("stage ", pick.stage, " is the lowest stage that fits ", off, " (",
+                               FormatDecimalBytes(pick.device_need), " per rank");
     if (take_b && pa != nullptr) {
       absl::StrAppend(&plan.reason, "); block checkpointing at stage ", pb->stage, " sends ",
-                      FormatDecimalBytes(pb->traffic.wire_bytes()),
-                      " per rank and step against ",
-                      FormatDecimalBytes(pa->traffic.wire_bytes()), " at stage ",
-                      pa->stage, ", for one forward recompute per block");
+                      FormatDecimalBytes(pb->traffic.wire_bytes()), " per rank and step against ",
+                      FormatDecimalBytes(pa->traffic.wire_bytes()), " at stage ", pa->stage,
+                      ", for one forward recompute per block");
     } else if (take_b) {
       absl::StrAppend(&plan.reason, "), only with block checkpointing");
     } else {
@@ -132,8 +133,13 @@ absl::StatusOr<RunPlan> MakeRunPlan(const PlanModel& model, const PlanMachine& m
         in.bucket_bytes = model.bucket_bytes;
         in.cuda = machine.cuda;
         in.activation_bytes = model.activation_bytes[ckpt];
-        const TrafficInputs t{stage, model.compute_dtype, model.reduce_dtype, model.micro_batches,
-                              model.brackets[ckpt], model.gather_prefetch, model.bucket_bytes};
+        const TrafficInputs t{stage,
+                              model.compute_dtype,
+                              model.reduce_dtype,
+                              model.micro_batches,
+                              model.brackets[ckpt],
+                              model.gather_prefetch,
+                              model.bucket_bytes};
         if (model.has_structure()) {
           ZS_ASSIGN_OR_RETURN(c.memory, PredictMemory(shard, in));
           ZS_ASSIGN_OR_RETURN(c.traffic, PredictTraffic(shard, t));

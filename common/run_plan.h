@@ -44,11 +44,11 @@ namespace zeroshard {
 inline constexpr int64_t kCpuWorkerOverheadBytes = int64_t{40} << 20;
 
 struct PlanMachine {
-  int workers = 1;              // Ranks (N), all on this machine for the host figures.
-  bool cuda = false;            // GPU workers: device memory is apart from host memory.
-  int64_t device_memory = 0;    // Per rank (GPU); ignored on the CPU. 0 = unknown.
-  int64_t host_memory = 0;      // This machine's, all workers together. 0 = unknown.
-  int64_t nvme = 0;             // Free NVMe bytes for offload files; 0 = none.
+  int workers = 1;                   // Ranks (N), all on this machine for the host figures.
+  bool cuda = false;                 // GPU workers: device memory is apart from host memory.
+  int64_t device_memory = 0;         // Per rank (GPU); ignored on the CPU. 0 = unknown.
+  int64_t host_memory = 0;           // This machine's, all workers together. 0 = unknown.
+  int64_t nvme = 0;                  // Free NVMe bytes for offload files; 0 = none.
   double link_bytes_per_second = 0;  // Bus bandwidth; 0 = no time estimate.
   int64_t process_overhead = kCpuWorkerOverheadBytes;  // Per CPU worker.
 };
@@ -56,11 +56,11 @@ struct PlanMachine {
 struct PlanModel {
   // The units (with a structure) or, when empty, a bare parameter count.
   std::vector<UnitSpec> units;
-  int64_t params = 0;           // Ψ; filled from units when they are given.
-  int64_t alignment = 1;        // Shard plan alignment (elements).
+  int64_t params = 0;     // Ψ; filled from units when they are given.
+  int64_t alignment = 1;  // Shard plan alignment (elements).
   DType compute_dtype = DType::kFp32;
   DType reduce_dtype = DType::kFp32;
-  int micro_batches = 1;        // Forward/backward passes per step and rank.
+  int micro_batches = 1;  // Forward/backward passes per step and rank.
   // Per checkpointing mode (0 = none, 1 = blocks): one micro-batch's
   // brackets and the activation bytes (worker/model ModelActivationBytes).
   std::vector<UnitBracket> brackets[2];
@@ -73,24 +73,24 @@ struct PlanModel {
   // store's staging slots resident (prefetch + 1, memory_model.h).
   bool offload_params_nvme = false;
   int offload_prefetch = 2;
-  int gather_prefetch = 1;  // Stage 3: units all-gathered ahead (--gather-prefetch).
+  int gather_prefetch = 1;   // Stage 3: units all-gathered ahead (--gather-prefetch).
   int64_t bucket_bytes = 0;  // Stages 2-3: --bucket-mib in bytes.
   bool has_structure() const { return !units.empty(); }
 };
 
 struct PlanChoice {
   int stage = 0;
-  bool checkpointing = false;   // --activation-checkpointing blocks.
+  bool checkpointing = false;  // --activation-checkpointing blocks.
   OptimizerOffload offload = OptimizerOffload::kNone;
   MemoryPrediction memory;
   TrafficPrediction traffic;
-  double comm_seconds = 0;      // traffic.seconds(link), 0 when unknown.
-  int64_t device_need = 0;      // Per rank: device_peak (GPU) or RAM per CPU worker.
-  int64_t host_need = 0;        // This machine's host RAM, all workers.
-  int64_t nvme_need = 0;        // All workers' offload files.
+  double comm_seconds = 0;  // traffic.seconds(link), 0 when unknown.
+  int64_t device_need = 0;  // Per rank: device_peak (GPU) or RAM per CPU worker.
+  int64_t host_need = 0;    // This machine's host RAM, all workers.
+  int64_t nvme_need = 0;    // All workers' offload files.
   bool fits = false;
-  std::string why_not;          // When !fits: the first limit exceeded.
-  std::string Name() const;     // "stage 2, checkpointing blocks, offload none"
+  std::string why_not;       // When !fits: the first limit exceeded.
+  std::string Name() const;  // "stage 2, checkpointing blocks, offload none"
 };
 
 struct RunPlan {

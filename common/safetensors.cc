@@ -16,7 +16,8 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
-static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "safetensors I/O assumes a little-endian host");
 
 namespace zeroshard {
 namespace {
@@ -33,7 +34,8 @@ int64_t DTypeBytes(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2")
+    return 1;
   return 0;
 }
 
@@ -47,16 +49,20 @@ absl::StatusOr<std::string> SafetensorsHeader(const std::vector<SafetensorsEntry
   int64_t offset = 0;
   for (const SafetensorsEntry& t : tensors) {
     if (t.name.empty() || t.name == "__metadata__" || !names.insert(t.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor name \"", t.name, "\" is empty, reserved or repeated"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor name \"", t.name, "\" is empty, reserved or repeated"));
     }
     for (int64_t d : t.shape) {
-      if (d < 0) return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, " has a negative dim"));
+      if (d < 0)
+        return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, " has a negative dim"));
     }
     if (t.dtype != "F32" && t.dtype != "BF16") {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": cannot write ", t.dtype));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", t.name, ": cannot write ", t.dtype));
     }
     const int64_t bytes = Numel(t.shape) * DTypeBytes(t.dtype);
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
@@ -72,7 +78,8 @@ absl::Status ParseMetadata(const std::string& path, const nlohmann::json& v,
                            std::map<std::string, std::string>* out) {
   if (!v.is_object()) return Bad(path, "__metadata__ is not an object");
   for (auto m = v.begin(); m != v.end(); ++m) {
-    if (!m.value().is_string()) return Bad(path, absl::StrCat("__metadata__.", m.key(), " is not a string"));
+    if (!m.value().is_string())
+      return Bad(path, absl::StrCat("__metadata__.", m.key(), " is not a string"));
     (*out)[m.key()] = m.value().get<std::string>();
   }
   return absl::OkStatus();
@@ -90,11 +97,13 @@ absl::StatusOr<SafetensorsTensorInfo> ParseTensor(const std::string& path, const
   }
   t.dtype = v["dtype"].get<std::string>();
   for (const auto& d : v["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad dim"));
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      return Bad(path, absl::StrCat("tensor ", t.name, " has a bad dim"));
     t.shape.push_back(d.get<int64_t>());
   }
   for (const auto& o : v["data_offsets"]) {
-    if (!o.is_number_integer() || o.get<int64_t>() < 0) return Bad(path, absl::StrCat("tensor ", t.name, " has a bad offset"));
+    if (!o.is_number_integer() || o.get<int64_t>() < 0)
+      return Bad(path, absl::StrCat("tensor ", t.name, " has a bad offset"));
   }
   t.begin = v["data_offsets"][0].get<int64_t>();
   t.end = v["data_offsets"][1].get<int64_t>();
@@ -110,18 +119,20 @@ absl::StatusOr<SafetensorsTensorInfo> ParseTensor(const std::string& path, const
 // Sorts the tensors by offset and checks they cover the data exactly: no
 // gap, no overlap.
 absl::Status CheckTensorsTileData(const std::string& path, SafetensorsInfo& info) {
-  std::sort(info.tensors.begin(), info.tensors.end(),
-            [](const auto& a, const auto& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::sort(info.tensors.begin(), info.tensors.end(), [](const auto& a, const auto& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   int64_t expect = 0;
   for (const SafetensorsTensorInfo& t : info.tensors) {
     if (t.begin != expect) {
-      return Bad(path, absl::StrCat("tensor ", t.name, " starts at byte ", t.begin, ", expected ", expect,
-                                    t.begin < expect ? " (overlap)" : " (gap)"));
+      return Bad(path, absl::StrCat("tensor ", t.name, " starts at byte ", t.begin, ", expected ",
+                                    expect, t.begin < expect ? " (overlap)" : " (gap)"));
     }
     expect = t.end;
   }
   if (expect != info.data_bytes) {
-    return Bad(path, absl::StrCat("tensors cover ", expect, " data bytes, the file holds ", info.data_bytes));
+    return Bad(path, absl::StrCat("tensors cover ", expect, " data bytes, the file holds ",
+                                  info.data_bytes));
   }
   return absl::OkStatus();
 }
@@ -163,7 +174,8 @@ absl::StatusOr<SafetensorsInfo> ReadSafetensorsInfo(const std::string& path) {
   if (ec) return absl::NotFoundError(absl::StrCat("safetensors file ", path, ": ", ec.message()));
   std::ifstream in(path, std::ios::binary);
   uint64_t n = 0;
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(&n), 8)) return Bad(path, "shorter than 8 bytes");
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(&n), 8))
+    return Bad(path, "shorter than 8 bytes");
   if (n > static_cast<uint64_t>(kMaxHeaderBytes) || 8 + n > file_size) {
     return Bad(path, absl::StrCat("header length ", n, " exceeds the file or 100 MiB"));
   }
@@ -186,15 +198,19 @@ absl::StatusOr<SafetensorsInfo> ReadSafetensorsInfo(const std::string& path) {
   return info;
 }
 
-absl::StatusOr<std::vector<float>> ReadSafetensorsF32(const std::string& path, const SafetensorsInfo& info,
+absl::StatusOr<std::vector<float>> ReadSafetensorsF32(const std::string& path,
+                                                      const SafetensorsInfo& info,
                                                       const std::string& name) {
   for (const SafetensorsTensorInfo& t : info.tensors) {
     if (t.name != name) continue;
-    if (t.dtype != "F32") return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " is ", t.dtype, ", not F32"));
+    if (t.dtype != "F32")
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", name, " is ", t.dtype, ", not F32"));
     std::vector<float> out(static_cast<size_t>((t.end - t.begin) / 4));
     std::ifstream in(path, std::ios::binary);
     in.seekg(info.data_offset + t.begin);
-    if (!in.read(reinterpret_cast<char*>(out.data()), t.end - t.begin)) return Bad(path, "tensor data unreadable");
+    if (!in.read(reinterpret_cast<char*>(out.data()), t.end - t.begin))
+      return Bad(path, "tensor data unreadable");
     return out;
   }
   return absl::NotFoundError(absl::StrCat("tensor ", name, " is not in ", path));

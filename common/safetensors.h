@@ -39,9 +39,9 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<Safeten
 
 struct SafetensorsTensorInfo {
   std::string name;
-  std::string dtype;           // e.g. "F32", "BF16".
+  std::string dtype;  // e.g. "F32", "BF16".
   std::vector<int64_t> shape;
-  int64_t begin = 0;           // Byte offsets into the data section.
+  int64_t begin = 0;  // Byte offsets into the data section.
   int64_t end = 0;
 };
 

@@ -27,8 +27,8 @@ absl::StatusOr<int64_t> CheckedNumel(const TensorSpec& t) {
   return numel;
 }
 
-absl::StatusOr<UnitPlan> PlanUnit(const UnitSpec& spec, int world_size,
-                                  int64_t alignment, std::set<std::string>& names) {
+absl::StatusOr<UnitPlan> PlanUnit(const UnitSpec& spec, int world_size, int64_t alignment,
+                                  std::set<std::string>& names) {
   if (spec.name.empty()) return absl::InvalidArgumentError("unit name is empty");
   UnitPlan unit;
   unit.name = spec.name;
@@ -56,8 +56,8 @@ absl::StatusOr<UnitPlan> PlanUnit(const UnitSpec& spec, int world_size,
 
 }  // namespace
 
-absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units,
-                                        int world_size, int64_t alignment) {
+absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units, int world_size,
+                                        int64_t alignment) {
   if (world_size < 1 || world_size > 65536) {
     return absl::InvalidArgumentError(
         absl::StrCat("world_size = ", world_size, " is outside [1, 65536]"));

@@ -95,8 +95,8 @@ inline constexpr int64_t kMaxUnitNumel = int64_t{1} << 40;
 // Builds the plan. Errors (INVALID_ARGUMENT, naming the field): world_size
 // < 1 or > 65536; alignment < 1 or > 2^20; an empty or duplicate unit or
 // parameter name; a negative dimension; a unit larger than kMaxUnitNumel.
-absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units,
-                                        int world_size, int64_t alignment);
+absl::StatusOr<ShardPlan> MakeShardPlan(const std::vector<UnitSpec>& units, int world_size,
+                                        int64_t alignment);
 
 // One parameter's overlap with an element range of its unit.
 struct ParamSlice {

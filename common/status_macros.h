@@ -15,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define ZS_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::absl::Status zs_status_ = (expr);           \
-    if (!zs_status_.ok()) return zs_status_;      \
+#define ZS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status zs_status_ = (expr);      \
+    if (!zs_status_.ok()) return zs_status_; \
   } while (0)
 
 #define ZS_CONCAT_INNER_(a, b) a##b
@@ -30,11 +30,10 @@
   if (!tmp.ok()) return tmp.status();             \
   lhs = std::move(tmp).value()
 
-#define ZS_CHECK(cond)                                                     \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                 \
-      std::abort();                                                        \
-    }                                                                      \
+#define ZS_CHECK(cond)                                                              \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)

@@ -43,7 +43,8 @@ void SimulateGathers(const ShardPlan& plan, const TrafficInputs& in, TrafficPred
   std::vector<bool> gathered(units, false);
   auto gather = [&](std::vector<int> group, const std::vector<int>& bucket) {
     for (int u : bucket) {
-      if (!gathered[u] && std::find(group.begin(), group.end(), u) == group.end()) group.push_back(u);
+      if (!gathered[u] && std::find(group.begin(), group.end(), u) == group.end())
+        group.push_back(u);
     }
     int64_t bytes = 0;
     for (int u : group) {
@@ -90,11 +91,16 @@ void SimulateReduces(const ShardPlan& plan, const TrafficInputs& in, TrafficPred
 
 const char* CollectiveName(Collective op) {
   switch (op) {
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kCount: break;
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kCount:
+      break;
   }
   return "?";
 }
@@ -103,9 +109,12 @@ double RingBusFactor(Collective op, int world_size) {
   const double n = world_size < 1 ? 1 : world_size;
   switch (op) {
     case Collective::kAllGather:
-    case Collective::kReduceScatter: return (n - 1.0) / n;
-    case Collective::kAllReduce: return 2.0 * (n - 1.0) / n;
-    default: return 1.0;
+    case Collective::kReduceScatter:
+      return (n - 1.0) / n;
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1.0) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -131,7 +140,8 @@ absl::StatusOr<TrafficPrediction> PredictTraffic(const ShardPlan& plan, const Tr
   const int units = static_cast<int>(plan.units.size());
   for (const UnitBracket& b : in.brackets) {
     if (b.unit < 0 || b.unit >= units) {
-      return absl::InvalidArgumentError(absl::StrCat("bracket unit ", b.unit, " outside the plan's ", units));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bracket unit ", b.unit, " outside the plan's ", units));
     }
   }
   const int n = plan.world_size;

@@ -65,7 +65,7 @@ double RingBusFactor(Collective op, int world_size);
 
 struct CollectiveTraffic {
   int64_t calls = 0;
-  int64_t bytes = 0;  // Counter size (algbw), summed over calls.
+  int64_t bytes = 0;       // Counter size (algbw), summed over calls.
   int64_t wire_bytes = 0;  // Sent by this rank (= received), bytes * bus factor, rounded.
 };
 
@@ -82,10 +82,10 @@ struct TrafficInputs {
   int stage = 0;
   DType compute_dtype = DType::kFp32;
   DType reduce_dtype = DType::kFp32;
-  int micro_batches = 1;                 // Forward/backward passes per step.
-  std::vector<UnitBracket> brackets;     // One micro-batch's, in order.
-  int prefetch = 1;                      // EngineOptions::prefetch (stage 3), 0..64.
-  int64_t bucket_bytes = 0;              // EngineOptions::bucket_bytes (stages 2-3), >= 0.
+  int micro_batches = 1;              // Forward/backward passes per step.
+  std::vector<UnitBracket> brackets;  // One micro-batch's, in order.
+  int prefetch = 1;                   // EngineOptions::prefetch (stage 3), 0..64.
+  int64_t bucket_bytes = 0;           // EngineOptions::bucket_bytes (stages 2-3), >= 0.
 };
 
 // One step of one rank of `plan`, after the first (stage 3 prefetches in the

@@ -43,7 +43,7 @@ struct MemoryByKind {
 inline constexpr int64_t kAdamStateBytesPerParam = 12;  // K in the paper.
 
 // The formula above, in bytes (fractions rounded up). buffers = 0.
-MemoryByKind ZeroFormulaBytes(int stage, int64_t num_params, int world_size,
-                              int compute_bytes, int grad_bytes);
+MemoryByKind ZeroFormulaBytes(int stage, int64_t num_params, int world_size, int compute_bytes,
+                              int grad_bytes);
 
 }  // namespace zeroshard

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tools only the tests use, only when missing (scripts/test.sh
 # runs it after scripts/setup.sh; the main job never does):
-#   Debian: prometheus (promtool and the server, for the deploy checks);
+#   Debian: prometheus (promtool and the server, for the deploy checks),
+#           clang-format (the format lint, tests/lint/format_test.sh);
 #   PyPI:   numpy, safetensors, PyYAML, kubernetes-validate, lizard, grpcio and
 #           grpcio-tools (the attack test compiles proto/ for its client);
 #   PyPI:   tokenizers, tiktoken, sentencepiece: the tokenizer references (the
@@ -18,7 +19,7 @@
 # Usage: scripts/setup-test-tools.sh
 set -uo pipefail
 
-DEB_TEST_PACKAGES=(prometheus)
+DEB_TEST_PACKAGES=(prometheus clang-format)
 # PyPI test tools as pip-name[:import-name] (the import name when it differs).
 PY_PACKAGES=(numpy safetensors pyyaml:yaml kubernetes-validate:kubernetes_validate lizard grpcio:grpc
   grpcio-tools:grpc_tools

@@ -8,13 +8,13 @@
 #include <cmath>
 #include <iostream>
 
-#include "common/rpc/grpc_log_limit.h"
-#include "common/process_setup.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/job_config.h"
-#include "common/rpc/security_flags.h"
 #include "common/job_model.h"
+#include "common/process_setup.h"
+#include "common/rpc/grpc_log_limit.h"
+#include "common/rpc/security_flags.h"
 #include "server/rpc/coordinator_server.h"
 #include "server/rpc/coordinator_stack.h"
 
@@ -92,8 +92,7 @@ void AddJobFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option_function<double>(
-         "--handshake-timeout",
-         [&](double s) { f.options.handshake_timeout = absl::Seconds(s); },
+         "--handshake-timeout", [&](double s) { f.options.handshake_timeout = absl::Seconds(s); },
          "seconds a connection has to finish its TLS/HTTP2 handshake before it is closed "
          "(default 10)")
       ->check(CLI::Range(0.1, 600.0));
@@ -147,8 +146,7 @@ absl::Status ApplyFlags(Flags& f) {
     if (job.ok()) {
       auto model = zeroshard::JobModel(job->model, job->model_desc, job->seq_len);
       if (!model.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("job config: ", model.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat("job config: ", model.status().message()));
       }
       // The model definition is the job config's, never a joiner's (issue 16).
       core.units = zeroshard::ModelUnits(*model);

@@ -7,15 +7,15 @@
 #include <memory>
 #include <optional>
 
-#include "common/rpc/grpc_log_limit.h"
-#include "worker/optim/adamw_isa.h"
-#include "common/process_setup.h"
 #include "common/cli.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
 #include "common/process_metrics.h"
+#include "common/process_setup.h"
+#include "common/rpc/grpc_log_limit.h"
 #include "common/rpc/security_flags.h"
 #include "worker/health/health_http.h"
+#include "worker/optim/adamw_isa.h"
 #include "worker/trainer/stop_signal.h"
 #include "worker/trainer/worker_runtime.h"
 
@@ -32,7 +32,8 @@ struct Flags {
 void AddOffloadOptions(CLI::App& app, zeroshard::WorkerOptions& o) {
   app.add_option("--offload-optimizer", o.offload_optimizer,
                  "none|host|nvme: where master weights and AdamW moments live (default: the "
-                 "job's)")->check(CLI::IsMember({"none", "host", "nvme"}));
+                 "job's)")
+      ->check(CLI::IsMember({"none", "host", "nvme"}));
   app.add_option("--offload-params", o.offload_params,
                  "none|nvme: stage-3 parameter shards in --offload-dir (default: the job's)")
       ->check(CLI::IsMember({"none", "nvme"}));
@@ -51,25 +52,29 @@ void AddOptions(CLI::App& app, Flags& f) {
   app.add_option("--worker-id", o.worker_id, "stable name of this worker (default host:pid)");
   app.add_option("--host", o.host, "address peers reach this worker on")->capture_default_str();
   app.add_option("--threads", o.threads, "compute threads (0: the job's setting)")
-      ->check(CLI::Range(0, 256))->capture_default_str();
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
   app.add_option("--adamw-isa", f.adamw_isa,
                  "auto|avx512|avx2|scalar: the CPU AdamW's SIMD path (auto: avx2 on AMD, "
                  "else the widest the CPU has)")
-      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))
+      ->capture_default_str();
   AddOffloadOptions(app, o);
   app.add_option("--health-listen", f.health_listen,
                  "serve GET /healthz (heartbeats to the coordinator succeed) and /readyz (a "
                  "member of a running generation) on HOST:PORT (default: off)");
   app.add_option("--health-stale-after", f.health_stale_after_s,
                  "seconds without a successful heartbeat after which /healthz fails")
-      ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   // In a Kubernetes Indexed Job an exit 0 completes the pod's index for
   // good; a code the Job's podFailurePolicy ignores gets the index a new pod
   // instead (a drained node's worker comes back elsewhere).
   app.add_option("--leave-exit-code", f.leave_exit_code,
                  "exit status after a graceful leave on SIGTERM/SIGINT (0, or 3-255: 1 and 2 "
                  "are errors)")
-      ->check(CLI::Range(0, 255))->capture_default_str();
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
   app.footer(
       "Signals: SIGTERM or SIGINT leaves the job at the next step boundary and exits with "
       "--leave-exit-code (a second signal exits at once). Exit 0 when the job is done, 2 for "
@@ -115,16 +120,17 @@ int main(int argc, char** argv) {
   zeroshard::InstallStopSignalHandlers();
   std::unique_ptr<zeroshard::HealthHttpServer> health;
   if (!f.health_listen.empty()) {
-    auto started = zeroshard::HealthHttpServer::Start(f.health_listen,
-                                                      &zeroshard::WorkerHealth::Process(),
-                                                      absl::Seconds(f.health_stale_after_s));
+    auto started =
+        zeroshard::HealthHttpServer::Start(f.health_listen, &zeroshard::WorkerHealth::Process(),
+                                           absl::Seconds(f.health_stale_after_s));
     if (!started.ok()) {
       std::cerr << "zeroshard-worker: " << started.status().message() << "\n";
       return 1;
     }
     health = *std::move(started);
     std::cout << "health on " << f.health_listen.substr(0, f.health_listen.rfind(':')) << ":"
-              << health->port() << " (/healthz, /readyz)\n" << std::flush;
+              << health->port() << " (/healthz, /readyz)\n"
+              << std::flush;
   }
   const absl::Status status = zeroshard::RunWorker(f.options);
   if (!status.ok()) {

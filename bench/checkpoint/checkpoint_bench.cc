@@ -37,12 +37,12 @@
 #include <thread>
 #include <vector>
 
-#include "common/cli.h"
 #include "absl/time/clock.h"
-#include "common/rpc/rpc_security.h"
 #include "bench/checkpoint/plain_io.h"
 #include "bench/checkpoint/server_child.h"
 #include "bench/support/proc_stat.h"
+#include "common/cli.h"
+#include "common/rpc/rpc_security.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"
 
@@ -55,7 +55,6 @@ using zs::bench::DirectRead;
 using zs::bench::EvictTree;
 using zs::bench::PlainRead;
 using zs::bench::PlainWrite;
-
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -90,8 +89,9 @@ struct Flags {
 
 // The flags; std::nullopt to go on, else the exit code (0 after --help).
 std::optional<int> ParseFlags(int argc, char** argv, Flags& flags) {
-  CLI::App app("Checkpoint save and restore through the checkpoint service against a plain "
-               "sequential write+fsync / read of the same bytes to the same disk");
+  CLI::App app(
+      "Checkpoint save and restore through the checkpoint service against a plain "
+      "sequential write+fsync / read of the same bytes to the same disk");
   app.add_option("--mib", flags.mib, "state bytes in all (MiB)")->check(CLI::PositiveNumber);
   app.add_option("--ranks", flags.ranks, "uploading ranks")->check(CLI::PositiveNumber);
   app.add_option("--runs", flags.runs, "timed runs (median)")->check(CLI::PositiveNumber);
@@ -112,7 +112,8 @@ zs::ShardPlan BenchPlan(int64_t mib, int ranks) {
   const int64_t unit_numel = (mib << 20) / (3 * 4 * 8);
   std::vector<zs::UnitSpec> units;
   for (int u = 0; u < 8; ++u) {
-    units.push_back({"block." + std::to_string(u), {{"w" + std::to_string(u), {unit_numel}, zs::DType::kFp32}}});
+    units.push_back({"block." + std::to_string(u),
+                     {{"w" + std::to_string(u), {unit_numel}, zs::DType::kFp32}}});
   }
   return *zs::MakeShardPlan(units, ranks, 64);
 }
@@ -247,8 +248,7 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
 
 // Per-run seconds of each measurement (tls_*: the mTLS service's).
 struct Timings {
-  std::vector<double> save_s, write_s, restore_s, read_s, direct_read_s, tls_save_s,
-      tls_restore_s;
+  std::vector<double> save_s, write_s, restore_s, read_s, direct_read_s, tls_save_s, tls_restore_s;
   std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
 };
 
@@ -275,10 +275,12 @@ void PrintTls(int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
   const double save = mb / Median(t.save_s), restore = mb / Median(t.restore_s);
   const double tls_save = mb / Median(t.tls_save_s), tls_restore = mb / Median(t.tls_restore_s);
-  std::printf("  save    over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
-              tls_save, save, tls_save / save);
-  std::printf("  restore over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
-              tls_restore, restore, tls_restore / restore);
+  std::printf(
+      "  save    over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
+      tls_save, save, tls_save / save);
+  std::printf(
+      "  restore over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
+      tls_restore, restore, tls_restore / restore);
   std::printf("  save runs (s) plaintext:");
   for (double v : t.save_s) std::printf(" %.3f", v);
   std::printf("  mTLS:");
@@ -290,15 +292,21 @@ void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
   const double save = mb / Median(t.save_s), write = mb / Median(t.write_s);
   const double restore = mb / Median(t.restore_s), read = mb / Median(t.read_s);
-  std::printf("checkpoint_bench: %.1f MB state, %d ranks x %d streams, chunk %lld KiB, %d runs (medians), %s cache\n",
-              mb, flags.ranks, flags.streams, static_cast<long long>(flags.chunk_kib), flags.runs, flags.cache.c_str());
-  std::printf("  save    through service: %8.1f MB/s   plain write+fsync: %8.1f MB/s   ratio %.2f\n", save, write,
-              save / write);
-  std::printf("  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n", restore, read,
-              restore / read);
+  std::printf(
+      "checkpoint_bench: %.1f MB state, %d ranks x %d streams, chunk %lld KiB, %d runs (medians), "
+      "%s cache\n",
+      mb, flags.ranks, flags.streams, static_cast<long long>(flags.chunk_kib), flags.runs,
+      flags.cache.c_str());
+  std::printf(
+      "  save    through service: %8.1f MB/s   plain write+fsync: %8.1f MB/s   ratio %.2f\n", save,
+      write, save / write);
+  std::printf(
+      "  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n",
+      restore, read, restore / read);
   const double direct = mb / Median(t.direct_read_s);
-  std::printf("                                               O_DIRECT read:     %8.1f MB/s   ratio %.2f\n",
-              direct, restore / direct);
+  std::printf(
+      "                                               O_DIRECT read:     %8.1f MB/s   ratio %.2f\n",
+      direct, restore / direct);
   PrintCpu("save   ", total_bytes, t.save_cpu);
   PrintCpu("restore", total_bytes, t.restore_cpu);
   PrintTls(total_bytes, t);
@@ -314,8 +322,8 @@ int main(int argc, char** argv) {
   const zs::ShardPlan plan = BenchPlan(flags.mib, flags.ranks);
   const int64_t total_bytes = plan.total_padded_numel() * 3 * 4;
 
-  auto service = std::make_unique<zs::bench::ServerChild>(dir + "/ckpt", zs::TlsFiles{},
-                                                         dir + "/server.log");
+  auto service =
+      std::make_unique<zs::bench::ServerChild>(dir + "/ckpt", zs::TlsFiles{}, dir + "/server.log");
   Clients clients = MakeClients(service->port(), flags, {});
   const bool tls = !flags.tls_dir.empty();
   const std::string& td = flags.tls_dir;

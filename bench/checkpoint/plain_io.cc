@@ -22,7 +22,8 @@ void EvictTree(const std::string& root) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     if (!e.is_regular_file()) continue;
     int fd = ::open(e.path().c_str(), O_RDONLY);
-    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) Die("evict " + e.path().string());
+    if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+      Die("evict " + e.path().string());
     ::close(fd);
   }
 }

@@ -28,8 +28,7 @@ ServerChild::ServerChild(const std::string& dir, const TlsFiles& tls, const std:
     argv.insert(argv.end(), {"--tls-ca", tls.ca, "--tls-cert", tls.cert, "--tls-key", tls.key});
   }
   process_ = std::make_unique<ChildProcess>(argv, log);
-  const std::string address =
-      testing::WaitForGrpcAddress(log, absl::Seconds(30), process_.get());
+  const std::string address = testing::WaitForGrpcAddress(log, absl::Seconds(30), process_.get());
   if (address.empty()) {
     std::fprintf(stderr, "checkpoint_bench: %s did not serve within 30 s; its log: %s\n%s\n",
                  argv[0].c_str(), log.c_str(), testing::ReadFile(log).c_str());

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include "bench/comm/loopback_tcp.h"
 #include "common/cli.h"
 #include "worker/comm/communicator.h"
-#include "bench/comm/loopback_tcp.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
 
@@ -132,8 +132,8 @@ void RunBackend(const std::string& backend, int n, int runs, int max_mib,
       const double per_rank = limits[i].aggregate_gbs / n;
       std::printf("%-6s %-15s %3d %8d %9.2f %10.3f %11.3f %8.3f %11.3f %8.3f %11.3f %8.3f\n",
                   backend.c_str(), CommOpName(op), n, mib, t * 1e3, busbw, limits[i].memcpy_gbs,
-                  busbw / limits[i].memcpy_gbs, limits[i].tcp_gbs, busbw / limits[i].tcp_gbs, per_rank,
-                  busbw / per_rank);
+                  busbw / limits[i].memcpy_gbs, limits[i].tcp_gbs, busbw / limits[i].tcp_gbs,
+                  per_rank, busbw / per_rank);
       std::fflush(stdout);
     }
   }
@@ -143,9 +143,10 @@ int Main(int argc, char** argv) {
   int runs = 5, max_mib = 256;
   std::vector<int> worlds = {2, 4};
   std::vector<std::string> backends = {"gloo", "shm"};
-  CLI::App app("CPU all-gather / reduce-scatter bus bandwidth, in-process ranks, against memcpy, "
-               "one loopback TCP stream of the same bytes, and the loopback aggregate (best of 1-8 "
-               "streams) / N (sizes 1, 4, 16, ... MiB up to --max-mib)");
+  CLI::App app(
+      "CPU all-gather / reduce-scatter bus bandwidth, in-process ranks, against memcpy, "
+      "one loopback TCP stream of the same bytes, and the loopback aggregate (best of 1-8 "
+      "streams) / N (sizes 1, 4, 16, ... MiB up to --max-mib)");
   app.add_option("--runs", runs, "timed runs per size (median; sizes >= 64 MiB use max(3, runs/2))")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-mib", max_mib, "largest message, MiB")->check(CLI::PositiveNumber);

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 

@@ -23,8 +23,8 @@ void PrintMedianAndRuns(const std::vector<double>& v) {
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
-                                                                 int index,
-                                                                 const ClientSecurity& security) {
+                                                                int index,
+                                                                const ClientSecurity& security) {
   grpc::ChannelArguments args;
   args.SetInt("zeroshard.bench_worker", index);
   CoordinatorClient::Options options;
@@ -129,8 +129,8 @@ absl::StatusOr<uint64_t> PrepareFloor(std::vector<SimWorker>& workers) {
   }
   if (!seen.ok()) return seen.status();
   if (!whole(*seen)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the generation holds ", seen->world_size(), " of ", workers.size(), " workers after 6 s"));
+    return absl::DeadlineExceededError(absl::StrCat("the generation holds ", seen->world_size(),
+                                                    " of ", workers.size(), " workers after 6 s"));
   }
   v1::KvSetRequest set;
   set.set_job_id("bench");

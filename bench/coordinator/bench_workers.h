@@ -24,7 +24,7 @@ namespace zeroshard::bench {
 struct Flags {
   int workers = 1000, threads = 8, runs = 3, trials = 7;
   int stream_threads = 2, server_stream_threads = 2;  // HeartbeatStream load, both sides.
-  int stream_connections = 0;  // 0 = each worker's own; K = K shared by the streams.
+  int stream_connections = 0;   // 0 = each worker's own; K = K shared by the streams.
   bool server_process = false;  // Only part 0: the coordinator in a child process.
   double seconds = 3, lease = 2, interval = 0.25, settle = 0.1;
   std::string tls_dir;  // "" = plaintext only.
@@ -48,8 +48,8 @@ void PrintMedianAndRuns(const std::vector<double>& v);
 // A worker's client: its own channel (distinct args: its own connection)
 // and identity (no token: the bench's coordinators have no token file).
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> WorkerClient(const std::string& address,
-                                                                 int index,
-                                                                 const ClientSecurity& security);
+                                                                int index,
+                                                                const ClientSecurity& security);
 
 // Closed-loop heartbeats from `t_count` threads for `seconds`; returns
 // successful calls per second. With `floor`, KvGet of the 1-byte key

@@ -30,11 +30,11 @@
 #include <tuple>
 #include <vector>
 
-#include "common/process_setup.h"
-#include "common/cli.h"
 #include "bench/coordinator/bench_workers.h"
 #include "bench/coordinator/process_part.h"
 #include "bench/coordinator/stream_load.h"
+#include "common/cli.h"
+#include "common/process_setup.h"
 #include "common/rpc/coordinator_client.h"
 #include "server/rpc/coordinator_server.h"
 
@@ -46,8 +46,8 @@ using bench::Fail;
 using bench::Flags;
 using bench::HeartbeatRate;
 using bench::Percentile;
-using bench::PrintMedianAndRuns;
 using bench::PrepareFloor;
+using bench::PrintMedianAndRuns;
 using bench::SharedChannels;
 using bench::SimWorker;
 
@@ -81,8 +81,8 @@ struct Rates {
   void Measure(const Flags& f, const std::vector<SimWorker>& workers, uint64_t generation) {
     heartbeats.push_back(HeartbeatRate(f.threads, workers, f.seconds, false, generation));
     floors.push_back(HeartbeatRate(f.threads, workers, f.seconds, true, generation));
-    bench::StreamLoadResult r =
-        bench::RunStreamLoad(bench::StreamLoadOf(workers, shared), f.stream_threads, 0.5, f.seconds);
+    bench::StreamLoadResult r = bench::RunStreamLoad(bench::StreamLoadOf(workers, shared),
+                                                     f.stream_threads, 0.5, f.seconds);
     streamed.push_back(r.heartbeats_per_second);
     stream_errors += r.errors;
   }
@@ -285,16 +285,16 @@ int ThroughputPart(const Flags& f) {
   std::printf("workers %d (a connection each), client threads %d, runs %d x %.1f s\n", f.workers,
               f.threads, f.runs, f.seconds);
   std::printf("HeartbeatStream: %s, client threads %d, server threads %d\n",
-              f.stream_connections == 0
-                  ? "a stream per worker on its own connection"
-                  : absl::StrCat("a stream per worker over ", f.stream_connections,
-                                 " shared connections").c_str(),
+              f.stream_connections == 0 ? "a stream per worker on its own connection"
+                                        : absl::StrCat("a stream per worker over ",
+                                                       f.stream_connections, " shared connections")
+                                              .c_str(),
               f.stream_threads, f.server_stream_threads);
   PrintRates(tls.server ? "plaintext " : "", plain.rates);
   if (tls.server) {
     PrintRates("mTLS      ", tls.rates);
-    std::printf("mTLS/plaintext heartbeats/s: %.2f\n", Percentile(tls.rates.heartbeats, 0.5) /
-                                                          Percentile(plain.rates.heartbeats, 0.5));
+    std::printf("mTLS/plaintext heartbeats/s: %.2f\n",
+                Percentile(tls.rates.heartbeats, 0.5) / Percentile(plain.rates.heartbeats, 0.5));
     tls.server->Shutdown();
   }
   plain.server->Shutdown();
@@ -311,7 +311,8 @@ int Run(const Flags& f) {
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
-  CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation", "coordinator_bench"};
+  CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation",
+               "coordinator_bench"};
   zeroshard::bench::Flags f;
   app.add_option("--workers", f.workers)->check(CLI::Range(3, 100000));
   app.add_option("--threads", f.threads, "client threads of the unary heartbeats and the floor")
@@ -322,8 +323,9 @@ int main(int argc, char** argv) {
   app.add_option("--stream-connections", f.stream_connections,
                  "HeartbeatStream load over K shared connections (0 = a connection each)")
       ->check(CLI::Range(0, 100000));
-  app.add_flag("--server-process", f.server_process,
-               "only part 0: the coordinator in a child process: rates, floor, its CPU per heartbeat");
+  app.add_flag(
+      "--server-process", f.server_process,
+      "only part 0: the coordinator in a child process: rates, floor, its CPU per heartbeat");
   app.add_option("--server-stream-threads", f.server_stream_threads,
                  "the coordinator's HeartbeatStream threads (heartbeat_stream_threads)")
       ->check(CLI::Range(1, 64));

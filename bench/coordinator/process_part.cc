@@ -32,12 +32,13 @@ int ServerProcessPart(const Flags& f, ServerProcess& process) {
   }
   const double cores = static_cast<double>(std::thread::hardware_concurrency());
   const double floor_rate = Percentile(floors, 0.5);
-  std::printf("coordinator in its own process; %d workers (a connection each; streams over %s), "
-              "runs %d x %.1f s\n",
-              f.workers,
-              f.stream_connections > 0 ? (std::to_string(f.stream_connections) + " shared").c_str()
-                                       : "their own",
-              f.runs, f.seconds);
+  std::printf(
+      "coordinator in its own process; %d workers (a connection each; streams over %s), "
+      "runs %d x %.1f s\n",
+      f.workers,
+      f.stream_connections > 0 ? (std::to_string(f.stream_connections) + " shared").c_str()
+                               : "their own",
+      f.runs, f.seconds);
   std::printf("floor (KvGet of 1 byte) calls/s: ");
   PrintMedianAndRuns(floors);
   std::printf("\n");
@@ -46,9 +47,10 @@ int ServerProcessPart(const Flags& f, ServerProcess& process) {
     const double m = Percentile(*us, 0.5);
     std::printf("%s heartbeats/s: ", name);
     PrintMedianAndRuns(*rates);
-    std::printf(", %.2f x the floor; coordinator CPU %.1f us a heartbeat (median); "
-                "%.0f cores / that = %.0f heartbeats/s\n",
-                Percentile(*rates, 0.5) / floor_rate, m, cores, cores / m * 1e6);
+    std::printf(
+        ", %.2f x the floor; coordinator CPU %.1f us a heartbeat (median); "
+        "%.0f cores / that = %.0f heartbeats/s\n",
+        Percentile(*rates, 0.5) / floor_rate, m, cores, cores / m * 1e6);
   }
   return 0;
 }

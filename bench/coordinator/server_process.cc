@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Fork(
   close(port_pipe[0]);
   auto process = std::unique_ptr<ServerProcess>(
       new ServerProcess(pid, control_pipe[1], absl::StrCat("127.0.0.1:", port)));
-  if (!got || port == 0) return absl::UnavailableError("server process: the coordinator did not start");
+  if (!got || port == 0)
+    return absl::UnavailableError("server process: the coordinator did not start");
   return process;
 }
 

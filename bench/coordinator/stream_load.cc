@@ -96,7 +96,8 @@ void Drive(std::vector<Beat*> beats, grpc::CompletionQueue* queue, Window& w) {
     void* tag = nullptr;
     bool ok = false;
     const absl::Time bound = w.end + absl::Seconds(10);
-    if (queue->AsyncNext(&tag, &ok, absl::ToChronoTime(bound)) != grpc::CompletionQueue::GOT_EVENT) {
+    if (queue->AsyncNext(&tag, &ok, absl::ToChronoTime(bound)) !=
+        grpc::CompletionQueue::GOT_EVENT) {
       if (cancelled) break;  // Should not happen: leave the rest to the process's exit.
       for (Beat* b : beats) b->ctx.TryCancel();
       cancelled = true;

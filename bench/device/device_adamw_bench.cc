@@ -97,8 +97,9 @@ absl::Status Run(const Args& args) {
 
 int main(int argc, char** argv) {
   zeroshard::Args args;
-  CLI::App app("Fused AdamW through the Device layer against a copy of the same bytes on the "
-               "same device");
+  CLI::App app(
+      "Fused AdamW through the Device layer against a copy of the same bytes on the "
+      "same device");
   app.add_option("--device", args.device.kind, "cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--n", args.n, "elements per tensor")->check(CLI::PositiveNumber);

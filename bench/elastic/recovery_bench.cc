@@ -20,9 +20,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -170,8 +170,8 @@ void RecoveryBreakdown(const Options& opts) {
   for (int kill = 0; kill < opts.kills; ++kill) {
     const auto before = Records(job.config.log_path);
     const uint64_t gen = before.empty() ? 0 : before.back().generation;
-    const size_t reports = Count(ReadFile(coord_log), "reports a failure") +
-                           Count(ReadFile(coord_log), "lost rank");
+    const size_t reports =
+        Count(ReadFile(coord_log), "reports a failure") + Count(ReadFile(coord_log), "lost rank");
     const size_t gens = Count(job.WorkerLogs(), ": rank ");  // "generation G: rank R of N"
     const size_t reshards = Count(job.WorkerLogs(), "resharded live");
     const size_t pick = static_cast<size_t>(kill * 3) % alive.size();
@@ -183,14 +183,16 @@ void RecoveryBreakdown(const Options& opts) {
       return Count(log, "reports a failure") + Count(log, "lost rank") > reports;
     }));
     phase[1].push_back(Until(t, [&] { return Count(job.WorkerLogs(), ": rank ") > gens; }));
-    phase[2].push_back(Until(t, [&] { return Count(job.WorkerLogs(), "resharded live") > reshards; }));
+    phase[2].push_back(
+        Until(t, [&] { return Count(job.WorkerLogs(), "resharded live") > reshards; }));
     phase[3].push_back(Until(t, [&] {
       const auto r = Records(job.config.log_path);
       return !r.empty() && r.back().generation > gen;
     }));
-    std::printf("kill %d: detected %.2f s, new generation %.2f s, resharded %.2f s, "
-                "first step %.2f s\n", kill, phase[0].back(), phase[1].back(), phase[2].back(),
-                phase[3].back());
+    std::printf(
+        "kill %d: detected %.2f s, new generation %.2f s, resharded %.2f s, "
+        "first step %.2f s\n",
+        kill, phase[0].back(), phase[1].back(), phase[2].back(), phase[3].back());
     job.AddWorker();  // Back to full size by live handoff before the next kill.
     alive.push_back(job.workers.size() - 1);
     const uint64_t next = gen;
@@ -201,9 +203,10 @@ void RecoveryBreakdown(const Options& opts) {
   }
   job.Stop();
   const char* names[4] = {"detection", "new generation", "reshard (heal)", "first step"};
-  std::printf("recovery after kill -9, seconds from the kill (%d kills, heartbeat %.2g s, "
-              "settle %.2g s, lease %.2g s):\n", opts.kills, opts.heartbeat, opts.settle,
-              opts.lease);
+  std::printf(
+      "recovery after kill -9, seconds from the kill (%d kills, heartbeat %.2g s, "
+      "settle %.2g s, lease %.2g s):\n",
+      opts.kills, opts.heartbeat, opts.settle, opts.lease);
   for (int p = 0; p < 4; ++p) {
     std::printf("  %-16s median %.2f  p99 %.2f\n", names[p], Quantile(phase[p], 0.5),
                 Quantile(phase[p], 0.99));
@@ -219,7 +222,9 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model)->capture_default_str();
   app.add_option("--workers", o.workers)->check(CLI::Range(2, 16))->capture_default_str();
   app.add_option("--kills", o.kills)->check(CLI::Range(1, 100))->capture_default_str();
-  app.add_option("--cost-steps", o.steps_cost)->check(CLI::Range(10, 100000))->capture_default_str();
+  app.add_option("--cost-steps", o.steps_cost)
+      ->check(CLI::Range(10, 100000))
+      ->capture_default_str();
   app.add_option("--heartbeat", o.heartbeat)->capture_default_str();
   app.add_option("--settle", o.settle)->capture_default_str();
   app.add_option("--lease", o.lease)->capture_default_str();

@@ -17,10 +17,10 @@
 
 #include "bench/device/time_median.h"
 #include "common/cli.h"
+#include "common/model_config.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/cuda_kernels.h"
-#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {

@@ -21,9 +21,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "worker/data/batch_sampler.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
+#include "worker/model/model_init.h"
 #include "worker/optim/adamw.h"
 #include "worker/optim/job_adamw.h"
 #include "worker/trainer/step_record.h"
@@ -51,11 +51,11 @@ StageRun RunStage(const Options& o, int stage, const std::string& dir) {
   const std::string log = absl::StrCat(dir, "/stage", stage, ".jsonl");
   std::filesystem::remove(log);
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-  const std::string cmd = absl::StrCat(
-      self, "/zeroshard launch --workers ", o.workers, " --stage ", stage, " --model ", o.model,
-      " --steps ", o.steps, " --global-batch ", o.global_batch,
-      " --eval-every 0 --threads 1 --run-dir ", dir, "/run --log ", log, " ", o.launch_flags,
-      " > /dev/null 2>&1");
+  const std::string cmd =
+      absl::StrCat(self, "/zeroshard launch --workers ", o.workers, " --stage ", stage, " --model ",
+                   o.model, " --steps ", o.steps, " --global-batch ", o.global_batch,
+                   " --eval-every 0 --threads 1 --run-dir ", dir, "/run --log ", log, " ",
+                   o.launch_flags, " > /dev/null 2>&1");
   StageRun run;
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "stage %d: launch failed (%s)\n", stage, cmd.c_str());
@@ -117,7 +117,8 @@ std::vector<double> RunBaseline(const Options& o) {
       AdamWCpu(hp, step + 1, clip, shard, 1);
     }
     if (step >= o.skip) {
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   }
   return seconds;
@@ -130,8 +131,8 @@ void PrintTable(const Options& o, const std::vector<std::vector<StageRun>>& stag
   std::printf("\nmodel %s, %lld params, global batch %d x %d tokens, N = %d, medians of %d runs\n",
               o.model.c_str(), static_cast<long long>(ModelParamCount(*ModelPreset(o.model))),
               o.global_batch, ModelPreset(o.model)->n_ctx, o.workers, o.repeats);
-  std::printf("%-22s %10s %10s %8s %10s %10s %10s %10s\n", "run", "step s", "tokens/s",
-              "vs base", "params B", "grads B", "optim B", "buffers B");
+  std::printf("%-22s %10s %10s %8s %10s %10s %10s %10s\n", "run", "step s", "tokens/s", "vs base",
+              "params B", "grads B", "optim B", "buffers B");
   std::printf("%-22s %10.4f %10.0f %8.2f %10s %10s %10s %10s\n", "unsharded, 1 process",
               Median(baseline), base_tps, 1.0, "-", "-", "-", "-");
   for (int s = 0; s < 4; ++s) {
@@ -154,7 +155,8 @@ int main(int argc, char** argv) {
   zeroshard::Options o;
   CLI::App app{"stage_bench: step time and memory per ZeRO stage vs an unsharded baseline"};
   app.add_option("--model", o.model, "model preset (zeroshard launch --help lists them)");
-  app.add_option("--workers", o.workers, "world size of the sharded runs")->check(CLI::PositiveNumber);
+  app.add_option("--workers", o.workers, "world size of the sharded runs")
+      ->check(CLI::PositiveNumber);
   app.add_option("--steps", o.steps, "steps per run (the last one evaluates: left out)")
       ->check(CLI::PositiveNumber);
   app.add_option("--repeats", o.repeats, "runs per stage (median of their medians)")

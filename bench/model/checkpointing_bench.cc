@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -51,8 +51,7 @@ double Step(GptModel& model, LocalParams& hooks, const std::vector<int32_t>& x,
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void BenchPreset(const ModelConfig& c, const std::string& name, int global, int micro,
-                 int reps) {
+void BenchPreset(const ModelConfig& c, const std::string& name, int global, int micro, int reps) {
   const int T = c.n_ctx;
   std::mt19937 rng(1);
   std::vector<int32_t> x(static_cast<size_t>(global) * T), y(x.size());
@@ -86,7 +85,8 @@ int Run(int argc, char** argv) {
   app.add_option("--global-batch", global, "sequences per step")->check(CLI::PositiveNumber);
   app.add_option("--micro-batch", micro, "sequences per ForwardBackward")
       ->check(CLI::PositiveNumber);
-  app.add_option("--reps", reps, "timed steps per mode (median reported)")->check(CLI::Range(3, 1000));
+  app.add_option("--reps", reps, "timed steps per mode (median reported)")
+      ->check(CLI::Range(3, 1000));
   app.add_option("--threads", threads, "compute threads")->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
   if (presets.empty()) presets = {"small", "medium"};

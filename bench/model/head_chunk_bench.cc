@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   std::vector<double> seconds;
   for (int r = 0; r < runs; ++r) {
     const absl::Time start = absl::Now();
-    auto loss = model.ForwardBackward(tokens.data(), tokens.data() + 1, batch, seq, 1.0f / BT,
-                                      params);
+    auto loss =
+        model.ForwardBackward(tokens.data(), tokens.data() + 1, batch, seq, 1.0f / BT, params);
     if (!loss.ok()) {
       std::fprintf(stderr, "head_chunk_bench: %s\n", std::string(loss.status().message()).c_str());
       return 1;
@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
   std::sort(seconds.begin(), seconds.end());
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  std::printf("%s: V %d, %d tokens, chunk %d tokens: activations %.1f MiB, VmHWM %.1f MiB, "
-              "step %.3f s (median of %d)\n",
-              whole ? "whole logits" : "chunked head", c.vocab, BT, model.head_chunk_tokens(),
-              model.ActivationBytes() / 1048576.0, u.ru_maxrss / 1024.0,
-              seconds[seconds.size() / 2], runs);
+  std::printf(
+      "%s: V %d, %d tokens, chunk %d tokens: activations %.1f MiB, VmHWM %.1f MiB, "
+      "step %.3f s (median of %d)\n",
+      whole ? "whole logits" : "chunked head", c.vocab, BT, model.head_chunk_tokens(),
+      model.ActivationBytes() / 1048576.0, u.ru_maxrss / 1024.0, seconds[seconds.size() / 2], runs);
   return 0;
 }

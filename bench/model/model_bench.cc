@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -61,21 +61,22 @@ int Run(int argc, char** argv) {
   const ModelConfig& c = *config;
   const int T = c.n_ctx;
   const double tokens = static_cast<double>(batch) * T;
-  const double embed = static_cast<double>(c.vocab) * c.n_embd + static_cast<double>(c.n_ctx) * c.n_embd;
+  const double embed =
+      static_cast<double>(c.vocab) * c.n_embd + static_cast<double>(c.n_ctx) * c.n_embd;
   const double flops = 6.0 * (ModelParamCount(c) - embed) * tokens +
-                       6.0 * c.n_layer * T * c.n_embd * tokens +
-                       6.0 * c.vocab * c.n_embd * tokens;
+                       6.0 * c.n_layer * T * c.n_embd * tokens + 6.0 * c.vocab * c.n_embd * tokens;
   std::mt19937 rng(1);
   std::vector<int32_t> x(batch * T), y(batch * T);
   for (auto& v : x) v = rng() % 256;
   for (auto& v : y) v = rng() % 256;
   LocalParams hooks(InitUnits(c, 1));
   GptModel model(c);
-  std::printf("model %s: %d layers, %d wide, %d heads, ctx %d; %lld params (%.1f MiB fp32); "
-              "batch %d x %d tokens; activations %.1f MiB\n",
-              preset.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_ctx,
-              static_cast<long long>(ModelParamCount(c)), ModelParamBytes(c) / 1048576.0, batch,
-              T, ModelActivationBytes(c, batch, T) / 1048576.0);
+  std::printf(
+      "model %s: %d layers, %d wide, %d heads, ctx %d; %lld params (%.1f MiB fp32); "
+      "batch %d x %d tokens; activations %.1f MiB\n",
+      preset.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_ctx,
+      static_cast<long long>(ModelParamCount(c)), ModelParamBytes(c) / 1048576.0, batch, T,
+      ModelActivationBytes(c, batch, T) / 1048576.0);
   std::printf("%-8s %12s %12s %10s %12s %10s\n", "threads", "fwd+bwd ms", "tokens/s", "GFLOP/s",
               "sgemm GFLOP/s", "ratio");
   for (int threads : {1, 2}) {
@@ -84,7 +85,8 @@ int Run(int argc, char** argv) {
     std::vector<double> t;
     for (int r = 0; r < reps + 2; ++r) {
       const auto s = std::chrono::steady_clock::now();
-      absl::StatusOr<double> loss = model.ForwardBackward(x.data(), y.data(), batch, T, 1.0f, hooks);
+      absl::StatusOr<double> loss =
+          model.ForwardBackward(x.data(), y.data(), batch, T, 1.0f, hooks);
       if (!loss.ok()) return 1;
       if (r >= 2) t.push_back(Seconds(s, std::chrono::steady_clock::now()));
     }

@@ -49,8 +49,8 @@ absl::Status LoadRank(const Flags& f, const ShardPlan& plan, int rank,
                       checkpoint::CheckpointClient::Connect(f.coordinator, o));
   std::vector<checkpoint::RestoreTarget> targets;
   for (size_t u = 0; u < plan.units.size(); ++u) {
-    targets.push_back({plan.units[u].name, v1::TENSOR_KIND_MASTER, plan.units[u].shard(rank),
-                       shards[u].data()});
+    targets.push_back(
+        {plan.units[u].name, v1::TENSOR_KIND_MASTER, plan.units[u].shard(rank), shards[u].data()});
   }
   return client->RestoreModelWeights(f.job, plan, targets, absl::Now() + absl::Minutes(30));
 }

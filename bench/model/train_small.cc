@@ -16,9 +16,9 @@
 #include "common/status_macros.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/text_corpus.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -80,7 +80,8 @@ absl::StatusOr<double> ValidationLoss(SmallRun& r, int batches) {
   for (int b = 0; b < batches; ++b) {
     ZS_RETURN_IF_ERROR(
         r.val.FillBatch(0, b * r.micro, (b + 1) * r.micro, r.T, r.x.data(), r.y.data()));
-    ZS_ASSIGN_OR_RETURN(const double l, r.model.Forward(r.x.data(), r.y.data(), r.micro, r.T, r.params));
+    ZS_ASSIGN_OR_RETURN(const double l,
+                        r.model.Forward(r.x.data(), r.y.data(), r.micro, r.T, r.params));
     loss += l;
   }
   return loss / (static_cast<double>(batches) * r.micro * r.T);
@@ -96,6 +97,28 @@ absl::StatusOr<TextCorpus> LoadCorpus(std::vector<std::string> data) {
               corpus.skipped_binary_files(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
   return corpus;
+}
+
+// `steps` steps, printing the mean train loss and tokens/s every `every`.
+absl::Status TrainSteps(SmallRun& run, LocalParams& params, AdamW& opt, int steps, int every,
+                        double tokens_per_step) {
+  const auto start = std::chrono::steady_clock::now();
+  double window = 0.0;
+  for (int step = 0; step < steps; ++step) {
+    absl::StatusOr<double> loss = TrainStep(run, step);
+    if (!loss.ok()) return loss.status();
+    opt.Update(params, static_cast<float>(1.0 / tokens_per_step));
+    window += *loss / tokens_per_step;
+    if ((step + 1) % every == 0) {
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("step %5d  train loss %.4f  %.0f tokens/s  %.1f s\n", step + 1, window / every,
+                  (step + 1) * tokens_per_step / secs, secs);
+      std::fflush(stdout);
+      window = 0.0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 int Run(int argc, char** argv) {
@@ -128,27 +151,20 @@ int Run(int argc, char** argv) {
   const BatchSampler train(*corpus, Split::kTrain, seed), val(*corpus, Split::kValidation, seed);
   LocalParams params(InitUnits(*config, seed));
   GptModel model(*config);
-  SmallRun run{model, params, train, val, batch, micro, T, std::vector<int32_t>(micro * T),
+  SmallRun run{model,
+               params,
+               train,
+               val,
+               batch,
+               micro,
+               T,
+               std::vector<int32_t>(micro * T),
                std::vector<int32_t>(micro * T)};
   AdamW opt;
   opt.lr = lr;
   const double tokens_per_step = static_cast<double>(batch) * T;
-  const auto start = std::chrono::steady_clock::now();
-  double window = 0.0;
-  for (int step = 0; step < steps; ++step) {
-    absl::StatusOr<double> loss = TrainStep(run, step);
-    if (!loss.ok()) return fail(loss.status());
-    opt.Update(params, static_cast<float>(1.0 / tokens_per_step));
-    window += *loss / tokens_per_step;
-    if ((step + 1) % every == 0) {
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("step %5d  train loss %.4f  %.0f tokens/s  %.1f s\n", step + 1, window / every,
-                  (step + 1) * tokens_per_step / secs, secs);
-      std::fflush(stdout);
-      window = 0.0;
-    }
-  }
+  const absl::Status trained = TrainSteps(run, params, opt, steps, every, tokens_per_step);
+  if (!trained.ok()) return fail(trained);
   const int val_batches = 8;
   absl::StatusOr<double> vloss = ValidationLoss(run, val_batches);
   if (!vloss.ok()) return fail(vloss.status());

@@ -14,6 +14,8 @@
 //
 // Usage: offload_bench [--dir D (default /tmp)] [--units U (24)]
 //                      [--elements N (1Mi)] [--reps R (5)] [--steps S (3)]
+#include "bench/offload/offload_bench.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,9 +25,8 @@
 #include <memory>
 #include <optional>
 
-#include "common/cli.h"
 #include "absl/strings/str_cat.h"
-#include "bench/offload/offload_bench.h"
+#include "common/cli.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
 #include "worker/engine/sharded_engine.h"
@@ -84,8 +85,9 @@ double StepSeconds(const Args& a, Communicator* comm, OffloadTarget target) {
 
 // The flags; std::nullopt to go on, else the exit code (0 after --help).
 std::optional<int> Parse(int argc, char** argv, Args& a) {
-  CLI::App app("Offload step time (none / host / nvme; stage-3 params nvme) and the NVMe store's "
-               "throughput against plain sequential O_DIRECT I/O of the same bytes");
+  CLI::App app(
+      "Offload step time (none / host / nvme; stage-3 params nvme) and the NVMe store's "
+      "throughput against plain sequential O_DIRECT I/O of the same bytes");
   app.add_option("--dir", a.dir, "where the offload files go (an NVMe-backed dir)");
   app.add_option("--units", a.units, "units of the synthetic model")->check(CLI::PositiveNumber);
   app.add_option("--elements", a.elements, "fp32 elements per unit")->check(CLI::PositiveNumber);

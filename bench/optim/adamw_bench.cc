@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/parallel_for.h"
 #include "worker/optim/adamw.h"
 #include "worker/optim/adamw_isa.h"
-#include "common/parallel_for.h"
 
 namespace zeroshard {
 namespace {
@@ -99,10 +99,10 @@ double MeasureLimit(int64_t n, int reps, int threads) {
   });
   const double streams_bw = 28.0 * n / streams_s;
   const double limit = std::max({triad_bw, copy_bw, add_bw, streams_bw});
-  std::printf("threads=%d limits: triad %.2f GB/s, memcpy %.2f GB/s, in-place add %.2f GB/s, "
-              "AdamW's streams %.2f GB/s (%.1f Mparams/s)\n",
-              threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9, streams_bw / 1e9,
-              n / streams_s / 1e6);
+  std::printf(
+      "threads=%d limits: triad %.2f GB/s, memcpy %.2f GB/s, in-place add %.2f GB/s, "
+      "AdamW's streams %.2f GB/s (%.1f Mparams/s)\n",
+      threads, triad_bw / 1e9, copy_bw / 1e9, add_bw / 1e9, streams_bw / 1e9, n / streams_s / 1e6);
   return limit;
 }
 
@@ -118,14 +118,15 @@ void Run(int64_t n, int reps, int threads, const std::vector<std::string>& compu
                 : name == "fp32" ? static_cast<void*>(out32.data())
                                  : static_cast<void*>(out16.data());
     const double s = TimeMedian(reps, [&] {
-      AdamWCpu(hp, ++step, 1.0f,
-               {master.data(), m.data(), v.data(), grad.data(), n, out, dtype}, threads);
+      AdamWCpu(hp, ++step, 1.0f, {master.data(), m.data(), v.data(), grad.data(), n, out, dtype},
+               threads);
     });
     const double bytes = (28.0 + (out == nullptr ? 0 : DTypeSize(dtype))) * n;
-    std::printf("threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.0f bytes/param, "
-                "%.2f GB/s moved, %.2f of the limit\n",
-                threads, AdamWCpuIsa(), name.c_str(), s * 1e3, n / s / 1e6, bytes / n,
-                bytes / s / 1e9, bytes / s / limit);
+    std::printf(
+        "threads=%d isa=%s out=%s: %.3f ms, %.1f Mparams/s, %.0f bytes/param, "
+        "%.2f GB/s moved, %.2f of the limit\n",
+        threads, AdamWCpuIsa(), name.c_str(), s * 1e3, n / s / 1e6, bytes / n, bytes / s / 1e9,
+        bytes / s / limit);
   }
 }
 
@@ -135,18 +136,21 @@ void Run(int64_t n, int reps, int threads, const std::vector<std::string>& compu
 int main(int argc, char** argv) {
   int64_t n = int64_t{16} << 20;
   int reps = 7;
-  CLI::App app("Fused CPU AdamW (fp32 master, m, v; fp32 and bf16 compute copy) at 1 and all "
-               "hardware threads, against streaming memory bandwidth of the same bytes");
+  CLI::App app(
+      "Fused CPU AdamW (fp32 master, m, v; fp32 and bf16 compute copy) at 1 and all "
+      "hardware threads, against streaming memory bandwidth of the same bytes");
   app.add_option("--n", n, "elements per tensor")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "timed repetitions (median reported)")->check(CLI::PositiveNumber);
   int threads = 0;
   app.add_option("--threads", threads, "threads (0: 1 and all hardware threads)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   std::vector<std::string> computes = {"fp32", "bf16"};
   app.add_option("--compute", computes,
                  "compute copies written in the same pass: none (the 28 bytes of a plain "
                  "AdamW), fp32, bf16")
-      ->check(CLI::IsMember({"none", "fp32", "bf16"}))->capture_default_str();
+      ->check(CLI::IsMember({"none", "fp32", "bf16"}))
+      ->capture_default_str();
   std::string isa = "auto";
   app.add_option("--adamw-isa", isa, "auto (by CPU, as the workers do), avx512, avx2, scalar")
       ->capture_default_str();

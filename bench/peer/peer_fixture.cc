@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
 #include "common/job_model.h"
+#include "common/model_config.h"
 #include "common/process_setup.h"
 #include "common/safetensors.h"
 #include "common/shard_plan.h"
@@ -36,7 +37,6 @@
 #include "nlohmann/json.hpp"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/text_corpus.h"
-#include "common/model_config.h"
 #include "worker/model/model_init.h"
 
 namespace zeroshard {
@@ -76,7 +76,8 @@ absl::Status WriteBatches(const JobConfig& job, const ModelConfig& model, const 
       for (int t = 0; t < T; ++t) row[t] = static_cast<uint8_t>(inputs[i * T + t]);
       row[T] = static_cast<uint8_t>(targets[i * T + T - 1]);
     }
-    out.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size()));
+    out.write(reinterpret_cast<const char*>(rows.data()),
+              static_cast<std::streamsize>(rows.size()));
   }
   out.close();
   if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
@@ -84,16 +85,23 @@ absl::Status WriteBatches(const JobConfig& job, const ModelConfig& model, const 
 }
 
 absl::Status WriteJob(const JobConfig& job, const ModelConfig& model, const std::string& path) {
-  const nlohmann::json j = {
-      {"model", job.model},          {"vocab", model.vocab},
-      {"n_layer", model.n_layer},    {"n_embd", model.n_embd},
-      {"n_head", model.n_head},      {"n_ctx", model.n_ctx},
-      {"steps", job.steps},          {"global_batch", job.global_batch},
-      {"micro_batch", job.micro_batch}, {"seed", job.seed},
-      {"lr", job.lr},                {"warmup_steps", job.warmup_steps},
-      {"beta1", job.beta1},          {"beta2", job.beta2},
-      {"eps", job.eps},              {"weight_decay", job.weight_decay},
-      {"max_grad_norm", job.max_grad_norm}};
+  const nlohmann::json j = {{"model", job.model},
+                            {"vocab", model.vocab},
+                            {"n_layer", model.n_layer},
+                            {"n_embd", model.n_embd},
+                            {"n_head", model.n_head},
+                            {"n_ctx", model.n_ctx},
+                            {"steps", job.steps},
+                            {"global_batch", job.global_batch},
+                            {"micro_batch", job.micro_batch},
+                            {"seed", job.seed},
+                            {"lr", job.lr},
+                            {"warmup_steps", job.warmup_steps},
+                            {"beta1", job.beta1},
+                            {"beta2", job.beta2},
+                            {"eps", job.eps},
+                            {"weight_decay", job.weight_decay},
+                            {"max_grad_norm", job.max_grad_norm}};
   nlohmann::json full = j;
   if (model.is_llama()) full["hf_model"] = job.model;
   std::ofstream out(path, std::ios::trunc);
@@ -124,11 +132,14 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", job.seq_len, "a model directory's training context")
       ->capture_default_str();
   app.add_option("--steps", job.steps, "steps of batches to write")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   app.add_option("--global-batch", job.global_batch, "sequences per step")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--micro-batch", job.micro_batch, "sequences per forward/backward")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--seed", job.seed, "initialisation and data seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const absl::Status status = zeroshard::Run(job, dir);

@@ -54,7 +54,8 @@ absl::StatusOr<v1::JoinResponse> CoordinatorClient::JoinRetryingHeldId(
       std::cout << "worker id " << request.worker_id()
                 << " is still held by a live member (an earlier run of this worker?); retrying "
                    "Join until its lease lapses (up to "
-                << absl::FormatDuration(deadline - absl::Now()) << ")\n" << std::flush;
+                << absl::FormatDuration(deadline - absl::Now()) << ")\n"
+                << std::flush;
       logged = true;
     }
     absl::SleepFor(backoff);

@@ -41,7 +41,7 @@ class CoordinatorClient {
   // unreachable coordinator shows up as UNAVAILABLE on the first call.
   // INVALID_ARGUMENT for an empty target or an unreadable TLS or token file.
   static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& target,
-                                                                   Options options = {});
+                                                                    Options options = {});
   CoordinatorClient(std::shared_ptr<grpc::Channel> channel, Options options);
 
   absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request);
@@ -56,8 +56,7 @@ class CoordinatorClient {
                                                       const std::function<bool()>& stop);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::Status Leave(const v1::LeaveRequest& request);
-  absl::StatusOr<v1::ReportFailureResponse> ReportFailure(
-      const v1::ReportFailureRequest& request);
+  absl::StatusOr<v1::ReportFailureResponse> ReportFailure(const v1::ReportFailureRequest& request);
   absl::StatusOr<v1::GenerationInfo> GetGeneration(const v1::GetGenerationRequest& request);
 
   // Reads the WatchGeneration stream for up to `duration`, calling

@@ -58,8 +58,8 @@ void LimitedLog(gpr_log_func_args* args) {
   if (suppressed < 0) return;
   const char* severity = gpr_log_severity_string(args->severity);
   if (suppressed > 0) {
-    std::fprintf(stderr, "grpc %s %s] (%lld more like it suppressed)\n", severity,
-                 source.c_str(), static_cast<long long>(suppressed));
+    std::fprintf(stderr, "grpc %s %s] (%lld more like it suppressed)\n", severity, source.c_str(),
+                 static_cast<long long>(suppressed));
   }
   std::fprintf(stderr, "grpc %s %s] %s\n", severity, source.c_str(), args->message);
 }

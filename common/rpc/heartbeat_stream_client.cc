@@ -135,17 +135,15 @@ absl::StatusOr<v1::HeartbeatResponse> HeartbeatStreamClient::BeatOnStream(
     outstanding_ |= kWrite | kRead;
     if (!Wait(kWrite | kRead, deadline, &failed)) {
       End(/*cancel=*/true, kDrainBound);
-      return absl::DeadlineExceededError(
-          absl::StrCat("HeartbeatStream: no answer within ",
-                       absl::FormatDuration(client_->options().timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "HeartbeatStream: no answer within ", absl::FormatDuration(client_->options().timeout)));
     }
   }
   if (failed == 0) {
     ++streamed_;
     return response_;
   }
-  return OnEnded(request,
-                 End(/*cancel=*/false, std::max(deadline - absl::Now(), kFinishFloor)));
+  return OnEnded(request, End(/*cancel=*/false, std::max(deadline - absl::Now(), kFinishFloor)));
 }
 
 absl::StatusOr<v1::HeartbeatResponse> HeartbeatStreamClient::OnEnded(

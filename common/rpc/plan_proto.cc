@@ -9,11 +9,15 @@ v1::DType DTypeToProto(DType d) { return static_cast<v1::DType>(static_cast<int>
 
 absl::StatusOr<DType> DTypeFromProto(v1::DType d) {
   switch (d) {
-    case v1::DTYPE_FP32: return DType::kFp32;
-    case v1::DTYPE_BF16: return DType::kBf16;
-    case v1::DTYPE_FP16: return DType::kFp16;
+    case v1::DTYPE_FP32:
+      return DType::kFp32;
+    case v1::DTYPE_BF16:
+      return DType::kBf16;
+    case v1::DTYPE_FP16:
+      return DType::kFp16;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int>(d), " is not valid"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype ", static_cast<int>(d), " is not valid"));
   }
 }
 

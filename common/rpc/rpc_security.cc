@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_file.h"
 #include "common/loopback.h"
@@ -29,12 +29,14 @@ class IdentityInterceptor final : public gx::Interceptor {
   explicit IdentityInterceptor(std::shared_ptr<CallIdentity> identity)
       : identity_(std::move(identity)) {}
   void Intercept(gx::InterceptorBatchMethods* methods) override {
-    if (methods->QueryInterceptionHookPoint(gx::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+    if (methods->QueryInterceptionHookPoint(
+            gx::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
       std::multimap<std::string, std::string>* md = methods->GetSendInitialMetadata();
       if (!identity_->token().empty()) {
         md->emplace(kAuthorizationHeader, absl::StrCat("Bearer ", identity_->token()));
       }
-      for (std::string& c : identity_->MemberCredentials()) md->emplace(kMemberHeader, std::move(c));
+      for (std::string& c : identity_->MemberCredentials())
+        md->emplace(kMemberHeader, std::move(c));
     }
     methods->Proceed();
   }
@@ -72,7 +74,8 @@ absl::Status CheckTlsFiles(const TlsFiles& tls, bool server) {
     return absl::InvalidArgumentError(tls.cert.empty() ? "--tls-key needs --tls-cert"
                                                        : "--tls-cert needs --tls-key");
   }
-  if (server && tls.cert.empty()) return absl::InvalidArgumentError("TLS needs --tls-cert and --tls-key");
+  if (server && tls.cert.empty())
+    return absl::InvalidArgumentError("TLS needs --tls-cert and --tls-key");
   if (!server && tls.ca.empty()) {
     return absl::InvalidArgumentError("TLS to the coordinator needs --tls-ca (its CA)");
   }
@@ -90,7 +93,8 @@ std::shared_ptr<gx::FileWatcherCertificateProvider> Provider(const TlsFiles& tls
 }  // namespace
 
 bool IsWorkerIdHeld(const absl::Status& status) {
-  return absl::IsPermissionDenied(status) && absl::StrContains(status.message(), kWorkerIdHeldPhrase);
+  return absl::IsPermissionDenied(status) &&
+         absl::StrContains(status.message(), kWorkerIdHeldPhrase);
 }
 
 void CallIdentity::AddMember(uint64_t member_id, const std::string& secret) {
@@ -128,18 +132,19 @@ absl::StatusOr<std::shared_ptr<CallIdentity>> NewCallIdentity(const ClientSecuri
   return std::make_shared<CallIdentity>(std::move(token));
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
-    const std::string& target, const ClientSecurity& security, const grpc::ChannelArguments& args,
-    std::shared_ptr<CallIdentity> identity) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
+                                                           const ClientSecurity& security,
+                                                           const grpc::ChannelArguments& args,
+                                                           std::shared_ptr<CallIdentity> identity) {
   if (identity == nullptr) {
     ZS_ASSIGN_OR_RETURN(identity, NewCallIdentity(security));
   }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!security.tls.enabled() && !identity->token().empty() && !security.insecure &&
       !IsLoopbackHost(HostOfTarget(target))) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "refusing to send the token in the clear to ", target,
-        ": give --tls-ca (the coordinator's CA), or --insecure to send it anyway"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing to send the token in the clear to ", target,
+                     ": give --tls-ca (the coordinator's CA), or --insecure to send it anyway"));
   }
   if (security.tls.enabled()) {
     ZS_RETURN_IF_ERROR(CheckTlsFiles(security.tls, /*server=*/false));
@@ -155,7 +160,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
   return gx::CreateCustomChannelWithInterceptors(target, creds, args, std::move(interceptors));
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TlsFiles& tls) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsFiles& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
   ZS_RETURN_IF_ERROR(CheckTlsFiles(tls, /*server=*/true));
   // gRPC watches validated copies, never the files themselves (tls_mirror.h).

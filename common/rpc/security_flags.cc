@@ -7,12 +7,14 @@ void AddClientSecurityFlags(CLI::App& app, ClientSecurity* security) {
                  "PEM file of the CA that signed the coordinator's certificate (turns TLS on)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-cert", security->tls.cert,
-                 "PEM client certificate for mTLS (with --tls-key)")->check(CLI::ExistingFile);
+                 "PEM client certificate for mTLS (with --tls-key)")
+      ->check(CLI::ExistingFile);
   app.add_option("--tls-key", security->tls.key, "PEM private key of --tls-cert")
       ->check(CLI::ExistingFile);
   app.add_option("--token-file", security->token_file,
                  "file holding the bearer token (default: $ZEROSHARD_TOKEN_FILE; the first "
-                 "non-comment line, `token` or `role token`)")->check(CLI::ExistingFile);
+                 "non-comment line, `token` or `role token`)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--insecure", security->insecure,
                "send the token without TLS to an address that is not loopback (it can be read "
                "on the way)");

@@ -24,21 +24,20 @@ StreamLimits::Slot::~Slot() {
   if (limits_ != nullptr) limits_->Release(caller_);
 }
 
-absl::StatusOr<StreamLimits::Slot> StreamLimits::Open(const std::string& peer,
-                                                      const char* method, uint64_t member_id) {
+absl::StatusOr<StreamLimits::Slot> StreamLimits::Open(const std::string& peer, const char* method,
+                                                      uint64_t member_id) {
   std::string caller = member_id != 0 ? absl::StrCat("member ", member_id) : PeerHost(peer);
   absl::MutexLock lock(&mu_);
   if (total_ >= max_total_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        method, ": ", total_, " streams are open; the coordinator's limit is ", max_total_,
-        " (--max-streams)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(method, ": ", total_, " streams are open; the coordinator's limit is ",
+                     max_total_, " (--max-streams)"));
   }
   int& open = open_[caller];
   if (open >= max_per_caller_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        method, ": caller ", caller, " has ", open,
-        " streams open; the per-caller limit is ", max_per_caller_,
-        " (--max-streams-per-caller)"));
+        method, ": caller ", caller, " has ", open, " streams open; the per-caller limit is ",
+        max_per_caller_, " (--max-streams-per-caller)"));
   }
   ++open;
   ++total_;

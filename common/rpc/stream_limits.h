@@ -52,8 +52,7 @@ class StreamLimits {
 
    private:
     friend class StreamLimits;
-    Slot(StreamLimits* limits, std::string caller)
-        : limits_(limits), caller_(std::move(caller)) {}
+    Slot(StreamLimits* limits, std::string caller) : limits_(limits), caller_(std::move(caller)) {}
     StreamLimits* limits_;
     std::string caller_;
   };

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -24,7 +24,8 @@ namespace {
 std::atomic<int64_t> g_applied{0}, g_refused{0};
 
 std::unique_ptr<X509, decltype(&X509_free)> FirstCert(const std::string& pem) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
   return {PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), X509_free};
 }
 
@@ -35,8 +36,8 @@ struct Texts {
 
 absl::StatusOr<Texts> ReadSet(const TlsFiles& f) {
   Texts t;
-  for (auto [path, out] : {std::pair{&f.ca, &t.ca}, std::pair{&f.cert, &t.cert},
-                           std::pair{&f.key, &t.key}}) {
+  for (auto [path, out] :
+       {std::pair{&f.ca, &t.ca}, std::pair{&f.cert, &t.cert}, std::pair{&f.key, &t.key}}) {
     if (path->empty()) continue;
     ZS_ASSIGN_OR_RETURN(*out, ReadWholeFile(*path));
   }
@@ -48,8 +49,8 @@ absl::Status WriteSet(const TlsFiles& copy, const Texts& t) {
   // new certificate with the old key at one refresh. It checks that the
   // pair matches and keeps the previous one then, picking the new pair up
   // at the next refresh.
-  for (auto [path, text] : {std::pair{&copy.ca, &t.ca}, std::pair{&copy.cert, &t.cert},
-                            std::pair{&copy.key, &t.key}}) {
+  for (auto [path, text] :
+       {std::pair{&copy.ca, &t.ca}, std::pair{&copy.cert, &t.cert}, std::pair{&copy.key, &t.key}}) {
     if (path->empty()) continue;
     ZS_RETURN_IF_ERROR(WriteFileAtomically(*path, *text));
   }
@@ -99,7 +100,8 @@ class Mirrors {
   absl::StatusOr<std::string> Dir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!dir_.empty()) return dir_;
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/zeroshard-tls-XXXXXX");
+    std::string pattern =
+        absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/zeroshard-tls-XXXXXX");
     if (::mkdtemp(pattern.data()) == nullptr) {
       return absl::InternalError(absl::StrCat("TLS copies: mkdtemp ", pattern, " failed"));
     }
@@ -123,15 +125,17 @@ class Mirrors {
   static void Refresh(Mirror& m) {
     absl::StatusOr<Texts> t = ReadSet(m.source);
     if (t.ok() && *t == m.applied) return;
-    std::string why = t.ok() ? ValidateTlsSet(t->ca, t->cert, t->key)
-                             : std::string(t.status().message());
+    std::string why =
+        t.ok() ? ValidateTlsSet(t->ca, t->cert, t->key) : std::string(t.status().message());
     if (why.empty()) {
       if (absl::Status s = WriteSet(m.copy, *t); !s.ok()) why = std::string(s.message());
     }
     if (!why.empty()) {
       if (why != m.last_refused) {
-        std::fprintf(stderr, "zeroshard: TLS files changed but are not usable (%s): keeping the "
-                     "previous certificate and key\n", why.c_str());
+        std::fprintf(stderr,
+                     "zeroshard: TLS files changed but are not usable (%s): keeping the "
+                     "previous certificate and key\n",
+                     why.c_str());
         ++g_refused;
         m.last_refused = why;
       }
@@ -182,8 +186,9 @@ class ReloadCollectable final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     prometheus::MetricFamily f;
     f.name = "zeroshard_tls_reloads_total";
-    f.help = "Changed TLS certificate/key/CA files: applied (valid, handed to gRPC) or refused "
-             "(empty, partial or mismatched: the previous ones kept).";
+    f.help =
+        "Changed TLS certificate/key/CA files: applied (valid, handed to gRPC) or refused "
+        "(empty, partial or mismatched: the previous ones kept).";
     f.type = prometheus::MetricType::Counter;
     for (auto [result, n] : {std::pair{"applied", &g_applied}, std::pair{"refused", &g_refused}}) {
       prometheus::ClientMetric m;
@@ -197,14 +202,15 @@ class ReloadCollectable final : public prometheus::Collectable {
 
 }  // namespace
 
-std::string ValidateTlsSet(const std::string& ca, const std::string& cert,
-                           const std::string& key) {
+std::string ValidateTlsSet(const std::string& ca, const std::string& cert, const std::string& key) {
   if (!ca.empty() && FirstCert(ca) == nullptr) return "the CA file holds no PEM certificate";
-  if (cert.empty() != key.empty()) return cert.empty() ? "the certificate is empty" : "the key is empty";
+  if (cert.empty() != key.empty())
+    return cert.empty() ? "the certificate is empty" : "the key is empty";
   if (cert.empty()) return "";
   auto leaf = FirstCert(cert);
   if (leaf == nullptr) return "the certificate file holds no PEM certificate";
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(key.data(), static_cast<int>(key.size())), BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(key.data(), static_cast<int>(key.size())), BIO_free);
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
       PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
   if (pkey == nullptr) return "the key file holds no PEM private key";

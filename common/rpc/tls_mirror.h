@@ -31,8 +31,7 @@ namespace zeroshard {
 absl::StatusOr<TlsFiles> MirrorTlsFiles(const TlsFiles& source);
 
 // Whether the PEM texts form a valid set (as above); "" if so, else why.
-std::string ValidateTlsSet(const std::string& ca, const std::string& cert,
-                           const std::string& key);
+std::string ValidateTlsSet(const std::string& ca, const std::string& cert, const std::string& key);
 
 // Why the certificates served now would be refused by their peers: ""
 // when they are fine (or nothing is mirrored), else "tls: <file> expired

@@ -29,9 +29,7 @@ struct Symbol {
 struct Candidate {
   int32_t rank;
   int32_t pos;
-  bool operator>(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
+  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
 };
 
 }  // namespace
@@ -62,10 +60,11 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
     const auto& [left, right] = merges[rank];
     const int32_t a = m->IdOf(left), b = m->IdOf(right), r = m->IdOf(left + right);
     if (a < 0 || b < 0 || r < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("merges[", rank, "]: ", a < 0 ? "its left part" : b < 0 ? "its right part"
-                                                                               : "its result",
-                       " is not in the vocab"));
+      return absl::InvalidArgumentError(absl::StrCat("merges[", rank, "]: ",
+                                                     a < 0   ? "its left part"
+                                                     : b < 0 ? "its right part"
+                                                             : "its result",
+                                                     " is not in the vocab"));
     }
     m->merges_.try_emplace(PairKey(a, b), Merge{static_cast<int32_t>(rank), r});
   }

@@ -231,9 +231,10 @@ absl::Status ParsePostProcessor(const json& spec, SpecialTokens* s) {
 absl::Status CheckDecoder(const json& spec) {
   const std::string type = spec.is_null() ? "none" : spec.value("type", "");
   if (type == "ByteLevel") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "decoder \"", type, "\" is not byte-level: only byte-level BPE tokenizer.json is read "
-      "(for a SentencePiece vocabulary, give its tokenizer.model)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("decoder \"", type,
+                   "\" is not byte-level: only byte-level BPE tokenizer.json is read "
+                   "(for a SentencePiece vocabulary, give its tokenizer.model)"));
 }
 
 }  // namespace

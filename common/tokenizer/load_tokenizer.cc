@@ -54,7 +54,8 @@ void SetFlag(std::vector<int32_t>* side, int32_t id, bool on, bool front) {
 // them.
 absl::Status ApplyConfig(const fs::path& path, const Tokenizer& tok, SpecialTokens* s) {
   ZS_ASSIGN_OR_RETURN(const json cfg, ParseJson(path));
-  if (!cfg.is_object()) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not an object"));
+  if (!cfg.is_object())
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not an object"));
   for (auto [key, slot] : {std::pair{"bos_token", &s->bos}, std::pair{"eos_token", &s->eos}}) {
     if (!cfg.contains(key)) continue;
     const std::string text = TokenText(cfg.at(key));

@@ -67,8 +67,8 @@ class SplitStep final : public PreTokenizer {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t at = 0, gap = 0;
     while (at <= text.size()) {
-      const int rc = pcre2_match(code_.get(), subject, text.size(), at, PCRE2_NO_UTF_CHECK, md,
-                                 nullptr);
+      const int rc =
+          pcre2_match(code_.get(), subject, text.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
       if (rc < 0) break;  // No further match (the text was checked as UTF-8).
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       const size_t b = ov[0], e = ov[1];
@@ -160,9 +160,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeSplit(const std::string& patte
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    return absl::InvalidArgumentError(absl::StrCat("Split pattern: ",
-                                                   reinterpret_cast<const char*>(message),
-                                                   " at offset ", offset));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Split pattern: ", reinterpret_cast<const char*>(message), " at offset ", offset));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // Interpreted where JIT is unavailable.
   return std::make_unique<SplitStep>(code, behavior, invert);
@@ -195,15 +194,16 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeStep(const json& spec) {
     }
     return std::make_unique<SequenceStep>(std::move(steps));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("pre_tokenizer type \"", type, "\" is not supported (byte-level BPE uses "
-                   "Split, ByteLevel and Sequence)"));
+  return absl::InvalidArgumentError(absl::StrCat("pre_tokenizer type \"", type,
+                                                 "\" is not supported (byte-level BPE uses "
+                                                 "Split, ByteLevel and Sequence)"));
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> CreatePreTokenizer(const json& spec) {
-  if (spec.is_null()) return std::make_unique<SequenceStep>(std::vector<std::unique_ptr<PreTokenizer>>{});
+  if (spec.is_null())
+    return std::make_unique<SequenceStep>(std::vector<std::unique_ptr<PreTokenizer>>{});
   try {
     return MakeStep(spec);
   } catch (const json::exception& e) {

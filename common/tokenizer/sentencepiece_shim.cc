@@ -36,8 +36,9 @@ class Helper {
   static std::unique_ptr<Helper> Start(std::string* error) {
     const std::string path = HelperPath();
     if (access(path.c_str(), X_OK) != 0) {
-      *error = path + " is missing: SentencePiece runs in that helper process (Debian's "
-                      "libsentencepiece carries a protobuf that clashes with gRPC's)";
+      *error = path +
+               " is missing: SentencePiece runs in that helper process (Debian's "
+               "libsentencepiece carries a protobuf that clashes with gRPC's)";
       return nullptr;
     }
     int sv[2];

@@ -63,8 +63,8 @@ class Tokenizer {
  protected:
   friend absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
 
-// Each byte one token, ids 0-255, no specials: the presets' vocabulary.
-std::unique_ptr<Tokenizer> ByteTokenizer();
+  // Each byte one token, ids 0-255, no specials: the presets' vocabulary.
+  std::unique_ptr<Tokenizer> ByteTokenizer();
   SpecialTokens specials_;
 };
 

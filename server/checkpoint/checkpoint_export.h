@@ -46,8 +46,7 @@ absl::StatusOr<ExportResult> ExportSafetensors(const std::string& checkpoint_pat
 // FAILED_PRECONDITION, one line saying why, when the checkpoint is not the
 // model its job config describes; otherwise errors as ExportSafetensors.
 absl::StatusOr<ExportResult> ExportHf(const std::string& checkpoint_path,
-                                      const std::string& out_dir,
-                                      const HfExportOptions& options);
+                                      const std::string& out_dir, const HfExportOptions& options);
 
 // ExportHf in fp32, one file (the older --format hf-gpt2).
 // The same checkpoint as a Hugging Face transformers GPT2LMHeadModel

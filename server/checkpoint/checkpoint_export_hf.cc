@@ -118,14 +118,13 @@ absl::StatusOr<ExportResult> ExportHf(const std::string& checkpoint_path,
   absl::Status fits = config.ok() ? CheckPlanIsModel(m.plan, *config) : config.status();
   absl::StatusOr<Plan> plan = fits.ok() ? PlanExport(*config, o.bf16) : fits;
   if (!plan.ok()) {
-    return absl::Status(plan.status().code(), absl::StrCat(dir, " cannot be exported as hf: ",
-                                                           plan.status().message()));
+    return absl::Status(plan.status().code(),
+                        absl::StrCat(dir, " cannot be exported as hf: ", plan.status().message()));
   }
   const std::map<std::string, Source> sources = Sources(m);
-  const std::vector<std::vector<size_t>> shards = Shards(plan->tensors, o.bf16 ? 2 : 4,
-                                                         o.max_shard_bytes);
-  ExportResult out{dir, m.manifest.summary().step(), static_cast<int64_t>(plan->tensors.size()),
-                   0};
+  const std::vector<std::vector<size_t>> shards =
+      Shards(plan->tensors, o.bf16 ? 2 : 4, o.max_shard_bytes);
+  ExportResult out{dir, m.manifest.summary().step(), static_cast<int64_t>(plan->tensors.size()), 0};
   const std::map<std::string, std::string> metadata = {
       {"format", "pt"},  // transformers reads safetensors files marked "pt".
       {"zeroshard_job_id", m.manifest.summary().job_id()},
@@ -141,11 +140,12 @@ absl::StatusOr<ExportResult> ExportHf(const std::string& checkpoint_path,
                                                                   s + 1, shards.size());
     std::vector<SafetensorsEntry> entries;
     for (size_t i : shards[s]) {
-      entries.push_back({plan->tensors[i].hf_name, plan->tensors[i].shape, o.bf16 ? "BF16" : "F32"});
+      entries.push_back(
+          {plan->tensors[i].hf_name, plan->tensors[i].shape, o.bf16 ? "BF16" : "F32"});
       weight_map[plan->tensors[i].hf_name] = file;
     }
-    ZS_RETURN_IF_ERROR(WriteSafetensors(
-        out_dir + "/" + file, entries, metadata, [&](size_t k, float* dst) {
+    ZS_RETURN_IF_ERROR(
+        WriteSafetensors(out_dir + "/" + file, entries, metadata, [&](size_t k, float* dst) {
           const HfTensor& t = plan->tensors[shards[s][k]];
           const Source& src = sources.at(t.source);  // CheckPlanIsModel: present.
           out.bytes += src.numel * (o.bf16 ? 2 : 4);

@@ -1,12 +1,11 @@
 #include "server/checkpoint/checkpoint_files.h"
 
-#include <xxhash.h>
-
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -156,7 +155,8 @@ absl::StatusOr<uint64_t> HashFile(const std::string& path) {
   if (fd < 0) return ErrnoStatus(errno, "open", path);
   FdCloser closer{fd};
   Xxh64Stream hash;
-  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // Advice only; the read works without it.
+  (void)::posix_fadvise(fd, 0, 0,
+                        POSIX_FADV_SEQUENTIAL);  // Advice only; the read works without it.
   std::vector<char> buf(kXxhashCopyBlockBytes);
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -173,7 +173,8 @@ absl::StatusOr<uint64_t> HashFile(const std::string& path) {
 absl::StatusOr<int64_t> FileSize(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", path);
-  if (!S_ISREG(st.st_mode)) return absl::DataLossError(absl::StrCat(path, " is not a regular file"));
+  if (!S_ISREG(st.st_mode))
+    return absl::DataLossError(absl::StrCat(path, " is not a regular file"));
   return static_cast<int64_t>(st.st_size);
 }
 

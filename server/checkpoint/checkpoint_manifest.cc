@@ -19,10 +19,14 @@ namespace fs = std::filesystem;
 
 absl::string_view TensorKindName(v1::TensorKind kind) {
   switch (kind) {
-    case v1::TENSOR_KIND_MASTER: return "master";
-    case v1::TENSOR_KIND_EXP_AVG: return "exp_avg";
-    case v1::TENSOR_KIND_EXP_AVG_SQ: return "exp_avg_sq";
-    default: return "unspecified";
+    case v1::TENSOR_KIND_MASTER:
+      return "master";
+    case v1::TENSOR_KIND_EXP_AVG:
+      return "exp_avg";
+    case v1::TENSOR_KIND_EXP_AVG_SQ:
+      return "exp_avg_sq";
+    default:
+      return "unspecified";
   }
 }
 
@@ -69,23 +73,27 @@ absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
   std::set<std::pair<std::string, int>> seen;
   for (const v1::CheckpointFile& f : m.files()) {
     const UnitPlan* unit = plan.FindUnit(f.unit());
-    if (unit == nullptr) return Mismatch(dir, absl::StrCat("file ", f.path(), " names unknown unit \"", f.unit(), "\""));
+    if (unit == nullptr)
+      return Mismatch(dir,
+                      absl::StrCat("file ", f.path(), " names unknown unit \"", f.unit(), "\""));
     if (f.path().empty() || f.path().find('/') != std::string::npos || f.path()[0] == '.') {
       return Mismatch(dir, absl::StrCat("file path \"", f.path(), "\" is not a plain file name"));
     }
     if (!seen.insert({f.unit(), static_cast<int>(f.kind())}).second) {
-      return Mismatch(dir, absl::StrCat("unit ", f.unit(), " kind ", TensorKindName(f.kind()), " listed twice"));
+      return Mismatch(dir, absl::StrCat("unit ", f.unit(), " kind ", TensorKindName(f.kind()),
+                                        " listed twice"));
     }
     if (f.numel() != unit->padded_numel || f.bytes() != unit->padded_numel * 4) {
-      return Mismatch(dir, absl::StrCat("file ", f.path(), " records ", f.numel(), " elements / ",
-                                        f.bytes(), " bytes; the plan says ", unit->padded_numel,
-                                        " elements"));
+      return Mismatch(
+          dir, absl::StrCat("file ", f.path(), " records ", f.numel(), " elements / ", f.bytes(),
+                            " bytes; the plan says ", unit->padded_numel, " elements"));
     }
     const std::string path = (fs::path(dir) / f.path()).string();
     absl::StatusOr<int64_t> size = FileSize(path);
     if (!size.ok()) return Mismatch(dir, size.status().message());
     if (*size != f.bytes()) {
-      return Mismatch(dir, absl::StrCat("file ", f.path(), " is ", *size, " bytes, manifest says ", f.bytes()));
+      return Mismatch(
+          dir, absl::StrCat("file ", f.path(), " is ", *size, " bytes, manifest says ", f.bytes()));
     }
     if (verify_hashes) {
       ZS_ASSIGN_OR_RETURN(uint64_t h, HashFile(path));
@@ -98,7 +106,8 @@ absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
   for (const UnitPlan& u : plan.units) {
     for (v1::TensorKind k : kAllKinds) {
       if (!seen.count({u.name, static_cast<int>(k)})) {
-        return Mismatch(dir, absl::StrCat("no file for unit ", u.name, " kind ", TensorKindName(k)));
+        return Mismatch(dir,
+                        absl::StrCat("no file for unit ", u.name, " kind ", TensorKindName(k)));
       }
     }
   }
@@ -115,9 +124,11 @@ absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, bool ve
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;
   auto st = google::protobuf::util::JsonStringToMessage(json, &out.manifest, opts);
-  if (!st.ok()) return Mismatch(ckpt_dir, absl::StrCat("manifest.json does not parse: ", st.ToString()));
+  if (!st.ok())
+    return Mismatch(ckpt_dir, absl::StrCat("manifest.json does not parse: ", st.ToString()));
   if (out.manifest.format_version() != 1) {
-    return Mismatch(ckpt_dir, absl::StrCat("format_version ", out.manifest.format_version(), " is not 1"));
+    return Mismatch(ckpt_dir,
+                    absl::StrCat("format_version ", out.manifest.format_version(), " is not 1"));
   }
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(out.manifest.plan());
   if (!plan.ok()) return Mismatch(ckpt_dir, absl::StrCat("plan: ", plan.status().message()));
@@ -132,7 +143,8 @@ absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, bool ve
 absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& path) {
   std::error_code ec;
   if (fs::exists(fs::path(path) / kManifestName, ec)) return path;
-  if (!fs::is_directory(path, ec)) return absl::NotFoundError(absl::StrCat(path, " is not a directory"));
+  if (!fs::is_directory(path, ec))
+    return absl::NotFoundError(absl::StrCat(path, " is not a directory"));
   int64_t best_step = -1;
   std::string best;
   std::string last_error;

@@ -21,11 +21,11 @@ namespace zeroshard::server {
 
 inline constexpr char kManifestName[] = "manifest.json";
 inline constexpr int64_t kMaxManifestBytes = int64_t{256} << 20;
-inline constexpr v1::TensorKind kAllKinds[] = {
-    v1::TENSOR_KIND_MASTER, v1::TENSOR_KIND_EXP_AVG, v1::TENSOR_KIND_EXP_AVG_SQ};
+inline constexpr v1::TensorKind kAllKinds[] = {v1::TENSOR_KIND_MASTER, v1::TENSOR_KIND_EXP_AVG,
+                                               v1::TENSOR_KIND_EXP_AVG_SQ};
 
 absl::string_view TensorKindName(v1::TensorKind kind);  // "master", "exp_avg", "exp_avg_sq"
-std::string CheckpointIdForStep(int64_t step);           // "step-00000006"
+std::string CheckpointIdForStep(int64_t step);          // "step-00000006"
 // Parses "step-<digits>"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<int64_t> StepFromCheckpointId(absl::string_view id);
 // The step of a pending id "step-NNNNNNNN.<attempt>.<nonce>" (or of a

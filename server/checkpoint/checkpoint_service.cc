@@ -17,9 +17,9 @@ namespace {
 absl::Status CheckOwnRank(const std::optional<CheckpointWriter>& writer, absl::string_view what,
                           int rank) {
   if (!writer.has_value() || absl::c_linear_search(writer->ranks, rank)) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(what, " names rank ", rank, "; the caller is rank ",
-                                                  absl::StrJoin(writer->ranks, ", "),
-                                                  " and writes only its own shard"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(what, " names rank ", rank, "; the caller is rank ",
+                   absl::StrJoin(writer->ranks, ", "), " and writes only its own shard"));
 }
 
 // ABORTED when a save of generation `attempt` is not one of the caller's
@@ -48,18 +48,18 @@ absl::Status CheckBegin(const std::optional<CheckpointWriter>& writer,
                                                     writer->generation, "'s ", writer->world_size));
   }
   if (store.Get(req.job_id(), req.step()).ok()) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "BeginCheckpoint: step ", req.step(), " is committed already; a committed checkpoint "
-        "is immutable (only an admin may replace it)"));
+    return absl::AlreadyExistsError(absl::StrCat("BeginCheckpoint: step ", req.step(),
+                                                 " is committed already; a committed checkpoint "
+                                                 "is immutable (only an admin may replace it)"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status CheckpointServiceImpl::CheckPendingWriter(const std::optional<CheckpointWriter>& writer,
-                                                       const std::string& checkpoint_id,
-                                                       absl::string_view what, int rank) const {
+absl::Status CheckpointServiceImpl::CheckPendingWriter(
+    const std::optional<CheckpointWriter>& writer, const std::string& checkpoint_id,
+    absl::string_view what, int rank) const {
   if (!writer.has_value()) return absl::OkStatus();
   absl::StatusOr<CheckpointStore::PendingSave> save = store_->PendingOf(checkpoint_id);
   if (!save.ok()) return absl::OkStatus();  // The store names the unknown id.
@@ -88,9 +88,8 @@ grpc::Status CheckpointServiceImpl::UploadChunks(grpc::ServerContext* ctx,
   if (!slot.ok()) return ToGrpcStatus(slot.status());
   ShardChunkIn chunk;
   while (reader->Read(&chunk)) {
-    absl::Status st =
-        CheckPendingWriter(*writer, chunk.header().checkpoint_id(), "UploadShard",
-                           chunk.header().rank());
+    absl::Status st = CheckPendingWriter(*writer, chunk.header().checkpoint_id(), "UploadShard",
+                                         chunk.header().rank());
     if (st.ok()) st = store_->WriteChunk(chunk.header(), chunk.pieces());
     if (!st.ok()) {
       return ToGrpcStatus(absl::Status(
@@ -115,8 +114,8 @@ grpc::Status CheckpointServiceImpl::CommitCheckpoint(grpc::ServerContext* ctx,
     return ToGrpcStatus(st);
   }
   // A bound writer's save commits no step above the job's.
-  const int64_t max_step = writer->has_value() ? (*writer)->job_step
-                                               : std::numeric_limits<int64_t>::max();
+  const int64_t max_step =
+      writer->has_value() ? (*writer)->job_step : std::numeric_limits<int64_t>::max();
   return Reply(store_->Commit(req->checkpoint_id(), req->rank(), max_step), resp);
 }
 

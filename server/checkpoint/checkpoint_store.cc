@@ -51,7 +51,8 @@ absl::Status ValidateBegin(const v1::BeginCheckpointRequest& req) {
                                                    req.plan().world_size()));
   }
   if (req.rank() < 0 || req.rank() >= req.world_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", req.rank(), " is not in [0, world_size)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", req.rank(), " is not in [0, world_size)"));
   }
   if (req.stage() < 0 || req.stage() > 3) {
     return absl::InvalidArgumentError(absl::StrCat("stage ", req.stage(), " is not in 0..3"));
@@ -121,27 +122,21 @@ void InitPending(const v1::BeginCheckpointRequest& req, ShardPlan plan,
   p.rng_state.resize(req.world_size());
 }
 
-// Deletes a committed checkpoint: manifest first, so a crash midway leaves a
-// partial directory that the next Open removes.
-void DeleteCommittedDir(const std::string& dir) {
-  ::unlink((fs::path(dir) / kManifestName).c_str());
-  (void)FsyncPath(dir);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-}
-
 }  // namespace
 
 CheckpointStore::CheckpointStore(CheckpointStoreOptions options) : options_(std::move(options)) {}
 CheckpointStore::~CheckpointStore() = default;
 
-absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(CheckpointStoreOptions options) {
+absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
+    CheckpointStoreOptions options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("checkpoint dir is empty");
   if (options.keep_last < 0) return absl::InvalidArgumentError("keep_last must be >= 0");
   if (!options.now_unix_ms) options.now_unix_ms = DefaultNowMs;
   std::error_code ec;
   fs::create_directories(options.dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("create checkpoint dir ", options.dir, ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(
+        absl::StrCat("create checkpoint dir ", options.dir, ": ", ec.message()));
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(std::move(options)));
   ZS_RETURN_IF_ERROR(store->Scan());
   return store;
@@ -167,7 +162,8 @@ absl::Status CheckpointStore::Scan() {
   // A crash between the two renames of a non-atomic replacement: put the
   // old checkpoint back unless the new one made it.
   for (const fs::path& r : replaced) {
-    absl::StatusOr<int64_t> step = StepFromPendingId(r.filename().string().substr(strlen(kReplacedPrefix)));
+    absl::StatusOr<int64_t> step =
+        StepFromPendingId(r.filename().string().substr(strlen(kReplacedPrefix)));
     const fs::path final_dir = fs::path(options_.dir) / CheckpointIdForStep(step.ok() ? *step : 0);
     if (step.ok() && !fs::exists(final_dir / kManifestName)) {
       fs::remove_all(final_dir, ec);
@@ -199,7 +195,8 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_
   c->step = step;
   c->dir = dir;
   c->summary = m.manifest.summary();
-  c->summary.set_checkpoint_id(CheckpointIdForStep(step));  // Older manifests hold the pending form.
+  c->summary.set_checkpoint_id(
+      CheckpointIdForStep(step));  // Older manifests hold the pending form.
   absl::MutexLock clock(&c->mu);
   c->verified = verified;
   c->loaded = std::make_shared<const LoadedManifest>(std::move(m));
@@ -212,7 +209,8 @@ absl::StatusOr<std::string> CheckpointStore::Begin(const v1::BeginCheckpointRequ
   ZS_RETURN_IF_ERROR(CheckBeginAgainstJob(req));
   ZS_RETURN_IF_ERROR(ValidateBegin(req));
   absl::StatusOr<ShardPlan> plan = ShardPlanFromProto(req.plan());
-  if (!plan.ok()) return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));
+  if (!plan.ok())
+    return absl::InvalidArgumentError(absl::StrCat("plan: ", plan.status().message()));
   ZS_ASSIGN_OR_RETURN(Placement placed, JoinOrCreate(req, *std::move(plan)));
   const std::shared_ptr<Pending>& p = placed.pending;
   for (const auto& s : placed.stale) {
@@ -320,7 +318,8 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::FindP
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(id);
   if (it == pending_.end()) {
-    return absl::NotFoundError(absl::StrCat("checkpoint_id \"", id, "\" is not a pending checkpoint"));
+    return absl::NotFoundError(
+        absl::StrCat("checkpoint_id \"", id, "\" is not a pending checkpoint"));
   }
   return it->second;
 }
@@ -352,32 +351,6 @@ void CheckpointStore::NoteCommitted(const Pending& p) const {
 int CheckpointStore::PendingCount() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(pending_.size());
-}
-
-std::vector<std::string> CheckpointStore::ApplyRetention() {
-  std::vector<std::string> retired;
-  if (options_.keep_last <= 0) return retired;
-  while (committed_.size() > static_cast<size_t>(options_.keep_last)) {
-    auto oldest = committed_.begin();
-    // Out of sight at once under the pending prefix (the next Open removes
-    // such a directory); the reaper frees its bytes in the background.
-    const std::string& dir = oldest->second->dir;
-    const std::string out_of_sight = (fs::path(options_.dir) /
-        absl::StrCat(kPendingPrefix, "retired-", fs::path(dir).filename().string())).string();
-    if (::rename(dir.c_str(), out_of_sight.c_str()) == 0) {
-      retired.push_back(out_of_sight);
-    } else {
-      DeleteCommittedDir(dir);
-    }
-    committed_.erase(oldest);
-  }
-  return retired;
-}
-
-void CheckpointStore::Reap(std::vector<std::string> retired) {
-  if (retired.empty()) return;
-  (void)FsyncPath(options_.dir);  // The renames; a crash before it keeps them listed, still valid.
-  for (std::string& dir : retired) reaper_.Remove(std::move(dir));
 }
 
 v1::ListCheckpointsResponse CheckpointStore::List(absl::string_view job_id) const {

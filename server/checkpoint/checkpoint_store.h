@@ -26,8 +26,8 @@
 // never commits) or a manifest that does not match its files;
 // RESOURCE_EXHAUSTED "disk full" on ENOSPC (the pending checkpoint is
 // dropped); FAILED_PRECONDITION for a Begin that conflicts with the pending
-// checkpoint (different plan, stage, ... for the same step and attempt). Thread-safe: any method from any thread; uploads of different
-// ranks proceed in parallel.
+// checkpoint (different plan, stage, ... for the same step and attempt). Thread-safe: any method
+// from any thread; uploads of different ranks proceed in parallel.
 #pragma once
 
 #include <atomic>
@@ -115,9 +115,9 @@ class CheckpointStore {
   ~CheckpointStore();
 
   // Creates or joins the pending checkpoint for (req.step, req.attempt);
-  // returns its id. Checked against the job first (CheckpointJob). A higher attempt replaces a pending one of the same step;
-  // a lower one gets FAILED_PRECONDITION. At most 8 are pending (the oldest
-  // steps are dropped); a commit drops pending ones of earlier steps.
+  // returns its id. Checked against the job first (CheckpointJob). A higher attempt replaces a
+  // pending one of the same step; a lower one gets FAILED_PRECONDITION. At most 8 are pending (the
+  // oldest steps are dropped); a commit drops pending ones of earlier steps.
   absl::StatusOr<std::string> Begin(const v1::BeginCheckpointRequest& req);
   // Validates and writes one chunk (see ShardChunk in checkpoint.proto).
   absl::Status WriteChunk(const v1::ShardChunk& chunk);
@@ -215,8 +215,7 @@ class CheckpointStore {
   absl::Status Publish(Pending& p);
   // `reason`: one of kCheckpointFailureReasons, told to the observer if
   // this is the save's first failure.
-  void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why,
-                   const char* reason);
+  void DropPending(const std::shared_ptr<Pending>& p, const absl::Status& why, const char* reason);
   void NoteFailed(const char* reason) const;
   // A chunk whose data failed its hash: marks `p` failed, ends its write.
   absl::Status RefuseChunk(Pending& p, const v1::ShardChunk& chunk, uint64_t hash);

@@ -28,8 +28,8 @@ inline bool ValidTensorKind(v1::TensorKind k) {
 // A checkpoint being uploaded. Immutable after creation except the fields
 // guarded by mu.
 struct CheckpointStore::Pending {
-  std::string id;    // "step-NNNNNNNN.<attempt>.<nonce>"
-  std::string dir;   // <store dir>/.pending-<id>: the temporary name of the whole checkpoint.
+  std::string id;   // "step-NNNNNNNN.<attempt>.<nonce>"
+  std::string dir;  // <store dir>/.pending-<id>: the temporary name of the whole checkpoint.
   int64_t step = 0;
   uint64_t attempt = 0;
   v1::BeginCheckpointRequest meta;  // First Begin, rng_state cleared.
@@ -59,8 +59,8 @@ struct CheckpointStore::Pending {
   // data received, not the sizes a Begin declared.
   std::map<size_t, IntervalSet> coverage ABSL_GUARDED_BY(mu);
   std::vector<std::string> rng_state ABSL_GUARDED_BY(mu);  // By rank.
-  absl::Status failed ABSL_GUARDED_BY(mu);  // Not OK: this checkpoint never commits.
-  bool done = false ABSL_GUARDED_BY(mu);    // Committed or dropped.
+  absl::Status failed ABSL_GUARDED_BY(mu);                 // Not OK: this checkpoint never commits.
+  bool done = false ABSL_GUARDED_BY(mu);                   // Committed or dropped.
   int64_t bytes_received ABSL_GUARDED_BY(mu) = 0;
   // WriteChunk calls between their checks and their verdict; Commit waits
   // for 0 ([Note: writes in flight], checkpoint_store_io.cc).

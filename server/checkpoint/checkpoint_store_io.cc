@@ -29,14 +29,17 @@ namespace {
 absl::Status ValidateChunk(const v1::ShardChunk& c, size_t data_size,
                            const CheckpointStore::Pending& p, int* unit) {
   if (c.rank() < 0 || c.rank() >= p.plan.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", c.rank(), " is not in [0, ", p.plan.world_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", c.rank(), " is not in [0, ", p.plan.world_size, ")"));
   }
   auto it = p.unit_index.find(c.unit());
   if (it == p.unit_index.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unit \"", c.unit(), "\" is not in the plan"));
   }
   *unit = it->second;
-  if (!ValidTensorKind(c.kind())) return absl::InvalidArgumentError(absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
+  if (!ValidTensorKind(c.kind()))
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind ", static_cast<int>(c.kind()), " is not valid"));
   if (c.dtype() != v1::DTYPE_FP32) return absl::InvalidArgumentError("dtype must be DTYPE_FP32");
   // [Note: overflow-safe ranges] Relative to the rank's shard, so no sum
   // of client values is ever formed.
@@ -46,11 +49,11 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, size_t data_size,
                                                    c.rank(), "'s shard [", shard.offset, ", ",
                                                    shard.end(), ") of unit ", c.unit()));
   }
-  ZS_RETURN_IF_ERROR(CheckRange(c.offset() - shard.offset, c.length(), shard.length,
-                                absl::StrCat("chunk of rank ", c.rank(), " unit ", c.unit(),
-                                             ", relative to its shard [", shard.offset, ", ",
-                                             shard.end(), ")")
-                                    .c_str()));
+  ZS_RETURN_IF_ERROR(
+      CheckRange(c.offset() - shard.offset, c.length(), shard.length,
+                 absl::StrCat("chunk of rank ", c.rank(), " unit ", c.unit(),
+                              ", relative to its shard [", shard.offset, ", ", shard.end(), ")")
+                     .c_str()));
   // length <= shard.length here, so length * 4 cannot overflow.
   if (static_cast<int64_t>(data_size) != c.length() * 4) {
     return absl::InvalidArgumentError(absl::StrCat("data is ", data_size, " bytes; length ",
@@ -63,7 +66,9 @@ absl::Status ValidateChunk(const v1::ShardChunk& c, size_t data_size,
 // that it is done (committed).
 absl::Status TakesChunks(const CheckpointStore::Pending& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p.mu) {
   if (!p.failed.ok()) return p.failed;
-  if (p.done) return absl::FailedPreconditionError(absl::StrCat("checkpoint ", p.id, " is no longer pending"));
+  if (p.done)
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", p.id, " is no longer pending"));
   return absl::OkStatus();
 }
 
@@ -111,7 +116,9 @@ absl::Status CheckpointStore::WriteChunk(const v1::ShardChunk& chunk,
   absl::StatusOr<uint64_t> hash = WriteChunkData(path, pieces, chunk.offset() * 4, bytes);
   if (!hash.ok()) {
     // Free the space now; committed checkpoints are untouched.
-    absl::Status why = absl::Status(hash.status().code(), absl::StrCat("checkpoint ", p->id, " dropped: ", hash.status().message()));
+    absl::Status why =
+        absl::Status(hash.status().code(),
+                     absl::StrCat("checkpoint ", p->id, " dropped: ", hash.status().message()));
     DropPending(p, why, FailureReasonOf(hash.status()));
     absl::MutexLock plock(&p->mu);
     --p->writes_in_flight;  // After the drop: a waiting Commit finds it failed.
@@ -159,13 +166,14 @@ absl::StatusOr<uint64_t> CheckpointStore::WriteChunkData(const std::string& path
   return hash;
 }
 
-absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::string& checkpoint_id,
-                                                                     int rank, int64_t max_step) {
+absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(
+    const std::string& checkpoint_id, int rank, int64_t max_step) {
   absl::StatusOr<std::shared_ptr<Pending>> found = FindPending(checkpoint_id);
   if (!found.ok()) return CommittedBefore(checkpoint_id, found.status());
   std::shared_ptr<Pending> p = *std::move(found);
   if (rank < 0 || rank >= p->plan.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is not in [0, ", p->plan.world_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in [0, ", p->plan.world_size, ")"));
   }
   v1::CommitCheckpointResponse out;
   out.set_step(p->step);
@@ -180,8 +188,9 @@ absl::StatusOr<v1::CommitCheckpointResponse> CheckpointStore::Commit(const std::
         +[](Pending* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu) { return q->writes_in_flight == 0; },
         p.get()));
     if (!p->failed.ok()) {
-      return absl::Status(p->failed.code(), absl::StrCat("checkpoint ", p->id,
-                                                         " can never commit: ", p->failed.message()));
+      return absl::Status(
+          p->failed.code(),
+          absl::StrCat("checkpoint ", p->id, " can never commit: ", p->failed.message()));
     }
     if (p->done) {  // Committed by a racing call between FindPending and here.
       out.set_committed(true);
@@ -263,12 +272,15 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < n; i = next++) {
-      const std::string path = p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]);
+      const std::string path =
+          p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]);
       errors[i] = FsyncPath(path);
       if (!errors[i].ok()) continue;
       absl::StatusOr<uint64_t> h = HashFile(path);
-      if (h.ok()) hashes[i] = *h;
-      else errors[i] = h.status();
+      if (h.ok())
+        hashes[i] = *h;
+      else
+        errors[i] = h.status();
     }
   };
   std::vector<std::thread> workers;
@@ -317,7 +329,8 @@ absl::Status CheckpointStore::Publish(Pending& p) {
     // No RENAME_EXCHANGE on this file system: two renames; Scan repairs a
     // crash between them from the .replaced- directory.
     const std::string replaced = options_.dir + "/" + kReplacedPrefix + p.id;
-    if (::rename(final_dir.c_str(), replaced.c_str()) != 0) return ErrnoStatus(errno, "rename", final_dir);
+    if (::rename(final_dir.c_str(), replaced.c_str()) != 0)
+      return ErrnoStatus(errno, "rename", final_dir);
     if (::rename(p.dir.c_str(), final_dir.c_str()) != 0) return ErrnoStatus(errno, "rename", p.dir);
     ZS_RETURN_IF_ERROR(FsyncPath(options_.dir));
     fs::remove_all(replaced, ec);

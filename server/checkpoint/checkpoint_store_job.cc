@@ -46,9 +46,9 @@ absl::Status CheckpointStore::CheckBeginAgainstJob(const v1::BeginCheckpointRequ
   }
   if (req.attempt() == job->generation && job->world_size > 0 &&
       req.world_size() != job->world_size) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("world_size ", req.world_size(), " is not generation ", job->generation,
-                     "'s world size ", job->world_size));
+    return absl::FailedPreconditionError(absl::StrCat("world_size ", req.world_size(),
+                                                      " is not generation ", job->generation,
+                                                      "'s world size ", job->world_size));
   }
   if (job->units.empty()) {
     return absl::FailedPreconditionError("the job's units are not known yet (no worker joined)");

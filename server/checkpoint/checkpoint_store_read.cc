@@ -94,13 +94,17 @@ absl::Status CheckpointStore::ReadRange(
                                   }});
 }
 
-absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, const RangeSink& sink) {
+absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req,
+                                        const RangeSink& sink) {
   if (!ValidTensorKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
-  if (req.offset() < 0) return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " is negative"));
-  if (req.length() < 1) return absl::InvalidArgumentError(absl::StrCat("length ", req.length(), " is < 1"));
+  if (req.offset() < 0)
+    return absl::InvalidArgumentError(absl::StrCat("offset ", req.offset(), " is negative"));
+  if (req.length() < 1)
+    return absl::InvalidArgumentError(absl::StrCat("length ", req.length(), " is < 1"));
   int64_t chunk_bytes = req.chunk_bytes() == 0 ? kDefaultChunkBytes : req.chunk_bytes();
   if (chunk_bytes < 4 || chunk_bytes > kMaxChunkBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes ", req.chunk_bytes(), " is not in [4, ", kMaxChunkBytes, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_bytes ", req.chunk_bytes(), " is not in [4, ", kMaxChunkBytes, "]"));
   }
   const int64_t chunk_elems = chunk_bytes / 4;
   if (req.model_weights()) return ReadModelWeights(req, chunk_elems, sink);
@@ -118,7 +122,9 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, con
   for (const v1::CheckpointFile& f : m->manifest.files()) {
     if (f.unit() == req.unit() && f.kind() == req.kind()) file = &f;
   }
-  if (file == nullptr) return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
+  if (file == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
   ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), file->numel(),
                                 absl::StrCat("unit ", req.unit(), "'s elements").c_str()));
   // Opened once: a retention delete during the read cannot pull it away.
@@ -136,8 +142,9 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req, con
       in.AdviseWillNeed(advised, want - advised);
       advised = want;
     }
-    ZS_ASSIGN_OR_RETURN(const uint64_t hash,
-                        PReadWithXxh64(in, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4));
+    ZS_ASSIGN_OR_RETURN(
+        const uint64_t hash,
+        PReadWithXxh64(in, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4));
     chunk.set_offset(off);
     chunk.set_length(n);
     chunk.set_xxhash64(hash);

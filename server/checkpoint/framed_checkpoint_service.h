@@ -36,7 +36,7 @@ struct CheckpointWriter {
   uint64_t generation = 0;
   std::vector<int> ranks;
   int world_size = 0;
-  int64_t job_step = 0;  // No save commits a step above it.
+  int64_t job_step = 0;    // No save commits a step above it.
   uint64_t member_id = 0;  // A verified member: its streams count against it, not its host.
 };
 // Says which rank a call of `method` writes as: nullopt when it writes for

@@ -100,8 +100,9 @@ absl::StatusOr<ModelConfig> ModelConfigOfJob(const std::string& job_config_json)
 absl::Status CheckPlanIsModel(const ShardPlan& plan, const ModelConfig& config) {
   const std::vector<UnitSpec> units = ModelUnits(config);
   if (plan.units.size() != units.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpoint has ", plan.units.size(), " units where its model preset has ", units.size()));
+    return absl::FailedPreconditionError(absl::StrCat("the checkpoint has ", plan.units.size(),
+                                                      " units where its model preset has ",
+                                                      units.size()));
   }
   for (size_t u = 0; u < units.size(); ++u) {
     const UnitPlan& got = plan.units[u];
@@ -115,9 +116,9 @@ absl::Status CheckPlanIsModel(const ShardPlan& plan, const ModelConfig& config) 
       const ParamPlacement& g = got.params[p];
       const TensorSpec& w = want.params[p];
       if (g.name != w.name || g.shape != w.shape || g.dtype != w.dtype) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "checkpoint parameter ", g.name, " ", ShapeText(g.shape),
-            " is not the model's ", w.name, " ", ShapeText(w.shape), " fp32"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("checkpoint parameter ", g.name, " ", ShapeText(g.shape),
+                         " is not the model's ", w.name, " ", ShapeText(w.shape), " fp32"));
       }
     }
   }

@@ -41,8 +41,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/shard_plan.h"
 #include "common/model_config.h"
+#include "common/shard_plan.h"
 
 namespace zeroshard::server {
 

@@ -12,8 +12,7 @@ std::vector<HfTensor> HfLlamaTensors(const ModelConfig& config) {
   return tensors;
 }
 
-absl::StatusOr<std::string> HfLlamaConfigJson(const ModelConfig& config,
-                                              const std::string& dtype) {
+absl::StatusOr<std::string> HfLlamaConfigJson(const ModelConfig& config, const std::string& dtype) {
   nlohmann::ordered_json j =
       nlohmann::ordered_json::parse(config.hf_config_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {

@@ -26,8 +26,9 @@ absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& r
     weights = model_weights_;
   }
   if (weights == nullptr) {
-    return absl::FailedPreconditionError("this coordinator serves no model weights (the job's "
-                                         "model is not a directory with init pretrained)");
+    return absl::FailedPreconditionError(
+        "this coordinator serves no model weights (the job's "
+        "model is not a directory with init pretrained)");
   }
   ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
   ZS_ASSIGN_OR_RETURN(std::optional<CheckpointJob> job, Job());
@@ -54,10 +55,9 @@ absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& r
     const bool bf16 = req.accept_bf16() && weights->IsBf16Range(*unit, off, n);
     const int64_t bytes = n * (bf16 ? 2 : 4);
     char* data = sink.buffer(static_cast<size_t>(bytes));
-    ZS_RETURN_IF_ERROR(bf16 ? weights->ReadUnitRangeBf16(*unit, off, n,
-                                                         reinterpret_cast<uint16_t*>(data))
-                            : weights->ReadUnitRange(*unit, off, n,
-                                                     reinterpret_cast<float*>(data)));
+    ZS_RETURN_IF_ERROR(
+        bf16 ? weights->ReadUnitRangeBf16(*unit, off, n, reinterpret_cast<uint16_t*>(data))
+             : weights->ReadUnitRange(*unit, off, n, reinterpret_cast<float*>(data)));
     chunk.set_offset(off);
     chunk.set_length(n);
     chunk.set_bf16(bf16);

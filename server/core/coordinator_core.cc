@@ -27,8 +27,8 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
   }
   if (membership_.job_ended()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job ", options_.job_id, " is ", JobStateName(membership_.job_state()),
-                     " (", membership_.job_state_reason(), "); it admits no members"));
+        absl::StrCat("job ", options_.job_id, " is ", JobStateName(membership_.job_state()), " (",
+                     membership_.job_state_reason(), "); it admits no members"));
   }
   if (r.units_size() > 0) ZS_RETURN_IF_ERROR(SetUnitsLocked(r.units()));
   ZS_ASSIGN_OR_RETURN(const uint64_t id, membership_.Join(r.worker_id(), r.host(), clock_->Now()));
@@ -52,9 +52,9 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::Heart
   // A heartbeat naming an old generation is how a worker learns of the new
   // one, so it is answered, not refused; only a future one is nonsense.
   if (r.generation() > membership_.generation()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("generation ", r.generation(), " is ahead of the current generation ",
-                     membership_.generation()));
+    return absl::InvalidArgumentError(absl::StrCat("generation ", r.generation(),
+                                                   " is ahead of the current generation ",
+                                                   membership_.generation()));
   }
   heartbeats_metric_->Add({});
   const Member* m = membership_.Find(r.member_id());
@@ -96,17 +96,16 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
   if (r.reason().size() > kMaxReasonBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("reason is ", r.reason().size(),
-                                                   " bytes; the limit is ", kMaxReasonBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reason is ", r.reason().size(), " bytes; the limit is ", kMaxReasonBytes));
   }
   if (r.failed_rank() < -1) {
     return absl::InvalidArgumentError(absl::StrCat("failed_rank = ", r.failed_rank(), " < -1"));
   }
   EffectsLock lock(this);
   if (r.failed_rank() >= membership_.world_size() && r.generation() == membership_.generation()) {
-    return absl::InvalidArgumentError(absl::StrCat("failed_rank = ", r.failed_rank(),
-                                                   " is not below world size ",
-                                                   membership_.world_size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "failed_rank = ", r.failed_rank(), " is not below world size ", membership_.world_size()));
   }
   if (r.handoff()) {
     ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now()));
@@ -140,13 +139,11 @@ v1::MemberInfo CoordinatorCore::MemberInfoLocked(const Member& m) const {
     info.set_pod(it->second.pod);
   }
   info.set_rank(m.rank);
-  info.set_last_heartbeat_age_seconds(
-      absl::ToDoubleSeconds(clock_->Now() - m.last_heartbeat));
+  info.set_last_heartbeat_age_seconds(absl::ToDoubleSeconds(clock_->Now() - m.last_heartbeat));
   return info;
 }
 
-absl::StatusOr<v1::GenerationInfo> CoordinatorCore::GenerationInfoLocked(
-    uint64_t member_id) const {
+absl::StatusOr<v1::GenerationInfo> CoordinatorCore::GenerationInfoLocked(uint64_t member_id) const {
   v1::GenerationInfo info;
   int rank = -1;
   if (member_id != 0) {

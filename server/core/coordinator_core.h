@@ -23,9 +23,9 @@
 // so a restarted coordinator forms no generation for an ended job, unless
 // the config it is started with raises `steps` above the last step (for a
 // stopped job: above the steps of the config it was stopped under) or
-// max_failures to at least the failures counted: then the job runs again. A failure report makes the
-// other members suspects; those silent for two heartbeat intervals
-// (at most the lease) are removed ([Note: suspects after a failure]).
+// max_failures to at least the failures counted: then the job runs again. A failure report makes
+// the other members suspects; those silent for two heartbeat intervals (at most the lease) are
+// removed ([Note: suspects after a failure]).
 //
 // Restart ([Note: generation after restart]): a coordinator restarted on a
 // state dir bumps the persisted generation counter by one before serving,
@@ -62,9 +62,9 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/shard_plan.h"
+#include "server/core/core_effects.h"
 #include "server/kv/kv_store.h"
 #include "server/kv/kv_waiters.h"
-#include "server/core/core_effects.h"
 #include "server/membership/membership.h"
 #include "server/state/durable_state.h"
 #include "server/state/training_state.h"
@@ -87,8 +87,8 @@ struct CoreOptions {
   // (server/membership/membership.h); 0 = end it at once.
   absl::Duration handoff_grace = absl::Seconds(30);
   int64_t alignment = kDefaultShardAlignment;  // Shard plan alignment, elements.
-  std::string job_config_json;   // "" = keep the persisted one (or "{}").
-  size_t max_members = 65536;    // Live members, waiting ones included.
+  std::string job_config_json;                 // "" = keep the persisted one (or "{}").
+  size_t max_members = 65536;                  // Live members, waiting ones included.
   // The job's model definition, from its job config (the model preset's
   // units); a Join whose units differ is refused naming the first
   // difference. Empty = the first Join that carries units defines them
@@ -192,7 +192,7 @@ class CoordinatorCore {
     uint64_t generation = 0;  // Newest generation formed.
     int world_size = 0;       // Its world size while running, else 0.
     std::vector<UnitSpec> units;
-    int64_t steps = 0;        // The job config's steps; 0 = not set.
+    int64_t steps = 0;  // The job config's steps; 0 = not set.
     int max_workers = 0;
     int64_t alignment = 1;
   };
@@ -227,7 +227,8 @@ class CoordinatorCore {
   absl::StatusOr<v1::GenerationInfo> GenerationInfoLocked(uint64_t member_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The reporter of `r` is a ranked member of the running generation.
-  absl::Status CheckReporterLocked(const v1::StepReport& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckReporterLocked(const v1::StepReport& r) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckKvRequestLocked(const std::string& job_id, uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counters at 0 and zeroshard_build_info, once at construction.
@@ -243,7 +244,7 @@ class CoordinatorCore {
   // Held while a call's effects are applied, in ticket order (core_effects.h);
   // never held while taking mu_.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  CoreEffects effects_ ABSL_GUARDED_BY(mu_);  // Decided by the call holding mu_.
+  CoreEffects effects_ ABSL_GUARDED_BY(mu_);                 // Decided by the call holding mu_.
   uint64_t effects_issued_ ABSL_GUARDED_BY(mu_) = 0;         // Tickets handed out.
   uint64_t effects_applied_ ABSL_GUARDED_BY(apply_mu_) = 0;  // The last applied.
   // The scoped lock of every call that may decide effects: locks mu_; at the
@@ -274,9 +275,9 @@ class CoordinatorCore {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;  // StopJob was called.
   struct CompletionClaims {
-    uint64_t generation = 0;        // The generation whose ranks claim.
-    std::set<uint64_t> ranks;       // Its ranked members' ids.
-    std::set<uint64_t> claimed;     // Those that left with job_completed.
+    uint64_t generation = 0;     // The generation whose ranks claim.
+    std::set<uint64_t> ranks;    // Its ranked members' ids.
+    std::set<uint64_t> claimed;  // Those that left with job_completed.
   };
   CompletionClaims completion_ ABSL_GUARDED_BY(mu_);
   // Unix ns of the last Tick; atomic so /healthz can read it without the

@@ -50,13 +50,13 @@ absl::Status CoordinatorCore::CheckReporterLocked(const v1::StepReport& r) const
   }
   ZS_RETURN_IF_ERROR(membership_.CheckRunning(r.generation(), "generation"));
   if (m->rank < 0) {
-    return absl::AbortedError(absl::StrCat(
-        "member_id ", r.member_id(), " is waiting for the next generation; it has no rank in ",
-        r.generation()));
+    return absl::AbortedError(
+        absl::StrCat("member_id ", r.member_id(),
+                     " is waiting for the next generation; it has no rank in ", r.generation()));
   }
   if (r.rank() != m->rank) {
-    return absl::InvalidArgumentError(absl::StrCat("rank = ", r.rank(), " but member ",
-                                                   r.member_id(), " has rank ", m->rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank = ", r.rank(), " but member ", r.member_id(), " has rank ", m->rank));
   }
   return absl::OkStatus();
 }

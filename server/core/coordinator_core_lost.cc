@@ -11,8 +11,8 @@ namespace {
 // The collective a failure report names: WaitOrAbort leads its errors with
 // the operation ("all_gather: ...").
 std::string OperationIn(const std::string& report) {
-  for (const char* op : {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier",
-                         "ring_shift"}) {
+  for (const char* op :
+       {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier", "ring_shift"}) {
     if (absl::StrContains(report, op)) return op;
   }
   return "";
@@ -39,8 +39,7 @@ void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& r
   // said what the survivors were in; and the first report may name no
   // collective (a rank that failed between them) where a later one does.
   const bool names_more = last_lost_.operation().empty() && !OperationIn(report).empty();
-  if (last_lost_.generation() == generation &&
-      (last_lost_.report().empty() || names_more)) {
+  if (last_lost_.generation() == generation && (last_lost_.report().empty() || names_more)) {
     SetLostReportLocked(report);
     effects_.log.push_back(absl::StrCat(
         "lost rank ", last_lost_.rank(), " was in ",

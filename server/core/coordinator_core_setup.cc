@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/allocator.h"
 #include "common/job_config.h"
-#include "common/version.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "server/core/coordinator_core.h"
@@ -85,14 +85,17 @@ void ReopenIfConfigAllows(const CoordinatorCore::JobLimits& limits, int64_t step
                            ? std::max(snap->last_step, steps_before)
                            : snap->last_step;
   if (snap->job_ended == "completed" && limits.steps > done) {
-    std::fprintf(stderr, "zeroshard-coordinator: the job completed at step %lld; its config now "
-                 "asks for %lld steps: running again\n", static_cast<long long>(snap->last_step),
-                 static_cast<long long>(limits.steps));
+    std::fprintf(stderr,
+                 "zeroshard-coordinator: the job completed at step %lld; its config now "
+                 "asks for %lld steps: running again\n",
+                 static_cast<long long>(snap->last_step), static_cast<long long>(limits.steps));
     snap->job_ended.clear();
     snap->job_ended_reason.clear();
   } else if (snap->job_ended == "failed" && snap->failures <= limits.max_failures) {
-    std::fprintf(stderr, "zeroshard-coordinator: the job failed after %lld failures; its config "
-                 "now allows %lld: running again\n", static_cast<long long>(snap->failures),
+    std::fprintf(stderr,
+                 "zeroshard-coordinator: the job failed after %lld failures; its config "
+                 "now allows %lld: running again\n",
+                 static_cast<long long>(snap->failures),
                  static_cast<long long>(limits.max_failures));
     snap->job_ended.clear();
     snap->job_ended_reason.clear();
@@ -123,9 +126,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   DurableSnapshot snap = durable->Get();
   const bool restarted = !snap.job_id.empty();
   if (restarted && snap.job_id != options.job_id) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("state dir ", durable->dir(), " belongs to job \"", snap.job_id,
-                     "\", not job_id \"", options.job_id, "\""));
+    return absl::FailedPreconditionError(absl::StrCat("state dir ", durable->dir(),
+                                                      " belongs to job \"", snap.job_id,
+                                                      "\", not job_id \"", options.job_id, "\""));
   }
   const int64_t steps_before = LimitsFromConfig(snap.job_config_json).steps;
   if (!options.job_config_json.empty()) snap.job_config_json = options.job_config_json;
@@ -188,12 +191,12 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
       removals_metric_(metrics->Counter("zeroshard_member_removals_total",
                                         "Members removed, by reason.", {"reason"})),
       kv_keys_metric_(metrics->Gauge("zeroshard_kv_keys", "Keys in the rendezvous store.")),
-      kv_bytes_metric_(
-          metrics->Gauge("zeroshard_kv_bytes", "Bytes of keys and values in the rendezvous store.")),
-      job_state_metric_(metrics->Gauge(
-          "zeroshard_job_state",
-          "1 for the job's lifecycle state (waiting, running, completed, failed), 0 for the others.",
-          {"state"})),
+      kv_bytes_metric_(metrics->Gauge("zeroshard_kv_bytes",
+                                      "Bytes of keys and values in the rendezvous store.")),
+      job_state_metric_(metrics->Gauge("zeroshard_job_state",
+                                       "1 for the job's lifecycle state (waiting, running, "
+                                       "completed, failed), 0 for the others.",
+                                       {"state"})),
       failures_metric_(metrics->Counter(
           "zeroshard_job_failures_total",
           "Failures counted against the job's max_failures (lost members, failure reports).")),
@@ -218,11 +221,12 @@ void CoordinatorCore::PublishInitialMetrics(MetricsRegistry* metrics) {
   joins_metric_->Add({}, 0);
   for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
   for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
-  metrics->Gauge("zeroshard_build_info",
-                 "The coordinator's build (value 1); insecure=\"true\" when it serves a "
-                 "non-loopback address without TLS and tokens (--insecure); allocator: "
-                 "its malloc, tcmalloc or glibc (common/allocator.h).",
-                 {"version", "insecure", "allocator"})
+  metrics
+      ->Gauge("zeroshard_build_info",
+              "The coordinator's build (value 1); insecure=\"true\" when it serves a "
+              "non-loopback address without TLS and tokens (--insecure); allocator: "
+              "its malloc, tcmalloc or glibc (common/allocator.h).",
+              {"version", "insecure", "allocator"})
       ->Set({kZeroshardVersion, options_.insecure ? "true" : "false", MallocName()}, 1);
 }
 
@@ -233,8 +237,8 @@ void CoordinatorCore::UpdateGaugesLocked() {
   kv_keys_metric_->Set({}, static_cast<double>(kv_.size()));
   kv_bytes_metric_->Set({}, static_cast<double>(kv_.bytes()));
   const JobState job = membership_.job_state();
-  for (JobState s : {JobState::kWaiting, JobState::kRunning, JobState::kCompleted,
-                     JobState::kFailed}) {
+  for (JobState s :
+       {JobState::kWaiting, JobState::kRunning, JobState::kCompleted, JobState::kFailed}) {
     job_state_metric_->Set({JobStateName(s)}, s == job ? 1 : 0);
   }
   failures_metric_->Set({}, static_cast<double>(membership_.failures()));
@@ -271,25 +275,27 @@ CoordinatorCore::EffectsLock::~EffectsLock() {
 void CoordinatorCore::PersistLifecycleLocked() {
   const JobState s = membership_.job_state();
   const bool ended = s == JobState::kCompleted || s == JobState::kFailed;
-  effects_.lifecycle = CoreEffects::Lifecycle{membership_.failures(),
-                                              ended ? JobStateName(s) : "",
+  effects_.lifecycle = CoreEffects::Lifecycle{membership_.failures(), ended ? JobStateName(s) : "",
                                               membership_.job_state_reason()};
   effects_.durable_before_visible |= ended;
 }
 
 void CoordinatorCore::MaybeCompleteLocked(int64_t step) {
   if (limits_.steps <= 0 || step < limits_.steps || membership_.job_ended()) return;
-  membership_.Complete(absl::StrCat("step ", step, " of ", limits_.steps, " done"),
-                       clock_->Now());
+  membership_.Complete(absl::StrCat("step ", step, " of ", limits_.steps, " done"), clock_->Now());
   DrainEventsLocked();
 }
 
 v1::JobState CoordinatorCore::JobStateProtoLocked() const {
   switch (membership_.job_state()) {
-    case JobState::kWaiting: return v1::JOB_STATE_WAITING;
-    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
-    case JobState::kCompleted: return v1::JOB_STATE_COMPLETED;
-    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kWaiting:
+      return v1::JOB_STATE_WAITING;
+    case JobState::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case JobState::kCompleted:
+      return v1::JOB_STATE_COMPLETED;
+    case JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
@@ -331,7 +337,8 @@ void CoordinatorCore::DrainEventsLocked() {
         break;
       case MembershipEvent::Kind::kGenerationFormed:
         kv_.Reset(KvPrefix(options_.job_id, e.generation));
-        kv_.set_owner_limit(kMaxStoreBytes / static_cast<size_t>(std::max(1, membership_.world_size())));
+        kv_.set_owner_limit(kMaxStoreBytes /
+                            static_cast<size_t>(std::max(1, membership_.world_size())));
         EndWaitsLocked(absl::AbortedError(absl::StrCat("generation ", e.generation, " formed")));
         training_.ClearRanks();
         UpdateRankInfoLocked();

@@ -31,8 +31,7 @@ void CoordinatorCore::EndWaitsLocked(const absl::Status& why) {
 }
 
 absl::StatusOr<uint64_t> CoordinatorCore::StartKvWait(const v1::KvWaitRequest& r,
-                                                      const std::string& caller,
-                                                      KvWaitDone done) {
+                                                      const std::string& caller, KvWaitDone done) {
   ZS_RETURN_IF_ERROR(ValidateWait(r));
   absl::MutexLock lock(&mu_);
   ZS_RETURN_IF_ERROR(CheckKvRequestLocked(r.job_id(), r.generation()));
@@ -44,7 +43,8 @@ absl::StatusOr<uint64_t> CoordinatorCore::StartKvWait(const v1::KvWaitRequest& r
     done(absl::OkStatus());
     return 0;
   }
-  return waiters_.Add(caller, std::move(missing), clock_->Now() + absl::Milliseconds(r.timeout_ms()),
+  return waiters_.Add(caller, std::move(missing),
+                      clock_->Now() + absl::Milliseconds(r.timeout_ms()),
                       absl::StrCat(r.timeout_ms(), " ms"), std::move(done));
 }
 

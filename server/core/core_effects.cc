@@ -14,8 +14,8 @@ void CoreEffects::Apply(DurableState& durable) const {
     }
   }
   if (lifecycle) {
-    if (absl::Status s = durable.SetLifecycle(lifecycle->failures, lifecycle->ended,
-                                              lifecycle->reason);
+    if (absl::Status s =
+            durable.SetLifecycle(lifecycle->failures, lifecycle->ended, lifecycle->reason);
         !s.ok()) {
       std::fprintf(stderr, "zeroshard-coordinator: persisting the job state: %s\n",
                    s.ToString().c_str());
@@ -27,7 +27,8 @@ void CoreEffects::Apply(DurableState& durable) const {
                    s.ToString().c_str());
     }
   }
-  for (const std::string& line : log) std::fprintf(stderr, "zeroshard-coordinator: %s\n", line.c_str());
+  for (const std::string& line : log)
+    std::fprintf(stderr, "zeroshard-coordinator: %s\n", line.c_str());
 }
 
 }  // namespace zeroshard::server

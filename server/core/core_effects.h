@@ -29,7 +29,7 @@ class DurableState;
 struct CoreEffects {
   struct Lifecycle {
     int64_t failures = 0;
-    std::string ended;   // "completed", "failed" or "" (DurableState::SetLifecycle).
+    std::string ended;  // "completed", "failed" or "" (DurableState::SetLifecycle).
     std::string reason;
   };
   // The latest of each (an earlier one in the same call is superseded).
@@ -39,8 +39,8 @@ struct CoreEffects {
     int64_t step = 0;
     double loss = 0;
   };
-  std::optional<LastStep> last_step;  // DurableState::SetLastStep (keeps the highest).
-  std::vector<std::string> log;  // Lines for stderr, in order, without the newline.
+  std::optional<LastStep> last_step;    // DurableState::SetLastStep (keeps the highest).
+  std::vector<std::string> log;         // Lines for stderr, in order, without the newline.
   bool durable_before_visible = false;  // Apply before the core's mutex is released.
 
   bool empty() const { return !generation && !lifecycle && !last_step && log.empty(); }

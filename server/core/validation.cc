@@ -21,16 +21,14 @@ std::string Quote(const std::string& s) {
 
 }  // namespace
 
-absl::Status CheckJobId(const std::string& job_id, const std::string& expected,
-                        bool allow_empty) {
+absl::Status CheckJobId(const std::string& job_id, const std::string& expected, bool allow_empty) {
   if (job_id.empty()) {
     if (allow_empty) return absl::OkStatus();
     return absl::InvalidArgumentError("job_id is empty");
   }
   if (job_id != expected) {
-    return absl::FailedPreconditionError(absl::StrCat("job_id ", Quote(job_id),
-                                                      " is not this coordinator's job ",
-                                                      Quote(expected)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job_id ", Quote(job_id), " is not this coordinator's job ", Quote(expected)));
   }
   return absl::OkStatus();
 }
@@ -58,8 +56,7 @@ absl::Status CheckRange(int64_t offset, int64_t length, int64_t total, const cha
                         int64_t min_length) {
   // [Note: overflow-safe ranges] total - offset cannot overflow once
   // 0 <= offset <= total.
-  if (offset < 0 || length < min_length || total < 0 || offset > total ||
-      length > total - offset) {
+  if (offset < 0 || length < min_length || total < 0 || offset > total || length > total - offset) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": offset ", offset, " and length ",
                                                    length, " are not a range of at least ",
                                                    min_length, " inside [0, ", total, ")"));
@@ -119,8 +116,8 @@ std::string DescribeUnitsDifference(const std::vector<UnitSpec>& job,
         return absl::StrCat(param, ".name is ", Quote(b.name), ", the job has ", Quote(a.name));
       }
       if (a.shape != b.shape) {
-        return absl::StrCat(param, " (", a.name, ").shape is ", Shape(b.shape),
-                            ", the job has ", Shape(a.shape));
+        return absl::StrCat(param, " (", a.name, ").shape is ", Shape(b.shape), ", the job has ",
+                            Shape(a.shape));
       }
       if (a.dtype != b.dtype) {
         return absl::StrCat(param, " (", a.name, ").dtype is ", DTypeName(b.dtype),

@@ -94,14 +94,14 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   // liveness probe would fail and Kubernetes restart a healthy process. A
   // scrape or probe sends its request in milliseconds; one that has not
   // after kRequestTimeoutMs is dropped, and kThreads covers many at once.
-  const std::vector<std::string> options = {
-      "listening_ports", listen, "num_threads", std::to_string(kThreads),
-      "request_timeout_ms", std::to_string(kRequestTimeoutMs), "enable_keep_alive", "no"};
+  const std::vector<std::string> options = {"listening_ports",    listen,
+                                            "num_threads",        std::to_string(kThreads),
+                                            "request_timeout_ms", std::to_string(kRequestTimeoutMs),
+                                            "enable_keep_alive",  "no"};
   try {
     server->server_ = std::make_unique<CivetServer>(options);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
   }
   server->server_->addHandler("/metrics", &server->handlers_->metrics_);
   server->server_->addHandler("/healthz", &server->handlers_->healthz_);

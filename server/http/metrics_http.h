@@ -26,7 +26,7 @@ namespace zeroshard::server {
 struct HttpProbes {
   // /healthz: "" when healthy (200 "ok"), else why not (503 and the reason).
   std::function<std::string()> unhealthy;
-  std::function<bool()> ready;    // /readyz
+  std::function<bool()> ready;  // /readyz
 };
 
 class MetricsHttpServer {

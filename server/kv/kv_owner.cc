@@ -1,8 +1,8 @@
 #include "server/kv/kv_owner.h"
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 
 namespace zeroshard::server {
 

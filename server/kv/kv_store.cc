@@ -29,8 +29,8 @@ void KvStore::Reset(const std::string& prefix) {
 absl::Status KvStore::Set(const std::string& key, std::string value) {
   if (auto s = ValidateKey(key, "key"); !s.ok()) return s;
   if (value.size() > kMaxValueBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("value is ", value.size(),
-                                                   " bytes; the limit is ", kMaxValueBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("value is ", value.size(), " bytes; the limit is ", kMaxValueBytes));
   }
   const std::string full = prefix_ + key;
   auto it = values_.find(full);

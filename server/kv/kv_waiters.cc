@@ -21,26 +21,24 @@ void EraseEntry(M& index, const K& key, uint64_t id) {
 }  // namespace
 
 absl::StatusOr<uint64_t> KvWaiters::Add(const std::string& caller, std::set<std::string> missing,
-                                        absl::Time deadline, std::string shown,
-                                        KvWaitDone done) {
+                                        absl::Time deadline, std::string shown, KvWaitDone done) {
   if (static_cast<int>(waiters_.size()) >= max_total_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "KvWait: ", waiters_.size(), " waits are parked; the coordinator's limit is ", max_total_,
-        " (--max-kv-waits)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("KvWait: ", waiters_.size(), " waits are parked; the coordinator's limit is ",
+                     max_total_, " (--max-kv-waits)"));
   }
   int& mine = per_caller_[caller];
   if (mine >= max_per_caller_) {
-    return absl::ResourceExhaustedError(absl::StrCat("KvWait: caller ", caller, " has ", mine,
-                                                     " waits parked; the per-caller limit is ",
-                                                     max_per_caller_,
-                                                     " (--max-kv-waits-per-caller)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "KvWait: caller ", caller, " has ", mine, " waits parked; the per-caller limit is ",
+        max_per_caller_, " (--max-kv-waits-per-caller)"));
   }
   ++mine;
   const uint64_t id = next_id_++;
   for (const std::string& key : missing) by_key_.emplace(key, id);
   by_deadline_.emplace(deadline, id);
-  waiters_.emplace(id, Waiter{caller, std::move(missing), deadline, std::move(shown),
-                              std::move(done)});
+  waiters_.emplace(id,
+                   Waiter{caller, std::move(missing), deadline, std::move(shown), std::move(done)});
   return id;
 }
 

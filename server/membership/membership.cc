@@ -23,10 +23,14 @@ const char* GenerationStateName(GenerationState s) {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kWaiting: return "waiting";
-    case JobState::kRunning: return "running";
-    case JobState::kCompleted: return "completed";
-    case JobState::kFailed: return "failed";
+    case JobState::kWaiting:
+      return "waiting";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kCompleted:
+      return "completed";
+    case JobState::kFailed:
+      return "failed";
   }
   return "waiting";
 }
@@ -128,8 +132,9 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
 // waiting member cannot end it (and with it count a failure against the job).
 absl::Status Membership::CheckRanked(uint64_t member_id, const char* what) const {
   if (members_.at(member_id).rank >= 0) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat("member ", member_id, " has no rank in generation ",
-                                                  generation_, ": only its ranks may ", what));
+  return absl::PermissionDeniedError(absl::StrCat("member ", member_id,
+                                                  " has no rank in generation ", generation_,
+                                                  ": only its ranks may ", what));
 }
 
 void Membership::Complete(const std::string& reason, absl::Time now) {
@@ -172,16 +177,20 @@ void Membership::ExpireSuspects(absl::Time now) {
 absl::Status Membership::CheckRunning(uint64_t generation, const char* field) const {
   if (state_ == GenerationState::kRunning && generation == generation_) return absl::OkStatus();
   return absl::AbortedError(absl::StrCat(
-      field, " ", generation, " is not the running generation; current generation: ",
-      generation_, " (", GenerationStateName(state_), ")"));
+      field, " ", generation, " is not the running generation; current generation: ", generation_,
+      " (", GenerationStateName(state_), ")"));
 }
 
 void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Time now) {
   auto it = members_.find(member_id);
   if (it == members_.end()) return;
   const bool ranked = it->second.rank >= 0;
-  MembershipEvent removed{MembershipEvent::Kind::kMemberRemoved, generation_, reason, member_id,
-                          it->second.worker_id, it->second.rank};
+  MembershipEvent removed{MembershipEvent::Kind::kMemberRemoved,
+                          generation_,
+                          reason,
+                          member_id,
+                          it->second.worker_id,
+                          it->second.rank};
   if (!ranked && suspect_ranks_.count(member_id) > 0) removed.rank = suspect_ranks_[member_id];
   by_worker_id_.erase(it->second.worker_id);
   members_.erase(it);
@@ -240,8 +249,8 @@ void Membership::Tick(absl::Time now) {
 
   const bool settled = now - last_change_ >= options_.settle;
   if (state_ == GenerationState::kRunning) {
-    const bool joiner_admissible = members_.size() > ranked_.size() &&
-                                   static_cast<int>(ranked_.size()) < options_.max_workers;
+    const bool joiner_admissible =
+        members_.size() > ranked_.size() && static_cast<int>(ranked_.size()) < options_.max_workers;
     if (!joiner_admissible || !settled) return;
     if (!change_pending()) change_pending_since_ = now;
     if (now - change_pending_since_ < options_.handoff_grace) return;

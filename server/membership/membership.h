@@ -88,10 +88,10 @@ enum class JobState { kWaiting, kRunning, kCompleted, kFailed };
 // Where a Membership starts: from scratch, or from durable state after a
 // coordinator restart.
 struct MembershipStart {
-  uint64_t last_generation = 0;  // Highest generation number ever used.
-  uint64_t member_id_base = 0;   // Member ids are member_id_base + 1, + 2, ...
+  uint64_t last_generation = 0;        // Highest generation number ever used.
+  uint64_t member_id_base = 0;         // Member ids are member_id_base + 1, + 2, ...
   std::string first_reason = "start";  // Reason of the first generation formed.
-  int64_t failures = 0;          // Failures counted before.
+  int64_t failures = 0;                // Failures counted before.
   // kCompleted or kFailed if the job had ended; anything else: it had not.
   JobState ended = JobState::kWaiting;
   std::string ended_reason;
@@ -112,8 +112,8 @@ struct Member {
 // member is removed: the owner creates each labelled counter series at 0
 // from the start, so Prometheus's increase() sees the first event of each.
 inline constexpr const char* kGenerationReasons[] = {
-    "start", "coordinator_restart", "join", "leave", "failure", "lease_expired", "rejoin",
-    "handoff"};
+    "start",   "coordinator_restart", "join",   "leave",
+    "failure", "lease_expired",       "rejoin", "handoff"};
 inline constexpr const char* kRemovalReasons[] = {"lease_expired", "leave", "failure", "rejoin"};
 
 struct MembershipEvent {
@@ -214,11 +214,11 @@ class Membership {
   uint64_t generation_;  // Running, or the last one that ran (0 = none yet).
   GenerationState state_ = GenerationState::kWaiting;
   uint64_t next_member_id_;
-  std::map<uint64_t, Member> members_;              // By member_id (join order).
-  std::map<std::string, uint64_t> by_worker_id_;    // worker_id -> member_id.
-  std::vector<uint64_t> ranked_;                    // member_id by rank.
-  absl::Time last_change_ = absl::InfinitePast();  // Last join/leave/loss.
-  std::string pending_reason_;                      // Why the next generation forms.
+  std::map<uint64_t, Member> members_;                        // By member_id (join order).
+  std::map<std::string, uint64_t> by_worker_id_;              // worker_id -> member_id.
+  std::vector<uint64_t> ranked_;                              // member_id by rank.
+  absl::Time last_change_ = absl::InfinitePast();             // Last join/leave/loss.
+  std::string pending_reason_;                                // Why the next generation forms.
   absl::Time change_pending_since_ = absl::InfiniteFuture();  // Running only.
   std::vector<MembershipEvent> events_;
   int64_t failures_ = 0;

@@ -15,22 +15,26 @@ class GuardedCheckpoints final : public FramedCheckpointService {
   GuardedCheckpoints(FramedCheckpointService* inner, const AuthGate* gate,
                      const CoordinatorCore* core)
       : inner_(inner), gate_(gate) {
-    inner_->set_writer_check([gate, core](const grpc::ServerContextBase& ctx,
-                                          absl::string_view method)
-                                 -> absl::StatusOr<std::optional<CheckpointWriter>> {
-      auto callers = RankedCallers(*gate, *core, ctx, method);
-      if (!callers.ok()) return callers.status();
-      if (!callers->has_value()) return std::nullopt;
-      CheckpointWriter writer{(**callers)[0].generation, {}, (**callers)[0].world_size,
-                              (**callers)[0].job_step, (**callers)[0].member_id};
-      for (const CoordinatorCore::RankedMember& m : **callers) writer.ranks.push_back(m.rank);
-      return writer;
-    });
+    inner_->set_writer_check(
+        [gate, core](const grpc::ServerContextBase& ctx,
+                     absl::string_view method) -> absl::StatusOr<std::optional<CheckpointWriter>> {
+          auto callers = RankedCallers(*gate, *core, ctx, method);
+          if (!callers.ok()) return callers.status();
+          if (!callers->has_value()) return std::nullopt;
+          CheckpointWriter writer{(**callers)[0].generation,
+                                  {},
+                                  (**callers)[0].world_size,
+                                  (**callers)[0].job_step,
+                                  (**callers)[0].member_id};
+          for (const CoordinatorCore::RankedMember& m : **callers) writer.ranks.push_back(m.rank);
+          return writer;
+        });
   }
 
   Status BeginCheckpoint(ServerContext* c, const v1::BeginCheckpointRequest* q,
                          v1::BeginCheckpointResponse* a) override {
-    return Guard(c, "CheckpointService/BeginCheckpoint", [&] { return inner_->BeginCheckpoint(c, q, a); });
+    return Guard(c, "CheckpointService/BeginCheckpoint",
+                 [&] { return inner_->BeginCheckpoint(c, q, a); });
   }
   Status UploadChunks(ServerContext* c, grpc::ServerReader<ShardChunkIn>* r,
                       v1::UploadShardResponse* a) override {
@@ -38,26 +42,32 @@ class GuardedCheckpoints final : public FramedCheckpointService {
   }
   Status CommitCheckpoint(ServerContext* c, const v1::CommitCheckpointRequest* q,
                           v1::CommitCheckpointResponse* a) override {
-    return Guard(c, "CheckpointService/CommitCheckpoint", [&] { return inner_->CommitCheckpoint(c, q, a); });
+    return Guard(c, "CheckpointService/CommitCheckpoint",
+                 [&] { return inner_->CommitCheckpoint(c, q, a); });
   }
   Status AbortCheckpoint(ServerContext* c, const v1::AbortCheckpointRequest* q,
                          v1::AbortCheckpointResponse* a) override {
-    return Guard(c, "CheckpointService/AbortCheckpoint", [&] { return inner_->AbortCheckpoint(c, q, a); });
+    return Guard(c, "CheckpointService/AbortCheckpoint",
+                 [&] { return inner_->AbortCheckpoint(c, q, a); });
   }
   Status ListCheckpoints(ServerContext* c, const v1::ListCheckpointsRequest* q,
                          v1::ListCheckpointsResponse* a) override {
-    return Guard(c, "CheckpointService/ListCheckpoints", [&] { return inner_->ListCheckpoints(c, q, a); });
+    return Guard(c, "CheckpointService/ListCheckpoints",
+                 [&] { return inner_->ListCheckpoints(c, q, a); });
   }
   Status GetCheckpoint(ServerContext* c, const v1::GetCheckpointRequest* q,
                        v1::CheckpointInfo* a) override {
-    return Guard(c, "CheckpointService/GetCheckpoint", [&] { return inner_->GetCheckpoint(c, q, a); });
+    return Guard(c, "CheckpointService/GetCheckpoint",
+                 [&] { return inner_->GetCheckpoint(c, q, a); });
   }
   Status DownloadChunks(ServerContext* c, RangeStreamer* s) override {
-    return Guard(c, "CheckpointService/DownloadRange", [&] { return inner_->DownloadChunks(c, s); });
+    return Guard(c, "CheckpointService/DownloadRange",
+                 [&] { return inner_->DownloadChunks(c, s); });
   }
   Status RequestCheckpoint(ServerContext* c, const v1::RequestCheckpointRequest* q,
                            v1::RequestCheckpointResponse* a) override {
-    return Guard(c, "CheckpointService/RequestCheckpoint", [&] { return inner_->RequestCheckpoint(c, q, a); });
+    return Guard(c, "CheckpointService/RequestCheckpoint",
+                 [&] { return inner_->RequestCheckpoint(c, q, a); });
   }
   Status GetCheckpointTrigger(ServerContext* c, const v1::GetCheckpointTriggerRequest* q,
                               v1::GetCheckpointTriggerResponse* a) override {

@@ -41,7 +41,8 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
   }
   Status Heartbeat(ServerContext* c, const v1::HeartbeatRequest* q,
                    v1::HeartbeatResponse* a) override {
-    return Guard(c, "Coordinator/Heartbeat", q->member_id(), [&] { return inner_->Heartbeat(c, q, a); });
+    return Guard(c, "Coordinator/Heartbeat", q->member_id(),
+                 [&] { return inner_->Heartbeat(c, q, a); });
   }
   Status Leave(ServerContext* c, const v1::LeaveRequest* q, v1::LeaveResponse* a) override {
     return Guard(c, "Coordinator/Leave", q->member_id(), [&] { return inner_->Leave(c, q, a); });
@@ -63,7 +64,7 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
   Status KvSet(ServerContext* c, const v1::KvSetRequest* q, v1::KvSetResponse* a) override {
     return Guard(c, "Coordinator/KvSet", 0, [&] {
       absl::Status writer = CheckKvWriter(*gate_, *core_, *c, "KvSet", q->generation(), q->key(),
-                                           /*add=*/false);
+                                          /*add=*/false);
       return writer.ok() ? inner_->KvSet(c, q, a) : ToGrpcStatus(writer);
     });
   }
@@ -73,7 +74,7 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
   Status KvAdd(ServerContext* c, const v1::KvAddRequest* q, v1::KvAddResponse* a) override {
     return Guard(c, "Coordinator/KvAdd", 0, [&] {
       absl::Status writer = CheckKvWriter(*gate_, *core_, *c, "KvAdd", q->generation(), q->key(),
-                                           /*add=*/true);
+                                          /*add=*/true);
       return writer.ok() ? inner_->KvAdd(c, q, a) : ToGrpcStatus(writer);
     });
   }
@@ -104,8 +105,9 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
 
 }  // namespace
 
-std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(
-    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core) {
+std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(v1::Coordinator::Service* inner,
+                                                                 const AuthGate* gate,
+                                                                 const CoordinatorCore* core) {
   return std::make_unique<GuardedCoordinator>(inner, gate, core);
 }
 

@@ -19,12 +19,13 @@ absl::Status CheckExposure(const std::string& listen, const ServerSecurity& secu
   if (IsLoopbackHost(host)) return absl::OkStatus();
   std::string missing;
   if (!security.tls.enabled()) missing = "--tls-cert/--tls-key";
-  if (security.token_file.empty()) absl::StrAppend(&missing, missing.empty() ? "" : " and ", "--token-file");
+  if (security.token_file.empty())
+    absl::StrAppend(&missing, missing.empty() ? "" : " and ", "--token-file");
   if (missing.empty()) return absl::OkStatus();
   if (!security.insecure) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--listen ", listen, " is not a loopback address: serving it needs ", missing,
-        " (or --insecure to serve it anyway)"));
+    return absl::InvalidArgumentError(absl::StrCat("--listen ", listen,
+                                                   " is not a loopback address: serving it needs ",
+                                                   missing, " (or --insecure to serve it anyway)"));
   }
   std::cerr << "zeroshard-coordinator: WARNING: --insecure: serving " << listen << " without "
             << missing << "; anyone who reaches the port controls the job\n";

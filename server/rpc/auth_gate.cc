@@ -13,8 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/rpc/rpc_security.h"
+#include "common/status_macros.h"
 
 namespace zeroshard::server {
 namespace {
@@ -63,8 +63,7 @@ std::string AuthGate::SecretFor(uint64_t member_id) const {
   ZS_CHECK(HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
                 reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac,
                 &mac_len) != nullptr);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(mac), mac_len));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(mac), mac_len));
 }
 
 std::vector<uint64_t> AuthGate::ProvenMembers(const grpc::ServerContextBase& ctx) const {
@@ -74,7 +73,8 @@ std::vector<uint64_t> AuthGate::ProvenMembers(const grpc::ServerContextBase& ctx
     const absl::string_view value = View(it->second);
     const size_t colon = value.find(':');
     uint64_t id = 0;
-    if (colon == absl::string_view::npos || !absl::SimpleAtoi(value.substr(0, colon), &id)) continue;
+    if (colon == absl::string_view::npos || !absl::SimpleAtoi(value.substr(0, colon), &id))
+      continue;
     const std::string want = SecretFor(id);
     const absl::string_view got = value.substr(colon + 1);
     if (got.size() == want.size() && CRYPTO_memcmp(got.data(), want.data(), want.size()) == 0) {
@@ -101,9 +101,11 @@ absl::StatusOr<Role> AuthGate::CheckToken(const grpc::ServerContextBase& ctx,
   if (tokens_.empty()) return Role::kAdmin;
   const std::optional<absl::string_view> token = BearerToken(ctx);
   if (!token.has_value()) {
-    return absl::UnauthenticatedError(absl::StrCat(
-        p.method, ": missing bearer token (metadata \"authorization: Bearer <token>\"; clients "
-        "read it from --token-file or $", kTokenFileEnv, ")"));
+    return absl::UnauthenticatedError(
+        absl::StrCat(p.method,
+                     ": missing bearer token (metadata \"authorization: Bearer <token>\"; clients "
+                     "read it from --token-file or $",
+                     kTokenFileEnv, ")"));
   }
   auto role = tokens_.find(*token);
   if (role == tokens_.end()) {

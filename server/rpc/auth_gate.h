@@ -17,10 +17,10 @@
 // (Heartbeat, Leave, ReportFailure, ReportStep) must carry that member's
 // credential "<member_id>:<secret>" in the x-zeroshard-member header (a
 // member id that is not live gets NOT_FOUND: Join again); KV reads must
-// carry a live member's credential, KV writes and checkpoint writes the credential of a member with a
-// rank in the running generation, and write only what that rank owns
-// (ranked_caller.h). An admin token acts for any member and rank. The secret is HMAC-SHA256(key, member_id) under a
-// key drawn at start, so it needs no table and dies with the process.
+// carry a live member's credential, KV writes and checkpoint writes the credential of a member with
+// a rank in the running generation, and write only what that rank owns (ranked_caller.h). An admin
+// token acts for any member and rank. The secret is HMAC-SHA256(key, member_id) under a key drawn
+// at start, so it needs no table and dies with the process.
 //
 // Errors: UNAUTHENTICATED naming the missing or unknown token;
 // PERMISSION_DENIED naming the role needed or the member credential missing;
@@ -32,7 +32,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"

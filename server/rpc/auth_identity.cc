@@ -36,13 +36,13 @@ absl::Status AuthGate::CheckWorkerIdentity(const grpc::ServerContextBase& ctx,
   for (const std::string& name : names) {
     if (name == worker_id) return absl::OkStatus();
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      "worker_id \"", absl::CEscape(worker_id.substr(0, 128)),
-      "\" is not an identity of the client certificate (--worker-identity cert; its "
-      "subjectAltNames and CN: ",
-      names.empty() ? std::string("none, no verified certificate")
-                    : absl::CEscape(absl::StrJoin(names, ", ")),
-      ")"));
+  return absl::PermissionDeniedError(
+      absl::StrCat("worker_id \"", absl::CEscape(worker_id.substr(0, 128)),
+                   "\" is not an identity of the client certificate (--worker-identity cert; its "
+                   "subjectAltNames and CN: ",
+                   names.empty() ? std::string("none, no verified certificate")
+                                 : absl::CEscape(absl::StrJoin(names, ", ")),
+                   ")"));
 }
 
 }  // namespace zeroshard::server

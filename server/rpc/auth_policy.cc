@@ -14,9 +14,12 @@ namespace zeroshard::server {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kReader: return "reader";
-    case Role::kWorker: return "worker";
-    case Role::kAdmin: return "admin";
+    case Role::kReader:
+      return "reader";
+    case Role::kWorker:
+      return "worker";
+    case Role::kAdmin:
+      return "admin";
   }
   return "unknown";
 }
@@ -70,8 +73,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, Role>> ReadTokenFile(const std::
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, " line ", line_no,
-                                                     ": ", why, " (want \"role token\")"));
+      return absl::InvalidArgumentError(absl::StrCat("--token-file ", path, " line ", line_no, ": ",
+                                                     why, " (want \"role token\")"));
     };
     if (f.size() != 2) return bad("not two fields");
     Role role;

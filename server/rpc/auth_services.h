@@ -12,18 +12,19 @@
 
 #include <memory>
 
+#include "server/checkpoint/framed_checkpoint_service.h"
 #include "server/core/coordinator_core.h"
 #include "server/rpc/auth_gate.h"
 #include "server/rpc/kv_wait_calls.h"
-#include "server/checkpoint/framed_checkpoint_service.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard::server {
 
 // The guard is what the server registers; its KvWait is asynchronous
 // (kv_wait_calls.h authorizes those calls itself) and `inner`'s is unused.
-std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(
-    v1::Coordinator::Service* inner, const AuthGate* gate, const CoordinatorCore* core);
+std::unique_ptr<AsyncCoordinatorService> GuardCoordinatorService(v1::Coordinator::Service* inner,
+                                                                 const AuthGate* gate,
+                                                                 const CoordinatorCore* core);
 std::unique_ptr<v1::CheckpointService::Service> GuardCheckpointService(
     FramedCheckpointService* inner, const AuthGate* gate, const CoordinatorCore* core);
 

@@ -4,11 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/process_metrics.h"
+#include "common/rpc/rpc_security.h"
 #include "common/rpc/tls_mirror.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "common/rpc/rpc_security.h"
 #include "server/rpc/auth_services.h"
 #include "server/rpc/coordinator_service.h"
 #include "server/rpc/kv_wait_calls.h"
@@ -18,9 +18,10 @@ namespace {
 
 absl::Duration TickInterval(const CoordinatorOptions& o) {
   if (o.tick_interval > absl::ZeroDuration()) return o.tick_interval;
-  absl::Duration d = std::min({o.core.heartbeat_interval, o.core.lease_timeout,
-                               o.core.settle > absl::ZeroDuration() ? o.core.settle : o.core.heartbeat_interval}) /
-                     4;
+  absl::Duration d =
+      std::min({o.core.heartbeat_interval, o.core.lease_timeout,
+                o.core.settle > absl::ZeroDuration() ? o.core.settle : o.core.heartbeat_interval}) /
+      4;
   return std::clamp(d, absl::Milliseconds(5), absl::Milliseconds(100));
 }
 
@@ -42,10 +43,31 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
 }
 
 MetricFamily* HeartbeatStreamGauge(MetricsRegistry& metrics) {
-  MetricFamily* gauge = metrics.Gauge(
-      "zeroshard_heartbeat_streams", "Open HeartbeatStreams: workers heartbeating over a stream.");
+  MetricFamily* gauge = metrics.Gauge("zeroshard_heartbeat_streams",
+                                      "Open HeartbeatStreams: workers heartbeating over a stream.");
   gauge->Set({}, 0);
   return gauge;
+}
+
+// Message sizes, keepalive and the limits on connections without a call.
+void SetConnectionLimits(const CoordinatorOptions& options, grpc::ServerBuilder& builder) {
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.SetMaxSendMessageSize(64 << 20);
+  // [Note: streams of dead peers] A stream idle on a read (a HeartbeatStream
+  // between beats, a WatchGeneration) never writes, so a crashed or cut-off
+  // peer's connection would keep its stream's slot (StreamLimits) until
+  // gRPC's default keepalive of 2 hours. Pings every 30 s, closed after 10 s
+  // without an answer, free them in under a minute.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // Also on quiet streams.
+  // [Note: connections without a call]
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options.handshake_timeout)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_idle)));
 }
 
 }  // namespace
@@ -58,14 +80,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                       MakeServerCredentials(options.security.tls));
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(options));
   s->metrics_.AddCollectable(std::make_shared<ProcessMetrics>());  // process_* metrics.
-  s->metrics_.AddCollectable(TlsReloadMetrics());  // Refused certificate rotations.
+  s->metrics_.AddCollectable(TlsReloadMetrics());                  // Refused certificate rotations.
   const Clock* clock = options.clock != nullptr ? options.clock : RealClock::Get();
 
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<server::DurableState> durable,
                       server::DurableState::Open(options.state_dir));
   if (!options.state_dir.empty()) {
-    ZS_ASSIGN_OR_RETURN(s->state_lock_,
-                        DirLock::Acquire(options.state_dir, kStateLockName));
+    ZS_ASSIGN_OR_RETURN(s->state_lock_, DirLock::Acquire(options.state_dir, kStateLockName));
   }
   server::CoreOptions core_options = options.core;
   core_options.insecure = options.security.insecure;
@@ -73,22 +94,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                                                 clock, &s->metrics_));
   server::CoordinatorCore* core = s->core_.get();
   s->watchdog_ = std::make_unique<server::HeartbeatWatchdog>(options.core.lease_timeout / 4,
-                                                            absl::Seconds(10));
+                                                             absl::Seconds(10));
   ZS_RETURN_IF_ERROR(s->StartGrpc(extra_services, credentials));
 
   if (!options.metrics_listen.empty()) {
     const absl::Duration stall = std::max(absl::Seconds(5), TickInterval(options) * 20);
     CoordinatorServer* raw = s.get();
-    server::HttpProbes probes{
-        // A stalled core, or a TLS certificate clients cannot accept.
-        [core, clock, stall]() -> std::string {
-          if (clock->Now() - core->last_tick() >= stall) return "stalled";
-          return TlsServingProblem();
-        },
-        [raw] {
-          absl::MutexLock lock(&raw->shutdown_mu_);
-          return !raw->shut_down_ && raw->watchdog_->Ready();
-        }};
+    server::HttpProbes probes{// A stalled core, or a TLS certificate clients cannot accept.
+                              [core, clock, stall]() -> std::string {
+                                if (clock->Now() - core->last_tick() >= stall) return "stalled";
+                                return TlsServingProblem();
+                              },
+                              [raw] {
+                                absl::MutexLock lock(&raw->shutdown_mu_);
+                                return !raw->shut_down_ && raw->watchdog_->Ready();
+                              }};
     absl::StatusOr<std::unique_ptr<server::MetricsHttpServer>> http =
         server::MetricsHttpServer::Start(options.metrics_listen, &s->metrics_, std::move(probes));
     if (!http.ok()) {
@@ -98,9 +118,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     s->http_ = std::move(*http);
     s->metrics_port_ = s->http_->port();
   }
-  s->ticker_ = std::thread([raw = s.get(), interval = TickInterval(options)] {
-    raw->TickLoop(interval);
-  });
+  s->ticker_ =
+      std::thread([raw = s.get(), interval = TickInterval(options)] { raw->TickLoop(interval); });
   return s;
 }
 
@@ -123,21 +142,7 @@ absl::Status CoordinatorServer::StartGrpc(const std::vector<grpc::Service*>& ext
   service_ = std::move(service);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, credentials, &port_);
-  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
-  builder.SetMaxSendMessageSize(64 << 20);
-  // [Note: streams of dead peers] A stream idle on a read (a HeartbeatStream
-  // between beats, a WatchGeneration) never writes, so a crashed or cut-off
-  // peer's connection would keep its stream's slot (StreamLimits) until
-  // gRPC's default keepalive of 2 hours. Pings every 30 s, closed after 10 s
-  // without an answer, free them in under a minute.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // Also on quiet streams.
-  // [Note: connections without a call]
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                             static_cast<int>(absl::ToInt64Milliseconds(options_.handshake_timeout)));
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                             static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_idle)));
+  SetConnectionLimits(options_, builder);
   builder.RegisterService(guarded_service_.get());
   // KvWait on the asynchronous API ([Note: poller starvation]).
   kv_waits_ = std::make_unique<server::KvWaitCalls>(guarded_service_.get(), core, gate_.get(),

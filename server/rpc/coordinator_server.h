@@ -27,13 +27,13 @@
 #include "grpcpp/impl/codegen/service_type.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
+#include "server/checkpoint/framed_checkpoint_service.h"
 #include "server/core/coordinator_core.h"
 #include "server/http/metrics_http.h"
 #include "server/rpc/auth_gate.h"
 #include "server/rpc/heartbeat_streams.h"
-#include "server/rpc/kv_wait_calls.h"
-#include "server/checkpoint/framed_checkpoint_service.h"
 #include "server/rpc/heartbeat_watchdog.h"
+#include "server/rpc/kv_wait_calls.h"
 #include "server/state/durable_state.h"
 
 namespace zeroshard {
@@ -46,7 +46,7 @@ struct CoordinatorOptions {
   // min/max_workers, settle, heartbeat_interval, lease_timeout, alignment,
   // job_config_json (opaque JSON handed to workers; "" = the persisted one).
   server::CoreOptions core;
-  std::string checkpoint_dir;   // For the checkpoint service; the core ignores it.
+  std::string checkpoint_dir;  // For the checkpoint service; the core ignores it.
   // Largest request gRPC accepts, bytes (checkpoint chunks stay below this).
   int max_receive_message_bytes = 16 << 20;
   // How often the ticker applies the clock; 0 = min(heartbeat_interval,

@@ -18,9 +18,10 @@ absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModelWeights(const Coordina
   ZS_ASSIGN_OR_RETURN(const JobConfig job, JobConfig::FromJson(o.core.job_config_json));
   if (!job.loads_model_weights()) return nullptr;
   if (o.checkpoint_dir.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job config: model ", job.model, " with init pretrained is served through the "
-        "checkpoint service: give a checkpoint directory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job config: model ", job.model,
+                     " with init pretrained is served through the "
+                     "checkpoint service: give a checkpoint directory"));
   }
   ZS_ASSIGN_OR_RETURN(const ModelConfig model, ModelConfigFromJson(job.model_desc));
   absl::StatusOr<HfWeights> weights = HfWeights::OpenFor(job.model, ModelUnits(model));
@@ -37,8 +38,8 @@ absl::Status CheckStackOptions(const CoordinatorOptions& options) {
   ZS_RETURN_IF_ERROR(CheckCanListen("--listen", options.listen));
   ZS_RETURN_IF_ERROR(CheckCanListen("--metrics-listen", options.metrics_listen));
   if (options.max_streams_per_caller < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-streams-per-caller ",
-                                                   options.max_streams_per_caller, " is < 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-streams-per-caller ", options.max_streams_per_caller, " is < 1"));
   }
   if (options.max_streams < options.max_streams_per_caller) {
     return absl::InvalidArgumentError(absl::StrCat("--max-streams ", options.max_streams,
@@ -60,8 +61,8 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
   CoordinatorOptions served = options;
   served.stream_limits = stack.streams.get();
   if (!options.checkpoint_dir.empty()) {
-    auto host = server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints,
-                                             stack.streams.get());
+    auto host =
+        server::CheckpointHost::Open(options.checkpoint_dir, keep_checkpoints, stack.streams.get());
     if (!host.ok()) {
       return absl::Status(host.status().code(),
                           absl::StrCat("--checkpoint-dir: ", host.status().message()));
@@ -69,10 +70,9 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
     stack.checkpoints = *std::move(host);
     // Until the server (and its core) exists, Begin and job-scoped reads
     // are refused: no request is ever checked against nothing.
-    stack.checkpoints->store()->SetJobSource(
-        []() -> absl::StatusOr<server::CheckpointJob> {
-          return absl::UnavailableError("the coordinator is starting");
-        });
+    stack.checkpoints->store()->SetJobSource([]() -> absl::StatusOr<server::CheckpointJob> {
+      return absl::UnavailableError("the coordinator is starting");
+    });
     served.checkpoint_service = stack.checkpoints->service();
     stack.checkpoints->store()->SetModelWeights(std::move(weights));
   }
@@ -95,8 +95,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
     });
   }
   if (stack.checkpoints != nullptr) {
-    stack.checkpoint_metrics =
-        std::make_unique<server::CheckpointMetrics>(stack.server->metrics());
+    stack.checkpoint_metrics = std::make_unique<server::CheckpointMetrics>(stack.server->metrics());
     stack.checkpoint_metrics->Attach(stack.checkpoints->store());
   }
   return stack;

@@ -115,8 +115,7 @@ class HeartbeatStreamCall {
 
   void Answer() {
     request_.Clear();
-    if (!grpc::SerializationTraits<v1::HeartbeatRequest>::Deserialize(&received_, &request_)
-             .ok()) {
+    if (!grpc::SerializationTraits<v1::HeartbeatRequest>::Deserialize(&received_, &request_).ok()) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "HeartbeatStream: a request is not a valid HeartbeatRequest"));
       return;
@@ -152,10 +151,9 @@ class HeartbeatStreamCall {
   v1::HeartbeatRequest request_;
   std::optional<StreamLimits::Slot> slot_;
   std::optional<uint64_t> authorized_member_;  // The last member_id the gate allowed.
-  int pending_ = 2;  // The finished and done events still to come.
-  Tag accepted_{this, Event::kAccepted}, read_{this, Event::kRead},
-      written_{this, Event::kWritten}, finished_{this, Event::kFinished},
-      done_{this, Event::kDone};
+  int pending_ = 2;                            // The finished and done events still to come.
+  Tag accepted_{this, Event::kAccepted}, read_{this, Event::kRead}, written_{this, Event::kWritten},
+      finished_{this, Event::kFinished}, done_{this, Event::kDone};
 };
 
 }  // namespace
@@ -177,9 +175,7 @@ void HeartbeatStreams::RequestNext(size_t q) {
   new HeartbeatStreamCall(this, q, queues_[q].get());  // Owns itself.
 }
 
-void HeartbeatStreams::Run(size_t q) {
-  RunCallQueue<HeartbeatStreamCall::Tag>(queues_[q].get());
-}
+void HeartbeatStreams::Run(size_t q) { RunCallQueue<HeartbeatStreamCall::Tag>(queues_[q].get()); }
 
 void HeartbeatStreams::Shutdown() {
   {

@@ -21,8 +21,7 @@ namespace zeroshard::server {
 
 class HeartbeatWatchdog {
  public:
-  HeartbeatWatchdog(absl::Duration limit, absl::Duration window)
-      : limit_(limit), window_(window) {}
+  HeartbeatWatchdog(absl::Duration limit, absl::Duration window) : limit_(limit), window_(window) {}
 
   // Times one heartbeat from construction to destruction.
   class Timing {

@@ -55,8 +55,8 @@ class KvWaitCall {
       Finish(role.status());
       return;
     }
-    absl::StatusOr<uint64_t> id = core_->StartKvWait(
-        request_, PeerHost(ctx_.peer()), [this](const absl::Status& s) { Finish(s); });
+    absl::StatusOr<uint64_t> id = core_->StartKvWait(request_, PeerHost(ctx_.peer()),
+                                                     [this](const absl::Status& s) { Finish(s); });
     if (!id.ok()) {
       Finish(id.status());
       return;

@@ -27,9 +27,11 @@ absl::StatusOr<std::optional<std::vector<CoordinatorCore::RankedMember>>> Ranked
                                            " has no rank in a running generation (now ",
                                            core.generation(), ")"));
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      method, " writes as a rank of the running generation: the call proves no member that "
-      "holds one (", kMemberHeader, ": <member_id>:<JoinResponse.member_secret>)"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(method,
+                   " writes as a rank of the running generation: the call proves no member that "
+                   "holds one (",
+                   kMemberHeader, ": <member_id>:<JoinResponse.member_secret>)"));
 }
 
 absl::Status CheckKvWriter(const AuthGate& gate, const CoordinatorCore& core,
@@ -49,7 +51,8 @@ absl::Status CheckKvWriter(const AuthGate& gate, const CoordinatorCore& core,
       method, ": key \"", absl::CEscape(key.substr(0, 64)), "\" is ",
       owner.has_value() ? absl::StrCat("rank ", *owner, "'s") : std::string("no rank's"),
       " (a last component <r> or rank_<r> names its rank; rank 0 sets the others, any rank "
-      "adds to them); member ", (**callers)[0].member_id, " is rank ", (**callers)[0].rank));
+      "adds to them); member ",
+      (**callers)[0].member_id, " is rank ", (**callers)[0].rank));
 }
 
 }  // namespace zeroshard::server

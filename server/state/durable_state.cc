@@ -54,8 +54,8 @@ absl::StatusOr<DurableSnapshot> FromJson(const std::string& text, const std::str
     s.failures = j.value("failures", int64_t{0});
     s.job_ended = j.value("job_ended", std::string());
     s.job_ended_reason = j.value("job_ended_reason", std::string());
-    if (s.failures < 0 || (!s.job_ended.empty() && s.job_ended != "completed" &&
-                           s.job_ended != "failed")) {
+    if (s.failures < 0 ||
+        (!s.job_ended.empty() && s.job_ended != "completed" && s.job_ended != "failed")) {
       return absl::DataLossError(absl::StrCat(path, ": bad failures or job_ended"));
     }
     for (const json& c : j.at("checkpoints")) {
@@ -167,8 +167,8 @@ absl::Status DurableState::RecordCheckpoint(const CheckpointRecord& record) {
   DurableSnapshot next = snapshot_;
   for (const CheckpointRecord& c : snapshot_.checkpoints) {
     if (c.id == record.id) {
-      return absl::AlreadyExistsError(absl::StrCat("checkpoint id ", record.id,
-                                                   " is already recorded"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("checkpoint id ", record.id, " is already recorded"));
     }
   }
   next.checkpoints.push_back(record);

@@ -48,10 +48,10 @@ struct DurableSnapshot {
   uint64_t generation = 0;      // Highest generation number ever formed.
   int64_t last_step = 0;
   double last_loss = std::numeric_limits<double>::quiet_NaN();
-  uint64_t restarts = 0;        // Coordinator starts on this state dir, minus one.
-  int64_t failures = 0;         // Failures counted against the job's max_failures.
-  std::string job_ended;        // "completed", "failed", or "" while the job runs.
-  std::string job_ended_reason; // Why it ended ("" while it runs).
+  uint64_t restarts = 0;                      // Coordinator starts on this state dir, minus one.
+  int64_t failures = 0;                       // Failures counted against the job's max_failures.
+  std::string job_ended;                      // "completed", "failed", or "" while the job runs.
+  std::string job_ended_reason;               // Why it ended ("" while it runs).
   std::vector<CheckpointRecord> checkpoints;  // In commit order.
 };
 

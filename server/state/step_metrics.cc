@@ -42,8 +42,7 @@ absl::Status StepMetrics::Validate(const v1::StepReport& r) {
   }
   // NaN and +Inf are what an overflowed (skipped) step measures.
   if (r.has_grad_norm() && (r.grad_norm() < 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("grad_norm = ", r.grad_norm(),
-                                                   " is negative"));
+    return absl::InvalidArgumentError(absl::StrCat("grad_norm = ", r.grad_norm(), " is negative"));
   }
   if (r.has_clip_coef() && !(r.clip_coef() > 0 && r.clip_coef() <= 1)) {
     return absl::InvalidArgumentError(

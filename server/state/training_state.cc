@@ -36,11 +36,11 @@ absl::Status CheckSeconds(double v, const std::string& field) {
 }
 
 absl::Status CheckMemory(const v1::MemoryBytes& m, const std::string& field) {
-  for (auto [v, name] : {std::pair{m.params(), "params"}, std::pair{m.grads(), "grads"},
-                         std::pair{m.optimizer(), "optimizer"}, std::pair{m.buffers(), "buffers"},
-                         std::pair{m.redundancy(), "redundancy"},
-                         std::pair{m.offloaded(), "offloaded"},
-                         std::pair{m.activations(), "activations"}}) {
+  for (auto [v, name] :
+       {std::pair{m.params(), "params"}, std::pair{m.grads(), "grads"},
+        std::pair{m.optimizer(), "optimizer"}, std::pair{m.buffers(), "buffers"},
+        std::pair{m.redundancy(), "redundancy"}, std::pair{m.offloaded(), "offloaded"},
+        std::pair{m.activations(), "activations"}}) {
     if (auto s = CheckBytes(v, absl::StrCat(field, ".", name)); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -58,15 +58,14 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
           metrics->Gauge("zeroshard_val_loss", "Validation loss at the latest evaluation.")),
       tokens_metric_(metrics->Gauge("zeroshard_tokens_per_second",
                                     "Global training throughput of the latest step, tokens/s.")),
-      step_seconds_metric_(metrics->Histogram(
-          "zeroshard_step_seconds", "Wall time of one optimizer step, seconds.",
-          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})),
+      step_seconds_metric_(
+          metrics->Histogram("zeroshard_step_seconds", "Wall time of one optimizer step, seconds.",
+                             {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})),
       memory_metric_(metrics->Gauge(
           "zeroshard_memory_bytes",
           "Bytes a rank holds, by kind (model state, buffers, activations).", {"rank", "kind"})),
       peak_memory_metric_(metrics->Gauge("zeroshard_peak_memory_bytes",
-                                         "Peak bytes a rank held, by kind.",
-                                         {"rank", "kind"})),
+                                         "Peak bytes a rank held, by kind.", {"rank", "kind"})),
       device_memory_metric_(metrics->Gauge(
           "zeroshard_device_memory_bytes",
           "A rank's device memory (GPU, or host RAM on the CPU device), total or free.",
@@ -74,9 +73,9 @@ TrainingState::TrainingState(MetricsRegistry* metrics, int64_t last_step, double
       comm_bytes_metric_(metrics->Counter("zeroshard_comm_bytes_total",
                                           "Bytes a rank sent into collectives in its generation.",
                                           {"rank", "op"})),
-      comm_seconds_metric_(metrics->Counter("zeroshard_comm_seconds_total",
-                                            "Seconds a rank spent in collectives in its generation.",
-                                            {"rank", "op"})),
+      comm_seconds_metric_(metrics->Counter(
+          "zeroshard_comm_seconds_total", "Seconds a rank spent in collectives in its generation.",
+          {"rank", "op"})),
       comm_calls_metric_(metrics->Counter("zeroshard_comm_calls_total",
                                           "Collective calls a rank made in its generation.",
                                           {"rank", "op"})),
@@ -107,8 +106,8 @@ absl::Status TrainingState::Validate(const v1::StepReport& r) {
   }
   if (auto s = StepMetrics::Validate(r); !s.ok()) return s;
   if (r.comm_size() > 16) {
-    return absl::InvalidArgumentError(absl::StrCat("comm has ", r.comm_size(),
-                                                   " entries; at most 16"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("comm has ", r.comm_size(), " entries; at most 16"));
   }
   std::set<std::string> seen;
   for (int i = 0; i < r.comm_size(); ++i) {

@@ -36,7 +36,8 @@ TEST(CheckpointOnCoordinatorTest, SaveListRestoreThroughTheCoordinatorPort) {
       const float* p[3];
       for (int k = 0; k < 3; ++k) {
         auto& b = bufs.emplace_back(static_cast<size_t>(ranges[u].length));
-        for (int64_t i = 0; i < ranges[u].length; ++i) b[i] = At(state.at(plan.units[u].name), k, ranges[u].offset + i);
+        for (int64_t i = 0; i < ranges[u].length; ++i)
+          b[i] = At(state.at(plan.units[u].name), k, ranges[u].offset + i);
         p[k] = b.data();
       }
       views.push_back({plan.units[u].name, ranges[u], p[0], p[1], p[2]});
@@ -59,9 +60,13 @@ TEST(CheckpointOnCoordinatorTest, SaveListRestoreThroughTheCoordinatorPort) {
   const ShardPlan one = *MakeShardPlan(OddUnits(), 1, 16);
   for (const UnitPlan& u : one.units) {
     std::vector<float> got(static_cast<size_t>(u.padded_numel));
-    ASSERT_TRUE(client->Restore(*info, one, {{u.name, v1::TENSOR_KIND_EXP_AVG, {0, u.padded_numel}, got.data()}},
-                                deadline).ok());
-    for (int64_t e = 0; e < u.padded_numel; ++e) ASSERT_EQ(got[e], At(state.at(u.name), 1, e)) << u.name << e;
+    ASSERT_TRUE(client
+                    ->Restore(*info, one,
+                              {{u.name, v1::TENSOR_KIND_EXP_AVG, {0, u.padded_numel}, got.data()}},
+                              deadline)
+                    .ok());
+    for (int64_t e = 0; e < u.padded_numel; ++e)
+      ASSERT_EQ(got[e], At(state.at(u.name), 1, e)) << u.name << e;
   }
   (*server)->Shutdown();
 }

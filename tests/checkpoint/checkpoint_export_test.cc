@@ -21,7 +21,8 @@ namespace {
 
 // The reference: each parameter's master values, cut from the unit's flat
 // state by a running offset over OddUnits() (independent of the plan code).
-std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> Gathered(const ModelState& st) {
+std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> Gathered(
+    const ModelState& st) {
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> out;
   for (const UnitSpec& u : OddUnits()) {
     size_t off = 0;
@@ -103,11 +104,13 @@ TEST_F(ExportTest, PythonSafetensorsPackageReadsIt) {
     ASSERT_GE(parts.size(), 2u) << line;
     const auto& want = ref.at(parts[0]);
     std::vector<int64_t> shape;
-    for (absl::string_view d : absl::StrSplit(parts[1], ',', absl::SkipEmpty())) shape.push_back(std::stoll(std::string(d)));
+    for (absl::string_view d : absl::StrSplit(parts[1], ',', absl::SkipEmpty()))
+      shape.push_back(std::stoll(std::string(d)));
     EXPECT_EQ(shape, want.first) << parts[0];
     ASSERT_EQ(parts.size() - 2, want.second.size()) << parts[0];
     for (size_t i = 0; i < want.second.size(); ++i) {
-      EXPECT_EQ(static_cast<float>(std::strtod(parts[i + 2].c_str(), nullptr)), want.second[i]) << parts[0];
+      EXPECT_EQ(static_cast<float>(std::strtod(parts[i + 2].c_str(), nullptr)), want.second[i])
+          << parts[0];
     }
     ++lines;
   }
@@ -116,7 +119,8 @@ TEST_F(ExportTest, PythonSafetensorsPackageReadsIt) {
 
 TEST_F(ExportTest, RefusesACheckpointWhoseFilesDoNotMatch) {
   {
-    std::fstream f(dir_ + "/step-00000008/u0002.master.bin", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(dir_ + "/step-00000008/u0002.master.bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(0);
     f.put('\x01');
   }
@@ -142,24 +146,35 @@ TEST(SafetensorsTest, ReaderRefusesGapsOverlapsAndBadSizes) {
   auto code = [&](const std::string& json, size_t bytes) {
     return ReadSafetensorsInfo(RawFile(dir, json, bytes)).status();
   };
-  EXPECT_TRUE(code(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12).ok());
-  absl::Status gap = code(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12);
+  EXPECT_TRUE(
+      code(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+          12)
+          .ok());
+  absl::Status gap = code(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+      12);
   EXPECT_NE(gap.message().find("gap"), std::string::npos) << gap;
-  absl::Status overlap = code(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+  absl::Status overlap = code(
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      8);
   EXPECT_NE(overlap.message().find("overlap"), std::string::npos) << overlap;
-  EXPECT_EQ(code(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8).code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(code(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}})", 4).code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(code(R"({"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,4]}})", 4).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}})", 4).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code(R"({"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,4]}})", 4).code(),
+            absl::StatusCode::kDataLoss);
   EXPECT_EQ(code("[1,2]", 0).code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(code("{not json", 0).code(), absl::StatusCode::kDataLoss);
   // Round trip of the writer, including a scalar and a zero-size tensor.
   const std::string path = dir + "/w.safetensors";
   std::vector<SafetensorsEntry> entries = {{"s", {}}, {"z", {0, 3}}, {"m", {2, 3}}};
   ASSERT_TRUE(WriteSafetensors(path, entries, {{"k", "v"}}, [](size_t i, float* dst) {
-    const int64_t n[] = {1, 0, 6};
-    for (int64_t j = 0; j < n[i]; ++j) dst[j] = static_cast<float>(10 * i + j);
-    return absl::OkStatus();
-  }).ok());
+                const int64_t n[] = {1, 0, 6};
+                for (int64_t j = 0; j < n[i]; ++j) dst[j] = static_cast<float>(10 * i + j);
+                return absl::OkStatus();
+              }).ok());
   auto info = ReadSafetensorsInfo(path);
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ((8 + info->data_offset - 8) % 8, 0);
@@ -167,7 +182,8 @@ TEST(SafetensorsTest, ReaderRefusesGapsOverlapsAndBadSizes) {
   EXPECT_EQ(*ReadSafetensorsF32(path, *info, "s"), (std::vector<float>{0}));
   EXPECT_TRUE(ReadSafetensorsF32(path, *info, "z")->empty());
   EXPECT_EQ(info->metadata.at("k"), "v");
-  EXPECT_EQ(WriteSafetensors(path, {{"a", {1}}, {"a", {1}}}, {}, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteSafetensors(path, {{"a", {1}}, {"a", {1}}}, {}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

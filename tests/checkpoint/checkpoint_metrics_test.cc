@@ -76,9 +76,9 @@ TEST_F(CheckpointMetricsTest, CommitsCountBytesSecondsAndLastStep) {
   EXPECT_EQ(Sample(m, "zeroshard_checkpoint_saves_total"), 0.0);
   EXPECT_EQ(Sample(m, "zeroshard_checkpoint_bytes_total"), 0.0);
   for (const char* reason : server::kCheckpointFailureReasons) {
-    EXPECT_EQ(Sample(m, std::string("zeroshard_checkpoint_failures_total{reason=\"") + reason +
-                            "\"}"),
-              0.0)
+    EXPECT_EQ(
+        Sample(m, std::string("zeroshard_checkpoint_failures_total{reason=\"") + reason + "\"}"),
+        0.0)
         << reason;
   }
   EXPECT_EQ(CountSeries(m, "zeroshard_checkpoint_last_step"), 0);  // None committed yet.

@@ -69,8 +69,7 @@ class ModelWeightsReadTest : public ::testing::Test {
     store_->SetJobSource([this]() -> absl::StatusOr<CheckpointJob> { return job_; });
     store_->SetModelWeights(weights_);
   }
-  static v1::DownloadRangeRequest Request(const std::string& unit, int64_t offset,
-                                          int64_t length) {
+  static v1::DownloadRangeRequest Request(const std::string& unit, int64_t offset, int64_t length) {
     v1::DownloadRangeRequest req;
     req.set_job_id("job");
     req.set_unit(unit);

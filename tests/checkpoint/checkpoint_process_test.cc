@@ -33,12 +33,14 @@ class ProcessTest : public ::testing::Test {
     ASSERT_GT(port_, 0);
     addr_ = "127.0.0.1:" + std::to_string(port_);
   }
-  void TearDown() override { server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5))); }
+  void TearDown() override {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  }
 
   // Runs the upload tool for one rank to completion; returns its exit code.
   int UploadRank(int64_t step, int rank, uint32_t seed) {
-    ChildProcess p({BinPath("checkpoint_upload_tool"), addr_, std::to_string(step), std::to_string(rank),
-                    "2", std::to_string(seed), "0"},
+    ChildProcess p({BinPath("checkpoint_upload_tool"), addr_, std::to_string(step),
+                    std::to_string(rank), "2", std::to_string(seed), "0"},
                    dir_ + "/upload.log");
     return p.Wait(absl::Seconds(30));
   }
@@ -86,8 +88,11 @@ TEST_F(ProcessTest, WorkerKilledMidUploadLeavesPreviousAsLatest) {
   // Step 3's data is intact: equals the seeded reference.
   const ModelState ref = RandomState(OddUnits(), 7);
   std::vector<float> got(static_cast<size_t>(ref.at("embed")[0].size()));
-  ASSERT_TRUE(client->Download("", 3, "embed", v1::TENSOR_KIND_MASTER, {0, static_cast<int64_t>(got.size())},
-                               got.data(), absl::Now() + absl::Seconds(10)).ok());
+  ASSERT_TRUE(client
+                  ->Download("", 3, "embed", v1::TENSOR_KIND_MASTER,
+                             {0, static_cast<int64_t>(got.size())}, got.data(),
+                             absl::Now() + absl::Seconds(10))
+                  .ok());
   EXPECT_EQ(got, ref.at("embed")[0]);
 }
 
@@ -112,7 +117,8 @@ TEST_F(ProcessTest, CliListsTriggersAndExports) {
   const std::vector<float>& embed = ref9.at("embed")[0];
   const std::vector<float> wpe(embed.begin() + 37 * 8, embed.end());  // wte is 37 x 8.
   EXPECT_EQ(*ReadSafetensorsF32(out, *info, "wpe"), wpe);
-  CommandResult bad = RunCommand(zs + " checkpoint export --checkpoint " + dir_ + "/none --out " + out);
+  CommandResult bad =
+      RunCommand(zs + " checkpoint export --checkpoint " + dir_ + "/none --out " + out);
   EXPECT_EQ(bad.exit_code, 1);
   // A usage error is exit 2 (no --coordinator is not one: it defaults, see
   // cli_flags_test).
@@ -131,31 +137,35 @@ TEST(CoordinatorBinaryTest, ServesCheckpointsAndKeepsThemAcrossRestart) {
   const std::string tokens = dir + "/tokens";
   {
     std::ofstream(tokens) << "admin ckpt-process-admin-token-0123\n";
-    std::filesystem::permissions(tokens, std::filesystem::perms::owner_read |
-                                             std::filesystem::perms::owner_write);
+    std::filesystem::permissions(
+        tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   ::setenv("ZEROSHARD_TOKEN_FILE", tokens.c_str(), 1);  // The children inherit it.
   for (int life = 0; life < 2; ++life) {
     const std::string log = dir + "/coordinator" + std::to_string(life) + ".log";
     // Job "job", whose model checkpoint_upload_tool joins with (its plan
     // has alignment 4).
-    ChildProcess coord({BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
-                        "--job-id", "job", "--alignment", "4", "--checkpoint-dir", dir + "/ckpt",
-                        "--keep-checkpoints", "3", "--token-file", tokens},
-                       log);
+    ChildProcess coord(
+        {BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
+         "--job-id", "job", "--alignment", "4", "--checkpoint-dir", dir + "/ckpt",
+         "--keep-checkpoints", "3", "--token-file", tokens},
+        log);
     const std::string addr = WaitForGrpcAddress(log, absl::Seconds(20));
     ASSERT_FALSE(addr.empty()) << ReadFile(log);
     if (life == 0) {
       for (int r = 0; r < 2; ++r) {
-        ChildProcess up({BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0"},
-                        dir + "/up.log");
+        ChildProcess up(
+            {BinPath("checkpoint_upload_tool"), addr, "2", std::to_string(r), "2", "4", "0"},
+            dir + "/up.log");
         ASSERT_EQ(up.Wait(absl::Seconds(30)), 0) << ReadFile(dir + "/up.log");
       }
-      EXPECT_NE(ReadFile(dir + "/up.log").find("committed=1"), std::string::npos) << ReadFile(dir + "/up.log");
+      EXPECT_NE(ReadFile(dir + "/up.log").find("committed=1"), std::string::npos)
+          << ReadFile(dir + "/up.log");
     }
     CommandResult list = RunCommand(zs + " checkpoint list --coordinator " + addr);
     ASSERT_EQ(list.exit_code, 0) << list.output;
-    EXPECT_NE(list.output.find("step-00000002"), std::string::npos) << "life " << life << "\n" << list.output;
+    EXPECT_NE(list.output.find("step-00000002"), std::string::npos) << "life " << life << "\n"
+                                                                    << list.output;
     coord.Signal(SIGTERM);
     EXPECT_EQ(coord.Wait(absl::Seconds(10)), 0);
   }

@@ -50,7 +50,9 @@ class ServiceTest : public ::testing::Test {
     ASSERT_TRUE(c.ok());
     client_ = *std::move(c);
   }
-  void TearDown() override { server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5))); }
+  void TearDown() override {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  }
 
   // Rank r's views of `state` under `plan` (its shard of each unit).
   struct RankBuffers {
@@ -66,7 +68,8 @@ class ServiceTest : public ::testing::Test {
       const float* p[3];
       for (int k = 0; k < 3; ++k) {
         auto& b = rb.bufs.emplace_back(static_cast<size_t>(ranges[u].length));
-        for (int64_t i = 0; i < ranges[u].length; ++i) b[i] = At(state.at(v.unit), k, ranges[u].offset + i);
+        for (int64_t i = 0; i < ranges[u].length; ++i)
+          b[i] = At(state.at(v.unit), k, ranges[u].offset + i);
         p[k] = b.data();
       }
       v.master = p[0];
@@ -96,7 +99,9 @@ class ServiceTest : public ::testing::Test {
     std::vector<RankBuffers> bufs;
     for (int r = 0; r < plan.world_size; ++r) bufs.push_back(Shard(plan, state, r));
     for (int r = 0; r < plan.world_size; ++r) {
-      threads.emplace_back([&, r] { results[r] = client_->Save(Meta(plan, step, r, stage), bufs[r].views, Soon()); });
+      threads.emplace_back([&, r] {
+        results[r] = client_->Save(Meta(plan, step, r, stage), bufs[r].views, Soon());
+      });
     }
     for (auto& t : threads) t.join();
     int committed = 0;
@@ -124,7 +129,11 @@ TEST_F(ServiceTest, SaveAtFourRestoreAtThreeAndOne) {
   EXPECT_EQ(info->trainer().data_cursor(), 60);
   EXPECT_EQ(info->trainer().rng_state(3), "r3");
 
-  struct Target { int world; int stage; int64_t alignment; };
+  struct Target {
+    int world;
+    int stage;
+    int64_t alignment;
+  };
   for (Target t : {Target{4, 3, 4}, Target{3, 2, 8}, Target{1, 0, 1}}) {
     const ShardPlan now = *MakeShardPlan(OddUnits(), t.world, t.alignment);
     for (int r = 0; r < t.world; ++r) {
@@ -145,7 +154,8 @@ TEST_F(ServiceTest, SaveAtFourRestoreAtThreeAndOne) {
         const int k = static_cast<int>(i % 3);
         for (int64_t e = 0; e < targets[i].range.length; ++e) {
           ASSERT_EQ(dst[i][e], At(ref, k, targets[i].range.offset + e))
-              << "N=" << t.world << " rank " << r << " " << targets[i].unit << " kind " << k << " elem " << e;
+              << "N=" << t.world << " rank " << r << " " << targets[i].unit << " kind " << k
+              << " elem " << e;
         }
       }
     }
@@ -165,14 +175,16 @@ TEST_F(ServiceTest, AsyncSaveUploadsTheSnapshotNotLaterWrites) {
   ASSERT_TRUE(info.ok());
   const UnitPlan& u = plan.units[1];
   std::vector<float> got(u.numel);
-  ASSERT_TRUE(client_->Download("job", 3, u.name, v1::TENSOR_KIND_EXP_AVG, {0, u.numel}, got.data(), Soon()).ok());
+  ASSERT_TRUE(
+      client_->Download("job", 3, u.name, v1::TENSOR_KIND_EXP_AVG, {0, u.numel}, got.data(), Soon())
+          .ok());
   for (int64_t e = 0; e < u.numel; ++e) ASSERT_EQ(got[e], At(state.at(u.name), 1, e));
 }
 
 TEST_F(ServiceTest, ChecksumAndFieldErrorsOverTheWire) {
   const ShardPlan plan = *MakeShardPlan(OddUnits(), 2, 4);
-  auto stub = v1::CheckpointService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
+  auto stub = v1::CheckpointService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
   v1::BeginCheckpointResponse began;
   {
     grpc::ClientContext ctx;
@@ -280,8 +292,8 @@ std::vector<float> DownloadAsMessages(v1::CheckpointService::Stub& stub, const U
 TEST_F(ServiceTest, GeneratedMessagesAndChunkFramesInteroperate) {
   const ShardPlan plan = *MakeShardPlan(OddUnits(), 2, 4);
   const ModelState state = RandomState(OddUnits(), 23);
-  auto stub = v1::CheckpointService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
+  auto stub = v1::CheckpointService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
   UploadAsMessages(*stub, plan, state, 4);
   RankBuffers rank1 = Shard(plan, state, 1);
   SaveMetadata meta = Meta(plan, 4, 1, 3);
@@ -294,10 +306,13 @@ TEST_F(ServiceTest, GeneratedMessagesAndChunkFramesInteroperate) {
     for (int k = 0; k < 3; ++k) {
       const std::vector<float> got = DownloadAsMessages(*stub, u, kKinds[k]);
       std::vector<float> framed(static_cast<size_t>(u.numel - 1));
-      ASSERT_TRUE(client_->Download("job", 4, u.name, kKinds[k], {1, u.numel - 1}, framed.data(), Soon()).ok());
+      ASSERT_TRUE(
+          client_->Download("job", 4, u.name, kKinds[k], {1, u.numel - 1}, framed.data(), Soon())
+              .ok());
       ASSERT_EQ(got.size(), framed.size());
       for (int64_t e = 1; e < u.numel; ++e) {
-        ASSERT_EQ(got[e - 1], At(state.at(u.name), k, e)) << u.name << " kind " << k << " elem " << e;
+        ASSERT_EQ(got[e - 1], At(state.at(u.name), k, e))
+            << u.name << " kind " << k << " elem " << e;
         ASSERT_EQ(framed[e - 1], got[e - 1]);
       }
     }
@@ -370,26 +385,6 @@ TEST(CheckpointClientTest, ConnectRefusesStreamsOutsideOneToSixtyFour) {
   checkpoint::CheckpointClientOptions co;
   co.streams = 64;
   EXPECT_TRUE(CheckpointClient::Connect("127.0.0.1:1", co).ok());  // Connects lazily.
-}
-
-TEST(ReshardTest, PlanRestoreSplitsDataAndPaddingAndRefusesOtherModels) {
-  const ShardPlan old_plan = *MakeShardPlan(OddUnits(), 4, 4);
-  const ShardPlan new_plan = *MakeShardPlan(OddUnits(), 3, 8);
-  const UnitPlan& u = new_plan.units[3];  // "head": 9 elements.
-  auto segs = checkpoint::PlanRestore(old_plan, new_plan, u.name, {4, u.padded_numel - 4});
-  ASSERT_TRUE(segs.ok());
-  ASSERT_EQ(segs->size(), 2u);
-  EXPECT_EQ((*segs)[0].dst, (ElementRange{0, 5}));
-  EXPECT_EQ((*segs)[0].src_offset, 4);
-  EXPECT_TRUE((*segs)[1].zero);
-  EXPECT_EQ((*segs)[1].dst, (ElementRange{5, u.padded_numel - 9}));
-  auto other = OddUnits();
-  other[3].params[0].shape = {9};
-  const ShardPlan changed = *MakeShardPlan(other, 3, 8);
-  EXPECT_EQ(checkpoint::PlanRestore(old_plan, changed, "head", {0, 1}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(checkpoint::PlanRestore(old_plan, new_plan, "head", {0, u.padded_numel + 1}).status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -192,7 +192,8 @@ TEST_F(StoreTest, SavingACommittedStepAgainReplacesIt) {
   auto got = Read(*s, 12, "block.0", v1::TENSOR_KIND_MASTER, 0, 20);
   for (int64_t e = 0; e < 20; ++e) EXPECT_EQ(got[e], At(again.at("block.0"), 0, e));
   int entries = 0;
-  for (const auto& e : fs::directory_iterator(dir_)) entries += e.path().filename() != "step-00000012";
+  for (const auto& e : fs::directory_iterator(dir_))
+    entries += e.path().filename() != "step-00000012";
   EXPECT_EQ(entries, 0);
   s.reset();
   auto s2 = OpenStore();
@@ -230,7 +231,8 @@ TEST_F(StoreTest, ManifestThatDoesNotMatchItsFilesIsReportedNotLoaded) {
   fs::resize_file(dir_ + "/step-00000003/u0001.exp_avg.bin", 8);
   // Step 2: one byte changed, same size (found when first read).
   {
-    std::fstream f(dir_ + "/step-00000002/u0000.master.bin", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(dir_ + "/step-00000002/u0000.master.bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(5);
     f.put('\x7f');
   }
@@ -239,10 +241,12 @@ TEST_F(StoreTest, ManifestThatDoesNotMatchItsFilesIsReportedNotLoaded) {
   EXPECT_EQ(ListedSteps(*s2), (std::vector<int64_t>{1, 2}));
   ASSERT_EQ(list.rejected_size(), 1);
   EXPECT_NE(list.rejected(0).find("step-00000003"), std::string::npos) << list.rejected(0);
-  EXPECT_NE(list.rejected(0).find("u0001.exp_avg.bin is 8 bytes"), std::string::npos) << list.rejected(0);
+  EXPECT_NE(list.rejected(0).find("u0001.exp_avg.bin is 8 bytes"), std::string::npos)
+      << list.rejected(0);
   auto got = s2->Get("", std::nullopt);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(got.status().message().find("u0000.master.bin has xxhash64"), std::string::npos) << got.status();
+  EXPECT_NE(got.status().message().find("u0000.master.bin has xxhash64"), std::string::npos)
+      << got.status();
   EXPECT_EQ(ListedSteps(*s2), std::vector<int64_t>{1});
   EXPECT_EQ(s2->List("").rejected_size(), 2);
   EXPECT_EQ(s2->Get("", std::nullopt)->summary().step(), 1);
@@ -280,7 +284,8 @@ TEST_F(StoreTest, OpenRepairsACrashMidReplacement) {
 
 TEST_F(StoreTest, RetentionKeepsLastK) {
   auto s = OpenStore(/*keep_last=*/2);
-  for (int step = 1; step <= 4; ++step) ASSERT_TRUE(SaveAll(*s, step, RandomState(OddUnits(), step)).committed());
+  for (int step = 1; step <= 4; ++step)
+    ASSERT_TRUE(SaveAll(*s, step, RandomState(OddUnits(), step)).committed());
   EXPECT_EQ(ListedSteps(*s), (std::vector<int64_t>{3, 4}));
   EXPECT_FALSE(fs::exists(dir_ + "/step-00000001"));
   EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));

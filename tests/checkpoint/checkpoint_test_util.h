@@ -46,7 +46,8 @@ inline ModelState RandomState(const std::vector<UnitSpec>& units, uint32_t seed)
       numel += n;
     }
     UnitState s(3, std::vector<float>(static_cast<size_t>(numel)));
-    for (auto& k : s) for (float& x : k) x = dist(rng);
+    for (auto& k : s)
+      for (float& x : k) x = dist(rng);
     out[u.name] = std::move(s);
   }
   return out;
@@ -84,7 +85,8 @@ inline std::vector<v1::ShardChunk> RankChunks(const std::string& id, const Shard
       for (int64_t off = shard.offset; off < shard.end(); off += chunk_elems) {
         const int64_t n = std::min(chunk_elems, shard.end() - off);
         std::vector<float> v(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = At(state.at(u.name), k, off + i);
+        for (int64_t i = 0; i < n; ++i)
+          v[static_cast<size_t>(i)] = At(state.at(u.name), k, off + i);
         out.push_back(MakeChunk(id, rank, u.name, kKinds[k], off, v));
       }
     }

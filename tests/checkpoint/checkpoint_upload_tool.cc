@@ -18,7 +18,6 @@
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
-
 namespace {
 
 // A client of `target`, joined to job "job" as worker "upload-RANK" with

@@ -25,8 +25,13 @@ std::vector<char> RandomBytes(size_t n, uint32_t seed) {
   return v;
 }
 
-const size_t kSizes[] = {0, 1, 7, kXxhashCopyBlockBytes - 1, kXxhashCopyBlockBytes,
-                         kXxhashCopyBlockBytes + 1, (1 << 20) + 3};
+const size_t kSizes[] = {0,
+                         1,
+                         7,
+                         kXxhashCopyBlockBytes - 1,
+                         kXxhashCopyBlockBytes,
+                         kXxhashCopyBlockBytes + 1,
+                         (1 << 20) + 3};
 
 TEST(XxhashCopyTest, CopiesAndHashesLikeOneShotXxh64) {
   for (size_t n : kSizes) {
@@ -75,7 +80,8 @@ TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {
   ASSERT_TRUE(read.ok()) << read.status();
   for (size_t n : kSizes) {
     std::vector<char> got(n);
-    absl::StatusOr<uint64_t> h = server::PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
+    absl::StatusOr<uint64_t> h =
+        server::PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ(*h, XXH64(file.data() + 50, n, 0)) << n;
     EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + 50)) << n;

@@ -86,8 +86,8 @@ absl::Status Run(const Flags& f) {
   ZS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> units, LoadUnits(m, config));
   ZS_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(f.tokens));
   if (bytes.empty() || bytes.size() % (4 * f.batch) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(f.tokens, ": ", bytes.size(),
-                                                   " bytes is not int32 [", f.batch, ", T]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.tokens, ": ", bytes.size(), " bytes is not int32 [", f.batch, ", T]"));
   }
   std::vector<int32_t> tokens(bytes.size() / 4);
   std::memcpy(tokens.data(), bytes.data(), bytes.size());

@@ -3,14 +3,15 @@
 // checkpoint of the tiny model: every exported tensor equals the seeded
 // master values, indexed by hand from the unit's flat state ([out, in]
 // transposed to Conv1D's [in, out]), not through the mapping code.
+#include "server/checkpoint/hf_gpt2_layout.h"
+
 #include <fstream>
 
+#include "common/safetensors.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "common/safetensors.h"
 #include "server/checkpoint/checkpoint_export.h"
 #include "server/checkpoint/checkpoint_store.h"
-#include "server/checkpoint/hf_gpt2_layout.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 
@@ -170,8 +171,7 @@ TEST(HfGpt2ExportTest, RefusesACheckpointThatIsNotTheModel) {
   const std::string nameless =
       WriteCheckpoint(OddUnits(), RandomState(OddUnits(), 2), R"({"d_model":8})");
   auto n = server::ExportHfGpt2(nameless, nameless + "/hf");
-  EXPECT_NE(n.status().message().find("names no model preset"), std::string::npos)
-      << n.status();
+  EXPECT_NE(n.status().message().find("names no model preset"), std::string::npos) << n.status();
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ TEST(CliTest, SubcommandsHaveHelp) {
 // $ZEROSHARD_COORDINATOR, else 127.0.0.1:50051, and say which one they
 // could not reach.
 TEST(CliTest, CoordinatorDefaultsToTheEnvironmentThenTheDefaultAddress) {
-  for (const char* sub : {"checkpoint list --timeout 1", "checkpoint now --timeout 1",
-                          "status --timeout 1"}) {
+  for (const char* sub :
+       {"checkpoint list --timeout 1", "checkpoint now --timeout 1", "status --timeout 1"}) {
     CommandResult r = zeroshard::testing::RunCommand(
         std::string("env ZEROSHARD_COORDINATOR=127.0.0.1:9 ") + BinPath("") + "zeroshard " + sub);
     EXPECT_EQ(r.exit_code, 1) << sub << ": " << r.output;
@@ -82,8 +82,7 @@ TEST(CliTest, BusyPortIsOneLineNamingTheFlag) {
   const std::string busy = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   for (const std::string flag : {"--listen", "--metrics-listen"}) {
     const std::string other = flag == "--listen" ? " --metrics-listen ''" : " --listen 127.0.0.1:0";
-    CommandResult r =
-        RunBin("zeroshard-coordinator --state-dir '' " + flag + " " + busy + other);
+    CommandResult r = RunBin("zeroshard-coordinator --state-dir '' " + flag + " " + busy + other);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(flag + " " + busy + ": address already in use"), std::string::npos)
         << r.output;

@@ -19,9 +19,9 @@ ProgressState OneStep(int64_t offloaded) {
   r.world_size = 1;
   r.generation = 1;
   RankStepStats rank;
-  rank.peak_memory.params = 1 << 20;          // 1 MiB.
+  rank.peak_memory.params = 1 << 20;  // 1 MiB.
   rank.peak_memory.grads = 1 << 20;
-  rank.peak_memory.optimizer = 3 << 19;       // 1.5 MiB of staging.
+  rank.peak_memory.optimizer = 3 << 19;  // 1.5 MiB of staging.
   rank.peak_memory.offloaded = offloaded;
   r.ranks.push_back(rank);
   ProgressState p;

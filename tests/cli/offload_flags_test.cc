@@ -35,8 +35,9 @@ TEST(OffloadFlagsTest, LaunchRefusesBadOffloadSettings) {
   ExpectUsageError(kLaunch + "--offload-params host --stage 3", "offload_params");
   ExpectUsageError(kLaunch + "--offload-params nvme --stage 2 --offload-dir /tmp", "stage 3");
   ExpectUsageError(kLaunch + "--offload-params nvme --stage 3", "offload_dir");
-  ExpectUsageError(kLaunch + "--offload-params nvme --stage 3 --offload-dir /tmp --offload-prefetch 65",
-                   "--offload-prefetch");
+  ExpectUsageError(
+      kLaunch + "--offload-params nvme --stage 3 --offload-dir /tmp --offload-prefetch 65",
+      "--offload-prefetch");
   ExpectUsageError(kLaunch + "--offload-optimizer nvme", "offload_dir");
   ExpectUsageError(kLaunch + "--offload-optimizer nvme --offload-dir /nonexistent/zs",
                    "--offload-dir /nonexistent/zs");

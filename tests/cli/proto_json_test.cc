@@ -2,10 +2,11 @@
 // integers are JSON numbers (not strings as in protobuf's JSON mapping),
 // NaN is null, enums are names, zero scalars are present, unset messages
 // absent, repeated fields arrays.
+#include "cli/proto_json.h"
+
 #include <cmath>
 #include <cstdint>
 
-#include "cli/proto_json.h"
 #include "gtest/gtest.h"
 #include "zeroshard/v1/coordinator.pb.h"
 
@@ -28,7 +29,7 @@ TEST(ProtoJsonTest, NumbersAreNumbersAndNanIsNull) {
   EXPECT_TRUE(j["loss"].is_null()) << j.dump();
   EXPECT_DOUBLE_EQ(j["tokens_per_second"].get<double>(), 12.5);
   EXPECT_EQ(j["job_state"], "JOB_STATE_RUNNING");
-  EXPECT_EQ(j["failures"], 0);  // Zero scalars are printed.
+  EXPECT_EQ(j["failures"], 0);            // Zero scalars are printed.
   EXPECT_FALSE(j.contains("last_lost"));  // An unset message is not.
   ASSERT_TRUE(j["members"].is_array());
   ASSERT_EQ(j["members"].size(), 1u);

@@ -157,16 +157,16 @@ TEST_P(CollectivesTest, AllReduceControlDTypes) {
       ints[r][i] = (int64_t{1} << 40) + r * 1000003 + i;
       doubles[r][i] = 1.0 + (r + 1) * std::ldexp(1.0, -40) + static_cast<double>(i);
     }
-    EXPECT_TRUE(comms_[r]
-                    ->AllReduce(ints[r].data(), ints[r].data(), count_, DType::kInt64,
-                                ReduceOp::kSum)
-                    ->Wait(absl::Seconds(30))
-                    .ok());
-    EXPECT_TRUE(comms_[r]
-                    ->AllReduce(doubles[r].data(), doubles[r].data(), count_, DType::kFp64,
-                                ReduceOp::kMax)
-                    ->Wait(absl::Seconds(30))
-                    .ok());
+    EXPECT_TRUE(
+        comms_[r]
+            ->AllReduce(ints[r].data(), ints[r].data(), count_, DType::kInt64, ReduceOp::kSum)
+            ->Wait(absl::Seconds(30))
+            .ok());
+    EXPECT_TRUE(
+        comms_[r]
+            ->AllReduce(doubles[r].data(), doubles[r].data(), count_, DType::kFp64, ReduceOp::kMax)
+            ->Wait(absl::Seconds(30))
+            .ok());
   });
   for (int r = 0; r < n_; ++r) {
     for (int64_t i = 0; i < count_; ++i) {

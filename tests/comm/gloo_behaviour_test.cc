@@ -100,16 +100,17 @@ TEST(GlooBehaviourTest, ControlCollectiveTimeoutAbortsTheCommunicator) {
   auto comms = MustConnect(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<int64_t>> got = AllReduceControl(
-      *comms[0], std::vector<int64_t>{7}, ReduceOp::kSum, absl::Milliseconds(300));
+  absl::StatusOr<std::vector<int64_t>> got =
+      AllReduceControl(*comms[0], std::vector<int64_t>{7}, ReduceOp::kSum, absl::Milliseconds(300));
   const absl::Duration took = absl::Now() - start;
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded) << got.status();
   EXPECT_GE(took, absl::Milliseconds(250));
   EXPECT_LT(took, absl::Seconds(5));
   double x = 1.0;
-  EXPECT_EQ(comms[0]->AllReduce(&x, &x, 1, DType::kFp64, ReduceOp::kSum)->Wait(absl::Seconds(5)).code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(
+      comms[0]->AllReduce(&x, &x, 1, DType::kFp64, ReduceOp::kSum)->Wait(absl::Seconds(5)).code(),
+      absl::StatusCode::kAborted);
 }
 
 // Both ranks call: the helpers return every rank's values in their own type.
@@ -120,10 +121,11 @@ TEST(GlooBehaviourTest, ControlCollectivesCarryInt64AndDouble) {
   std::vector<absl::StatusOr<std::vector<double>>> gathered(2);
   std::vector<absl::StatusOr<std::vector<int64_t>>> broadcast(2);
   ParallelFor(2, [&](int r) {
-    gathered[r] = AllGatherControl(*comms[r], std::vector<double>{r + 0.1, r + 1e-12},
-                                   absl::Seconds(30));
-    broadcast[r] = BroadcastControl(*comms[r], std::vector<int64_t>{r == 1 ? (int64_t{1} << 53) + 1 : -1},
-                                    1, absl::Seconds(30));
+    gathered[r] =
+        AllGatherControl(*comms[r], std::vector<double>{r + 0.1, r + 1e-12}, absl::Seconds(30));
+    broadcast[r] =
+        BroadcastControl(*comms[r], std::vector<int64_t>{r == 1 ? (int64_t{1} << 53) + 1 : -1}, 1,
+                         absl::Seconds(30));
   });
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(gathered[r].ok()) << gathered[r].status();
@@ -268,7 +270,8 @@ TEST(GlooBehaviourTest, ReduceScatterOverSeveralSegments) {
       std::vector<float> in(count * 3);
       for (int64_t i = 0; i < count * 3; ++i) in[i] = InputValue(r, i);
       std::vector<uint8_t> send = Encode(in, dtype), recv(count * DTypeSize(dtype));
-      EXPECT_TRUE(comms[r]->ReduceScatter(send.data(), recv.data(), count, dtype, ReduceOp::kSum)
+      EXPECT_TRUE(comms[r]
+                      ->ReduceScatter(send.data(), recv.data(), count, dtype, ReduceOp::kSum)
                       ->Wait(absl::Seconds(30))
                       .ok());
       got[r] = Decode(recv, dtype);
@@ -293,15 +296,20 @@ TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
       InMemoryStore store;
       auto comms = MustConnect(store, n);
       ASSERT_EQ(comms.size(), static_cast<size_t>(n));
-      auto value = [](int r, int64_t i) { return static_cast<uint16_t>((r * 131 + i * 7) % 65521); };
+      auto value = [](int r, int64_t i) {
+        return static_cast<uint16_t>((r * 131 + i * 7) % 65521);
+      };
       std::vector<std::vector<uint16_t>> out(n, std::vector<uint16_t>(block * n));
       ParallelFor(n, [&](int r) {
         std::vector<uint16_t> send(block);
         for (int64_t i = 0; i < block; ++i) send[i] = value(r, i);
         uint16_t* own = out[r].data() + r * block;
         if (in_place) std::memcpy(own, send.data(), block * sizeof(uint16_t));
-        EXPECT_TRUE(comms[r]->AllGather(in_place ? own : send.data(), out[r].data(), block,
-                                        DType::kBf16)->Wait(absl::Seconds(30)).ok());
+        EXPECT_TRUE(
+            comms[r]
+                ->AllGather(in_place ? own : send.data(), out[r].data(), block, DType::kBf16)
+                ->Wait(absl::Seconds(30))
+                .ok());
       });
       for (int r = 0; r < n; ++r) {
         for (int64_t j = 0; j < block * n; ++j) {

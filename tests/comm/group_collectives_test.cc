@@ -49,7 +49,8 @@ TEST_P(GroupCollectivesTest, AllGatherGroupEqualsEachMembersAllGather) {
     EXPECT_TRUE(comms_[r]->AllGatherGroup(group, dtype_)->Wait(absl::Seconds(30)).ok());
     // A single op after the group pairs with the peers' single op.
     std::vector<uint8_t> one = Encode(Input(r, 2), dtype_), all(Bytes(2 * n_));
-    EXPECT_TRUE(comms_[r]->AllGather(one.data(), all.data(), 2, dtype_)->Wait(absl::Seconds(30)).ok());
+    EXPECT_TRUE(
+        comms_[r]->AllGather(one.data(), all.data(), 2, dtype_)->Wait(absl::Seconds(30)).ok());
     EXPECT_EQ(Decode(all, dtype_)[2 * (n_ - 1) + 1], InputValue(n_ - 1, 1)) << "rank " << r;
   });
   for (int r = 0; r < n_; ++r) {
@@ -87,7 +88,8 @@ TEST_P(GroupCollectivesTest, ReduceScatterGroupEqualsEachMembersReduceScatter) {
     });
     for (int r = 0; r < n_; ++r) {
       for (size_t k = 0; k < m; ++k) {
-        const uint8_t* at = InPlace(k) ? send[r][k].data() + Bytes(counts[k] * r) : out[r][k].data();
+        const uint8_t* at =
+            InPlace(k) ? send[r][k].data() + Bytes(counts[k] * r) : out[r][k].data();
         const std::vector<float> got =
             Decode(std::vector<uint8_t>(at, at + Bytes(counts[k])), dtype_);
         for (int64_t i = 0; i < counts[k]; ++i) {
@@ -101,7 +103,8 @@ TEST_P(GroupCollectivesTest, ReduceScatterGroupEqualsEachMembersReduceScatter) {
 
 TEST_P(GroupCollectivesTest, AnEmptyGroupIsInvalid) {
   if (count_ != 1 || dtype_ != DType::kFp32) GTEST_SKIP() << "one run per world size";
-  EXPECT_TRUE(absl::IsInvalidArgument(comms_[0]->AllGatherGroup({}, dtype_)->Wait(absl::Seconds(1))));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(comms_[0]->AllGatherGroup({}, dtype_)->Wait(absl::Seconds(1))));
   EXPECT_TRUE(absl::IsInvalidArgument(
       comms_[0]->ReduceScatterGroup({}, dtype_, ReduceOp::kSum)->Wait(absl::Seconds(1))));
 }

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
-#include "tests/support/file_store.h"
 #include "tests/comm/rank_threads.h"
+#include "tests/support/file_store.h"
 #include "worker/comm/communicator_factory.h"
 
 namespace zeroshard::testing {

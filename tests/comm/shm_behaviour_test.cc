@@ -102,12 +102,14 @@ TEST(ShmBehaviourTest, BadOptionsAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
   auto solo = CreateShmCommunicator(store, "solo/", 0, 1);
   ASSERT_TRUE(solo.ok()) << solo.status();
-  EXPECT_EQ((*solo)->AllReduce(nullptr, nullptr, 4, DType::kFp32, ReduceOp::kSum)
+  EXPECT_EQ((*solo)
+                ->AllReduce(nullptr, nullptr, 4, DType::kFp32, ReduceOp::kSum)
                 ->Wait(absl::Seconds(1))
                 .code(),
             absl::StatusCode::kInvalidArgument);
   float x = 1;
-  EXPECT_EQ((*solo)->ReduceScatter(&x, &x, 1, DType::kInt64, ReduceOp::kSum)
+  EXPECT_EQ((*solo)
+                ->ReduceScatter(&x, &x, 1, DType::kInt64, ReduceOp::kSum)
                 ->Wait(absl::Seconds(1))
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -121,8 +123,8 @@ TEST(ShmBehaviourTest, OpTimeoutFiresWhenPeerNeverIssues) {
   CollectiveOptions opts;
   opts.timeout = absl::Milliseconds(300);
   const absl::Time start = absl::Now();
-  absl::Status s = comms[0]->AllGather(in.data(), out.data(), 16, DType::kFp32, opts)
-                       ->Wait(absl::Seconds(10));
+  absl::Status s =
+      comms[0]->AllGather(in.data(), out.data(), 16, DType::kFp32, opts)->Wait(absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
@@ -134,7 +136,8 @@ TEST(ShmBehaviourTest, OpTimeoutFiresWhenPeerNeverIssues) {
   long_wait.timeout = absl::Seconds(30);
   const absl::Time late = absl::Now();
   std::vector<float> in1(16, 2.0f), out1(32);
-  EXPECT_TRUE(comms[1]->AllGather(in1.data(), out1.data(), 16, DType::kFp32, long_wait)
+  EXPECT_TRUE(comms[1]
+                  ->AllGather(in1.data(), out1.data(), 16, DType::kFp32, long_wait)
                   ->Wait(absl::Seconds(30))
                   .ok());
   EXPECT_EQ(comms[1]->Barrier(long_wait).code(), absl::StatusCode::kUnavailable);
@@ -175,7 +178,8 @@ TEST(ShmBehaviourTest, AbortFailsPendingOpFastAndThePeerSeesItLeave) {
   // the next one finds rank 0 gone: UNAVAILABLE, not a timeout.
   CollectiveOptions long_wait;
   long_wait.timeout = absl::Seconds(30);
-  comms[1]->AllReduce(b.data(), b.data(), 8, DType::kFp32, ReduceOp::kSum, long_wait)
+  comms[1]
+      ->AllReduce(b.data(), b.data(), 8, DType::kFp32, ReduceOp::kSum, long_wait)
       ->Wait(absl::Seconds(30))
       .IgnoreError();
   absl::Status s = comms[1]->Barrier(long_wait);

@@ -68,7 +68,7 @@ TEST(GatherOrderTest, BucketsCutByWeightAndTheWindowCountsBuckets) {
   EXPECT_EQ(order.WindowBuckets(1), (B{{1}, {2, 3}}));
   EXPECT_EQ(order.Record(1, 1), (V{2, 3, 3, 2}));
   EXPECT_EQ(order.WindowBuckets(1), (B{{}, {2, 3}}));
-  EXPECT_EQ(order.Record(2, 0), (V{3, 3, 2}));        // Prefetch 0: the bucket's rest.
+  EXPECT_EQ(order.Record(2, 0), (V{3, 3, 2}));  // Prefetch 0: the bucket's rest.
   EXPECT_EQ(order.WindowBuckets(2), (B{{3, 2}, {1, 0}}));
   EXPECT_TRUE(order.Expects(0, 1));
   EXPECT_FALSE(order.Expects(0, 0));

@@ -37,7 +37,7 @@ constexpr char kQwen2V4[] = R"({
 
 // The smallest config: every optional key absent.
 Json Minimal(const char* type = "llama") {
-  return {{"model_type", type},   {"hidden_size", 24},       {"num_hidden_layers", 3},
+  return {{"model_type", type},       {"hidden_size", 24},       {"num_hidden_layers", 3},
           {"num_attention_heads", 6}, {"intermediate_size", 29}, {"vocab_size", 37}};
 }
 
@@ -70,7 +70,7 @@ TEST(HfModelConfigTest, TransformersFiveKeys) {
 TEST(HfModelConfigTest, TransformersFourKeysAndQwen2Biases) {
   absl::StatusOr<ModelConfig> c = ParseHfModelConfig(kQwen2V4, 0);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->n_ctx, 40);  // max_position_embeddings below 1024.
+  EXPECT_EQ(c->n_ctx, 40);    // max_position_embeddings below 1024.
   EXPECT_EQ(c->head_dim, 4);  // hidden_size / heads.
   EXPECT_EQ(c->rope_theta, 1e6);
   EXPECT_EQ(c->rope_scaling.type, "llama3");

@@ -57,7 +57,8 @@ void WriteRaw(const std::string& path, const std::vector<RawTensor>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   std::string data;
   for (const RawTensor& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
                       {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data += t.bytes;
   }
@@ -108,8 +109,8 @@ TEST_F(HfWeightsTest, SingleFileF32AndBf16) {
   // is past halfway: 1 + 2^-7.
   const std::vector<float> b = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
                                 1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20), -2.0f};
-  const std::vector<float> b_want = {1.0f, 1.0f + std::ldexp(1.0f, -6),
-                                     1.0f + std::ldexp(1.0f, -7), -2.0f};
+  const std::vector<float> b_want = {1.0f, 1.0f + std::ldexp(1.0f, -6), 1.0f + std::ldexp(1.0f, -7),
+                                     -2.0f};
   Write(Path("model.safetensors"), {{"w", {2, 3}, "F32"}, {"b", {4}, "BF16"}}, {w, b});
   absl::StatusOr<HfWeights> hf = HfWeights::Open(dir_);
   ASSERT_TRUE(hf.ok()) << hf.status();
@@ -146,8 +147,11 @@ class ShardedTest : public HfWeightsTest {
                                      {"n.i32", "I32", {2}, std::string(8, '\1')},
                                      {"x.bias", "F16", {7}, Bytes16(std::vector<uint16_t>(7))}});
     nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", {}}};
-    for (auto [t, f] : {std::pair{"x.weight", "a"}, {"x.bias", "a"}, {"y.weight", "b"},
-                        {"h", "c"}, {"n.i32", "c"}}) {
+    for (auto [t, f] : {std::pair{"x.weight", "a"},
+                        {"x.bias", "a"},
+                        {"y.weight", "b"},
+                        {"h", "c"},
+                        {"n.i32", "c"}}) {
       index["weight_map"][t] = std::string(f) + ".safetensors";
     }
     std::ofstream(Path("model.safetensors.index.json")) << index.dump();

@@ -25,8 +25,11 @@ ModelConfig EveryFieldSet() {
   c.n_inner = 29;
   c.norm_eps = 1.0 / 3e5;
   c.rope_theta = 123456.789012345;
-  c.rope_scaling = {.type = "llama3", .factor = 3.5, .low_freq_factor = 0.1,
-                    .high_freq_factor = 6.25, .original_max_positions = 77};
+  c.rope_scaling = {.type = "llama3",
+                    .factor = 3.5,
+                    .low_freq_factor = 0.1,
+                    .high_freq_factor = 6.25,
+                    .original_max_positions = 77};
   c.qkv_bias = c.o_bias = c.qk_norm = true;
   c.tied = false;
   c.max_positions = 4099;
@@ -68,14 +71,14 @@ TEST(LlamaConfigTest, JsonRoundTripKeepsEveryField) {
 }
 
 TEST(LlamaConfigTest, JsonErrorsNameTheField) {
-  for (auto [text, field] : {std::pair{R"({"family": "bert"})", "family"},
-                             {R"({"family": "llama", "vocab": "x"})", "vocab"},
-                             {R"({"family": "llama", "rope_scaling": {"factor": "x"}})",
-                              "rope_scaling.factor"},
-                             {R"({"family": "llama", "vocab": 37, "n_layer": 1, "n_embd": 24,
+  for (auto [text, field] :
+       {std::pair{R"({"family": "bert"})", "family"},
+        {R"({"family": "llama", "vocab": "x"})", "vocab"},
+        {R"({"family": "llama", "rope_scaling": {"factor": "x"}})", "rope_scaling.factor"},
+        {R"({"family": "llama", "vocab": 37, "n_layer": 1, "n_embd": 24,
                                   "n_head": 5, "n_kv_head": 2, "n_inner": 8, "n_ctx": 4,
                                   "head_dim": 4})",
-                              "n_head"}}) {
+         "n_head"}}) {
     absl::Status s = ModelConfigFromJson(text).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << field;
     EXPECT_NE(s.message().find(field), std::string::npos) << s;

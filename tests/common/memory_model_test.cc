@@ -13,7 +13,6 @@
 // - the recommendation: the lowest stage that fits, checkpointing when it
 //   saves a stage.
 #include "common/run_plan.h"
-
 #include "gtest/gtest.h"
 
 namespace zeroshard {
@@ -46,7 +45,8 @@ TEST(MemoryModelTest, Classic7BExample) {
 // Units of 10 and 3 elements at N = 4, alignment 2: padded to 16 and 8,
 // shards of 4 and 2.
 ShardPlan OddPlan() {
-  auto plan = MakeShardPlan({{"a", {{"w", {10}, DType::kFp32}}}, {"b", {{"v", {3}, DType::kFp32}}}}, 4, 2);
+  auto plan =
+      MakeShardPlan({{"a", {{"w", {10}, DType::kFp32}}}, {"b", {{"v", {3}, DType::kFp32}}}}, 4, 2);
   EXPECT_TRUE(plan.ok());
   return *plan;
 }
@@ -123,8 +123,9 @@ TEST(TrafficModelTest, DesignTableVolumes) {
   for (int stage = 0; stage <= 3; ++stage) {
     in.stage = stage;
     const TrafficPrediction t = PredictTrafficFromParams(psi, 4, in);
-    const int64_t moved = t.of(Collective::kAllGather).bytes + t.of(Collective::kReduceScatter).bytes +
-                          (t.of(Collective::kAllReduce).bytes - (stage > 0 ? 8 : 0)) * (stage == 0 ? 2 : 1);
+    const int64_t moved =
+        t.of(Collective::kAllGather).bytes + t.of(Collective::kReduceScatter).bytes +
+        (t.of(Collective::kAllReduce).bytes - (stage > 0 ? 8 : 0)) * (stage == 0 ? 2 : 1);
     EXPECT_EQ(moved, (stage == 3 ? 3 : 2) * 2 * psi) << stage;
   }
   in.stage = 3;
@@ -142,8 +143,10 @@ TEST(TrafficModelTest, DesignTableVolumes) {
 // micro-batches the second F0 finds the first's last B0 kept: 13.
 // Prefetch 0 gathers at every open but the kept-nothing case: 8.
 TEST(TrafficModelTest, StageThreePrefetchSchedule) {
-  auto plan = MakeShardPlan({{"e", {{"we", {8}, DType::kFp32}}}, {"b1", {{"w1", {4}, DType::kFp32}}},
-                             {"b2", {{"w2", {4}, DType::kFp32}}}}, 2, 1);
+  auto plan = MakeShardPlan({{"e", {{"we", {8}, DType::kFp32}}},
+                             {"b1", {{"w1", {4}, DType::kFp32}}},
+                             {"b2", {{"w2", {4}, DType::kFp32}}}},
+                            2, 1);
   ASSERT_TRUE(plan.ok());
   TrafficInputs in;
   in.stage = 3;
@@ -175,7 +178,8 @@ TEST(RunPlanTest, RecommendsLowestStageThatFits) {
   PlanMachine m;
   m.workers = 4;
   m.cuda = true;
-  m.device_memory = 8'000'000'000;  // Stage 0 (16 GB) and 1 (11 GB) do not fit; 2 (8 + 1 + 3 = 7 GB) does.
+  m.device_memory =
+      8'000'000'000;  // Stage 0 (16 GB) and 1 (11 GB) do not fit; 2 (8 + 1 + 3 = 7 GB) does.
   auto plan = MakeRunPlan(model, m);
   ASSERT_TRUE(plan.ok());
   ASSERT_GE(plan->recommended, 0);

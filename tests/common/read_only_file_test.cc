@@ -42,10 +42,14 @@ class ReadOnlyFileTest : public ::testing::Test {
   // direct block and across several, at the file's end, and tiny.
   void ExpectRangesEqual(const ReadOnlyFile& file) {
     const int64_t size = static_cast<int64_t>(bytes_.size());
-    const std::vector<std::pair<int64_t, int64_t>> ranges = {
-        {0, 1 << 20},        {4096, 65536},           {4095, (1 << 20) + 2},
-        {123, (2 << 20) + 77}, {size - 100000, 100000}, {size - 5, 5},
-        {777, 70000},        {0, size}};
+    const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 1 << 20},
+                                                             {4096, 65536},
+                                                             {4095, (1 << 20) + 2},
+                                                             {123, (2 << 20) + 77},
+                                                             {size - 100000, 100000},
+                                                             {size - 5, 5},
+                                                             {777, 70000},
+                                                             {0, size}};
     for (auto [offset, n] : ranges) {
       std::vector<char> got(static_cast<size_t>(n));
       ASSERT_TRUE(file.Read(got.data(), n, offset).ok()) << offset << "+" << n;

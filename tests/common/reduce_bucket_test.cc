@@ -21,8 +21,8 @@ TEST(ReduceBucketTest, FillsToCapacityAndGoesFirstWhenItWouldOverflow) {
   bucket.Add(3, 6, issue);   // [2 3] 10: full, goes
   bucket.Add(4, 12, issue);  // Alone past capacity: goes at once
   bucket.Add(5, 3, issue);
-  bucket.Flush(issue);       // [5]
-  bucket.Flush(issue);       // Nothing left
+  bucket.Flush(issue);  // [5]
+  bucket.Flush(issue);  // Nothing left
   EXPECT_EQ(issued, (Groups{{0, 1}, {2, 3}, {4}, {5}}));
 }
 
@@ -32,11 +32,11 @@ TEST(ReduceBucketTest, AReopenedUnitLeavesAndRejoinsAtTheEnd) {
   ReduceBucket bucket(10);
   bucket.Add(0, 4, issue);
   bucket.Add(1, 4, issue);
-  EXPECT_TRUE(bucket.Take(0));   // [1] 4
+  EXPECT_TRUE(bucket.Take(0));  // [1] 4
   EXPECT_FALSE(bucket.Take(0));
   EXPECT_FALSE(bucket.Take(7));
-  bucket.Add(2, 4, issue);       // [1 2] 8: its bytes left with it
-  bucket.Add(0, 2, issue);       // [1 2 0] 10: full
+  bucket.Add(2, 4, issue);  // [1 2] 8: its bytes left with it
+  bucket.Add(0, 2, issue);  // [1 2 0] 10: full
   EXPECT_EQ(issued, (Groups{{1, 2, 0}}));
 }
 

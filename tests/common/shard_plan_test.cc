@@ -104,7 +104,8 @@ TEST(ShardPlanTest, BadInputNamesTheField) {
   EXPECT_NE(bad_n.status().message().find("world_size"), std::string::npos);
   auto neg = MakeShardPlan({{"u", {{"w", {3, -1}, DType::kFp32}}}}, 2, 1);
   EXPECT_NE(neg.status().message().find("shape[1]"), std::string::npos);
-  auto dup = MakeShardPlan({{"u", {{"w", {3}, DType::kFp32}}}, {"v", {{"w", {3}, DType::kFp32}}}}, 2, 1);
+  auto dup =
+      MakeShardPlan({{"u", {{"w", {3}, DType::kFp32}}}, {"v", {{"w", {3}, DType::kFp32}}}}, 2, 1);
   EXPECT_NE(dup.status().message().find("duplicated"), std::string::npos);
   auto huge = MakeShardPlan({{"u", {{"w", {1 << 30, 1 << 30, 4}, DType::kFp32}}}}, 2, 1);
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);

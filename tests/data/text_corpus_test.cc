@@ -29,7 +29,8 @@ TEST(TextCorpusTest, DirectoryIsWalkedInSortedOrderSkippingBinary) {
   EXPECT_EQ(c->skipped_binary_files(), 2);
   ASSERT_EQ(c->files().size(), 2u);
   EXPECT_EQ(c->files()[0], dir + "/a/z.py");
-  const std::string all = std::string(c->split(Split::kTrain)) + std::string(c->split(Split::kValidation));
+  const std::string all =
+      std::string(c->split(Split::kTrain)) + std::string(c->split(Split::kValidation));
   EXPECT_EQ(all, "print('z')\nbbbb\n");
 }
 

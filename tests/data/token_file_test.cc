@@ -40,8 +40,8 @@ std::string WriteShard(const std::string& dir, const std::string& name,
 }
 
 std::string Npy(const std::string& descr, const std::string& shape, const std::string& body) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape +
-                       ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string out = "\x93NUMPY";
@@ -103,9 +103,11 @@ TEST(TokenFile, BadFilesNameTheFileAndThePlace) {
   WriteBytes(dir + "/header.bin", bytes.substr(0, 100));
   WriteBytes(dir + "/2d.npy", Npy("<u2", "(2, 1)", std::string(4, '\0')));
   WriteBytes(dir + "/float.npy", Npy("<f4", "(1,)", std::string(4, '\0')));
-  const std::pair<std::string, std::string> cases[] = {
-      {"magic.bin", "magic"},   {"short.bin", "truncated"}, {"header.bin", "header truncated"},
-      {"2d.npy", "not 1-D"},    {"float.npy", "dtype"}};
+  const std::pair<std::string, std::string> cases[] = {{"magic.bin", "magic"},
+                                                       {"short.bin", "truncated"},
+                                                       {"header.bin", "header truncated"},
+                                                       {"2d.npy", "not 1-D"},
+                                                       {"float.npy", "dtype"}};
   for (const auto& [name, what] : cases) {
     absl::StatusOr<TokenFile> f = ReadTokenFile(dir + "/" + name);
     ASSERT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << name;
@@ -139,8 +141,7 @@ TEST(TokenFile, CorpusSamplesTheFilesIdsAndRefusesMixing) {
   WriteBytes(dir + "/b.txt", "some text here");
   absl::StatusOr<TextCorpus> mixed = TextCorpus::Load({dir});
   ASSERT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(mixed.status().message().find("b.txt holds text"), std::string::npos)
-      << mixed.status();
+  EXPECT_NE(mixed.status().message().find("b.txt holds text"), std::string::npos) << mixed.status();
 }
 
 }  // namespace

@@ -257,7 +257,11 @@ def job_config(c, name, objs, coord):
                    f"{name}: --job-config {path} is a key of a ConfigMap in the render"):
         return None
     job = json.loads(cm["data"][key])
-    known = set(re.findall(r'key == "(\w+)"', (dc.SOURCE_DIR / "common/job_config.cc").read_text()))
+    # The keys ParseFields knows: its branches (`key == "x"`) and its table
+    # of plain fields (`{"x", &JobConfig::x}`).
+    source = (dc.SOURCE_DIR / "common/job_config.cc").read_text()
+    known = set(re.findall(r'key == "(\w+)"', source)) | set(
+        re.findall(r'\{"(\w+)", &JobConfig::', source))
     c.check(known and set(job) <= known,
             f"{name}: job.json keys {sorted(set(job) - known)} are not JobConfig keys")
     return job

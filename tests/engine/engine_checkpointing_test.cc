@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_config.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
-#include "common/model_config.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {

@@ -15,10 +15,10 @@
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
-#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard::testing {
@@ -45,23 +45,25 @@ absl::Status RunBoth(int n, const std::string& backend, RunConfig config, RankRe
   std::vector<RankResult> cpu_r(n), cuda_r(n);
   ZS_RETURN_IF_ERROR(RunRanksAsThreads(n, absl::StrCat("cpu", config.stage, backend),
                                        [&](int r, Communicator* comm) -> absl::Status {
-    ZS_ASSIGN_OR_RETURN(cpu_r[r], TrainRank(kDims, RefAdamW{}, config, comm));
-    return absl::OkStatus();
-  }));
+                                         ZS_ASSIGN_OR_RETURN(
+                                             cpu_r[r], TrainRank(kDims, RefAdamW{}, config, comm));
+                                         return absl::OkStatus();
+                                       }));
   InMemoryStore store;
-  ZS_RETURN_IF_ERROR(RunRanksAsThreads(n, absl::StrCat("ctl", config.stage, backend),
-                                       [&](int r, Communicator* control) -> absl::Status {
-    ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDevice({"cuda", 0}));
-    CommunicatorOptions o;
-    o.device = device.get();
-    ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> data,
-                        CreateCommunicator(backend, store, "data/", r, n, o));
-    RunConfig c = config;
-    c.device = device.get();
-    c.control_comm = control;
-    ZS_ASSIGN_OR_RETURN(cuda_r[r], TrainRank(kDims, RefAdamW{}, c, data.get()));
-    return absl::OkStatus();
-  }));
+  ZS_RETURN_IF_ERROR(RunRanksAsThreads(
+      n, absl::StrCat("ctl", config.stage, backend),
+      [&](int r, Communicator* control) -> absl::Status {
+        ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDevice({"cuda", 0}));
+        CommunicatorOptions o;
+        o.device = device.get();
+        ZS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> data,
+                            CreateCommunicator(backend, store, "data/", r, n, o));
+        RunConfig c = config;
+        c.device = device.get();
+        c.control_comm = control;
+        ZS_ASSIGN_OR_RETURN(cuda_r[r], TrainRank(kDims, RefAdamW{}, c, data.get()));
+        return absl::OkStatus();
+      }));
   *cpu = cpu_r[0];
   *cuda = cuda_r[0];
   return absl::OkStatus();
@@ -93,9 +95,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, EngineCudaTest,
                                            std::tuple{2, std::string("host-staged")},
                                            std::tuple{4, std::string("host-staged")}),
                          [](const auto& info) {
-                           return absl::StrCat("N", std::get<0>(info.param), "_",
-                                               std::get<1>(info.param) == "nccl" ? "nccl"
-                                                                                 : "staged");
+                           return absl::StrCat(
+                               "N", std::get<0>(info.param), "_",
+                               std::get<1>(info.param) == "nccl" ? "nccl" : "staged");
                          });
 
 }  // namespace

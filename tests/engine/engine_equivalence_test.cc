@@ -37,8 +37,9 @@ const MlpDims kDims{3, 7};  // Units of 28, 56 and 3 elements.
 std::vector<RunConfig> Configs() {
   std::vector<RunConfig> configs;
   for (int stage = 0; stage <= 3; ++stage) {
-    for (auto [c, r] : {std::pair{DType::kFp32, DType::kFp32}, std::pair{DType::kBf16, DType::kBf16},
-                        std::pair{DType::kBf16, DType::kFp32}}) {
+    for (auto [c, r] :
+         {std::pair{DType::kFp32, DType::kFp32}, std::pair{DType::kBf16, DType::kBf16},
+          std::pair{DType::kBf16, DType::kFp32}}) {
       RunConfig config;
       config.stage = stage;
       config.compute = c;

@@ -37,20 +37,22 @@ struct RankMemory {
 
 RankMemory RunOneStep(const RunConfig& config, Communicator* comm) {
   RankMemory out;
-  absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), comm->world_size(), config.alignment);
+  absl::StatusOr<ShardPlan> plan =
+      MakeShardPlan(MlpUnits(kDims), comm->world_size(), config.alignment);
   if (!plan.ok()) {
     out.status = plan.status();
     return out;
   }
-  absl::StatusOr<std::unique_ptr<ShardedEngine>> engine = ShardedEngine::Create(
-      *plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(*plan, 42));
+  absl::StatusOr<std::unique_ptr<ShardedEngine>> engine =
+      ShardedEngine::Create(*plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(*plan, 42));
   if (!engine.ok()) {
     out.status = engine.status();
     return out;
   }
   for (int mb = 0; mb < 2; ++mb) {
     std::vector<Sample> batch;
-    for (int k = 0; k < 4; ++k) batch.push_back(MakeSample(kDims, 1, comm->rank() * 8 + mb * 4 + k));
+    for (int k = 0; k < 4; ++k)
+      batch.push_back(MakeSample(kDims, 1, comm->rank() * 8 + mb * 4 + k));
     MlpForwardBackward(kDims, *plan, **engine, batch);
   }
   absl::StatusOr<StepResult> step = (*engine)->Step(0.5f);
@@ -92,15 +94,8 @@ void ExpectCommVolume(const ShardPlan& plan, int stage, int c, int g, const Comm
   }
 }
 
-class EngineMemoryTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
-
-TEST_P(EngineMemoryTest, ModelStateMatchesZeroFormula) {
-  RunConfig config;
-  config.stage = std::get<0>(GetParam());
-  const bool bf16 = std::get<1>(GetParam());
-  config.compute = config.reduce = bf16 ? DType::kBf16 : DType::kFp32;
-  config.alignment = 8;
-
+// One step on each of kN ranks (threads over Gloo), each rank's memory.
+std::vector<RankMemory> RunRanks(const RunConfig& config) {
   InMemoryStore store;
   std::vector<RankMemory> results(kN);
   std::vector<std::thread> ranks;
@@ -116,6 +111,19 @@ TEST_P(EngineMemoryTest, ModelStateMatchesZeroFormula) {
     });
   }
   for (std::thread& t : ranks) t.join();
+  return results;
+}
+
+class EngineMemoryTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(EngineMemoryTest, ModelStateMatchesZeroFormula) {
+  RunConfig config;
+  config.stage = std::get<0>(GetParam());
+  const bool bf16 = std::get<1>(GetParam());
+  config.compute = config.reduce = bf16 ? DType::kBf16 : DType::kFp32;
+  config.alignment = 8;
+
+  const std::vector<RankMemory> results = RunRanks(config);
 
   absl::StatusOr<ShardPlan> plan = MakeShardPlan(MlpUnits(kDims), kN, config.alignment);
   ASSERT_TRUE(plan.ok());
@@ -128,15 +136,18 @@ TEST_P(EngineMemoryTest, ModelStateMatchesZeroFormula) {
   const MemoryByKind exact{c * (s == 3 ? shard : padded), g * (s >= 2 ? shard : padded),
                            kAdamStateBytesPerParam * (s >= 1 ? shard : padded), 0};
   const int64_t padding = padded - psi;
-  std::printf("stage %d %s, N=%d, psi=%ld (padded %ld): formula params %ld grads %ld optimizer %ld"
-              " (+ gather buffers)\n", s, bf16 ? "bf16" : "fp32", kN, psi, padded, paper.params,
-              paper.grads, paper.optimizer);
+  std::printf(
+      "stage %d %s, N=%d, psi=%ld (padded %ld): formula params %ld grads %ld optimizer %ld"
+      " (+ gather buffers)\n",
+      s, bf16 ? "bf16" : "fp32", kN, psi, padded, paper.params, paper.grads, paper.optimizer);
   for (int r = 0; r < kN; ++r) {
     const RankMemory& m = results[r];
     ASSERT_TRUE(m.status.ok()) << "rank " << r << ": " << m.status;
-    std::printf("  rank %d measured params %ld grads %ld optimizer %ld | buffers now %ld, peak %ld"
-                " (declared bound %ld)\n", r, m.current.params, m.current.grads,
-                m.current.optimizer, m.current.buffers, m.peak.buffers, m.bound);
+    std::printf(
+        "  rank %d measured params %ld grads %ld optimizer %ld | buffers now %ld, peak %ld"
+        " (declared bound %ld)\n",
+        r, m.current.params, m.current.grads, m.current.optimizer, m.current.buffers,
+        m.peak.buffers, m.bound);
     EXPECT_EQ(m.current.params, exact.params);
     EXPECT_EQ(m.current.grads, exact.grads);
     EXPECT_EQ(m.current.optimizer, exact.optimizer);

@@ -13,9 +13,9 @@
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"
+#include "tests/support/gpu_test_main.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"
-#include "tests/support/gpu_test_main.h"
 #include "worker/device/device_factory.h"
 
 namespace zeroshard::testing {
@@ -51,12 +51,14 @@ TEST(EngineOffloadCudaTest, HostAndNvmeStoresBitEqualToGpuMemory) {
       ASSERT_TRUE(want.ok()) << want.status();
       for (OffloadTarget t : {OffloadTarget::kHost, OffloadTarget::kNvme}) {
         config.offload = {t, "/tmp", "", false};
-        absl::StatusOr<RankResult> got = RunCuda(config, base + std::to_string(static_cast<int>(t)));
+        absl::StatusOr<RankResult> got =
+            RunCuda(config, base + std::to_string(static_cast<int>(t)));
         ASSERT_TRUE(got.ok()) << got.status();
         EXPECT_EQ(got->grad_norms, want->grad_norms) << base;
         for (size_t u = 0; u < want->params.size(); ++u) {
           EXPECT_EQ(std::memcmp(got->params[u].data(), want->params[u].data(),
-                                want->params[u].size() * 4), 0)
+                                want->params[u].size() * 4),
+                    0)
               << base << " target " << static_cast<int>(t) << " unit " << u;
         }
       }

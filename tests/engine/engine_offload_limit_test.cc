@@ -19,12 +19,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/model_config.h"
 #include "common/zero_memory.h"
 #include "gtest/gtest.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
 #include "worker/engine/sharded_engine.h"
-#include "common/model_config.h"
 
 namespace zeroshard {
 namespace {
@@ -70,7 +70,8 @@ int Child() {
   EngineOptions device_o = o;
   device_o.offload = {};
   auto refused = ShardedEngine::Create(plan, comm->get(), device_o, init);
-  std::printf("without offload: %s\n", refused.ok() ? "created" : refused.status().ToString().c_str());
+  std::printf("without offload: %s\n",
+              refused.ok() ? "created" : refused.status().ToString().c_str());
   if (refused.ok() || !absl::IsResourceExhausted(refused.status())) return 13;
   auto engine = ShardedEngine::Create(plan, comm->get(), o, init);
   if (!engine.ok()) {

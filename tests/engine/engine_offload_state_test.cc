@@ -43,8 +43,7 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> Engine(Communicator* comm, int st
   config.offload = {target, "/tmp", "", false};
   config.params_offload.enabled = params;
   config.params_offload.dir = "/tmp";
-  return ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
-                               MlpInit(plan, 7));
+  return ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(plan, 7));
 }
 
 bool SameHeld(const HeldState& a, const HeldState& b) {
@@ -52,8 +51,8 @@ bool SameHeld(const HeldState& a, const HeldState& b) {
   for (size_t u = 0; u < a.units.size(); ++u) {
     const HeldUnit &x = a.units[u], &y = b.units[u];
     if (x.range.offset != y.range.offset || x.range.length != y.range.length) return false;
-    for (auto [p, q] : {std::pair{&x.master, &y.master}, std::pair{&x.m, &y.m},
-                        std::pair{&x.v, &y.v}}) {
+    for (auto [p, q] :
+         {std::pair{&x.master, &y.master}, std::pair{&x.m, &y.m}, std::pair{&x.v, &y.v}}) {
       if (std::memcmp(p->data(), q->data(), p->size() * 4) != 0) return false;
     }
   }
@@ -72,7 +71,8 @@ absl::Status ExpectSameParams(ShardedEngine& a, ShardedEngine& b, const std::str
 // Restores `held` into `into` by the live-resharding path (LoadShardState,
 // RebuildComputeCopy).
 absl::Status Restore(Communicator* comm, int stage, const HeldState& held, ShardedEngine& into) {
-  ZS_ASSIGN_OR_RETURN(LiveState live, AgreeOnLiveState(*comm, {&held, 1}, stage, absl::Seconds(20)));
+  ZS_ASSIGN_OR_RETURN(LiveState live,
+                      AgreeOnLiveState(*comm, {&held, 1}, stage, absl::Seconds(20)));
   EXPECT_TRUE(live.live) << live.why_not;
   return ReshardInto(*comm, live, {&held, 1}, MlpUnits(kDims), into, absl::Seconds(20));
 }
@@ -109,9 +109,10 @@ absl::Status StatePaths(int rank, Communicator* comm, int stage, OffloadTarget t
 TEST(EngineOffloadStateTest, CheckpointReshardAndExportUnchanged) {
   for (OffloadTarget target : {OffloadTarget::kHost, OffloadTarget::kNvme}) {
     for (int stage = 0; stage <= 3; ++stage) {
-      absl::Status s = RunRanksAsThreads(
-          2, absl::StrCat("state", stage, static_cast<int>(target)),
-          [&](int rank, Communicator* comm) { return StatePaths(rank, comm, stage, target, false); });
+      absl::Status s = RunRanksAsThreads(2, absl::StrCat("state", stage, static_cast<int>(target)),
+                                         [&](int rank, Communicator* comm) {
+                                           return StatePaths(rank, comm, stage, target, false);
+                                         });
       ASSERT_TRUE(s.ok()) << s;
     }
   }
@@ -137,38 +138,42 @@ TEST(EngineOffloadStateTest, NvmeResidentOptimizerBytesAreTheStagingSlots) {
     specs.push_back({absl::StrCat("u", u), {{absl::StrCat("w", u), {kNumel}, DType::kFp32}}});
   }
   ASSERT_TRUE(RunRanksAsThreads(1, "nvme_memory", [&](int, Communicator* comm) -> absl::Status {
-    ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(specs, 1, 1));
-    std::vector<std::vector<float>> init(kUnits, std::vector<float>(kNumel, 0.5f));
-    RunConfig config;
-    config.stage = 1;
-    std::unique_ptr<ShardedEngine> engines[2];
-    for (int k = 0; k < 2; ++k) {
-      config.offload = {k == 0 ? OffloadTarget::kDevice : OffloadTarget::kNvme, "/tmp", "", false};
-      ZS_ASSIGN_OR_RETURN(engines[k], ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), init));
-    }
-    ShardedEngine& nvme = *engines[1];
-    nvme.ResetPeakMemory();
-    for (int step = 0; step < 3; ++step) {
-      for (auto& e : engines) {
-        for (int u = 0; u < kUnits; ++u) {
-          e->PreForward(u);
-          e->PostForward(u);
-          UnitBackwardView view = e->PreBackward(u);
-          for (int64_t i = 0; i < kNumel; ++i) view.grads[i] += std::sin(0.01f * i + u + step);
-          e->PostBackward(u);
-        }
-        ZS_RETURN_IF_ERROR(e->Step().status());
-      }
-    }
-    const int64_t slots = kStagingSlots * 3 * AlignUp(4 * kNumel);
-    EXPECT_EQ(engines[0]->memory().optimizer, kUnits * 12 * kNumel);
-    EXPECT_EQ(nvme.memory().optimizer, slots);
-    EXPECT_EQ(nvme.peak_memory().optimizer, slots);
-    EXPECT_LT(slots, kUnits * 12 * kNumel);  // The bound is below the state itself.
-    EXPECT_EQ(nvme.memory().offloaded, kUnits * 3 * AlignUp(4 * kNumel));
-    EXPECT_EQ(engines[0]->memory().offloaded, 0);
-    return ExpectSameParams(*engines[0], nvme, "synthetic");
-  }).ok());
+                ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(specs, 1, 1));
+                std::vector<std::vector<float>> init(kUnits, std::vector<float>(kNumel, 0.5f));
+                RunConfig config;
+                config.stage = 1;
+                std::unique_ptr<ShardedEngine> engines[2];
+                for (int k = 0; k < 2; ++k) {
+                  config.offload = {k == 0 ? OffloadTarget::kDevice : OffloadTarget::kNvme, "/tmp",
+                                    "", false};
+                  ZS_ASSIGN_OR_RETURN(engines[k],
+                                      ShardedEngine::Create(
+                                          plan, comm, MakeEngineOptions(config, RefAdamW{}), init));
+                }
+                ShardedEngine& nvme = *engines[1];
+                nvme.ResetPeakMemory();
+                for (int step = 0; step < 3; ++step) {
+                  for (auto& e : engines) {
+                    for (int u = 0; u < kUnits; ++u) {
+                      e->PreForward(u);
+                      e->PostForward(u);
+                      UnitBackwardView view = e->PreBackward(u);
+                      for (int64_t i = 0; i < kNumel; ++i)
+                        view.grads[i] += std::sin(0.01f * i + u + step);
+                      e->PostBackward(u);
+                    }
+                    ZS_RETURN_IF_ERROR(e->Step().status());
+                  }
+                }
+                const int64_t slots = kStagingSlots * 3 * AlignUp(4 * kNumel);
+                EXPECT_EQ(engines[0]->memory().optimizer, kUnits * 12 * kNumel);
+                EXPECT_EQ(nvme.memory().optimizer, slots);
+                EXPECT_EQ(nvme.peak_memory().optimizer, slots);
+                EXPECT_LT(slots, kUnits * 12 * kNumel);  // The bound is below the state itself.
+                EXPECT_EQ(nvme.memory().offloaded, kUnits * 3 * AlignUp(4 * kNumel));
+                EXPECT_EQ(engines[0]->memory().offloaded, 0);
+                return ExpectSameParams(*engines[0], nvme, "synthetic");
+              }).ok());
 }
 
 }  // namespace

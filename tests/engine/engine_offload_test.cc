@@ -56,7 +56,8 @@ const Variant kVariants[] = {{"host", OffloadTarget::kHost, false},
                              {"nvme", OffloadTarget::kNvme, false},
                              {"nvme_pread", OffloadTarget::kNvme, true}};
 
-absl::StatusOr<std::vector<RankResult>> RunAll(int n, const RunConfig& config, const std::string& tag) {
+absl::StatusOr<std::vector<RankResult>> RunAll(int n, const RunConfig& config,
+                                               const std::string& tag) {
   std::vector<RankResult> results(n);
   ZS_RETURN_IF_ERROR(RunRanksAsThreads(n, tag, [&](int rank, Communicator* comm) -> absl::Status {
     ZS_ASSIGN_OR_RETURN(results[rank], TrainRank(kDims, RefAdamW{}, config, comm));

@@ -31,68 +31,77 @@ TEST(ParamOffloadState, ResidentParamBytesAreTheStagingSlots) {
     specs.push_back({absl::StrCat("u", u), {{absl::StrCat("w", u), {kNumel}, DType::kFp32}}});
   }
   for (int prefetch : {0, 2}) {
-    ASSERT_TRUE(RunRanksAsThreads(1, absl::StrCat("param_memory", prefetch),
-                                  [&](int, Communicator* comm) -> absl::Status {
-      ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(specs, 1, 1));
-      std::vector<std::vector<float>> init(kUnits, std::vector<float>(kNumel, 0.5f));
-      RunConfig config;
-      config.stage = 3;
-      config.compute = DType::kBf16;
-      std::unique_ptr<ShardedEngine> engines[2];
-      for (int k = 0; k < 2; ++k) {
-        config.params_offload = {k == 1, "/tmp", "", false, prefetch};
-        ZS_ASSIGN_OR_RETURN(engines[k], ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), init));
-      }
-      ShardedEngine& offloaded = *engines[1];
-      const int64_t slots = (prefetch + 1) * AlignUp(kBytes);
-      EXPECT_EQ(offloaded.memory().params, slots) << "after Create";
-      offloaded.ResetPeakMemory();
-      for (int step = 0; step < 3; ++step) {
-        for (auto& e : engines) {
-          for (int u = 0; u < kUnits; ++u) {
-            e->PreForward(u);
-            e->PostForward(u);
-          }
-          for (int u = kUnits - 1; u >= 0; --u) {
-            UnitBackwardView view = e->PreBackward(u);
-            for (int64_t i = 0; i < kNumel; ++i) view.grads[i] += std::sin(0.01f * i + u + step);
-            e->PostBackward(u);
-          }
-          ZS_RETURN_IF_ERROR(e->Step().status());
-        }
-      }
-      EXPECT_EQ(engines[0]->memory().params, kUnits * kBytes);
-      EXPECT_EQ(offloaded.memory().params, slots) << "prefetch " << prefetch;
-      EXPECT_EQ(offloaded.peak_memory().params, slots) << "prefetch " << prefetch;
-      EXPECT_LT(slots, kUnits * kBytes);  // The bound is below the parameters themselves.
-      EXPECT_EQ(offloaded.memory().offloaded, kUnits * AlignUp(kBytes));
-      EXPECT_EQ(engines[0]->memory().offloaded, 0);
-      for (int u = 0; u < kUnits; ++u) {
-        ZS_ASSIGN_OR_RETURN(std::vector<float> x, engines[0]->GatherFullParams(u));
-        ZS_ASSIGN_OR_RETURN(std::vector<float> y, offloaded.GatherFullParams(u));
-        EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * 4), 0) << "unit " << u;
-      }
-      return absl::OkStatus();
-    }).ok());
+    ASSERT_TRUE(
+        RunRanksAsThreads(
+            1, absl::StrCat("param_memory", prefetch),
+            [&](int, Communicator* comm) -> absl::Status {
+              ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(specs, 1, 1));
+              std::vector<std::vector<float>> init(kUnits, std::vector<float>(kNumel, 0.5f));
+              RunConfig config;
+              config.stage = 3;
+              config.compute = DType::kBf16;
+              std::unique_ptr<ShardedEngine> engines[2];
+              for (int k = 0; k < 2; ++k) {
+                config.params_offload = {k == 1, "/tmp", "", false, prefetch};
+                ZS_ASSIGN_OR_RETURN(
+                    engines[k],
+                    ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), init));
+              }
+              ShardedEngine& offloaded = *engines[1];
+              const int64_t slots = (prefetch + 1) * AlignUp(kBytes);
+              EXPECT_EQ(offloaded.memory().params, slots) << "after Create";
+              offloaded.ResetPeakMemory();
+              for (int step = 0; step < 3; ++step) {
+                for (auto& e : engines) {
+                  for (int u = 0; u < kUnits; ++u) {
+                    e->PreForward(u);
+                    e->PostForward(u);
+                  }
+                  for (int u = kUnits - 1; u >= 0; --u) {
+                    UnitBackwardView view = e->PreBackward(u);
+                    for (int64_t i = 0; i < kNumel; ++i)
+                      view.grads[i] += std::sin(0.01f * i + u + step);
+                    e->PostBackward(u);
+                  }
+                  ZS_RETURN_IF_ERROR(e->Step().status());
+                }
+              }
+              EXPECT_EQ(engines[0]->memory().params, kUnits * kBytes);
+              EXPECT_EQ(offloaded.memory().params, slots) << "prefetch " << prefetch;
+              EXPECT_EQ(offloaded.peak_memory().params, slots) << "prefetch " << prefetch;
+              EXPECT_LT(slots, kUnits * kBytes);  // The bound is below the parameters themselves.
+              EXPECT_EQ(offloaded.memory().offloaded, kUnits * AlignUp(kBytes));
+              EXPECT_EQ(engines[0]->memory().offloaded, 0);
+              for (int u = 0; u < kUnits; ++u) {
+                ZS_ASSIGN_OR_RETURN(std::vector<float> x, engines[0]->GatherFullParams(u));
+                ZS_ASSIGN_OR_RETURN(std::vector<float> y, offloaded.GatherFullParams(u));
+                EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * 4), 0) << "unit " << u;
+              }
+              return absl::OkStatus();
+            })
+            .ok());
   }
 }
 
 TEST(ParamOffloadState, RefusedBelowStage3) {
   ASSERT_TRUE(RunRanksAsThreads(1, "param_refused", [&](int, Communicator* comm) -> absl::Status {
-    ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 1, 2));
-    RunConfig config;
-    config.stage = 2;
-    config.params_offload = {true, "/tmp", "", false, 2};
-    auto e = ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(plan, 1));
-    EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
-    EXPECT_NE(e.status().message().find("stage 3"), std::string::npos) << e.status();
-    config.stage = 3;
-    config.params_offload.dir = "/nonexistent/zs";
-    e = ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(plan, 1));
-    EXPECT_TRUE(absl::IsFailedPrecondition(e.status())) << e.status();
-    EXPECT_NE(e.status().message().find("/nonexistent/zs"), std::string::npos) << e.status();
-    return absl::OkStatus();
-  }).ok());
+                ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), 1, 2));
+                RunConfig config;
+                config.stage = 2;
+                config.params_offload = {true, "/tmp", "", false, 2};
+                auto e = ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
+                                               MlpInit(plan, 1));
+                EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
+                EXPECT_NE(e.status().message().find("stage 3"), std::string::npos) << e.status();
+                config.stage = 3;
+                config.params_offload.dir = "/nonexistent/zs";
+                e = ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
+                                          MlpInit(plan, 1));
+                EXPECT_TRUE(absl::IsFailedPrecondition(e.status())) << e.status();
+                EXPECT_NE(e.status().message().find("/nonexistent/zs"), std::string::npos)
+                    << e.status();
+                return absl::OkStatus();
+              }).ok());
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ void StepBrackets(ShardedEngine& engine, const std::vector<UnitBracket>& seq, co
     const float* params = nullptr;
     if (seq[i].backward) {
       const UnitBackwardView v = engine.PreBackward(u);
-      for (int64_t e = 0; e < kNumel; ++e) v.grads[e] += 0.5f * v.params[e] + 0.001f * static_cast<float>(i);
+      for (int64_t e = 0; e < kNumel; ++e)
+        v.grads[e] += 0.5f * v.params[e] + 0.001f * static_cast<float>(i);
       params = v.params;
     } else {
       params = engine.PreForward(u);
@@ -160,7 +161,8 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
   for (int u = 0; u < kUnits; ++u) {
     for (int64_t i = 0; i < kNumel; ++i) init[u][i] = 0.01f * static_cast<float>((u * 31 + i) % 17);
   }
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine, ShardedEngine::Create(plan, comm, o, init));
+  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
+                      ShardedEngine::Create(plan, comm, o, init));
   Limits lim;
   lim.base = engine->memory().buffers;
   const int64_t P = kNumel, c = DTypeSize(k.compute), g = DTypeSize(k.reduce);
@@ -174,8 +176,8 @@ absl::StatusOr<Observed> RunSteps(const Config& k, Communicator* comm, int steps
     const int64_t G = std::max(P, std::min(k.bucket_bytes / c, total));
     const int64_t R = std::max(P, std::min(k.bucket_bytes / g, total));
     const int64_t waiting = std::min(k.bucket_bytes / g, total);
-    lim.bound = lim.base + std::min((1 + k.prefetch) * G, total) * c + view + 4 * P + g * R +
-                4 * waiting;
+    lim.bound =
+        lim.base + std::min((1 + k.prefetch) * G, total) * c + view + 4 * P + g * R + 4 * waiting;
   }
   std::vector<UnitBracket> seq;
   for (int mb = 0; mb < kMicroBatches; ++mb) {
@@ -250,13 +252,20 @@ TEST(EnginePrefetchTest, RecordedOrderBoundsAndEquality) {
   ASSERT_TRUE(run.ok()) << run;
   const ShardPlan plan = Plan(2);
   for (size_t i = 0; i < configs.size(); ++i) {
-    TrafficInputs in{3, configs[i].compute, configs[i].reduce, kMicroBatches, GptBrackets(),
-                     configs[i].prefetch, configs[i].bucket_bytes};
+    TrafficInputs in{3,
+                     configs[i].compute,
+                     configs[i].reduce,
+                     kMicroBatches,
+                     GptBrackets(),
+                     configs[i].prefetch,
+                     configs[i].bucket_bytes};
     absl::StatusOr<TrafficPrediction> t = PredictTraffic(plan, in);
     ASSERT_TRUE(t.ok()) << t.status();
     for (int r = 0; r < 2; ++r) {
-      EXPECT_EQ(seen[r][i].gathers_per_step, t->of(Collective::kAllGather).calls) << configs[i].Name();
-      EXPECT_EQ(seen[r][i].reduces_per_step, t->of(Collective::kReduceScatter).calls) << configs[i].Name();
+      EXPECT_EQ(seen[r][i].gathers_per_step, t->of(Collective::kAllGather).calls)
+          << configs[i].Name();
+      EXPECT_EQ(seen[r][i].reduces_per_step, t->of(Collective::kReduceScatter).calls)
+          << configs[i].Name();
       // The same math whatever the distance: bit-equal to prefetch 0;
       // buckets sum the tied unit's brackets before reducing: 1e-6.
       if (configs[i].compute == DType::kFp32 && configs[i].reduce == DType::kFp32) {

@@ -1,7 +1,5 @@
 #include "tests/engine/engine_runner.h"
 
-#include "worker/engine/host_hooks.h"
-
 #include <thread>
 
 #include "common/status_macros.h"
@@ -16,9 +14,8 @@ EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp) {
   o.stage = config.stage;
   o.compute_dtype = config.compute;
   o.reduce_dtype = config.reduce;
-  o.adamw = {static_cast<float>(hp.lr), static_cast<float>(hp.beta1),
-             static_cast<float>(hp.beta2), static_cast<float>(hp.eps),
-             static_cast<float>(hp.weight_decay)};
+  o.adamw = {static_cast<float>(hp.lr), static_cast<float>(hp.beta1), static_cast<float>(hp.beta2),
+             static_cast<float>(hp.eps), static_cast<float>(hp.weight_decay)};
   o.max_grad_norm = static_cast<float>(hp.max_grad_norm);
   o.collective_timeout = absl::Seconds(20);
   o.optimizer_threads = 1;
@@ -51,9 +48,9 @@ absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
                                      const RunConfig& config, Communicator* comm) {
   const int n = comm->world_size(), rank = comm->rank();
   ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(dims), n, config.alignment));
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
-                      ShardedEngine::Create(plan, comm, MakeEngineOptions(config, hp),
-                                            MlpInit(plan, 42)));
+  ZS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ShardedEngine> engine,
+      ShardedEngine::Create(plan, comm, MakeEngineOptions(config, hp), MlpInit(plan, 42)));
   std::unique_ptr<HostHooks> hooks;
   if (config.via_host_hooks || engine->device().kind() != DeviceKind::kCpu) {
     hooks = std::make_unique<HostHooks>(plan, &engine->device(), engine.get());
@@ -61,7 +58,8 @@ absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
   const int per_rank = config.global_batch / n;
   const int per_micro = per_rank / config.micro_batches;
   if (per_rank * n != config.global_batch || per_micro * config.micro_batches != per_rank) {
-    return absl::InvalidArgumentError("global_batch must split evenly over ranks and micro-batches");
+    return absl::InvalidArgumentError(
+        "global_batch must split evenly over ranks and micro-batches");
   }
   RankResult out;
   for (int step = 1; step <= config.steps; ++step) {

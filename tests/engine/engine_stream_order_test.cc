@@ -25,16 +25,17 @@ namespace {
 const MlpDims kDims{5, 9};
 
 struct OrderStats {
-  std::atomic<int> on_stream{0};   // CompleteOnStream calls.
-  std::atomic<int> unwaited{0};    // Stream-ordered ops not yet Waited.
-  std::atomic<int> dropped{0};     // Destroyed unwaited with no abort first.
+  std::atomic<int> on_stream{0};  // CompleteOnStream calls.
+  std::atomic<int> unwaited{0};   // Stream-ordered ops not yet Waited.
+  std::atomic<int> dropped{0};    // Destroyed unwaited with no abort first.
   std::atomic<bool> aborted{false};
 };
 
 // An op already complete on the host; its status is reported at Wait only.
 class DeferredWork final : public Work {
  public:
-  DeferredWork(absl::Status status, OrderStats* stats) : status_(std::move(status)), stats_(stats) {}
+  DeferredWork(absl::Status status, OrderStats* stats)
+      : status_(std::move(status)), stats_(stats) {}
   ~DeferredWork() override {
     if (ordered_ && !waited_) {
       stats_->unwaited--;
@@ -122,16 +123,15 @@ TEST(EngineStreamOrderTest, BitIdenticalToHostWaitedPathAndEveryOpWaited) {
         const std::string name = absl::StrCat("N", n, " stage ", stage, " ", DTypeName(dtype));
         std::vector<RankResult> plain(n), ordered(n);
         std::vector<std::unique_ptr<OrderStats>> stats(n);
-        ASSERT_TRUE(RunRanksAsThreads(n, absl::StrCat("so", n, stage, DTypeName(dtype)),
-                                      [&](int rank, Communicator* comm) -> absl::Status {
-                                        ZS_ASSIGN_OR_RETURN(
-                                            plain[rank], TrainRank(kDims, {}, config, comm));
-                                        stats[rank] = std::make_unique<OrderStats>();
-                                        StreamOrderedComm so(comm, stats[rank].get(), -1);
-                                        ZS_ASSIGN_OR_RETURN(ordered[rank],
-                                                            TrainRank(kDims, {}, config, &so));
-                                        return absl::OkStatus();
-                                      })
+        ASSERT_TRUE(RunRanksAsThreads(
+                        n, absl::StrCat("so", n, stage, DTypeName(dtype)),
+                        [&](int rank, Communicator* comm) -> absl::Status {
+                          ZS_ASSIGN_OR_RETURN(plain[rank], TrainRank(kDims, {}, config, comm));
+                          stats[rank] = std::make_unique<OrderStats>();
+                          StreamOrderedComm so(comm, stats[rank].get(), -1);
+                          ZS_ASSIGN_OR_RETURN(ordered[rank], TrainRank(kDims, {}, config, &so));
+                          return absl::OkStatus();
+                        })
                         .ok())
             << name;
         for (int r = 0; r < n; ++r) {

@@ -81,10 +81,11 @@ absl::StatusOr<Measured> OneStep(const Case& k, const std::string& dir, Communic
   config.offload.target = k.offload;
   config.offload.dir = dir;
   config.params_offload = {k.params, dir, "", false, 2};
-  ZS_ASSIGN_OR_RETURN(ShardPlan plan, MakeShardPlan(MlpUnits(kDims), comm->world_size(), kAlignment));
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
-                      ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}),
-                                            MlpInit(plan, 42)));
+  ZS_ASSIGN_OR_RETURN(ShardPlan plan,
+                      MakeShardPlan(MlpUnits(kDims), comm->world_size(), kAlignment));
+  ZS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ShardedEngine> engine,
+      ShardedEngine::Create(plan, comm, MakeEngineOptions(config, RefAdamW{}), MlpInit(plan, 42)));
   // Two steps; the second's traffic is measured: stage 3 prefetches in the
   // order the first recorded, the steady state PredictTraffic describes.
   CommStats before;
@@ -92,7 +93,8 @@ absl::StatusOr<Measured> OneStep(const Case& k, const std::string& dir, Communic
     before = comm->stats();
     for (int mb = 0; mb < 2; ++mb) {
       std::vector<Sample> batch;
-      for (int s = 0; s < 3; ++s) batch.push_back(MakeSample(kDims, 1, comm->rank() * 6 + mb * 3 + s));
+      for (int s = 0; s < 3; ++s)
+        batch.push_back(MakeSample(kDims, 1, comm->rank() * 6 + mb * 3 + s));
       MlpForwardBackward(kDims, plan, *engine, batch);
     }
     ZS_RETURN_IF_ERROR(engine->Step(0.5f).status());
@@ -128,9 +130,9 @@ void Compare(const Case& k, const ShardPlan& plan, int rank, const Measured& m) 
   EXPECT_GT(m.peak.buffers, 0) << where;
   // The paper's formula on unpadded Ψ (offload aside), within the padding.
   const int64_t psi = plan.total_numel(), pad = plan.total_padded_numel() - psi;
-  const MemoryByKind paper = ZeroFormulaBytes(k.stage, psi, plan.world_size,
-                                              static_cast<int>(DTypeSize(k.compute)),
-                                              static_cast<int>(DTypeSize(k.reduce)));
+  const MemoryByKind paper =
+      ZeroFormulaBytes(k.stage, psi, plan.world_size, static_cast<int>(DTypeSize(k.compute)),
+                       static_cast<int>(DTypeSize(k.reduce)));
   if (!k.params) {
     EXPECT_NEAR(m.memory.params, paper.params, 4 * pad) << where;
   }
@@ -147,8 +149,10 @@ void Compare(const Case& k, const ShardPlan& plan, int rank, const Measured& m) 
                                                {CommOp::kAllReduce, Collective::kAllReduce},
                                                {CommOp::kBroadcast, Collective::kBroadcast}};
   for (auto [op, c] : ops) {
-    EXPECT_EQ(m.step_ops[static_cast<int>(op)][0], traffic->of(c).calls) << where << " " << CommOpName(op);
-    EXPECT_EQ(m.step_ops[static_cast<int>(op)][1], traffic->of(c).bytes) << where << " " << CommOpName(op);
+    EXPECT_EQ(m.step_ops[static_cast<int>(op)][0], traffic->of(c).calls)
+        << where << " " << CommOpName(op);
+    EXPECT_EQ(m.step_ops[static_cast<int>(op)][1], traffic->of(c).bytes)
+        << where << " " << CommOpName(op);
   }
 }
 
@@ -164,7 +168,9 @@ TEST_P(MemoryModelEngineTest, PredictionEqualsEngineAccounting) {
   absl::Status run = RunRanksAsThreads(n, absl::StrCat("model", n), [&](int r, Communicator* comm) {
     for (size_t i = 0; i < cases.size(); ++i) {
       absl::StatusOr<Measured> m = OneStep(cases[i], dir, comm);
-      if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(cases[i].Name(), ": ", m.status().message()));
+      if (!m.ok())
+        return absl::Status(m.status().code(),
+                            absl::StrCat(cases[i].Name(), ": ", m.status().message()));
       measured[r][i] = *m;
     }
     return absl::OkStatus();
@@ -176,12 +182,13 @@ TEST_P(MemoryModelEngineTest, PredictionEqualsEngineAccounting) {
   for (size_t i = 0; i < cases.size(); ++i) {
     for (int r = 0; r < n; ++r) Compare(cases[i], *plan, r, measured[r][i]);
     const Measured& m = measured[0][i];
-    std::printf("N=%d %-30s params %7ld grads %7ld optimizer %7ld offloaded %7ld | step bytes "
-                "ag %7ld rs %7ld ar %7ld\n", n, cases[i].Name().c_str(), m.memory.params,
-                m.memory.grads, m.memory.optimizer, m.memory.offloaded,
-                m.step_ops[static_cast<int>(CommOp::kAllGather)][1],
-                m.step_ops[static_cast<int>(CommOp::kReduceScatter)][1],
-                m.step_ops[static_cast<int>(CommOp::kAllReduce)][1]);
+    std::printf(
+        "N=%d %-30s params %7ld grads %7ld optimizer %7ld offloaded %7ld | step bytes "
+        "ag %7ld rs %7ld ar %7ld\n",
+        n, cases[i].Name().c_str(), m.memory.params, m.memory.grads, m.memory.optimizer,
+        m.memory.offloaded, m.step_ops[static_cast<int>(CommOp::kAllGather)][1],
+        m.step_ops[static_cast<int>(CommOp::kReduceScatter)][1],
+        m.step_ops[static_cast<int>(CommOp::kAllReduce)][1]);
   }
 }
 

@@ -186,7 +186,8 @@ std::vector<std::vector<float>> ReferenceTrain(const MlpDims& dims, const ShardP
     for (const auto& g : holder.grads_)
       for (float x : g) sq += static_cast<double>(x) * x;
     const double norm = std::sqrt(sq);
-    const double coef = hp.max_grad_norm > 0 ? std::min(1.0, hp.max_grad_norm / (norm + 1e-6)) : 1.0;
+    const double coef =
+        hp.max_grad_norm > 0 ? std::min(1.0, hp.max_grad_norm / (norm + 1e-6)) : 1.0;
     if (norms != nullptr) norms->push_back(norm);
     if (clip_coefs != nullptr) clip_coefs->push_back(coef);
     const double bc1 = 1.0 - std::pow(hp.beta1, step), bc2 = 1.0 - std::pow(hp.beta2, step);

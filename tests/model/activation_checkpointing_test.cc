@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "common/model_config.h"
 #include "gtest/gtest.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
-#include "common/model_config.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -166,10 +166,10 @@ TEST(ActivationCheckpointingTest, MediumPresetSavesAllButOneBlocksActivations) {
   const int64_t none = ModelActivationBytes(c, B, T, kNone);
   const int64_t blocks = ModelActivationBytes(c, B, T, kBlocks);
   const int64_t block_acts = c.n_layer * BlockActivationBytes(c, B, T);
-  std::printf("medium (L=%d, C=%d, T=%d, B=1): activations none %.2f MiB, blocks %.2f MiB; "
-              "block activations %.2f MiB\n",
-              c.n_layer, c.n_embd, T, none / 1048576.0, blocks / 1048576.0,
-              block_acts / 1048576.0);
+  std::printf(
+      "medium (L=%d, C=%d, T=%d, B=1): activations none %.2f MiB, blocks %.2f MiB; "
+      "block activations %.2f MiB\n",
+      c.n_layer, c.n_embd, T, none / 1048576.0, blocks / 1048576.0, block_acts / 1048576.0);
   ASSERT_GT(c.n_layer, 1);
   // Falls by at least (L-1)/L of the block activations.
   EXPECT_GE((none - blocks) * c.n_layer, (c.n_layer - 1) * block_acts);

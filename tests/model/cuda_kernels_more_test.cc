@@ -89,7 +89,10 @@ TEST_F(CudaKernelsTest, SoftmaxCrossEntropyForwardAndBackward) {
 
 TEST_F(CudaKernelsTest, EmbeddingForwardAndBackward) {
   for (const auto& [B, T, C, V] : std::vector<std::tuple<int, int, int, int>>{
-           {1, 1, 8, 31}, {2, 5, 24, 257}, {3, 17, 96, 31}, {4, 33, 300, 256},
+           {1, 1, 8, 31},
+           {2, 5, 24, 257},
+           {3, 17, 96, 31},
+           {4, 33, 300, 256},
            {2, 64, 64, 128256}}) {  // Llama 3's vocabulary: the sorted backward.
     std::unique_ptr<CudaKernels> k = MakeKernels({.vocab = V});
     ASSERT_NE(k, nullptr);

@@ -52,7 +52,7 @@ void CheckMatmul(CudaKernelsTest& t, MatmulMode mode, bool ta, bool tb, int M, i
   float* dC = t.Up(C);
   k->Matmul(ta, tb, M, N, K, 0.7f, dA, dB, 0.3f, dC);
   CudaKernelsTest::Cpu().Matmul(ta, tb, M, N, K, 0.7f, A.data(), B.data(), 0.3f, C.data());
-  const double tolerance = mode == MatmulMode::kFp32     ? kFp32Tolerance
+  const double tolerance = mode == MatmulMode::kFp32      ? kFp32Tolerance
                            : mode == MatmulMode::kBf16Raw ? 1e-2
                                                           : kTf32Tolerance;
   EXPECT_CLOSE(t.Down(dC, C), C, tolerance,
@@ -64,8 +64,8 @@ void CheckMatmul(CudaKernelsTest& t, MatmulMode mode, bool ta, bool tb, int M, i
 TEST_F(CudaKernelsTest, MatmulEveryTransposeFp32Tf32AndBf16) {
   const std::vector<std::tuple<int, int, int>> shapes = {
       {1, 8, 7}, {7, 24, 33}, {33, 96, 24}, {17, 1, 5}, {64, 257, 96}};
-  for (MatmulMode mode : {MatmulMode::kFp32, MatmulMode::kTf32, MatmulMode::kBf16Rounded,
-                          MatmulMode::kBf16Raw}) {
+  for (MatmulMode mode :
+       {MatmulMode::kFp32, MatmulMode::kTf32, MatmulMode::kBf16Rounded, MatmulMode::kBf16Raw}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         for (const auto& [M, N, K] : shapes) CheckMatmul(*this, mode, ta, tb, M, N, K);

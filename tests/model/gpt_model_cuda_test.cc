@@ -10,12 +10,12 @@
 #include <memory>
 #include <vector>
 
+#include "common/model_config.h"
 #include "tests/model/cuda_kernels_test_util.h"
 #include "tests/support/gpu_test_main.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
-#include "common/model_config.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard::cuda_kernels_test {
 namespace {

@@ -3,7 +3,6 @@
 // gradient accumulation over micro-batches, activation accounting, and the
 // off-CPU path (device-resident token ids and loss) against the CPU path.
 // (Loss and gradients against an independent NumPy model: gpt_reference_test.)
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 
 #include <algorithm>
@@ -15,10 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/model_config.h"
 #include "gtest/gtest.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/local_params.h"
-#include "common/model_config.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -174,8 +174,9 @@ TEST(GptModelTest, BadInputIsRefusedBeforeAnyHook) {
   LocalParams hooks(InitUnits(c, 1));
   GptModel model(c);
   auto x = Tokens(2 * 17, 1), y = Tokens(2 * 17, 2);
-  EXPECT_NE(model.ForwardBackward(x.data(), y.data(), 2, 17, 1.0f, hooks).status().message().find("T"),
-            std::string::npos);  // T > n_ctx = 16.
+  EXPECT_NE(
+      model.ForwardBackward(x.data(), y.data(), 2, 17, 1.0f, hooks).status().message().find("T"),
+      std::string::npos);  // T > n_ctx = 16.
   EXPECT_FALSE(model.Forward(x.data(), y.data(), 0, 4, hooks).ok());
   x[3] = 256;
   absl::Status s = model.Forward(x.data(), y.data(), 1, 4, hooks).status();
@@ -201,7 +202,8 @@ TEST(GptModelTest, TwoMicroBatchesAccumulateToOneBatch) {
     for (float g : whole.grads(u)) max_abs = std::max(max_abs, std::abs(g));
     ASSERT_GT(max_abs, 0.0f);
     for (size_t i = 0; i < whole.grads(u).size(); ++i) {
-      ASSERT_NEAR(whole.grads(u)[i], parts.grads(u)[i], 1e-5f * max_abs) << "unit " << u << " i " << i;
+      ASSERT_NEAR(whole.grads(u)[i], parts.grads(u)[i], 1e-5f * max_abs)
+          << "unit " << u << " i " << i;
     }
   }
 }

@@ -17,9 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
+#include "worker/model/model_init.h"
 
 namespace zeroshard {
 namespace {
@@ -51,9 +51,9 @@ void WriteReferenceInputs(const std::string& dir, const Case& tc, const ShardPla
                           const std::vector<std::vector<float>>& units,
                           const std::vector<int32_t>& x, const std::vector<int32_t>& y) {
   const ModelConfig& c = tc.config;
-  std::string meta = absl::StrCat("config ", c.vocab, " ", c.n_layer, " ", c.n_embd, " ",
-                                  c.n_head, " ", c.n_ctx, "\nbatch ", tc.B, " ", tc.T,
-                                  "\nscale ", tc.scale, "\n");
+  std::string meta =
+      absl::StrCat("config ", c.vocab, " ", c.n_layer, " ", c.n_embd, " ", c.n_head, " ", c.n_ctx,
+                   "\nbatch ", tc.B, " ", tc.T, "\nscale ", tc.scale, "\n");
   for (size_t u = 0; u < plan.units.size(); ++u) {
     for (const ParamPlacement& p : plan.units[u].params) {
       absl::StrAppend(&meta, "param ", u, " ", p.name, " ", p.offset);
@@ -119,13 +119,14 @@ TEST_P(GptReferenceTest, LossAndEveryGradientMatchNumpy) {
   WriteReferenceInputs(dir, tc, plan, units, x, y);
   const std::string script =
       std::string(std::getenv("ZEROSHARD_SOURCE_DIR")) + "/tests/model/reference_gpt.py";
-  const testing::CommandResult ref = testing::RunCommand(
-      absl::StrCat("python3 ", script, " ", dir, std::string(tc.name) == "tiny" ? " --selfcheck" : ""));
+  const testing::CommandResult ref = testing::RunCommand(absl::StrCat(
+      "python3 ", script, " ", dir, std::string(tc.name) == "tiny" ? " --selfcheck" : ""));
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
 
   LocalParams hooks(units);
   GptModel model(c);
-  absl::StatusOr<double> loss = model.ForwardBackward(x.data(), y.data(), tc.B, tc.T, tc.scale, hooks);
+  absl::StatusOr<double> loss =
+      model.ForwardBackward(x.data(), y.data(), tc.B, tc.T, tc.scale, hooks);
   ASSERT_TRUE(loss.ok()) << loss.status();
   const double ref_loss = ReadF64(dir + "/loss.f64").at(0);
   EXPECT_NEAR(*loss, ref_loss, 1e-5 * std::abs(ref_loss));

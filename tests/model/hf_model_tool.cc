@@ -63,8 +63,8 @@ absl::Status Run(const Flags& f) {
   std::vector<float> logits;
   ZS_RETURN_IF_ERROR(model.Logits(inputs.data(), B, T, params, &logits));
   const float scale = 1.0f / static_cast<float>(B * T);
-  ZS_ASSIGN_OR_RETURN(const double sum, model.ForwardBackward(inputs.data(), targets.data(), B, T,
-                                                              scale, params));
+  ZS_ASSIGN_OR_RETURN(const double sum,
+                      model.ForwardBackward(inputs.data(), targets.data(), B, T, scale, params));
   std::vector<SafetensorsEntry> entries = {{"logits", {B, T, config.vocab}}, {"loss", {1}}};
   std::vector<const float*> sources = {logits.data(), nullptr};
   const float loss = static_cast<float>(sum / (B * T));

@@ -7,6 +7,8 @@
 // smooth function, so truncation error ~h^2), hence the tolerance of
 // 2e-3 absolute + 1e-2 relative (float32 rounding of L over ~100 terms,
 // divided by 2h).
+#include "worker/model/kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -15,7 +17,6 @@
 
 #include "gtest/gtest.h"
 #include "worker/model/fast_math.h"
-#include "worker/model/kernels.h"
 
 namespace zeroshard {
 namespace {
@@ -109,8 +110,7 @@ TEST(KernelsTest, LayerNormBackward) {
                      w = Random(N * C, 10);
   std::vector<float> out(N * C), mean(N), rstd(N);
   auto loss = [&] {
-    K().LayerNormForward(x.data(), g.data(), b.data(), N, C, out.data(), mean.data(),
-                         rstd.data());
+    K().LayerNormForward(x.data(), g.data(), b.data(), N, C, out.data(), mean.data(), rstd.data());
     return Dot(out, w);
   };
   loss();
@@ -255,7 +255,8 @@ TEST(KernelsTest, SumInDouble) {
     for (float v : x) want += v;
     double got = -1.0;
     K().Sum(x.data(), n, &got);
-    EXPECT_NEAR(got, static_cast<double>(want), 1e-12 * (1.0 + std::fabs(static_cast<double>(want))))
+    EXPECT_NEAR(got, static_cast<double>(want),
+                1e-12 * (1.0 + std::fabs(static_cast<double>(want))))
         << "n=" << n;
   }
   // fp32 would lose the 1s next to 2^25; fp64 keeps them.

@@ -25,8 +25,14 @@ namespace {
 constexpr double kDecodeTolerance = 1e-4;
 
 void ExpectAttentionMatches(CudaKernelsTest& t, int NH, int KV, int D, int pos, int n) {
-  DecodeAttentionShape s{.pos = pos, .n = n, .NH = NH, .KV = KV, .D = D, .P = pos + n + 5,
-                         .q_stride = int64_t{NH} * D + 3, .kv_stride = int64_t{KV} * D + 1};
+  DecodeAttentionShape s{.pos = pos,
+                         .n = n,
+                         .NH = NH,
+                         .KV = KV,
+                         .D = D,
+                         .P = pos + n + 5,
+                         .q_stride = int64_t{NH} * D + 3,
+                         .kv_stride = int64_t{KV} * D + 1};
   const std::vector<float> q = Random(n * s.q_stride, 1), k_new = Random(n * s.kv_stride, 2),
                            v_new = Random(n * s.kv_stride, 3);
   // Earlier positions already cached (random; rows past pos + n stay as they are).
@@ -41,7 +47,7 @@ void ExpectAttentionMatches(CudaKernelsTest& t, int NH, int KV, int D, int pos, 
   k->DecodeAttention(s, t.Up(q), t.Up(k_new), t.Up(v_new), dk, dv, dout);
   ASSERT_TRUE(k->TakeStatus().ok());
   CudaKernelsTest::Cpu().DecodeAttention(s, q.data(), k_new.data(), v_new.data(), k_cache.data(),
-                                        v_cache.data(), out.data());
+                                         v_cache.data(), out.data());
   const std::string what = "NH " + std::to_string(NH) + " KV " + std::to_string(KV) + " D " +
                            std::to_string(D) + " pos " + std::to_string(pos) + " n " +
                            std::to_string(n);
@@ -60,8 +66,8 @@ TEST_F(CudaKernelsTest, DecodeAttentionMatchesTheCpu) {
 
 TEST_F(CudaKernelsTest, DecodeAttentionRefusesAHeadPastTheLimit) {
   const int D = model_cuda::kMaxDecodeHeadDim + 8;
-  DecodeAttentionShape s{.pos = 0, .n = 1, .NH = 1, .KV = 1, .D = D, .P = 2, .q_stride = D,
-                         .kv_stride = D};
+  DecodeAttentionShape s{
+      .pos = 0, .n = 1, .NH = 1, .KV = 1, .D = D, .P = 2, .q_stride = D, .kv_stride = D};
   const std::vector<float> x = Random(2 * D, 1);
   std::unique_ptr<CudaKernels> k = MakeKernels();
   ASSERT_NE(k, nullptr);

@@ -68,14 +68,14 @@ TEST(KvDecoder, Gpt2PresetMatchesTheModelsForward) {
 }
 
 TEST(KvDecoder, LlamaVariantsMatchTheModelsForward) {
-  for (const auto& [name, config] : llama_test::OddConfigs()) ExpectDecoderMatchesModel(config, name);
+  for (const auto& [name, config] : llama_test::OddConfigs())
+    ExpectDecoderMatchesModel(config, name);
 }
 
 TEST(KvDecoder, ACacheOfFewerPositionsThanTheContextRefusesPastThem) {
   const ModelConfig config = llama_test::QkNormTied();
   const std::vector<std::vector<float>> units = llama_test::RandomUnits(config, 7);
-  absl::StatusOr<std::unique_ptr<KvDecoder>> d =
-      CreateKvDecoder(config, units, {.positions = 5});
+  absl::StatusOr<std::unique_ptr<KvDecoder>> d = CreateKvDecoder(config, units, {.positions = 5});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ((*d)->positions(), 5);
   std::vector<float> logits;

@@ -39,8 +39,11 @@ inline ModelConfig GqaUntiedBiases() {
   c.head_dim = 6;
   c.tied = false;
   c.qkv_bias = c.o_bias = true;
-  c.rope_scaling = {.type = "llama3", .factor = 4.0, .low_freq_factor = 1.0,
-                    .high_freq_factor = 4.0, .original_max_positions = 256};
+  c.rope_scaling = {.type = "llama3",
+                    .factor = 4.0,
+                    .low_freq_factor = 1.0,
+                    .high_freq_factor = 4.0,
+                    .original_max_positions = 256};
   return c;
 }
 

@@ -7,10 +7,9 @@
 // that is not a chunk multiple); files are unlinked with their BlockFile;
 // a missing dir, an unwritable one and one without room for the bytes
 // needed each give one line naming --offload-dir; bad values name the flag.
+#include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <liburing.h>
 
 #include <cstring>
 #include <string>
@@ -140,8 +139,8 @@ TEST(OffloadIoTest, NvmeStoreReadsRangesItLoaded) {
   }
   EXPECT_EQ((*store)->Read(0, 900, 101, nullptr, nullptr, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(accountant.current().offloaded, 3 * AlignUp(4000) + 3 * AlignUp(20) +
-                                                3 * AlignUp(12000) + 3 * AlignUp(28));
+  EXPECT_EQ(accountant.current().offloaded,
+            3 * AlignUp(4000) + 3 * AlignUp(20) + 3 * AlignUp(12000) + 3 * AlignUp(28));
   EXPECT_EQ(accountant.current().optimizer, kStagingSlots * 3 * AlignUp(12000));
   store->reset();
   EXPECT_EQ(accountant.current().offloaded, 0);

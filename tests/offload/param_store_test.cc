@@ -7,6 +7,8 @@
 // and write-back never mix units or rounds. Accounting: params = slots,
 // offloaded = files; both return to 0 with the store. Errors: a unit out
 // of range, a missing dir.
+#include "worker/offload/param_store.h"
+
 #include <unistd.h>
 
 #include <cstring>
@@ -14,7 +16,6 @@
 
 #include "common/memory_model.h"
 #include "gtest/gtest.h"
-#include "worker/offload/param_store.h"
 
 namespace zeroshard {
 namespace {

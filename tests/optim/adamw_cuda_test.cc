@@ -1,6 +1,8 @@
 // The CUDA AdamW kernel against the CPU reference on odd sizes, bit for bit
 // (same operations, no FMA: worker/optim/adamw_cuda.cu). Needs a GPU: exits 77
 // (CTest: skipped) with the reason printed when there is none.
+#include "worker/optim/adamw_cuda.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -10,7 +12,6 @@
 
 #include "gtest/gtest.h"
 #include "worker/optim/adamw.h"
-#include "worker/optim/adamw_cuda.h"
 
 namespace zeroshard {
 namespace {
@@ -44,17 +45,18 @@ TEST_P(AdamWCudaTest, BitIdenticalToReference) {
   for (int64_t i = 0; i < n; ++i) master[i] = normal(rng);
   float *d_master = ToDevice(master), *d_m = ToDevice(m), *d_v = ToDevice(v);
   float* d_grad = ToDevice(grad);
-  void* d_out = bf16_out ? static_cast<void*>(ToDevice(out16)) : static_cast<void*>(ToDevice(out32));
+  void* d_out =
+      bf16_out ? static_cast<void*>(ToDevice(out16)) : static_cast<void*>(ToDevice(out32));
   const AdamWHyperparams hp{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
   for (int step = 1; step <= 3; ++step) {
     for (int64_t i = 0; i < n; ++i) grad[i] = normal(rng) * 0.1f;
     ASSERT_EQ(cudaMemcpy(d_grad, grad.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    AdamWReference(hp, step, 0.5f,
-                   {master.data(), m.data(), v.data(), grad.data(), n,
-                    bf16_out ? static_cast<void*>(out16.data()) : static_cast<void*>(out32.data()),
-                    dtype});
-    ASSERT_TRUE(AdamWCuda(hp, step, 0.5f, {d_master, d_m, d_v, d_grad, n, d_out, dtype}, nullptr)
-                    .ok());
+    AdamWReference(
+        hp, step, 0.5f,
+        {master.data(), m.data(), v.data(), grad.data(), n,
+         bf16_out ? static_cast<void*>(out16.data()) : static_cast<void*>(out32.data()), dtype});
+    ASSERT_TRUE(
+        AdamWCuda(hp, step, 0.5f, {d_master, d_m, d_v, d_grad, n, d_out, dtype}, nullptr).ok());
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(std::memcmp(ToHost(d_master, n).data(), master.data(), n * 4), 0);

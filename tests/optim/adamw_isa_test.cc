@@ -2,9 +2,10 @@
 // override names a path the CPU runs or is refused naming what it has, and
 // fixes the path AdamWCpu then takes. Its own process: the choice is made
 // once per process, at the first update.
+#include "worker/optim/adamw_isa.h"
+
 #include "gtest/gtest.h"
 #include "worker/optim/adamw.h"
-#include "worker/optim/adamw_isa.h"
 #include "worker/optim/adamw_simd.h"
 
 namespace zeroshard {

@@ -3,13 +3,14 @@
 // (tolerance 0 ulp: all paths perform the same single-precision operations in
 // the same order without FMA; see worker/optim/adamw.h), on odd sizes and with
 // fp32, bf16 and no compute copy.
+#include "worker/optim/adamw.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "worker/optim/adamw.h"
 #include "worker/optim/adamw_simd.h"
 
 namespace zeroshard {
@@ -28,7 +29,11 @@ struct State {
     if (n > 2) grad[1] = 0.0f;  // A zero gradient exercises v = 0 (eps dominates).
   }
   AdamWShard Shard(DType dtype, bool with_out) {
-    return {master.data(), m.data(), v.data(), grad.data(), static_cast<int64_t>(master.size()),
+    return {master.data(),
+            m.data(),
+            v.data(),
+            grad.data(),
+            static_cast<int64_t>(master.size()),
             with_out ? (dtype == DType::kFp32 ? static_cast<void*>(out32.data())
                                               : static_cast<void*>(out16.data()))
                      : nullptr,
@@ -130,8 +135,8 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, AdamWPathTest,
 
 TEST(AdamWBf16Test, SpecialValuesRoundLikeDtypeH) {
   // Values chosen to hit ties, denormals, infinities and NaN in the bf16 path.
-  std::vector<float> specials = {1.0f, 1.00390625f, 1.01171875f, -2.5f, 1e-40f, -1e-41f,
-                                 INFINITY, -INFINITY, NAN, 3.3895314e38f, 0.0f, -0.0f};
+  std::vector<float> specials = {1.0f,     1.00390625f, 1.01171875f, -2.5f,         1e-40f, -1e-41f,
+                                 INFINITY, -INFINITY,   NAN,         3.3895314e38f, 0.0f,   -0.0f};
   while (specials.size() < 40) specials.push_back(specials[specials.size() % 12] * 0.75f);
   const int64_t n = static_cast<int64_t>(specials.size());
   for (const Path& path : kPaths) {

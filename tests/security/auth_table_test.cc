@@ -40,13 +40,14 @@ class AuthTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("zs_auth_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("zs_auth_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ / "tokens") << "# role token\nreader " << kReader << "\nworker " << kWorker
-                                   << "\n";
-    std::filesystem::permissions(dir_ / "tokens", std::filesystem::perms::owner_read |
-                                                      std::filesystem::perms::owner_write);
+    std::ofstream(dir_ / "tokens")
+        << "# role token\nreader " << kReader << "\nworker " << kWorker << "\n";
+    std::filesystem::permissions(
+        dir_ / "tokens", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     CoordinatorOptions o;
     o.core.job_id = "auth";
     o.metrics_listen = "";
@@ -56,7 +57,8 @@ class AuthTableTest : public ::testing::Test {
     auto stack = StartCoordinatorStack(o, 0);
     ASSERT_TRUE(stack.ok()) << stack.status();
     stack_ = std::move(*stack);
-    auto channel = grpc::CreateChannel(stack_.server->address(), grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel(stack_.server->address(), grpc::InsecureChannelCredentials());
     coord_ = v1::Coordinator::NewStub(channel);
     ckpt_ = v1::CheckpointService::NewStub(channel);
   }
@@ -70,11 +72,11 @@ class AuthTableTest : public ::testing::Test {
     std::map<std::string, Call> c;
     auto* s = coord_.get();
     auto* k = ckpt_.get();
-#define ZS_UNARY(stub, svc, rpc, Req, Resp)                                   \
-  c[#svc "/" #rpc] = [stub](grpc::ClientContext* ctx) {                       \
-    Req req;                                                                  \
-    Resp resp;                                                                \
-    return stub->rpc(ctx, req, &resp);                                        \
+#define ZS_UNARY(stub, svc, rpc, Req, Resp)             \
+  c[#svc "/" #rpc] = [stub](grpc::ClientContext* ctx) { \
+    Req req;                                            \
+    Resp resp;                                          \
+    return stub->rpc(ctx, req, &resp);                  \
   }
     ZS_UNARY(s, Coordinator, Join, v1::JoinRequest, v1::JoinResponse);
     ZS_UNARY(s, Coordinator, Heartbeat, v1::HeartbeatRequest, v1::HeartbeatResponse);
@@ -88,14 +90,28 @@ class AuthTableTest : public ::testing::Test {
     ZS_UNARY(s, Coordinator, ReportStep, v1::StepReport, v1::ReportStepResponse);
     ZS_UNARY(s, Coordinator, GetJobStatus, v1::GetJobStatusRequest, v1::JobStatus);
     ZS_UNARY(s, Coordinator, StopJob, v1::StopJobRequest, v1::StopJobResponse);
-    ZS_UNARY(k, CheckpointService, BeginCheckpoint, v1::BeginCheckpointRequest, v1::BeginCheckpointResponse);
-    ZS_UNARY(k, CheckpointService, CommitCheckpoint, v1::CommitCheckpointRequest, v1::CommitCheckpointResponse);
-    ZS_UNARY(k, CheckpointService, AbortCheckpoint, v1::AbortCheckpointRequest, v1::AbortCheckpointResponse);
-    ZS_UNARY(k, CheckpointService, ListCheckpoints, v1::ListCheckpointsRequest, v1::ListCheckpointsResponse);
+    ZS_UNARY(k, CheckpointService, BeginCheckpoint, v1::BeginCheckpointRequest,
+             v1::BeginCheckpointResponse);
+    ZS_UNARY(k, CheckpointService, CommitCheckpoint, v1::CommitCheckpointRequest,
+             v1::CommitCheckpointResponse);
+    ZS_UNARY(k, CheckpointService, AbortCheckpoint, v1::AbortCheckpointRequest,
+             v1::AbortCheckpointResponse);
+    ZS_UNARY(k, CheckpointService, ListCheckpoints, v1::ListCheckpointsRequest,
+             v1::ListCheckpointsResponse);
     ZS_UNARY(k, CheckpointService, GetCheckpoint, v1::GetCheckpointRequest, v1::CheckpointInfo);
-    ZS_UNARY(k, CheckpointService, RequestCheckpoint, v1::RequestCheckpointRequest, v1::RequestCheckpointResponse);
-    ZS_UNARY(k, CheckpointService, GetCheckpointTrigger, v1::GetCheckpointTriggerRequest, v1::GetCheckpointTriggerResponse);
+    ZS_UNARY(k, CheckpointService, RequestCheckpoint, v1::RequestCheckpointRequest,
+             v1::RequestCheckpointResponse);
+    ZS_UNARY(k, CheckpointService, GetCheckpointTrigger, v1::GetCheckpointTriggerRequest,
+             v1::GetCheckpointTriggerResponse);
 #undef ZS_UNARY
+    AddStreamingCalls(c);
+    return c;
+  }
+
+  // The streaming RPCs: each opened, driven to its end or deadline, closed.
+  void AddStreamingCalls(std::map<std::string, Call>& c) {
+    auto* s = coord_.get();
+    auto* k = ckpt_.get();
     c["Coordinator/WatchGeneration"] = [s](grpc::ClientContext* ctx) {
       ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
       v1::GetGenerationRequest req;
@@ -122,7 +138,6 @@ class AuthTableTest : public ::testing::Test {
       }
       return reader->Finish();
     };
-    return c;
   }
 
   std::filesystem::path dir_;
@@ -140,9 +155,10 @@ grpc::Status RunWith(const Call& call, const char* token) {
 
 TEST_F(AuthTableTest, EveryRpcChecksTokenAndRole) {
   // The role each RPC needs (issue 16): reader = status, list, download.
-  const std::map<std::string, std::string> reader_rpcs = {
-      {"Coordinator/GetJobStatus", ""}, {"CheckpointService/ListCheckpoints", ""},
-      {"CheckpointService/GetCheckpoint", ""}, {"CheckpointService/DownloadRange", ""}};
+  const std::map<std::string, std::string> reader_rpcs = {{"Coordinator/GetJobStatus", ""},
+                                                          {"CheckpointService/ListCheckpoints", ""},
+                                                          {"CheckpointService/GetCheckpoint", ""},
+                                                          {"CheckpointService/DownloadRange", ""}};
   // Admin = operator actions that change the job.
   const std::set<std::string> admin_rpcs = {"CheckpointService/RequestCheckpoint",
                                             "Coordinator/StopJob"};

@@ -97,8 +97,7 @@ TEST(HygieneTest, AFailureReasonCannotForgeALogOrStatusLine) {
   auto status = h.core->GetJobStatus({});
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->job_state(), v1::JOB_STATE_FAILED);
-  EXPECT_EQ(status->job_state_reason().find('\n'), std::string::npos)
-      << status->job_state_reason();
+  EXPECT_EQ(status->job_state_reason().find('\n'), std::string::npos) << status->job_state_reason();
   EXPECT_NE(status->job_state_reason().find("boom\\n"), std::string::npos)
       << status->job_state_reason();
 }

@@ -35,7 +35,8 @@ class ImpersonationTest : public ::testing::Test {
     b_ = *CoordinatorClient::Connect(server_->address());
     a_id_ = Join(*a_, "worker-a")->member_id();
     b_id_ = Join(*b_, "worker-b")->member_id();
-    for (int i = 0; i < 300 && server_->generation() == 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+    for (int i = 0; i < 300 && server_->generation() == 0; ++i)
+      absl::SleepFor(absl::Milliseconds(10));
     ASSERT_EQ(server_->generation(), 1u);
   }
 
@@ -160,13 +161,17 @@ TEST(HeldWorkerIdTest, RetriedJoinSucceedsOnceTheOldLeaseLapses) {
   auto joined = restarted->JoinRetryingHeldId(j, absl::Seconds(20), nullptr);
   ASSERT_TRUE(joined.ok()) << joined.status();
   EXPECT_GE(absl::Now() - joined_at, absl::Milliseconds(1500)) << "joined before the lease lapsed";
-  EXPECT_LT(absl::Now() - joined_at, absl::Seconds(10)) << "not retried soon after the lease lapsed";
+  EXPECT_LT(absl::Now() - joined_at, absl::Seconds(10))
+      << "not retried soon after the lease lapsed";
   bool stop_asked = false;
   auto third = *CoordinatorClient::Connect((*server)->address());
-  absl::Status stopped = third->JoinRetryingHeldId(j, absl::Seconds(20), [&] {
-    stop_asked = true;
-    return true;
-  }).status();
+  absl::Status stopped = third
+                             ->JoinRetryingHeldId(j, absl::Seconds(20),
+                                                  [&] {
+                                                    stop_asked = true;
+                                                    return true;
+                                                  })
+                             .status();
   EXPECT_TRUE(stop_asked);
   EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled) << stopped;
 }

@@ -117,7 +117,8 @@ class LeastPrivilegeTest : public ::testing::Test {
     grpc::ClientContext ctx;
     v1::BeginCheckpointResponse out;
     grpc::Status s = m.checkpoints->BeginCheckpoint(&ctx, r, &out);
-    if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    if (!s.ok())
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return out.checkpoint_id();
   }
   absl::Status Upload(Member& m, const std::string& id, int rank, uint32_t seed) {
@@ -139,7 +140,8 @@ class LeastPrivilegeTest : public ::testing::Test {
     grpc::ClientContext ctx;
     v1::CommitCheckpointResponse out;
     grpc::Status s = m.checkpoints->CommitCheckpoint(&ctx, r, &out);
-    if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    if (!s.ok())
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return out.committed();
   }
   absl::Status ReportStep(Member& m, int64_t step) {
@@ -163,8 +165,7 @@ class LeastPrivilegeTest : public ::testing::Test {
   Member waiting_;
 };
 
-#define EXPECT_CODE(status, want) \
-  EXPECT_EQ((status).code(), absl::StatusCode::want) << (status)
+#define EXPECT_CODE(status, want) EXPECT_EQ((status).code(), absl::StatusCode::want) << (status)
 
 TEST_F(LeastPrivilegeTest, ARankWritesOnlyItsOwnRendezvousKeys) {
   Member& r0 = members_[0];

@@ -35,7 +35,8 @@ class BadInputTest : public ::testing::Test {
   }
 
   // Expects `s` to have `code` and mention `field`.
-  static void ExpectRefused(const absl::Status& s, absl::StatusCode code, const std::string& field) {
+  static void ExpectRefused(const absl::Status& s, absl::StatusCode code,
+                            const std::string& field) {
     EXPECT_EQ(s.code(), code) << s;
     EXPECT_NE(s.message().find(field), std::string::npos) << "want \"" << field << "\" in " << s;
   }

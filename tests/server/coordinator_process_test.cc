@@ -202,13 +202,15 @@ TEST(CoordinatorProcessTest, BadFlagsExitTwo) {
                 .exit_code,
             2);
   // A job config the workers would refuse fails at the coordinator, naming the field.
-  const auto typo = RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
-                                     "'{\"stpes\": 40}' --state-dir ''");
+  const auto typo = RunCommand(bin +
+                               " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
+                               "'{\"stpes\": 40}' --state-dir ''");
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.output.find("stpes"), std::string::npos) << typo.output;
   // So does a model no worker knows, naming the known ones.
-  const auto model = RunCommand(bin + " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
-                                      "'{\"model\": \"gpt9\"}' --state-dir ''");
+  const auto model = RunCommand(bin +
+                                " --listen 127.0.0.1:0 --metrics-listen '' --job-config-json "
+                                "'{\"model\": \"gpt9\"}' --state-dir ''");
   EXPECT_EQ(model.exit_code, 2);
   EXPECT_NE(model.output.find("unknown model 'gpt9' (known: tiny"), std::string::npos)
       << model.output;

@@ -39,8 +39,8 @@ TEST(DurableStateTest, RoundTripsAndRecordsCheckpoints) {
     ASSERT_TRUE((*state)->SetLastStep(12, 2.5).ok());
     ASSERT_TRUE((*state)->SetLastStep(11, 9.0).ok());  // Older: ignored.
     ASSERT_TRUE((*state)->RecordCheckpoint({"ckpt-12", 12, "/m/12.json", R"({"a":1})", 5}).ok());
-    EXPECT_TRUE(absl::IsAlreadyExists(
-        (*state)->RecordCheckpoint({"ckpt-12", 12, "/m/12.json", "", 5})));
+    EXPECT_TRUE(
+        absl::IsAlreadyExists((*state)->RecordCheckpoint({"ckpt-12", 12, "/m/12.json", "", 5})));
     EXPECT_TRUE(absl::IsInvalidArgument((*state)->RecordCheckpoint({"", 1, "", "", 0})));
     EXPECT_TRUE(absl::IsInvalidArgument((*state)->RecordCheckpoint({"x", 1, "", "{nope", 0})));
   }

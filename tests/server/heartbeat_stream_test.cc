@@ -122,8 +122,7 @@ TEST_F(HeartbeatStreamTest, AnswersAsUnaryRenewsTheLeaseOnOneStream) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_EQ(beats.streamed(), n);
-  EXPECT_NE(server_->metrics()->Render().find("zeroshard_heartbeat_streams 1\n"),
-            std::string::npos)
+  EXPECT_NE(server_->metrics()->Render().find("zeroshard_heartbeat_streams 1\n"), std::string::npos)
       << server_->metrics()->Render();
   // Once a generation formed, the streamed answer names it as unary does.
   auto streamed = beats.Beat(m.Beat());

@@ -156,7 +156,8 @@ TEST(KvStoreTest, EachOwnerHoldsAtMostItsShare) {
   const std::string mib(1000, 'x');
   absl::Status s;
   int written = 0;
-  for (; written < 10 && (s = store.Set(absl::StrCat("blob", written, "/1"), mib)).ok(); ++written) {
+  for (; written < 10 && (s = store.Set(absl::StrCat("blob", written, "/1"), mib)).ok();
+       ++written) {
   }
   EXPECT_EQ(written, 4);
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;

@@ -75,7 +75,8 @@ class KvWaitLoadTest : public ::testing::Test {
       absl::SleepFor(absl::Milliseconds(50));
     }
     ASSERT_GT(generation_, 0u);
-    stub_ = v1::Coordinator::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    stub_ =
+        v1::Coordinator::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   }
   // Starts n KvWaits on 64 keys no one sets, numbered from `first`.
   void Park(int n, int first) {
@@ -129,9 +130,10 @@ TEST_F(KvWaitLoadTest, ParkedAndCancelledWaitsLeaveHeartbeatsFastAndThreadsBound
   absl::SleepFor(absl::Seconds(2));
   const auto [p50, p99] = HeartbeatLatency();
   const int threads = Threads(coord_->pid());
-  std::printf("heartbeat p50 %.2f ms p99 %.2f ms (before the waits: p50 %.2f ms p99 %.2f ms); "
-              "coordinator threads %d (before the waits %d)\n",
-              p50, p99, base_p50, base_p99, threads, threads_before);
+  std::printf(
+      "heartbeat p50 %.2f ms p99 %.2f ms (before the waits: p50 %.2f ms p99 %.2f ms); "
+      "coordinator threads %d (before the waits %d)\n",
+      p50, p99, base_p50, base_p99, threads, threads_before);
   // [Note: latency on a shared machine] The bound is 50 ms; on a
   // machine whose other load already delays heartbeats past it (the
   // baseline above, same run), the attack may cost at most 2x that. The old

@@ -17,7 +17,6 @@ using testing::CoreHarness;
 using testing::JobOptions;
 using testing::TestOptions;
 
-
 void HeartbeatAll(CoreHarness& h, const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) ASSERT_TRUE(h.Heartbeat(id).ok()) << id;
 }
@@ -220,7 +219,7 @@ TEST(LifecycleTest, AFailureReportRemovesTheSilentMemberSoOneGenerationForms) {
   const absl::Time reported = h.clock.Now();
   int formed = 0;
   absl::Duration formed_after;
-  for (int tick = 1; tick <= 50; ++tick) {  // 5 s in 100 ms ticks.
+  for (int tick = 1; tick <= 50; ++tick) {       // 5 s in 100 ms ticks.
     if (tick % 10 == 0) HeartbeatAll(h, alive);  // Every heartbeat interval.
     const uint64_t before = h.core->generation();
     h.Advance(absl::Milliseconds(100));

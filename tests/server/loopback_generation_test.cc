@@ -123,8 +123,8 @@ TEST(LoopbackGenerationTest, SixtyFourWorkersThenSixtyThreeWithinLeasePlusOneSec
   const std::string log = dir + "/coordinator.log";
   ChildProcess coordinator(
       {BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
-       "--job-id", "loop", "--min-workers", "2", "--settle", "0.2", "--heartbeat-interval",
-       "0.15", "--lease-timeout", "2"},
+       "--job-id", "loop", "--min-workers", "2", "--settle", "0.2", "--heartbeat-interval", "0.15",
+       "--lease-timeout", "2"},
       log);
   const std::string address = WaitForGrpcAddress(log, absl::Seconds(10), &coordinator);
   ASSERT_FALSE(address.empty()) << ReadFile(log);

@@ -228,7 +228,7 @@ TEST(MembershipTest, JoinWithTheIdOfALiveMemberReplacesIt) {
   h.Join("b");
   h.Advance(absl::Seconds(1));
   ASSERT_EQ(h.core->generation(), 1u);
-  const uint64_t a2 = h.Join("a");  // The worker restarted.
+  const uint64_t a2 = h.Join("a");                        // The worker restarted.
   EXPECT_EQ(h.core->state(), GenerationState::kWaiting);  // Old a was in generation 1.
   EXPECT_TRUE(absl::IsNotFound(h.Heartbeat(a).status()));
   h.Advance(absl::Seconds(1));

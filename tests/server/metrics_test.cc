@@ -1,6 +1,8 @@
 // The metrics registry's text format against hand-written expected output,
 // and `promtool check metrics` on the /metrics a real in-process
 // coordinator serves after step reports.
+#include "common/metrics.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <set>
 #include <sstream>
 
-#include "common/metrics.h"
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
 #include "server/http_get.h"
@@ -73,8 +74,8 @@ TEST(MetricsRegistryTest, RendersTextExposition) {
     const size_t at = text.find(std::string("# HELP ") + family + " ");
     ASSERT_NE(at, std::string::npos) << family;
     EXPECT_GE(at, last) << family;
-    EXPECT_EQ(text.find(std::string("# TYPE ") + family + " "),
-              text.find('\n', at) + 1) << family;  // TYPE right after HELP.
+    EXPECT_EQ(text.find(std::string("# TYPE ") + family + " "), text.find('\n', at) + 1)
+        << family;  // TYPE right after HELP.
     last = at;
   }
   c->Remove({"0", "all_gather"});
@@ -107,8 +108,7 @@ TEST(MetricsRegistryTest, FormatsValues) {
   g->Set({"d"}, 12345678);
   const std::string text = r.Render();
   for (const char* line : {"demo_value{case=\"a\"} 0.1\n", "demo_value{case=\"b\"} 1e+21\n",
-                           "demo_value{case=\"c\"} -Inf\n",
-                           "demo_value{case=\"d\"} 12345678\n"}) {
+                           "demo_value{case=\"c\"} -Inf\n", "demo_value{case=\"d\"} 12345678\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
   }
 }
@@ -214,9 +214,8 @@ TEST_F(MetricsEndpointTest, PromtoolAcceptsRealMetricsWithTrainingState) {
         // Every reason at 0 from the start, so increase() sees its first event.
         "zeroshard_generation_changes_total{reason=\"handoff\"} 0\n",
         "zeroshard_generation_changes_total{reason=\"lease_expired\"} 0\n",
-        "zeroshard_member_removals_total{reason=\"leave\"} 0\n",
-        "zeroshard_heartbeats_total 0\n", "zeroshard_joins_total 2\n",
-        "zeroshard_memory_bytes{kind=\"redundancy\",rank=\"1\"} 0\n",
+        "zeroshard_member_removals_total{reason=\"leave\"} 0\n", "zeroshard_heartbeats_total 0\n",
+        "zeroshard_joins_total 2\n", "zeroshard_memory_bytes{kind=\"redundancy\",rank=\"1\"} 0\n",
         "zeroshard_memory_bytes{kind=\"activations\",rank=\"1\"} 6000\n",
         // This test runs on glibc's malloc; the coordinator's binaries on
         // tcmalloc (coordinator_process_test checks theirs).

@@ -118,8 +118,9 @@ TEST(StepMetricsTest, TokensGradNormsClipsAndRssFollowTheReports) {
   EXPECT_EQ(Sample(m, "zeroshard_worker_rss_bytes{rank=\"0\"}"), 100.0 * (1 << 20));
   EXPECT_EQ(Sample(m, "zeroshard_worker_rss_bytes{rank=\"1\"}"), 300.0 * (1 << 20));
   EXPECT_EQ(Sample(m, "zeroshard_tokens_per_second"), 5000.0);
-  EXPECT_EQ(Sample(m, "zeroshard_rank_info{host=\"node-1\",pod=\"zs-worker-0\",rank=\"0\","
-                      "worker_id=\"a\"}"),
+  EXPECT_EQ(Sample(m,
+                   "zeroshard_rank_info{host=\"node-1\",pod=\"zs-worker-0\",rank=\"0\","
+                   "worker_id=\"a\"}"),
             1.0);
   EXPECT_EQ(Sample(m, "zeroshard_rank_info{host=\"node-2\",pod=\"\",rank=\"1\",worker_id=\"b\"}"),
             1.0);

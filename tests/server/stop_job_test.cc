@@ -14,7 +14,6 @@ namespace {
 using testing::CoreHarness;
 using testing::JobOptions;
 
-
 absl::StatusOr<v1::StopJobResponse> Stop(CoreHarness& h) { return h.core->StopJob({}); }
 
 absl::Status ReportStep(CoreHarness& h, uint64_t member, int rank, int64_t step) {

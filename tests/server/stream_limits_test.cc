@@ -4,12 +4,13 @@
 // stream past it is RESOURCE_EXHAUSTED naming the limit, and a cancelled
 // stream frees its slot. A verified member has its own quota; all callers
 // together a total.
+#include "common/rpc/stream_limits.h"
+
 #include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/rpc_security.h"
-#include "common/rpc/stream_limits.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_stack.h"
@@ -75,7 +76,8 @@ class StreamLimitsRpcTest : public ::testing::Test {
     auto s = StartCoordinatorStack(o, 0);
     ASSERT_TRUE(s.ok()) << s.status();
     stack_.emplace(*std::move(s));
-    auto channel = grpc::CreateChannel(stack_->server->address(), grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel(stack_->server->address(), grpc::InsecureChannelCredentials());
     coord_ = v1::Coordinator::NewStub(channel);
     ckpt_ = v1::CheckpointService::NewStub(channel);
     grpc::ClientContext ctx;

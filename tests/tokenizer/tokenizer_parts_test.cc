@@ -34,10 +34,13 @@ TEST(ByteLevel, PrintableBytesMapToThemselvesTheRestFromU0100) {
 
 TEST(Utf8, ValidPrefixStopsAtOverlongSurrogateAndTruncated) {
   EXPECT_EQ(ValidUtf8Prefix("ab\xC3\xA9"), 4u);
-  EXPECT_EQ(ValidUtf8Prefix("ab\xC0\xAF"), 2u);          // Overlong '/'.
-  EXPECT_EQ(ValidUtf8Prefix("a\xED\xA0\x80"), 1u);       // A surrogate.
-  EXPECT_EQ(ValidUtf8Prefix("a\xF0\x9F\x98"), 1u);       // Truncated.
-  EXPECT_EQ(ToValidUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ValidUtf8Prefix("ab\xC0\xAF"), 2u);     // Overlong '/'.
+  EXPECT_EQ(ValidUtf8Prefix("a\xED\xA0\x80"), 1u);  // A surrogate.
+  EXPECT_EQ(ValidUtf8Prefix("a\xF0\x9F\x98"), 1u);  // Truncated.
+  EXPECT_EQ(ToValidUtf8("a\xFF"
+                        "b"),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 std::unique_ptr<BpeModel> Bpe(std::vector<std::pair<std::string, std::string>> merges,
@@ -81,7 +84,9 @@ std::vector<std::string> Split(const json& spec, const std::string& text) {
 }
 
 json SplitOn(const std::string& behavior, bool invert = false) {
-  return {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior},
+  return {{"type", "Split"},
+          {"pattern", {{"String", "-"}}},
+          {"behavior", behavior},
           {"invert", invert}};
 }
 
@@ -104,14 +109,16 @@ TEST(PreTokenizer, ByteLevelPrefixSpaceAndGpt2Pattern) {
   const json bl = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
   EXPECT_EQ(Split(bl, "'s it  ok"), (std::vector<std::string>{" '", "s", " it", " ", " ok"}));
   const json seq = {{"type", "Sequence"},
-                    {"pretokenizers", {SplitOn("Isolated"), {{"type", "ByteLevel"},
-                                                             {"add_prefix_space", true},
-                                                             {"use_regex", false}}}}};
+                    {"pretokenizers",
+                     {SplitOn("Isolated"),
+                      {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", false}}}}};
   EXPECT_EQ(Split(seq, "a-b"), (std::vector<std::string>{" a", " -", " b"}));
 }
 
 TEST(AddedTokens, LeftmostLongestWordRuleAndStrips) {
-  AddedTokenSplitter s({{1, "<s>"}, {2, "<s><s>"}, {3, "cat", /*single_word=*/true},
+  AddedTokenSplitter s({{1, "<s>"},
+                        {2, "<s><s>"},
+                        {3, "cat", /*single_word=*/true},
                         {4, "[X]", false, /*lstrip=*/true, /*rstrip=*/true}});
   std::vector<Segment> seg;
   s.Split("a<s><s><s>b concat cat  [X]  c", &seg);
@@ -130,14 +137,17 @@ TEST(HfTokenizer, TemplateGivesPrefixAndSuffixAndUnsupportedPartsAreNamed) {
   json vocab = json::object();
   for (int b = 0; b < 256; ++b) vocab[MapBytes(std::string(1, static_cast<char>(b)))] = b;
   json spec = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}},
-               {"added_tokens", {{{"id", 256}, {"content", "<bos>"}, {"special", true}},
-                                 {{"id", 257}, {"content", "<eos>"}, {"special", true}}}},
+               {"added_tokens",
+                {{{"id", 256}, {"content", "<bos>"}, {"special", true}},
+                 {{"id", 257}, {"content", "<eos>"}, {"special", true}}}},
                {"pre_tokenizer", {{"type", "ByteLevel"}, {"use_regex", true}}},
                {"decoder", {{"type", "ByteLevel"}}},
                {"post_processor",
                 {{"type", "TemplateProcessing"},
-                 {"single", {{{"SpecialToken", {{"id", "<bos>"}}}}, {{"Sequence", {{"id", "A"}}}},
-                             {{"SpecialToken", {{"id", "<eos>"}}}}}},
+                 {"single",
+                  {{{"SpecialToken", {{"id", "<bos>"}}}},
+                   {{"Sequence", {{"id", "A"}}}},
+                   {{"SpecialToken", {{"id", "<eos>"}}}}}},
                  {"special_tokens", {{"<bos>", {{"ids", {256}}}}, {"<eos>", {{"ids", {257}}}}}}}}};
   auto tok = CreateHfTokenizer(spec);
   ASSERT_TRUE(tok.ok()) << tok.status();

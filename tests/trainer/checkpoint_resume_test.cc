@@ -40,34 +40,37 @@ std::map<int64_t, double> LossByStep(const std::string& log_path) {
 CommandResult Launch(const std::string& dir, const std::string& name, const std::string& args) {
   return RunCommand(absl::StrCat(
       BinPath("zeroshard"), " launch --model small --steps 12 --global-batch 16 --micro-batch 4",
-      " --threads 1 --eval-every 0 --seed 11 --checkpoint-dir ", dir, "/ckpt --run-dir ", dir,
-      "/", name, " --log ", dir, "/", name, ".jsonl ", args));
+      " --threads 1 --eval-every 0 --seed 11 --checkpoint-dir ", dir, "/ckpt --run-dir ", dir, "/",
+      name, " --log ", dir, "/", name, ".jsonl ", args));
 }
 
 TEST(CheckpointResumeTest, ResumesAtAnyWorldSizeAndStage) {
   const std::string dir = MakeTempDir("zs_resume");
   CommandResult full = Launch(dir, "full",
                               absl::StrCat("--workers 4 --stage 3 --checkpoint-every 6"
-                                           " --offload-optimizer nvme --offload-dir ", dir));
+                                           " --offload-optimizer nvme --offload-dir ",
+                                           dir));
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const std::map<int64_t, double> reference = LossByStep(dir + "/full.jsonl");
   ASSERT_EQ(reference.size(), 12u) << full.output;
 
-  struct Resume { int workers, stage; const char* offload; };
-  for (Resume r : {Resume{4, 3, "none"}, Resume{3, 2, "host"}, Resume{1, 0, "none"},
-                   Resume{2, 1, "nvme"}}) {
+  struct Resume {
+    int workers, stage;
+    const char* offload;
+  };
+  for (Resume r :
+       {Resume{4, 3, "none"}, Resume{3, 2, "host"}, Resume{1, 0, "none"}, Resume{2, 1, "nvme"}}) {
     const std::string name = absl::StrCat("resume_n", r.workers, "_s", r.stage, "_", r.offload);
     CommandResult run = Launch(
-        dir, name, absl::StrCat("--workers ", r.workers, " --stage ", r.stage,
-                                " --resume-step 6 --offload-optimizer ", r.offload,
-                                " --offload-dir ", dir));
+        dir, name,
+        absl::StrCat("--workers ", r.workers, " --stage ", r.stage,
+                     " --resume-step 6 --offload-optimizer ", r.offload, " --offload-dir ", dir));
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const std::map<int64_t, double> resumed = LossByStep(dir + "/" + name + ".jsonl");
     ASSERT_EQ(resumed.size(), 6u) << name << ": " << run.output;
     for (const auto& [step, loss] : resumed) {
       ASSERT_GE(step, 7) << name;
-      EXPECT_NEAR(loss, reference.at(step), 1e-5 * reference.at(step))
-          << name << " step " << step;
+      EXPECT_NEAR(loss, reference.at(step), 1e-5 * reference.at(step)) << name << " step " << step;
     }
   }
 }
@@ -97,7 +100,8 @@ TEST(CheckpointResumeTest, ParamOffloadGivesTheSameLossesAndCheckpoints) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::map<int64_t, double> resumed = LossByStep(dir + "/resumed.jsonl");
     ASSERT_EQ(resumed.size(), 4u) << r.output;
-    for (const auto& [step, loss] : resumed) EXPECT_EQ(loss, want.at(step)) << dir << " step " << step;
+    for (const auto& [step, loss] : resumed)
+      EXPECT_EQ(loss, want.at(step)) << dir << " step " << step;
   }
 }
 
@@ -120,10 +124,10 @@ namespace {
 // a token the coordinator refuses.
 TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
   const std::string dir = MakeTempDir("zs_ckpt_now");
-  ChildProcess launch({BinPath("zeroshard"), "launch", "--workers", "2", "--model", "tiny",
-                       "--steps", "100000", "--checkpoint-dir", dir + "/ckpt", "--run-dir",
-                       dir + "/run"},
-                      dir + "/launch.out");
+  ChildProcess launch(
+      {BinPath("zeroshard"), "launch", "--workers", "2", "--model", "tiny", "--steps", "100000",
+       "--checkpoint-dir", dir + "/ckpt", "--run-dir", dir + "/run"},
+      dir + "/launch.out");
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   std::smatch address;
   std::string text;
@@ -139,8 +143,8 @@ TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
   // The launch's tokens are its own: the user's CLI presents the admin one.
   const std::string coordinator =
       absl::StrCat(address[1].str(), " --token-file ", dir, "/run/admin-token");
-  CommandResult now = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ",
-                                              coordinator));
+  CommandResult now =
+      RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ", coordinator));
   ASSERT_EQ(now.exit_code, 0) << now.output;
   const CommandResult anonymous = RunCommand(
       absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ", address[1].str()));
@@ -148,8 +152,8 @@ TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
   EXPECT_NE(anonymous.output.find("bearer token"), std::string::npos) << anonymous.output;
   CommandResult list;
   while (absl::Now() < deadline) {
-    list = RunCommand(absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ",
-                                   coordinator));
+    list = RunCommand(
+        absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ", coordinator));
     if (list.exit_code == 0 && list.output.find("step-") != std::string::npos) break;
     absl::SleepFor(absl::Milliseconds(200));
   }

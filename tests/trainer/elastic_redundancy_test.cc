@@ -17,8 +17,7 @@ namespace zeroshard {
 namespace {
 
 // Waits for a record at `world_size` ranks past `after`; the time it took.
-absl::Duration TimeToStep(const std::string& log, int world_size, int64_t after,
-                          absl::Time since) {
+absl::Duration TimeToStep(const std::string& log, int world_size, int64_t after, absl::Time since) {
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (absl::Now() < deadline) {
     for (const StepRecord& r : ReadStepRecords(log)) {
@@ -90,7 +89,8 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
     run.AddWorkers(1);  // A replacement: scale back up to 4 by handoff.
     alive.push_back(run.workers.size() - 1);
     ASSERT_NE(TimeToStep(job.log_path, 4, LastStep(job.log_path), absl::Now()),
-              absl::InfiniteDuration()) << run.Logs();
+              absl::InfiniteDuration())
+        << run.Logs();
     longest_cycle = std::max(longest_cycle, LastStep(job.log_path) - before);
   }
   for (size_t k : alive) EXPECT_EQ(run.workers[k]->Wait(absl::Seconds(120)), 0) << run.Logs();
@@ -98,8 +98,7 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
   ASSERT_EQ(recovery.size(), 5u) << "the job ended before five kills";
   std::vector<double> sorted = recovery;
   std::sort(sorted.begin(), sorted.end());
-  std::printf("kill -9 to the next step: median %.2f s over %zu kills\n", sorted[2],
-              sorted.size());
+  std::printf("kill -9 to the next step: median %.2f s over %zu kills\n", sorted[2], sorted.size());
   EXPECT_LE(sorted[2], 5.0);
   ExpectEveryRecoveryLive(run, job);
 }
@@ -171,8 +170,8 @@ TEST(ElasticRedundancyTest, AStoppedRankIsNamedWithItsOperation) {
   run.AddWorkers(3);
   ASSERT_TRUE(WaitForStep(job.log_path, 8)) << run.Logs();
   const std::vector<int> ranks = RanksOf(run, 3);
-  const size_t stuck = static_cast<size_t>(
-      std::find(ranks.begin(), ranks.end(), 1) - ranks.begin());
+  const size_t stuck =
+      static_cast<size_t>(std::find(ranks.begin(), ranks.end(), 1) - ranks.begin());
   ASSERT_LT(stuck, 3u) << run.Logs();
   const int64_t before = LastStep(job.log_path);
   const absl::Time t = absl::Now();
@@ -185,8 +184,8 @@ TEST(ElasticRedundancyTest, AStoppedRankIsNamedWithItsOperation) {
   EXPECT_NE(status.output.find("\"last_lost\""), std::string::npos) << status.output;
   EXPECT_TRUE(std::regex_search(status.output, std::regex("\"operation\": *\"[a-z_]+\"")))
       << status.output;
-  EXPECT_TRUE(std::regex_search(status.output,
-                                std::regex("\"worker_id\": *\"w" + std::to_string(stuck))))
+  EXPECT_TRUE(
+      std::regex_search(status.output, std::regex("\"worker_id\": *\"w" + std::to_string(stuck))))
       << status.output;
   const testing::CommandResult table = testing::RunCommand(
       absl::StrCat(BinPath("zeroshard"), " status --coordinator ", run.address));

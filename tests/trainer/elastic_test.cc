@@ -9,11 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/job_config.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 #include "tests/trainer/step_log.h"
 #include "worker/data/text_corpus.h"
-#include "common/job_config.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard {
@@ -23,8 +23,8 @@ using testing::BinPath;
 using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::ReadStepRecords;
-using testing::WaitForStep;
 using testing::WaitForGrpcAddress;
+using testing::WaitForStep;
 
 JobConfig ElasticJob(const std::string& dir, const std::string& backend = "auto") {
   JobConfig job;
@@ -45,14 +45,28 @@ JobConfig ElasticJob(const std::string& dir, const std::string& backend = "auto"
 std::unique_ptr<ChildProcess> StartCoordinator(const std::string& dir, const JobConfig& job,
                                                const std::string& listen, int min_workers,
                                                int max_workers) {
-  return std::make_unique<ChildProcess>(
-      std::vector<std::string>{
-          BinPath("zeroshard-coordinator"), "--listen", listen, "--metrics-listen", "",
-          "--state-dir", dir + "/state", "--checkpoint-dir", job.checkpoint_dir,
-          "--min-workers", std::to_string(min_workers), "--max-workers",
-          std::to_string(max_workers), "--settle", "1", "--heartbeat-interval", "0.2",
-          "--lease-timeout", "2", "--job-config-json", job.ToJson()},
-      dir + "/coordinator.log");
+  return std::make_unique<ChildProcess>(std::vector<std::string>{BinPath("zeroshard-coordinator"),
+                                                                 "--listen",
+                                                                 listen,
+                                                                 "--metrics-listen",
+                                                                 "",
+                                                                 "--state-dir",
+                                                                 dir + "/state",
+                                                                 "--checkpoint-dir",
+                                                                 job.checkpoint_dir,
+                                                                 "--min-workers",
+                                                                 std::to_string(min_workers),
+                                                                 "--max-workers",
+                                                                 std::to_string(max_workers),
+                                                                 "--settle",
+                                                                 "1",
+                                                                 "--heartbeat-interval",
+                                                                 "0.2",
+                                                                 "--lease-timeout",
+                                                                 "2",
+                                                                 "--job-config-json",
+                                                                 job.ToJson()},
+                                        dir + "/coordinator.log");
 }
 
 std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
@@ -91,7 +105,10 @@ void KillOneOfThree(const std::string& backend) {
   // from the start.
   int64_t first_of_new = -1;
   for (const StepRecord& r : records) {
-    if (r.world_size == 2) { first_of_new = r.step; break; }
+    if (r.world_size == 2) {
+      first_of_new = r.step;
+      break;
+    }
   }
   EXPECT_GT(first_of_new, 1);
   EXPECT_EQ((first_of_new - 1) % job.checkpoint_every, 0) << first_of_new;
@@ -104,9 +121,7 @@ TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) { KillOneOfThre
 
 // The same over shared memory: the survivors see the dead rank's exit (or
 // the coordinator's new generation) instead of a closed socket.
-TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKillOverShm) {
-  KillOneOfThree("shm");
-}
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKillOverShm) { KillOneOfThree("shm"); }
 
 // The coordinator is killed (kill -9) mid-run and restarted on the same
 // state dir and address: the workers learn they were forgotten, join again

@@ -48,8 +48,8 @@ void ExpectStateMatches(const FullState& want, ShardedEngine& engine, const std:
   for (size_t u = 0; u < engine.plan().units.size(); ++u) {
     const ElementRange r = engine.OptimizerShard(static_cast<int>(u)).range;
     std::vector<float> master(r.length), m(r.length), v(r.length);
-    ASSERT_TRUE(engine.CopyOptimizerState(static_cast<int>(u), r, master.data(), m.data(),
-                                          v.data()).ok());
+    ASSERT_TRUE(
+        engine.CopyOptimizerState(static_cast<int>(u), r, master.data(), m.data(), v.data()).ok());
     const int64_t numel = engine.plan().units[u].numel;
     for (int64_t i = 0; i < r.length; ++i) {
       const int64_t e = r.offset + i;

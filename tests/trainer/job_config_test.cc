@@ -60,15 +60,17 @@ TEST(JobConfigTest, BadInputNamesTheField) {
                 .message()
                 .find("shm moves host memory"),
             std::string::npos);
-  EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_timeout_s": 0})").status().message().find(
-                "checkpoint_timeout_s"),
+  EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_timeout_s": 0})")
+                .status()
+                .message()
+                .find("checkpoint_timeout_s"),
             std::string::npos);
-  EXPECT_NE(JobConfig::FromJson(R"({"rpc_timeout_s": -1})").status().message().find(
-                "rpc_timeout_s"),
-            std::string::npos);
-  EXPECT_NE(JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find(
-                "checkpoint_dir"),
-            std::string::npos);
+  EXPECT_NE(
+      JobConfig::FromJson(R"({"rpc_timeout_s": -1})").status().message().find("rpc_timeout_s"),
+      std::string::npos);
+  EXPECT_NE(
+      JobConfig::FromJson(R"({"checkpoint_every": 3})").status().message().find("checkpoint_dir"),
+      std::string::npos);
   EXPECT_EQ(JobConfig::FromJson(R"({"max_failures": -1})").status().message(),
             "job config: max_failures = -1 must be in [0, 1e6]");
   EXPECT_TRUE(JobConfig::FromJson(R"({"max_failures": 0})").ok());
@@ -179,11 +181,11 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
   ASSERT_TRUE(p_back.ok()) << p_back.status();
   EXPECT_EQ(p_back->offload_params, "nvme");
   EXPECT_EQ(p_back->offload_prefetch, 4);
-  for (const char* bad : {R"({"offload_optimizer": "disk"})", R"({"offload_optimizer": "nvme"})",
-                          R"({"offload_params": "host"})", R"({"offload_prefetch": -1})",
-                          R"({"offload_prefetch": 65})",
-                          R"({"stage": 3, "offload_params": "nvme"})",
-                          R"({"stage": 2, "offload_params": "nvme", "offload_dir": "/scratch"})"}) {
+  for (const char* bad :
+       {R"({"offload_optimizer": "disk"})", R"({"offload_optimizer": "nvme"})",
+        R"({"offload_params": "host"})", R"({"offload_prefetch": -1})",
+        R"({"offload_prefetch": 65})", R"({"stage": 3, "offload_params": "nvme"})",
+        R"({"stage": 2, "offload_params": "nvme", "offload_dir": "/scratch"})"}) {
     auto r = JobConfig::FromJson(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("offload"), std::string::npos) << r.status();

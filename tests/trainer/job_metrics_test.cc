@@ -68,14 +68,15 @@ void CheckRunningSeries(const Samples& m) {
 
 // After the job: the totals against the config, the disk and the step log.
 void CheckFinalMetrics(const Samples& m, const JobConfig& job) {
-  std::printf("tokens_total %.0f, checkpoint bytes %.0f in %.0f saves, %.3f s saving, grad_norm "
-              "%.4g clipped to %.4g\n",
-              Sample(m, "zeroshard_tokens_total").value_or(-1),
-              Sample(m, "zeroshard_checkpoint_bytes_total").value_or(-1),
-              Sample(m, "zeroshard_checkpoint_saves_total").value_or(-1),
-              Sample(m, "zeroshard_checkpoint_save_seconds_sum").value_or(-1),
-              Sample(m, "zeroshard_grad_norm").value_or(-1),
-              Sample(m, "zeroshard_grad_norm_clipped").value_or(-1));
+  std::printf(
+      "tokens_total %.0f, checkpoint bytes %.0f in %.0f saves, %.3f s saving, grad_norm "
+      "%.4g clipped to %.4g\n",
+      Sample(m, "zeroshard_tokens_total").value_or(-1),
+      Sample(m, "zeroshard_checkpoint_bytes_total").value_or(-1),
+      Sample(m, "zeroshard_checkpoint_saves_total").value_or(-1),
+      Sample(m, "zeroshard_checkpoint_save_seconds_sum").value_or(-1),
+      Sample(m, "zeroshard_grad_norm").value_or(-1),
+      Sample(m, "zeroshard_grad_norm_clipped").value_or(-1));
   EXPECT_EQ(Sample(m, "zeroshard_tokens_total"),
             static_cast<double>(kSteps * job.global_batch * kTinyContext));
   EXPECT_EQ(Sample(m, "zeroshard_grad_clips_total"), static_cast<double>(kSteps));
@@ -86,8 +87,8 @@ void CheckFinalMetrics(const Samples& m, const JobConfig& job) {
   ASSERT_TRUE(norm.has_value());
   EXPECT_NEAR(*norm, records.back().grad_norm, 1e-6 * records.back().grad_norm);
   // clip_grad_norm_'s coefficient: max_norm / (norm + 1e-6).
-  EXPECT_NEAR(*Sample(m, "zeroshard_grad_norm_clipped"),
-              *norm * job.max_grad_norm / (*norm + 1e-6), 1e-9);
+  EXPECT_NEAR(*Sample(m, "zeroshard_grad_norm_clipped"), *norm * job.max_grad_norm / (*norm + 1e-6),
+              1e-9);
   EXPECT_EQ(Sample(m, "zeroshard_checkpoint_saves_total"), 2.0);
   EXPECT_EQ(Sample(m, "zeroshard_checkpoint_last_step"), static_cast<double>(kSteps));
   EXPECT_EQ(Sample(m, "zeroshard_checkpoint_save_seconds_count"), 2.0);

@@ -44,11 +44,25 @@ struct CoordinatorProcess {
 inline CoordinatorProcess StartCoordinator(const std::string& dir, const JobConfig& job,
                                            int min_workers, int max_workers,
                                            bool checkpoint_dir_flag, const std::string& log) {
-  std::vector<std::string> argv = {
-      BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0", "--metrics-listen",
-      "127.0.0.1:0", "--state-dir", dir + "/state", "--min-workers", std::to_string(min_workers),
-      "--max-workers", std::to_string(max_workers), "--settle", "0.5", "--heartbeat-interval",
-      "0.2", "--lease-timeout", "5", "--job-config-json", job.ToJson()};
+  std::vector<std::string> argv = {BinPath("zeroshard-coordinator"),
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--state-dir",
+                                   dir + "/state",
+                                   "--min-workers",
+                                   std::to_string(min_workers),
+                                   "--max-workers",
+                                   std::to_string(max_workers),
+                                   "--settle",
+                                   "0.5",
+                                   "--heartbeat-interval",
+                                   "0.2",
+                                   "--lease-timeout",
+                                   "5",
+                                   "--job-config-json",
+                                   job.ToJson()};
   if (checkpoint_dir_flag) {
     argv.push_back("--checkpoint-dir");
     argv.push_back(job.checkpoint_dir);
@@ -66,8 +80,8 @@ inline CoordinatorProcess StartCoordinator(const std::string& dir, const JobConf
 inline std::unique_ptr<ChildProcess> StartWorker(const std::string& dir, const std::string& address,
                                                  const std::string& name) {
   return std::make_unique<ChildProcess>(
-      std::vector<std::string>{BinPath("zeroshard-worker"), "--coordinator", address,
-                               "--worker-id", name, "--threads", "1"},
+      std::vector<std::string>{BinPath("zeroshard-worker"), "--coordinator", address, "--worker-id",
+                               name, "--threads", "1"},
       absl::StrCat(dir, "/", name, ".log"));
 }
 
@@ -95,8 +109,8 @@ inline std::vector<std::string> GenerationLines(const std::string& log) {
   std::vector<std::string> out;
   static const std::regex line(R"(generation [0-9]+: rank [0-9]+ of [0-9]+)");
   const std::string text = ReadFile(log);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-       it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it) {
     out.push_back(it->str());
   }
   return out;

@@ -45,12 +45,12 @@ FitFigures ParseRefusal(const std::string& output) {
 class LaunchMemoryLimitTest : public ::testing::Test {
  protected:
   CommandResult Launch(int64_t limit, const std::string& offload, const std::string& tag) {
-    return RunCommand(absl::StrCat(
-        "prlimit --data=", limit, " ", BinPath("zeroshard"),
-        " launch --model medium --workers 1 --stage 3 --steps 2 --global-batch 2"
-        " --micro-batch 2 --threads 1 --eval-every 0 --offload-optimizer ", offload,
-        " --offload-dir ", dir_, " --run-dir ", dir_, "/", tag, " --log ", dir_, "/", tag,
-        ".jsonl"));
+    return RunCommand(
+        absl::StrCat("prlimit --data=", limit, " ", BinPath("zeroshard"),
+                     " launch --model medium --workers 1 --stage 3 --steps 2 --global-batch 2"
+                     " --micro-batch 2 --threads 1 --eval-every 0 --offload-optimizer ",
+                     offload, " --offload-dir ", dir_, " --run-dir ", dir_, "/", tag, " --log ",
+                     dir_, "/", tag, ".jsonl"));
   }
 
   // Refused at `limit`, with the engine's figures. Starts low and raises the
@@ -87,7 +87,6 @@ class LaunchMemoryLimitTest : public ::testing::Test {
     return ParseRefusal(r.output);
   }
 
-
   std::string dir_ = MakeTempDir("zs_memory_limit");
 };
 
@@ -98,8 +97,7 @@ TEST_F(LaunchMemoryLimitTest, NvmeOffloadCompletesWhereDeviceMemoryIsRefused) {
   ASSERT_GT(nvme.needed, 0);
   ASSERT_GT(none.needed, nvme.needed) << "offload must lower the fit check's figure";
   const int64_t footprint = nvme_limit - nvme.free;
-  std::printf("footprint without offload %lld B\n",
-              static_cast<long long>(none_limit - none.free));
+  std::printf("footprint without offload %lld B\n", static_cast<long long>(none_limit - none.free));
   const int64_t limit = footprint + nvme.needed + (none.needed - nvme.needed) / 2;
   std::printf("footprint %lld B; engine needs %lld B (nvme) / %lld B (none); limit %lld B\n",
               static_cast<long long>(footprint), static_cast<long long>(nvme.needed),

@@ -42,15 +42,18 @@ TEST(LaunchTest, LossCurvesAgreeAcrossWorldSizesAndStages) {
   const std::string dir = MakeTempDir("zs_launch_curves");
   // N = 3 splits 16 sequences 5/5/6; with micro-batches of 1 the ranks run
   // 6 micro-batches each, the short ones padding.
-  struct Run { int workers, stage, micro_batch; };
+  struct Run {
+    int workers, stage, micro_batch;
+  };
   std::vector<std::vector<double>> curves;
   for (Run run : {Run{1, 0, 4}, Run{2, 2, 4}, Run{3, 3, 4}, Run{4, 3, 4}, Run{3, 1, 1}}) {
-    const std::string log = absl::StrCat(dir, "/n", run.workers, "s", run.stage, "m",
-                                         run.micro_batch, ".jsonl");
-    CommandResult r = Launch(absl::StrCat(
-        "--workers ", run.workers, " --stage ", run.stage, " --micro-batch ", run.micro_batch,
-        " --steps 10 --model small --global-batch 16 --threads 1"
-        " --eval-every 0 --seed 7 --run-dir ", dir, "/run", run.workers, " --log ", log));
+    const std::string log =
+        absl::StrCat(dir, "/n", run.workers, "s", run.stage, "m", run.micro_batch, ".jsonl");
+    CommandResult r = Launch(absl::StrCat("--workers ", run.workers, " --stage ", run.stage,
+                                          " --micro-batch ", run.micro_batch,
+                                          " --steps 10 --model small --global-batch 16 --threads 1"
+                                          " --eval-every 0 --seed 7 --run-dir ",
+                                          dir, "/run", run.workers, " --log ", log));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     curves.push_back(Losses(log));
     ASSERT_EQ(curves.back().size(), 10u) << r.output;
@@ -74,7 +77,8 @@ TEST(LaunchTest, LingerKeepsTheCoordinatorUpForAFinalScrape) {
   CommandResult lingered = Launch(common + " --linger 1");
   EXPECT_EQ(lingered.exit_code, 0) << lingered.output;
   EXPECT_NE(lingered.output.find("keeping the coordinator's /metrics up for 1 s"),
-            std::string::npos) << lingered.output;
+            std::string::npos)
+      << lingered.output;
   EXPECT_GE(absl::Now() - start, absl::Seconds(1));
   CommandResult plain = Launch(common);
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
@@ -83,7 +87,10 @@ TEST(LaunchTest, LingerKeepsTheCoordinatorUpForAFinalScrape) {
 
 TEST(LaunchTest, BadRequestsFailInOneClearLine) {
   const std::string dir = MakeTempDir("zs_launch_bad");
-  struct Case { std::string args, expect; int code; };
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
   std::vector<Case> cases = {
       {"--data /no/such/path --steps 1", "/no/such/path", 2},
       {absl::StrCat("--data ", dir, " --steps 1"), dir, 2},  // empty directory
@@ -123,11 +130,12 @@ TEST(LaunchTest, ActivationCheckpointingKeepsTheLosses) {
     const std::string log = absl::StrCat(dir, "/", mode, ".jsonl");
     CommandResult r = Launch(absl::StrCat(
         "--workers 2 --stage 3 --steps 3 --model small --global-batch 8 --micro-batch 2",
-        " --threads 1 --eval-every 0 --seed 5 --activation-checkpointing ", mode,
-        " --run-dir ", dir, "/", mode, " --log ", log));
+        " --threads 1 --eval-every 0 --seed 5 --activation-checkpointing ", mode, " --run-dir ",
+        dir, "/", mode, " --log ", log));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output.find("activation checkpointing blocks") != std::string::npos,
-              mode == "blocks") << r.output;
+              mode == "blocks")
+        << r.output;
     runs.push_back(ReadStepRecords(log));
     ASSERT_EQ(runs.back().size(), 3u) << r.output;
     const ActivationCheckpointing m = *ParseActivationCheckpointing(mode);
@@ -136,10 +144,13 @@ TEST(LaunchTest, ActivationCheckpointingKeepsTheLosses) {
     }
   }
   for (size_t s = 0; s < 3; ++s) EXPECT_EQ(runs[1][s].loss, runs[0][s].loss) << "step " << s + 1;
-  EXPECT_LT(runs[1][2].ranks[0].peak_memory.activations, runs[0][2].ranks[0].peak_memory.activations);
+  EXPECT_LT(runs[1][2].ranks[0].peak_memory.activations,
+            runs[0][2].ranks[0].peak_memory.activations);
 
-  CommandResult bad = Launch(absl::StrCat("--model tiny --steps 1 --activation-checkpointing "
-                                          "layers --run-dir ", dir, "/bad"));
+  CommandResult bad =
+      Launch(absl::StrCat("--model tiny --steps 1 --activation-checkpointing "
+                          "layers --run-dir ",
+                          dir, "/bad"));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--activation-checkpointing"), std::string::npos) << bad.output;
   EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << bad.output;
@@ -161,8 +172,8 @@ TEST(LaunchTest, InterruptStopsEveryProcess) {
   ASSERT_TRUE(std::regex_search(text, port, std::regex("coordinator on (127.0.0.1:[0-9]+)")));
   launch.Signal(SIGINT);
   EXPECT_EQ(launch.Wait(absl::Seconds(30)), 130) << ReadFile(out);
-  CommandResult left = RunCommand(absl::StrCat("pgrep -f 'zeroshard-worke[r] --coordinator ",
-                                               port[1].str(), "'"));
+  CommandResult left =
+      RunCommand(absl::StrCat("pgrep -f 'zeroshard-worke[r] --coordinator ", port[1].str(), "'"));
   EXPECT_NE(left.exit_code, 0) << "workers still running: " << left.output;
 }
 

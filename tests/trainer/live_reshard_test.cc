@@ -5,11 +5,12 @@
 // optimizer range must equal that reference bit for bit (padding zero),
 // the optimizer step must carry over, and training on must equal training
 // on with the state restored by hand. The decision rules are tested apart.
+#include "worker/trainer/live_reshard.h"
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/held_state_testing.h"
-#include "worker/trainer/live_reshard.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -23,12 +24,16 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
                        Case{3, 4, 3}, Case{2, 3, 1}, Case{0, 3, 2}}) {
     const std::string what = absl::StrCat("stage ", c.stage, " N ", c.old_n, "->", c.new_n);
     std::vector<HeldState> held(c.old_n);
-    ASSERT_TRUE(RunRanksAsThreads(c.old_n, "old" + what, [&](int r, Communicator* comm) {
-                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, c.stage, 42));
-                  TrainSteps(*engine, r, c.old_n, 0, 3);
-                  ZS_ASSIGN_OR_RETURN(held[r], SnapshotState(*engine, 7, 3));
-                  return absl::OkStatus();
-                }).ok()) << what;
+    ASSERT_TRUE(RunRanksAsThreads(c.old_n, "old" + what,
+                                  [&](int r, Communicator* comm) {
+                                    ZS_ASSIGN_OR_RETURN(auto engine,
+                                                        HeldTestEngine(comm, c.stage, 42));
+                                    TrainSteps(*engine, r, c.old_n, 0, 3);
+                                    ZS_ASSIGN_OR_RETURN(held[r], SnapshotState(*engine, 7, 3));
+                                    return absl::OkStatus();
+                                  })
+                    .ok())
+        << what;
     const ShardPlan old_plan = *MakeShardPlan(MlpUnits(kHeldDims), c.old_n, 2);
     const FullState want = AssembleState(held, old_plan);
     // Scale-down keeps enough holders only when the new world is the old one
@@ -36,24 +41,29 @@ TEST(LiveReshardTest, StateMovesBitExactlyBetweenWorldSizes) {
     // any extra rank holds nothing.
     const int holders = std::min(c.old_n, c.new_n);
     const bool expect_live = holders == c.old_n || c.stage == 0;
-    ASSERT_TRUE(RunRanksAsThreads(c.new_n, "new" + what, [&](int r, Communicator* comm) {
-                  const int old_index = holders - 1 - r;
-                  const absl::Span<const HeldState> mine =
-                      old_index >= 0 ? absl::MakeConstSpan(&held[old_index], 1)
-                                     : absl::Span<const HeldState>();
-                  ZS_ASSIGN_OR_RETURN(const LiveState live,
-                                      AgreeOnLiveState(*comm, mine, c.stage, absl::Seconds(20)));
-                  EXPECT_EQ(live.live, expect_live) << what << ": " << live.why_not;
-                  if (!live.live) return absl::OkStatus();
-                  EXPECT_EQ(live.step, 3);
-                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, c.stage, 1));
-                  ZS_RETURN_IF_ERROR(
-                      ReshardInto(*comm, live, mine, MlpUnits(kHeldDims), *engine, absl::Seconds(20)));
-                  EXPECT_EQ(engine->optimizer_step(), held[0].optimizer_step) << what;
-                  ExpectStateMatches(want, *engine, absl::StrCat(what, " rank ", r));
-                  TrainSteps(*engine, r, c.new_n, 3, 2);  // Trains on.
-                  return engine->status();
-                }).ok()) << what;
+    ASSERT_TRUE(
+        RunRanksAsThreads(c.new_n, "new" + what,
+                          [&](int r, Communicator* comm) {
+                            const int old_index = holders - 1 - r;
+                            const absl::Span<const HeldState> mine =
+                                old_index >= 0 ? absl::MakeConstSpan(&held[old_index], 1)
+                                               : absl::Span<const HeldState>();
+                            ZS_ASSIGN_OR_RETURN(
+                                const LiveState live,
+                                AgreeOnLiveState(*comm, mine, c.stage, absl::Seconds(20)));
+                            EXPECT_EQ(live.live, expect_live) << what << ": " << live.why_not;
+                            if (!live.live) return absl::OkStatus();
+                            EXPECT_EQ(live.step, 3);
+                            ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, c.stage, 1));
+                            ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, mine, MlpUnits(kHeldDims),
+                                                           *engine, absl::Seconds(20)));
+                            EXPECT_EQ(engine->optimizer_step(), held[0].optimizer_step) << what;
+                            ExpectStateMatches(want, *engine, absl::StrCat(what, " rank ", r));
+                            TrainSteps(*engine, r, c.new_n, 3, 2);  // Trains on.
+                            return engine->status();
+                          })
+            .ok())
+        << what;
   }
 }
 
@@ -77,8 +87,9 @@ TEST(LiveReshardTest, ANeighboursCopyStandsInForALostRank) {
   const FullState want = AssembleState(held, *MakeShardPlan(MlpUnits(kHeldDims), 3, 2));
   const std::vector<std::vector<HeldState>> survivors = {{held[0], held[1]}, {held[2]}};
   ASSERT_TRUE(RunRanksAsThreads(2, "replica_new", [&](int r, Communicator* comm) {
-                ZS_ASSIGN_OR_RETURN(const LiveState live,
-                                    AgreeOnLiveState(*comm, survivors[r], stage, absl::Seconds(20)));
+                ZS_ASSIGN_OR_RETURN(
+                    const LiveState live,
+                    AgreeOnLiveState(*comm, survivors[r], stage, absl::Seconds(20)));
                 EXPECT_TRUE(live.live) << live.why_not;
                 EXPECT_EQ(live.source, (std::vector<int>{0, 0, 1}));
                 EXPECT_EQ(live.source_slot, (std::vector<int>{0, 1, 0}));

@@ -28,9 +28,9 @@ using testing::BinPath;
 using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::ReadStepRecords;
+using testing::WaitForGrpcAddress;
 using testing::WaitForStep;
 using testing::WithEvent;
-using testing::WaitForGrpcAddress;
 
 // job_processes.h's small job, in micro-batches of 3 (every rank of 1-4
 // runs whole micro-batches).
@@ -52,13 +52,20 @@ struct LiveRun {
   bool Start(const std::string& run_dir, const JobConfig& job, int min_workers,
              bool default_timeouts = false) {
     dir = run_dir;
-    std::vector<std::string> argv = {BinPath("zeroshard-coordinator"), "--listen", "127.0.0.1:0",
-                                     "--metrics-listen", "", "--min-workers",
-                                     std::to_string(min_workers), "--max-workers", "4",
-                                     "--job-config-json", job.ToJson()};
+    std::vector<std::string> argv = {BinPath("zeroshard-coordinator"),
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-listen",
+                                     "",
+                                     "--min-workers",
+                                     std::to_string(min_workers),
+                                     "--max-workers",
+                                     "4",
+                                     "--job-config-json",
+                                     job.ToJson()};
     if (!default_timeouts) {
-      for (const char* a : {"--settle", "0.5", "--heartbeat-interval", "0.2", "--lease-timeout",
-                            "2"}) {
+      for (const char* a :
+           {"--settle", "0.5", "--heartbeat-interval", "0.2", "--lease-timeout", "2"}) {
         argv.push_back(a);
       }
     }
@@ -103,8 +110,8 @@ inline std::map<int64_t, double> LossesOnce(const std::vector<StepRecord>& recor
 // has no record of are skipped (LossesOnce bounds how many may be missing:
 // a kill between a peer-copy refresh and the step record loses the record,
 // not the step).
-inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::map<int64_t, double>& ref,
-                             double tolerance = 1e-5) {
+inline void ExpectSameLosses(const std::map<int64_t, double>& got,
+                             const std::map<int64_t, double>& ref, double tolerance = 1e-5) {
   double worst = 0;
   int64_t compared = 0;
   for (const auto& [step, loss] : ref) {
@@ -119,7 +126,6 @@ inline void ExpectSameLosses(const std::map<int64_t, double>& got, const std::ma
   EXPECT_EQ(compared, static_cast<int64_t>(got.size())) << "steps the reference run has not";
   EXPECT_LE(worst, tolerance);
 }
-
 
 // The losses of `base` run from start to end by `workers` workers.
 inline std::map<int64_t, double> Uninterrupted(const JobConfig& base, int workers) {

@@ -23,15 +23,18 @@ using testing::CommandResult;
 using testing::MakeTempDir;
 using testing::RunCommand;
 
-struct RssCase { std::string model; int workers, stage; };
+struct RssCase {
+  std::string model;
+  int workers, stage;
+};
 
 class PeakRssTest : public ::testing::TestWithParam<RssCase> {};
 
 TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
   const RssCase run = GetParam();
-  CommandResult plan = RunCommand(absl::StrCat(
-      BinPath("zeroshard"), " plan --json --model ", run.model, " --workers ", run.workers,
-      " --micro-batch 4 --global-batch ", 4 * run.workers));
+  CommandResult plan = RunCommand(
+      absl::StrCat(BinPath("zeroshard"), " plan --json --model ", run.model, " --workers ",
+                   run.workers, " --micro-batch 4 --global-batch ", 4 * run.workers));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   const nlohmann::json j = nlohmann::json::parse(plan.output);
   const nlohmann::json& choice = j["choices"][run.stage * 6];  // No checkpointing, no offload.
@@ -39,13 +42,14 @@ TEST_P(PeakRssTest, PredictedWithinFifteenPercentOfVmHWM) {
   const double predicted = choice["peak_bytes_per_rank"];
 
   const std::string dir = MakeTempDir("zs_peak_rss");
-  CommandResult r = RunCommand(absl::StrCat(
-      BinPath("zeroshard"), " launch --model ", run.model, " --workers ", run.workers,
-      " --stage ", run.stage, " --steps 2 --micro-batch 4 --global-batch ", 4 * run.workers,
-      " --eval-every 0 --threads 1 --run-dir ", dir, "/run"));
+  CommandResult r = RunCommand(
+      absl::StrCat(BinPath("zeroshard"), " launch --model ", run.model, " --workers ", run.workers,
+                   " --stage ", run.stage, " --steps 2 --micro-batch 4 --global-batch ",
+                   4 * run.workers, " --eval-every 0 --threads 1 --run-dir ", dir, "/run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::smatch line;
-  ASSERT_TRUE(std::regex_search(r.output, line, std::regex("peak RSS \\(VmHWM\\) bytes per worker:([ 0-9]+)")))
+  ASSERT_TRUE(std::regex_search(r.output, line,
+                                std::regex("peak RSS \\(VmHWM\\) bytes per worker:([ 0-9]+)")))
       << r.output;
   std::istringstream in(line[1].str());
   int workers = 0;

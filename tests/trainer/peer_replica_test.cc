@@ -9,11 +9,12 @@
 //   survivors the state the generation started from (PeerReplica::Keep);
 // - the decision over what a cut-short refresh leaves ([Note: a refresh cut
 //   short]) picks the newest step every shard has.
+#include "worker/trainer/peer_replica.h"
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/held_state_testing.h"
-#include "worker/trainer/peer_replica.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -70,34 +71,43 @@ TEST(PeerReplicaTest, ARefreshCutShortLeavesAWholeStep) {
     const int n = 3, lost = 1;
     std::vector<HeldState> at2(n);
     std::vector<std::vector<HeldState>> held(n);
-    ASSERT_TRUE(RunRanksAsThreads(n, "replica_cut" + what, [&](int r, Communicator* comm) {
-                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 42));
-                  TrainSteps(*engine, r, n, 0, 2);
-                  PeerReplica replica;
-                  ZS_RETURN_IF_ERROR(replica.Refresh(*engine, *comm, 7, 2, kTimeout));
-                  ZS_ASSIGN_OR_RETURN(at2[r], SnapshotState(*engine, 7, 2));
-                  TrainSteps(*engine, r, n, 2, 1);
-                  if (r == lost) return absl::OkStatus();  // Gone before the refresh.
-                  const absl::Status s = replica.Refresh(*engine, *comm, 7, 3, absl::Seconds(2));
-                  EXPECT_FALSE(s.ok()) << what << " rank " << r;
-                  held[r] = replica.Take();
-                  return absl::OkStatus();
-                }).ok()) << what;
+    ASSERT_TRUE(
+        RunRanksAsThreads(n, "replica_cut" + what,
+                          [&](int r, Communicator* comm) {
+                            ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 42));
+                            TrainSteps(*engine, r, n, 0, 2);
+                            PeerReplica replica;
+                            ZS_RETURN_IF_ERROR(replica.Refresh(*engine, *comm, 7, 2, kTimeout));
+                            ZS_ASSIGN_OR_RETURN(at2[r], SnapshotState(*engine, 7, 2));
+                            TrainSteps(*engine, r, n, 2, 1);
+                            if (r == lost) return absl::OkStatus();  // Gone before the refresh.
+                            const absl::Status s =
+                                replica.Refresh(*engine, *comm, 7, 3, absl::Seconds(2));
+                            EXPECT_FALSE(s.ok()) << what << " rank " << r;
+                            held[r] = replica.Take();
+                            return absl::OkStatus();
+                          })
+            .ok())
+        << what;
     const FullState want = AssembleState(at2, *MakeShardPlan(MlpUnits(kHeldDims), n, 2));
     const std::vector<std::vector<HeldState>> survivors = {held[0], held[2]};
-    ASSERT_TRUE(RunRanksAsThreads(2, "replica_on" + what, [&](int r, Communicator* comm) {
-                  ZS_ASSIGN_OR_RETURN(const LiveState live,
-                                      AgreeOnLiveState(*comm, survivors[r], stage, kTimeout));
-                  EXPECT_TRUE(live.live) << what << ": " << live.why_not;
-                  if (!live.live) return absl::OkStatus();
-                  EXPECT_EQ(live.step, 2) << what;
-                  ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
-                  ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims),
-                                                 *engine, kTimeout));
-                  EXPECT_EQ(engine->optimizer_step(), at2[0].optimizer_step) << what;
-                  ExpectStateMatches(want, *engine, absl::StrCat(what, " survivor ", r));
-                  return absl::OkStatus();
-                }).ok()) << what;
+    ASSERT_TRUE(RunRanksAsThreads(
+                    2, "replica_on" + what,
+                    [&](int r, Communicator* comm) {
+                      ZS_ASSIGN_OR_RETURN(const LiveState live,
+                                          AgreeOnLiveState(*comm, survivors[r], stage, kTimeout));
+                      EXPECT_TRUE(live.live) << what << ": " << live.why_not;
+                      if (!live.live) return absl::OkStatus();
+                      EXPECT_EQ(live.step, 2) << what;
+                      ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
+                      ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims),
+                                                     *engine, kTimeout));
+                      EXPECT_EQ(engine->optimizer_step(), at2[0].optimizer_step) << what;
+                      ExpectStateMatches(want, *engine, absl::StrCat(what, " survivor ", r));
+                      return absl::OkStatus();
+                    })
+                    .ok())
+        << what;
   }
 }
 
@@ -122,8 +132,8 @@ TEST(PeerReplicaTest, ARankLostBeforeTheFirstRefreshLeavesTheStartState) {
                                     AgreeOnLiveState(*comm, copies[r], stage, kTimeout));
                 EXPECT_TRUE(live.live && live.generation == 7) << live.why_not;
                 ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
-                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, copies[r], MlpUnits(kHeldDims),
-                                               *engine, kTimeout));
+                ZS_RETURN_IF_ERROR(
+                    ReshardInto(*comm, live, copies[r], MlpUnits(kHeldDims), *engine, kTimeout));
                 PeerReplica replica;
                 replica.Keep(copies[r]);
                 if (r == lost) return absl::OkStatus();  // Gone before the first refresh.
@@ -141,8 +151,8 @@ TEST(PeerReplicaTest, ARankLostBeforeTheFirstRefreshLeavesTheStartState) {
                 EXPECT_EQ(live.generation, 7u);
                 EXPECT_EQ(live.step, 2);
                 ZS_ASSIGN_OR_RETURN(auto engine, HeldTestEngine(comm, stage, 1));
-                ZS_RETURN_IF_ERROR(ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims),
-                                               *engine, kTimeout));
+                ZS_RETURN_IF_ERROR(
+                    ReshardInto(*comm, live, survivors[r], MlpUnits(kHeldDims), *engine, kTimeout));
                 ExpectStateMatches(want, *engine, absl::StrCat("survivor ", r));
                 return absl::OkStatus();
               }).ok());

@@ -39,8 +39,9 @@ std::string Squeeze(const std::string& text) {
 }
 
 TEST(PlanCommandTest, ClassicSevenBillionExample) {
-  CommandResult r = Zs("plan --params 7B --workers 4 --compute-dtype bf16 --reduce-dtype bf16 "
-                       "--device-memory 80GB --host-memory 1TB --link-bandwidth 100");
+  CommandResult r =
+      Zs("plan --params 7B --workers 4 --compute-dtype bf16 --reduce-dtype bf16 "
+         "--device-memory 80GB --host-memory 1TB --link-bandwidth 100");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Stage 0 row: 14.00 weights, 14.00 grads, 84.00 optimizer (GB); stage 3
   // at N = 4 a quarter of each (whitespace collapsed: the columns' widths
@@ -50,8 +51,9 @@ TEST(PlanCommandTest, ClassicSevenBillionExample) {
   EXPECT_NE(text.find("\n 0 none none | 14.00 14.00 84.00 "), std::string::npos) << r.output;
   EXPECT_NE(text.find("\n 3 none none | 3.50 3.50 21.00 "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--params alone"), std::string::npos) << r.output;
-  CommandResult j = Zs("plan --params 7e9 --workers 4 --compute-dtype bf16 --reduce-dtype bf16 "
-                       "--device-memory 80GB --json");
+  CommandResult j =
+      Zs("plan --params 7e9 --workers 4 --compute-dtype bf16 --reduce-dtype bf16 "
+         "--device-memory 80GB --json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   const nlohmann::json plan = nlohmann::json::parse(j.output);
   EXPECT_EQ(plan["choices"][0]["params_bytes"], 14'000'000'000);
@@ -67,8 +69,10 @@ TEST(PlanCommandTest, ClassicSevenBillionExample) {
 // the CPU.
 TEST(PlanCommandTest, CudaActivationsCountTheKernelsWorkspace) {
   auto activations = [](const std::string& device) -> int64_t {
-    CommandResult r = Zs("plan --model gpt2 --workers 1 --micro-batch 4 --device-memory 140GB "
-                         "--host-memory 1TB --json --device " + device);
+    CommandResult r =
+        Zs("plan --model gpt2 --workers 1 --micro-batch 4 --device-memory 140GB "
+           "--host-memory 1TB --json --device " +
+           device);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (r.exit_code != 0) return -1;
     return nlohmann::json::parse(r.output)["choices"][0]["activation_bytes"].get<int64_t>();
@@ -78,7 +82,9 @@ TEST(PlanCommandTest, CudaActivationsCountTheKernelsWorkspace) {
 }
 
 TEST(PlanCommandTest, BadValuesExitTwoNamingTheFlag) {
-  struct Case { std::string args, flag; };
+  struct Case {
+    std::string args, flag;
+  };
   for (const Case& c : {Case{"--params lots", "--params"}, Case{"--model huge", "--model"},
                         Case{"--model tiny --device-memory 12XB", "--device-memory"},
                         Case{"--model tiny --link-bandwidth fast", "--link-bandwidth"},
@@ -101,26 +107,31 @@ TEST(PlanCommandTest, MeasuresTheLinkOnTheLaunchBackend) {
     CommandResult r = Zs("plan --model tiny --workers 2 --link-bandwidth measure" + flag);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("(measured: " + backend + " all-gather, 2 ranks here)"),
-              std::string::npos) << r.output;
+              std::string::npos)
+        << r.output;
     EXPECT_EQ(r.output.find("link 0.00 GB/s"), std::string::npos) << r.output;
   }
 }
 
 TEST(LaunchAutoStageTest, PicksTheLowestStageThatFits) {
   const std::string dir = MakeTempDir("zs_launch_auto");
-  const std::string common = absl::StrCat(" --model tiny --workers 2 --steps 1 --eval-every 0 "
-                                          "--threads 1 --run-dir ", dir, "/run");
+  const std::string common = absl::StrCat(
+      " --model tiny --workers 2 --steps 1 --eval-every 0 "
+      "--threads 1 --run-dir ",
+      dir, "/run");
   CommandResult r = Zs("launch --stage auto" + common);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--stage auto chose stage 0: it is the lowest stage that fits"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("stage 0, 1 steps"), std::string::npos) << r.output;
 
   // Stage 0's and stage 1's need for 2 CPU workers, from the planner.
   CommandResult j = Zs("plan --model tiny --workers 2 --micro-batch 4 --global-batch 16 --json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   const nlohmann::json plan = nlohmann::json::parse(j.output);
-  const int64_t s0 = plan["choices"][0]["host_bytes_all"], s1 = plan["choices"][6]["host_bytes_all"];
+  const int64_t s0 = plan["choices"][0]["host_bytes_all"],
+                s1 = plan["choices"][6]["host_bytes_all"];
   ASSERT_EQ(plan["choices"][6]["stage"], 1);
   ASSERT_LT(s1, s0);
   const std::string env = absl::StrCat("ZEROSHARD_MEMORY_AVAILABLE=", (s0 + s1) / 2, " ");

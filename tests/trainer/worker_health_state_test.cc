@@ -1,8 +1,8 @@
 // WorkerHealth (worker/health/worker_health.h): the liveness and readiness
 // rules the worker's /healthz and /readyz serve, on explicit times.
-#include "worker/health/worker_health.h"
-
 #include <gtest/gtest.h>
+
+#include "worker/health/worker_health.h"
 
 namespace zeroshard {
 namespace {

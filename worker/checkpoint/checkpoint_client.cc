@@ -5,11 +5,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/dtype.h"
 #include "common/parallel_for.h"
 #include "common/rpc/chunk_frame.h"
 #include "common/rpc/plan_proto.h"
 #include "common/rpc/unary_call.h"
-#include "common/dtype.h"
 #include "common/status_macros.h"
 #include "common/xxhash_copy.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -37,7 +37,8 @@ absl::Status ValidateOptions(const CheckpointClientOptions& o) {
         "chunk_bytes ", o.chunk_bytes, " must be a multiple of 4 in [4, ", kMaxChunkBytes, "]"));
   }
   if (o.streams < 1 || o.streams > kMaxStreams) {
-    return absl::InvalidArgumentError(absl::StrCat("streams ", o.streams, " is not in [1, ", kMaxStreams, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("streams ", o.streams, " is not in [1, ", kMaxStreams, "]"));
   }
   return absl::OkStatus();
 }
@@ -59,7 +60,6 @@ absl::Status ValidateViews(const SaveMetadata& meta, const std::vector<UnitShard
   }
   return absl::OkStatus();
 }
-
 
 }  // namespace
 
@@ -101,13 +101,14 @@ void CheckpointClient::CancelAll() {
 }
 
 int CheckpointClient::StreamsFor(size_t jobs) const {
-  const int wanted = std::clamp(options_.streams, 1, kMaxStreams);  // Constructor options are unchecked.
+  const int wanted =
+      std::clamp(options_.streams, 1, kMaxStreams);  // Constructor options are unchecked.
   return static_cast<int>(std::clamp<size_t>(jobs, 1, static_cast<size_t>(wanted)));
 }
 
 absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
-                                            const std::vector<UploadPiece>& pieces, absl::Time deadline,
-                                            int64_t* bytes) {
+                                            const std::vector<UploadPiece>& pieces,
+                                            absl::Time deadline, int64_t* bytes) {
   // [Note: chunk frames] The data goes out as slices over the caller's
   // memory (common/rpc/chunk_frame.h); declared first, so its destructor
   // (which waits until gRPC has let go of every one, sent or dropped) runs
@@ -116,8 +117,8 @@ absl::Status CheckpointClient::UploadStream(const std::string& id, int rank,
   auto ctx = NewContext(deadline);
   v1::UploadShardResponse resp;
   std::unique_ptr<grpc::ClientWriter<ShardChunkOut>> writer(
-      grpc::internal::ClientWriterFactory<ShardChunkOut>::Create(
-          channel_.get(), upload_method_, ctx.get(), &resp));
+      grpc::internal::ClientWriterFactory<ShardChunkOut>::Create(channel_.get(), upload_method_,
+                                                                 ctx.get(), &resp));
   const int64_t chunk_elems = options_.chunk_bytes / 4;
   ShardChunkOut chunk;
   chunk.header.set_checkpoint_id(id);
@@ -166,8 +167,9 @@ absl::Status CheckpointClient::Upload(const std::string& id, const SaveMetadata&
   FirstError error;
   std::vector<int64_t> sent(streams, 0);
   ParallelFor(static_cast<int64_t>(all.size()), streams, 1, 1, [&](int s, int64_t b, int64_t e) {
-    error.Note(UploadStream(id, meta.rank, std::vector<UploadPiece>(all.begin() + b, all.begin() + e),
-                            deadline, &sent[s]));
+    error.Note(UploadStream(id, meta.rank,
+                            std::vector<UploadPiece>(all.begin() + b, all.begin() + e), deadline,
+                            &sent[s]));
   });
   for (int64_t n : sent) *bytes += n;
   return error.Get();

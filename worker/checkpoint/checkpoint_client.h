@@ -38,8 +38,8 @@
 #include "common/rpc/unary_call.h"
 #include "common/shard_plan.h"
 #include "grpcpp/channel.h"
-#include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 
 namespace zeroshard::checkpoint {
@@ -67,10 +67,10 @@ struct UnitShardView {
 
 struct SaveMetadata {
   std::string job_id;
-  int64_t step = 0;        // The checkpoint's step (its id is step-NNNNNNNN).
+  int64_t step = 0;  // The checkpoint's step (its id is step-NNNNNNNN).
   int rank = 0;
-  int stage = 0;           // ZeRO stage the job runs at.
-  ShardPlan plan;          // The current plan; world_size = ranks saving.
+  int stage = 0;   // ZeRO stage the job runs at.
+  ShardPlan plan;  // The current plan; world_size = ranks saving.
   std::string model_config_json;
   int64_t optimizer_step = 0;  // AdamW steps taken.
   int64_t data_cursor = 0;     // Global samples consumed.
@@ -114,8 +114,8 @@ class CheckpointClient {
   // Uploads `shards` (this rank's) and commits. INVALID_ARGUMENT for a view
   // whose unit is not in meta.plan, whose range leaves the rank's shard, or
   // with a null buffer.
-  absl::StatusOr<SaveResult> Save(const SaveMetadata& meta, const std::vector<UnitShardView>& shards,
-                                  absl::Time deadline);
+  absl::StatusOr<SaveResult> Save(const SaveMetadata& meta,
+                                  const std::vector<UnitShardView>& shards, absl::Time deadline);
   // Snapshots `shards` into host memory, then Save()s on a background thread.
   // Validation errors are reported by the handle's Wait.
   std::unique_ptr<SaveHandle> SaveAsync(const SaveMetadata& meta,
@@ -140,8 +140,7 @@ class CheckpointClient {
   // Fills every (master) target with the job's model-directory weights
   // under `current_plan`: only the targets' ranges travel, padding is zero.
   absl::Status RestoreModelWeights(const std::string& job_id, const ShardPlan& current_plan,
-                                   const std::vector<RestoreTarget>& targets,
-                                   absl::Time deadline);
+                                   const std::vector<RestoreTarget>& targets, absl::Time deadline);
 
   // "zeroshard checkpoint now": bumps the coordinator's request counter.
   absl::StatusOr<int64_t> RequestCheckpoint(absl::Time deadline);
@@ -162,16 +161,17 @@ class CheckpointClient {
   void ForgetContext(grpc::ClientContext* ctx);
   // A unary call through a registered context, so CancelAll reaches it.
   template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(
-      UnaryMethod<v1::CheckpointService::Stub, Request, Response> method,
-      const Request& request, absl::Time deadline, const char* rpc_name) {
+  absl::StatusOr<Response> Call(UnaryMethod<v1::CheckpointService::Stub, Request, Response> method,
+                                const Request& request, absl::Time deadline, const char* rpc_name) {
     std::unique_ptr<grpc::ClientContext> ctx = NewContext(deadline);
-    absl::StatusOr<Response> response = UnaryCall(stub_.get(), method, request, ctx.get(), rpc_name);
+    absl::StatusOr<Response> response =
+        UnaryCall(stub_.get(), method, request, ctx.get(), rpc_name);
     ForgetContext(ctx.get());
     return response;
   }
   absl::Status Upload(const std::string& id, const SaveMetadata& meta,
-                      const std::vector<UnitShardView>& shards, absl::Time deadline, int64_t* bytes);
+                      const std::vector<UnitShardView>& shards, absl::Time deadline,
+                      int64_t* bytes);
   // One tensor kind of one view: what an upload stream sends.
   struct UploadPiece {
     const UnitShardView* view;

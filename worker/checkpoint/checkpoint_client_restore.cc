@@ -5,14 +5,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/dtype.h"
 #include "common/parallel_for.h"
 #include "common/rpc/chunk_frame.h"
-#include "common/dtype.h"
+#include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "common/xxhash_copy.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/sync_stream.h"
-#include "common/rpc/plan_proto.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/first_error.h"
 #include "worker/checkpoint/reshard.h"
@@ -102,8 +102,8 @@ absl::Status CheckpointClient::Download(const std::string& job_id, int64_t step,
   // [Note: chunk frames] (UploadStream): each chunk's data is copied from
   // gRPC's slices straight into dst.
   std::unique_ptr<grpc::ClientReader<RangeChunkIn>> reader(
-      grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(
-          channel_.get(), download_method_, ctx.get(), req));
+      grpc::internal::ClientReaderFactory<RangeChunkIn>::Create(channel_.get(), download_method_,
+                                                                ctx.get(), req));
   RangeChunkIn frame;
   int64_t next = range.offset;
   absl::Status bad;
@@ -168,9 +168,8 @@ absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::st
               [&](int, int64_t b, int64_t e) {
                 for (int64_t i = b; i < e && error.Get().ok(); ++i) {
                   const auto& [t, s] = downloads[i];
-                  error.Note(Download(job_id, step, t->unit, t->kind,
-                                      {s.src_offset, s.dst.length}, t->dst + s.dst.offset,
-                                      deadline, model_weights));
+                  error.Note(Download(job_id, step, t->unit, t->kind, {s.src_offset, s.dst.length},
+                                      t->dst + s.dst.offset, deadline, model_weights));
                 }
               });
   return error.Get();

@@ -12,7 +12,8 @@ bool SameParams(const UnitPlan& a, const UnitPlan& b) {
   for (size_t i = 0; i < a.params.size(); ++i) {
     const ParamPlacement& x = a.params[i];
     const ParamPlacement& y = b.params[i];
-    if (x.name != y.name || x.shape != y.shape || x.offset != y.offset || x.numel != y.numel) return false;
+    if (x.name != y.name || x.shape != y.shape || x.offset != y.offset || x.numel != y.numel)
+      return false;
   }
   return true;
 }
@@ -26,15 +27,17 @@ absl::StatusOr<std::vector<RestoreSegment>> PlanRestore(const ShardPlan& checkpo
   const UnitPlan* old_u = checkpoint_plan.FindUnit(unit);
   const UnitPlan* new_u = new_plan.FindUnit(unit);
   if (old_u == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("unit \"", unit, "\" is not in the checkpoint"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("unit \"", unit, "\" is not in the checkpoint"));
   }
   if (new_u == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unit \"", unit, "\" is not in the current plan"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unit \"", unit, "\" is not in the current plan"));
   }
   if (!SameParams(*old_u, *new_u)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "unit \"", unit, "\" has different parameters in the checkpoint (", old_u->numel,
-        " elements) than in the current model (", new_u->numel, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("unit \"", unit, "\" has different parameters in the checkpoint (",
+                     old_u->numel, " elements) than in the current model (", new_u->numel, ")"));
   }
   if (range.offset < 0 || range.length < 0 || range.end() > new_u->padded_numel) {
     return absl::InvalidArgumentError(absl::StrCat("range [", range.offset, ", ", range.end(),

@@ -20,8 +20,8 @@ namespace zeroshard::checkpoint {
 
 // One piece of a restore target.
 struct RestoreSegment {
-  ElementRange dst;   // Within the target's range, relative to its start.
-  bool zero = false;  // Padding: fill with 0 instead of downloading.
+  ElementRange dst;        // Within the target's range, relative to its start.
+  bool zero = false;       // Padding: fill with 0 instead of downloading.
   int64_t src_offset = 0;  // Element offset in the checkpoint's unit (when !zero).
 };
 

@@ -98,22 +98,22 @@ double BusBandwidthFactor(CommOp op, int world_size) {
 }
 
 std::unique_ptr<Work> Communicator::AllGatherGroup(absl::Span<const CollectiveArgs> group,
-                                                  DType dtype, const CollectiveOptions& opts) {
+                                                   DType dtype, const CollectiveOptions& opts) {
   return IssueEach(group, CommOp::kAllGather, [&](const CollectiveArgs& a) {
     return AllGather(a.send, a.recv, a.count, dtype, opts);
   });
 }
 
 std::unique_ptr<Work> Communicator::ReduceScatterGroup(absl::Span<const CollectiveArgs> group,
-                                                      DType dtype, ReduceOp op,
-                                                      const CollectiveOptions& opts) {
+                                                       DType dtype, ReduceOp op,
+                                                       const CollectiveOptions& opts) {
   return IssueEach(group, CommOp::kReduceScatter, [&](const CollectiveArgs& a) {
     return ReduceScatter(a.send, a.recv, a.count, dtype, op, opts);
   });
 }
 
 std::unique_ptr<Work> Communicator::RingShift(const void*, void*, int64_t, DType,
-                                             const CollectiveOptions&) {
+                                              const CollectiveOptions&) {
   return CompletedWork(absl::UnimplementedError("this backend has no ring shift"));
 }
 

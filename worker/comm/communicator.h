@@ -60,7 +60,7 @@ struct CommOpStats {
   // buffer for all-gather and reduce-scatter, count elements for all-reduce
   // and broadcast, 0 for barrier.
   int64_t bytes = 0;
-  double seconds = 0.0;   // Issue-to-completion wall time, summed.
+  double seconds = 0.0;  // Issue-to-completion wall time, summed.
 };
 
 struct CommStats {
@@ -117,25 +117,23 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
 
-  virtual std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count,
-                                          DType dtype, const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
+                                          const CollectiveOptions& opts = {}) = 0;
   virtual std::unique_ptr<Work> ReduceScatter(const void* send, void* recv, int64_t count,
                                               DType dtype, ReduceOp op,
                                               const CollectiveOptions& opts = {}) = 0;
-  virtual std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count,
-                                          DType dtype, ReduceOp op,
-                                          const CollectiveOptions& opts = {}) = 0;
-  virtual std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count,
-                                          DType dtype, int root,
-                                          const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> AllReduce(const void* send, void* recv, int64_t count, DType dtype,
+                                          ReduceOp op, const CollectiveOptions& opts = {}) = 0;
+  virtual std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count, DType dtype,
+                                          int root, const CollectiveOptions& opts = {}) = 0;
   // Ring shift: rank r sends `send[0..count)` to rank (r - 1) mod N and
   // receives rank (r + 1) mod N's into `recv[0..count)` (its right
   // neighbour's); equal counts on every rank; send and recv must not
   // overlap. Peer redundancy's neighbour copy travels this way. Backends
   // without it (NCCL, host-staged: control values only go over Gloo)
   // answer UNIMPLEMENTED.
-  virtual std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count,
-                                          DType dtype, const CollectiveOptions& opts = {});
+  virtual std::unique_ptr<Work> RingShift(const void* send, void* recv, int64_t count, DType dtype,
+                                          const CollectiveOptions& opts = {});
   // Grouped collectives, as NCCL's ncclGroupStart/ncclGroupEnd: the result
   // of one AllGather (ReduceScatter) per member of `group`, in order, all of
   // `dtype`, completed by one Work. The shm and Gloo backends run a group as

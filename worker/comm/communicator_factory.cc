@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/comm/gloo_communicator.h"
-#include "worker/device/device.h"
 #include "worker/comm/host_staged_communicator.h"
 #include "worker/comm/shm_communicator.h"
+#include "worker/device/device.h"
 #ifdef ZEROSHARD_HAVE_NCCL
 #include "worker/comm/nccl_communicator.h"
 #endif
@@ -48,9 +48,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
         "NCCL installed, ZEROSHARD_CUDA=ON)");
 #endif
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("backend must be \"gloo\", \"shm\", \"nccl\" or \"host-staged\", got \"",
-                   backend, "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "backend must be \"gloo\", \"shm\", \"nccl\" or \"host-staged\", got \"", backend, "\""));
 }
 
 }  // namespace zeroshard

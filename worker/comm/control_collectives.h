@@ -71,8 +71,8 @@ absl::StatusOr<std::vector<T>> AllGatherControl(Communicator& comm, const std::v
 
 // `root`'s `values` on every rank (equal lengths on all ranks).
 template <typename T>
-absl::StatusOr<std::vector<T>> BroadcastControl(Communicator& comm, std::vector<T> values,
-                                                int root, absl::Duration timeout) {
+absl::StatusOr<std::vector<T>> BroadcastControl(Communicator& comm, std::vector<T> values, int root,
+                                                absl::Duration timeout) {
   const int64_t n = static_cast<int64_t>(values.size());
   auto buffer = std::make_shared<std::vector<T>>(std::move(values));
   return control_internal::Run(comm, buffer, timeout, [&](T* data) {

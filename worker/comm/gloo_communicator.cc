@@ -67,13 +67,12 @@ void ReduceElements(ReduceOp op, void* c, const void* a, const void* b, size_t n
 
 // In-place all-reduce of n elements of T at data.
 template <typename T>
-void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64_t n,
-                   ReduceOp op, absl::Duration timeout) {
+void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64_t n, ReduceOp op,
+                   absl::Duration timeout) {
   gloo::AllreduceOptions o(context);
   o.setOutput(data, static_cast<size_t>(n));
-  o.setReduceFunction([op](void* c, const void* a, const void* b, size_t k) {
-    ReduceElements<T>(op, c, a, b, k);
-  });
+  o.setReduceFunction(
+      [op](void* c, const void* a, const void* b, size_t k) { ReduceElements<T>(op, c, a, b, k); });
   o.setTimeout(GlooTimeout(timeout));
   gloo::allreduce(o);
 }
@@ -129,8 +128,9 @@ class GlooCommunicator final : public Communicator {
     ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "ReduceScatter dtype"));
     std::vector<std::function<void()>> bodies;
     for (const CollectiveArgs& a : group) {
-      RingReduceScatterArgs args{a.send, a.recv, a.count, dtype, op, NextRingSlot(),
-                                 GlooTimeout(opts.timeout), &pending_waits_};
+      RingReduceScatterArgs args{
+          a.send,         a.recv, a.count, dtype, op, NextRingSlot(), GlooTimeout(opts.timeout),
+          &pending_waits_};
       bodies.push_back([this, args] {
         if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
       });
@@ -143,10 +143,15 @@ class GlooCommunicator final : public Communicator {
                                   ReduceOp op, const CollectiveOptions& opts) override {
     ZS_RETURN_WORK_IF_ERROR(CheckCommBuffers(send, recv, count));
     ZS_RETURN_WORK_IF_ERROR(CheckCommDType(dtype, "AllReduce dtype", /*control_dtypes=*/true));
-    const RingAllReduceArgs args{send, recv, count, dtype, op,
+    const RingAllReduceArgs args{send,
+                                 recv,
+                                 count,
+                                 dtype,
+                                 op,
                                  NextRingSlot(),
                                  NextRingSlot(),
-                                 GlooTimeout(opts.timeout), &pending_waits_};
+                                 GlooTimeout(opts.timeout),
+                                 &pending_waits_};
     return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
       if (count == 0) return;
       const bool wide = dtype == DType::kInt64 || dtype == DType::kFp64;
@@ -236,11 +241,11 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   std::atomic<bool> aborted_{false};
-  uint64_t next_ring_tag_ = 0;  // Issue thread only; equal on every rank.
-  RingScratch ring_scratch_;    // Queue thread only.
+  uint64_t next_ring_tag_ = 0;               // Issue thread only; equal on every rank.
+  RingScratch ring_scratch_;                 // Queue thread only.
   RingAllReduceScratch all_reduce_scratch_;  // Queue thread only.
-  PendingWaits pending_waits_;  // The rings' waits, for Abort.
-  OpQueue queue_;               // Last: destroyed (joined) before the context.
+  PendingWaits pending_waits_;               // The rings' waits, for Abort.
+  OpQueue queue_;                            // Last: destroyed (joined) before the context.
 };
 
 }  // namespace

@@ -68,8 +68,9 @@ struct GlooOptions {
 // connected. Errors: INVALID_ARGUMENT for a bad rank/world size;
 // DEADLINE_EXCEEDED when a rank does not show up within opts.timeout;
 // UNAVAILABLE for network failures.
-absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
-    Store& store, const std::string& prefix, int rank, int world_size,
-    const GlooOptions& opts = {});
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store& store,
+                                                                     const std::string& prefix,
+                                                                     int rank, int world_size,
+                                                                     const GlooOptions& opts = {});
 
 }  // namespace zeroshard

@@ -64,8 +64,13 @@ class Ring {
 
 Ring::Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatterArgs& args,
            RingScratch& scratch)
-    : context_(context), args_(args), scratch_(scratch), world_(context->size),
-      rank_(context->rank), elem_(DTypeSize(args.dtype)), fp32_(args.dtype == DType::kFp32),
+    : context_(context),
+      args_(args),
+      scratch_(scratch),
+      world_(context->size),
+      rank_(context->rank),
+      elem_(DTypeSize(args.dtype)),
+      fp32_(args.dtype == DType::kFp32),
       send_(static_cast<const char*>(args.send)),
       segments_((args.count + kSegmentElements - 1) / kSegmentElements),
       deadline_(args.timeout) {
@@ -130,7 +135,8 @@ void Ring::Exchange(int step, const float* sending) {
     const int64_t b = SegBegin(k);
     Combine(reduced + b, incoming_ + b, mine + b, SegLen(k), args_.op);
   }
-  for (int64_t k = 0; k < segments_; ++k) ThrowIfWaitAborted(out_buf->waitSend(Remaining()), "send");
+  for (int64_t k = 0; k < segments_; ++k)
+    ThrowIfWaitAborted(out_buf->waitSend(Remaining()), "send");
 }
 
 }  // namespace

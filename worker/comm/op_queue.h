@@ -58,11 +58,11 @@ std::unique_ptr<Work> CompletedWork(absl::Status status);
 
 // In a function returning std::unique_ptr<Work>: returns CompletedWork of
 // `expr`'s status when it is not OK (an argument check).
-#define ZS_RETURN_WORK_IF_ERROR(expr)                                    \
-  do {                                                                   \
+#define ZS_RETURN_WORK_IF_ERROR(expr)                                   \
+  do {                                                                  \
     if (absl::Status zs_work_status_ = (expr); !zs_work_status_.ok()) { \
-      return ::zeroshard::CompletedWork(std::move(zs_work_status_));     \
-    }                                                                    \
+      return ::zeroshard::CompletedWork(std::move(zs_work_status_));    \
+    }                                                                   \
   } while (0)
 
 class OpQueue {

@@ -33,15 +33,16 @@ char* At(void* base, int64_t elements, DType dtype) {
 
 // Every rank reduces the whole chunk: one round per slot of fp32.
 absl::Status AllReduceOneRound(ShmGroup& g, const void* send, void* recv, int64_t count,
-                               DType dtype, ReduceOp op, ShmScratch& scratch,
-                               absl::Time deadline) {
+                               DType dtype, ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
   const int64_t per = static_cast<int64_t>(g.slot_bytes() / sizeof(float));
   float* acc = Scratch(scratch, std::min(per, count));
   for (int64_t off = 0; off < count; off += per) {
     const int64_t len = std::min(per, count - off);
     ZS_RETURN_IF_ERROR(g.Round(
         deadline,
-        [&](char* slot) { ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len); },
+        [&](char* slot) {
+          ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len);
+        },
         [&] {
           ReduceSlots(g, 0, len, op, acc);
           FromFloat(acc, dtype, At(recv, off, dtype), len);
@@ -63,7 +64,9 @@ absl::Status AllReduceTwoRounds(ShmGroup& g, const void* send, void* recv, int64
     const int64_t mine = begin(r + 1) - begin(r);
     ZS_RETURN_IF_ERROR(g.Round(
         deadline,
-        [&](char* slot) { ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len); },
+        [&](char* slot) {
+          ToFloat(At(send, off, dtype), dtype, reinterpret_cast<float*>(slot), len);
+        },
         [&] { ReduceSlots(g, begin(r), mine, op, acc); }));
     ZS_RETURN_IF_ERROR(g.Round(
         deadline,
@@ -111,7 +114,10 @@ absl::Status PieceRounds(ShmGroup& g, const char* in, size_t bytes, absl::Time d
   for (size_t off = 0; off < bytes; off += g.slot_bytes()) {
     const size_t len = std::min(g.slot_bytes(), bytes - off);
     ZS_RETURN_IF_ERROR(g.Round(
-        deadline, [&](char* slot) { if (in != nullptr) std::memcpy(slot, in + off, len); },
+        deadline,
+        [&](char* slot) {
+          if (in != nullptr) std::memcpy(slot, in + off, len);
+        },
         [&] { read(off, len); }));
   }
   return absl::OkStatus();
@@ -141,7 +147,8 @@ class MemberStarts {
   template <typename Fn>
   void ForEach(int64_t off, int64_t len, Fn&& fn) const {
     size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), off) -
-                                   starts_.begin()) - 1;
+                                   starts_.begin()) -
+               1;
     for (; i + 1 < starts_.size() && starts_[i] < off + len; ++i) {
       const int64_t lo = std::max(off, starts_[i]), hi = std::min(off + len, starts_[i + 1]);
       if (hi > lo) fn(i, lo - starts_[i], lo - off, hi - lo);
@@ -190,9 +197,8 @@ absl::Status ShmAllGatherGroup(ShmGroup& g, absl::Span<const CollectiveArgs> gro
   return absl::OkStatus();
 }
 
-absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
-                                   DType dtype, ReduceOp op, ShmScratch& scratch,
-                                   absl::Time deadline) {
+absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group, DType dtype,
+                                   ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
   const MemberStarts starts(group, 1);  // In elements.
   if (g.world_size() == 1) {
     for (const CollectiveArgs& a : group) Alone(g, a.send, a.recv, a.count * DTypeSize(dtype));
@@ -217,8 +223,8 @@ absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs>
         [&] {
           starts.ForEach(off, len, [&](size_t i, int64_t at, int64_t pos, int64_t m) {
             // fp32 reduces straight into recv; bf16 through fp32 scratch.
-            float* acc = fp32 ? reinterpret_cast<float*>(At(group[i].recv, at, dtype))
-                              : scratch_acc + pos;
+            float* acc =
+                fp32 ? reinterpret_cast<float*>(At(group[i].recv, at, dtype)) : scratch_acc + pos;
             ReduceSlots(g, r * per + pos, m, op, acc);
             if (!fp32) FromFloat(acc, dtype, At(group[i].recv, at, dtype), m);
           });
@@ -231,8 +237,8 @@ absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t cou
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
   if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
   if (dtype == DType::kInt64) {
-    return AllReduceNative(g, static_cast<const int64_t*>(send), static_cast<int64_t*>(recv),
-                           count, op, deadline);
+    return AllReduceNative(g, static_cast<const int64_t*>(send), static_cast<int64_t*>(recv), count,
+                           op, deadline);
   }
   if (dtype == DType::kFp64) {
     return AllReduceNative(g, static_cast<const double*>(send), static_cast<double*>(recv), count,
@@ -265,7 +271,8 @@ absl::Status ShmRingShift(ShmGroup& g, const void* send, void* recv, size_t byte
 }
 
 absl::Status ShmBarrier(ShmGroup& g, absl::Time deadline) {
-  return g.Round(deadline, [](char*) {}, [] {});
+  return g.Round(
+      deadline, [](char*) {}, [] {});
 }
 
 }  // namespace zeroshard

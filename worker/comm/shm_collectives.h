@@ -41,9 +41,8 @@ struct ShmScratch {
 // so small members share one meeting; a single op is a group of one.
 absl::Status ShmAllGatherGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
                                size_t elem_bytes, absl::Time deadline);
-absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group,
-                                   DType dtype, ReduceOp op, ShmScratch& scratch,
-                                   absl::Time deadline);
+absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs> group, DType dtype,
+                                   ReduceOp op, ShmScratch& scratch, absl::Time deadline);
 absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline);
 absl::Status ShmBroadcast(ShmGroup& g, const void* send, void* recv, size_t bytes, int root,

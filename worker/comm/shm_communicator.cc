@@ -107,8 +107,7 @@ class ShmCommunicator final : public Communicator {
  private:
   using Body = std::function<absl::Status(absl::Time deadline)>;
 
-  std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, const CollectiveOptions& opts,
-                               Body body) {
+  std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, const CollectiveOptions& opts, Body body) {
     return queue_.Submit(op, bytes, [this, timeout = opts.timeout, body = std::move(body)] {
       absl::Status status = body(absl::Now() + timeout);
       // The rounds are out of step now: peers waiting for this rank's next
@@ -160,9 +159,8 @@ absl::Status CheckShmArgs(int rank, int world_size, const ShmOptions& opts) {
 // Maps every rank's segment in rank order, each checked to be on `host`;
 // `own` (this rank's) moves into the group only on success.
 absl::StatusOr<std::unique_ptr<ShmGroup>> MapPeers(Store& store, const std::string& prefix,
-                                                   int rank, int world_size,
-                                                   const ShmOptions& opts, const std::string& host,
-                                                   ShmSegment& own) {
+                                                   int rank, int world_size, const ShmOptions& opts,
+                                                   const std::string& host, ShmSegment& own) {
   std::vector<std::string> keys;
   for (int q = 0; q < world_size; ++q) keys.push_back(absl::StrCat(prefix, "shm/", q));
   ZS_RETURN_IF_ERROR(store.Wait(keys, opts.timeout));
@@ -172,9 +170,9 @@ absl::StatusOr<std::unique_ptr<ShmGroup>> MapPeers(Store& store, const std::stri
     ZS_ASSIGN_OR_RETURN(const std::vector<uint8_t> value, store.Get(keys[q]));
     ZS_ASSIGN_OR_RETURN(const PeerSegment peer, ParsePeer(value, q));
     if (peer.host != host) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "shm: rank ", q, " is on host ", peer.host, ", rank ", rank, " on ", host,
-          "; the shm backend needs every rank on one host (use gloo across hosts)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("shm: rank ", q, " is on host ", peer.host, ", rank ", rank, " on ", host,
+                       "; the shm backend needs every rank on one host (use gloo across hosts)"));
     }
     pids.push_back(ProcessVisible(peer.pid) ? peer.pid : 0);
     if (q == rank) {

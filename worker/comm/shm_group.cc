@@ -12,9 +12,7 @@ constexpr int kSpins = 128;
 constexpr absl::Duration kLivenessEvery = absl::Milliseconds(20);
 constexpr absl::Duration kLongestSleep = absl::Milliseconds(10);
 
-bool Reached(uint32_t value, uint32_t target) {
-  return static_cast<int32_t>(value - target) >= 0;
-}
+bool Reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
 
 void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)

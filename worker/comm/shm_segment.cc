@@ -87,9 +87,9 @@ absl::StatusOr<ShmSegment> ShmSegment::Create(const std::string& name, int rank,
   } while (err == EINTR);
   if (err != 0) {
     close(fd);
-    return Errno(absl::StrCat("shm: reserve ", bytes, " bytes for ", name,
-                              " (is /dev/shm large enough?)"),
-                 err);
+    return Errno(
+        absl::StrCat("shm: reserve ", bytes, " bytes for ", name, " (is /dev/shm large enough?)"),
+        err);
   }
   absl::StatusOr<void*> base = MapShared(fd, bytes, name);
   if (!base.ok()) return base.status();
@@ -118,8 +118,8 @@ absl::StatusOr<ShmSegment> ShmSegment::Open(const std::string& name, int rank, i
   }
   if (static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
-    return absl::FailedPreconditionError(absl::StrCat("shm: rank ", rank, "'s segment ", name,
-                                                      " is not ", bytes, " bytes"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("shm: rank ", rank, "'s segment ", name, " is not ", bytes, " bytes"));
   }
   absl::StatusOr<void*> base = MapShared(fd, bytes, name);
   if (!base.ok()) return base.status();
@@ -129,9 +129,9 @@ absl::StatusOr<ShmSegment> ShmSegment::Open(const std::string& name, int rank, i
   segment.slot_bytes_ = slot_bytes;
   const ShmHeader& h = segment.header();
   if (h.magic != kShmMagic || h.rank != rank || h.pid != pid || h.slot_bytes != slot_bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shm: segment ", name, " holds rank ", h.rank, " pid ", h.pid, " slot ", h.slot_bytes,
-        ", expected rank ", rank, " pid ", pid, " slot ", slot_bytes));
+    return absl::FailedPreconditionError(
+        absl::StrCat("shm: segment ", name, " holds rank ", h.rank, " pid ", h.pid, " slot ",
+                     h.slot_bytes, ", expected rank ", rank, " pid ", pid, " slot ", slot_bytes));
   }
   return segment;
 }

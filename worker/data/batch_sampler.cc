@@ -37,23 +37,24 @@ int64_t BatchSampler::SampleOffset(int64_t step, int64_t sample, int T) const {
   const uint64_t span = samples_.empty()
                             ? static_cast<uint64_t>(tokens_.count) - static_cast<uint64_t>(T)
                             : static_cast<uint64_t>(samples_.size());
-  const uint64_t h = HashWords({seed_, static_cast<uint64_t>(split_),
-                                static_cast<uint64_t>(step), static_cast<uint64_t>(sample)});
+  const uint64_t h = HashWords({seed_, static_cast<uint64_t>(split_), static_cast<uint64_t>(step),
+                                static_cast<uint64_t>(sample)});
   return static_cast<int64_t>(h % span);
 }
 
-absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end,
-                                     int T, int32_t* inputs, int32_t* targets) const {
-  if (T < 1) return absl::InvalidArgumentError(absl::StrCat("sequence length T must be >= 1, got ", T));
+absl::Status BatchSampler::FillBatch(int64_t step, int64_t sample_begin, int64_t sample_end, int T,
+                                     int32_t* inputs, int32_t* targets) const {
+  if (T < 1)
+    return absl::InvalidArgumentError(absl::StrCat("sequence length T must be >= 1, got ", T));
   if (samples_.empty() && tokens_.count < int64_t{T} + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data split ", split_ == Split::kTrain ? "train" : "validation", " has ", tokens_.count,
-        " tokens, fewer than sequence length T + 1 = ", T + 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data split ", split_ == Split::kTrain ? "train" : "validation", " has ",
+                     tokens_.count, " tokens, fewer than sequence length T + 1 = ", T + 1));
   }
   if (step < 0) return absl::InvalidArgumentError(absl::StrCat("step must be >= 0, got ", step));
   if (sample_begin < 0 || sample_end < sample_begin) {
-    return absl::InvalidArgumentError(absl::StrCat("bad sample range [", sample_begin, ", ",
-                                                   sample_end, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad sample range [", sample_begin, ", ", sample_end, ")"));
   }
   for (int64_t i = sample_begin; i < sample_end; ++i) {
     const int64_t at = SampleOffset(step, i, T);

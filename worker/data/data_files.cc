@@ -15,8 +15,7 @@ bool LooksBinary(std::string_view data) {
   int64_t control = 0;
   for (unsigned char c : data) {
     if (c == 0) return true;
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') ||
-        c == 0x7f) {
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') || c == 0x7f) {
       ++control;
     }
   }

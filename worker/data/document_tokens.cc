@@ -21,8 +21,8 @@ absl::Status EncodeDocuments(const tokenizer::Tokenizer& tok, absl::Span<const D
     for (size_t i; (i = next.fetch_add(1)) < docs.size();) {
       absl::StatusOr<std::vector<int32_t>> r = tok.EncodeWithSpecials(docs[i].text);
       if (!r.ok()) {
-        errors[t] = absl::InvalidArgumentError(
-            absl::StrCat(docs[i].origin, ": ", r.status().message()));
+        errors[t] =
+            absl::InvalidArgumentError(absl::StrCat(docs[i].origin, ": ", r.status().message()));
         return;
       }
       (*ids)[i] = *std::move(r);

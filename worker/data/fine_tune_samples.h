@@ -31,8 +31,9 @@ bool IsPromptCompletionFile(const std::string& file);
 // is not a JSON object, lacks a string "prompt" or "completion", or whose
 // prompt leaves no completion token inside `context` tokens (a sample is
 // truncated to context + 1 ids: context inputs, context targets).
-absl::StatusOr<std::vector<FineTuneSample>> ReadPromptCompletion(
-    const std::string& file, const tokenizer::Tokenizer& tok, int context);
+absl::StatusOr<std::vector<FineTuneSample>> ReadPromptCompletion(const std::string& file,
+                                                                 const tokenizer::Tokenizer& tok,
+                                                                 int context);
 
 // Inputs and targets (int32 [T] each) of one sample: ids truncated to T + 1,
 // inputs ids[0..T) (0 past the end), targets ids[1..T] where counted, else

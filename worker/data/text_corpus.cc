@@ -43,10 +43,11 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
   }
   if (corpus.fine_tuning()) {
     if (corpus.width_ != 0 || corpus.samples_.size() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data: ", corpus.width_ != 0 ? "prompt/completion pairs do not mix with other data"
-                                       : "fine-tuning needs at least 2 prompt/completion pairs",
-          " (", absl::StrJoin(paths, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("data: ",
+                       corpus.width_ != 0 ? "prompt/completion pairs do not mix with other data"
+                                          : "fine-tuning needs at least 2 prompt/completion pairs",
+                       " (", absl::StrJoin(paths, ", "), ")"));
     }
     const int64_t n = static_cast<int64_t>(corpus.samples_.size());
     corpus.train_samples_ =
@@ -54,9 +55,9 @@ absl::StatusOr<TextCorpus> TextCorpus::Load(const std::vector<std::string>& path
     return corpus;
   }
   if (corpus.width_ == 0 || corpus.total_bytes() < 2 * corpus.width_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data: no text in ", absl::StrJoin(paths, ", "), " (", corpus.skipped_binary_,
-        " binary files skipped)"));
+    return absl::InvalidArgumentError(absl::StrCat("data: no text in ", absl::StrJoin(paths, ", "),
+                                                   " (", corpus.skipped_binary_,
+                                                   " binary files skipped)"));
   }
   const int64_t n = corpus.total_bytes() / corpus.width_;
   const int64_t val = std::max<int64_t>(1, static_cast<int64_t>(n * options.validation_fraction));
@@ -91,18 +92,19 @@ absl::Status TextCorpus::AddFile(const std::string& file, bool explicit_file,
 
 absl::Status TextCorpus::AppendSamples(const std::string& file, const CorpusOptions& options) {
   if (options.tokenizer == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data: ", file, " holds prompt/completion pairs, which need the model's tokenizer "
-        "(a model directory with one, or --tokenizer)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data: ", file,
+                     " holds prompt/completion pairs, which need the model's tokenizer "
+                     "(a model directory with one, or --tokenizer)"));
   }
   ZS_ASSIGN_OR_RETURN(std::vector<FineTuneSample> s,
                       ReadPromptCompletion(file, *options.tokenizer, options.context));
   for (FineTuneSample& x : s) {
     for (const int32_t id : x.ids) {
       if (options.vocab_size > 0 && id >= options.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            file, ": the tokenizer gives id ", id, ", outside the model's vocabulary of ",
-            options.vocab_size));
+        return absl::InvalidArgumentError(absl::StrCat(file, ": the tokenizer gives id ", id,
+                                                       ", outside the model's vocabulary of ",
+                                                       options.vocab_size));
       }
     }
     samples_.push_back(std::move(x));
@@ -120,7 +122,7 @@ absl::StatusOr<std::string> TextCorpus::TokenizeFile(const std::string& file,
                                                      const CorpusOptions& options, int* width) {
   ZS_ASSIGN_OR_RETURN(DocumentReader reader, DocumentReader::Open({file}));
   std::vector<Document> docs;
-  for (Document d; ;) {
+  for (Document d;;) {
     ZS_ASSIGN_OR_RETURN(const bool more, reader.Next(&d));
     if (!more) break;
     docs.push_back(std::move(d));
@@ -132,9 +134,9 @@ absl::StatusOr<std::string> TextCorpus::TokenizeFile(const std::string& file,
   for (const std::vector<int32_t>& doc : ids) {
     for (const int32_t id : doc) {
       if (options.vocab_size > 0 && id >= options.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            file, ": the tokenizer gives id ", id, ", outside the model's vocabulary of ",
-            options.vocab_size));
+        return absl::InvalidArgumentError(absl::StrCat(file, ": the tokenizer gives id ", id,
+                                                       ", outside the model's vocabulary of ",
+                                                       options.vocab_size));
       }
       const auto v = static_cast<uint32_t>(id);
       bytes.append(reinterpret_cast<const char*>(&v), *width);  // Little-endian host.
@@ -188,9 +190,7 @@ std::vector<std::string> DefaultDataPaths() {
   }
   if (!pythons.empty()) {
     // Newest minor version: compare the numeric suffix, not the string.
-    auto minor = [](const std::string& p) {
-      return std::atoi(p.c_str() + p.rfind('.') + 1);
-    };
+    auto minor = [](const std::string& p) { return std::atoi(p.c_str() + p.rfind('.') + 1); };
     std::sort(pythons.begin(), pythons.end(),
               [&](const std::string& a, const std::string& b) { return minor(a) < minor(b); });
     return {pythons.back()};

@@ -34,7 +34,7 @@ namespace zeroshard {
 enum class Split : int { kTrain = 0, kValidation = 1 };
 
 struct CorpusOptions {
-  double validation_fraction = 0.05;  // In (0, 0.5].
+  double validation_fraction = 0.05;       // In (0, 0.5].
   int64_t max_bytes = int64_t{256} << 20;  // Stop reading past this many bytes.
   // With > 0, a token file's id at or above it is an error naming the file
   // and the token's index (the model's vocabulary).

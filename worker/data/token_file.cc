@@ -6,12 +6,12 @@
 #include <limits>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {
@@ -37,8 +37,8 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
 
 absl::StatusOr<TokenFile> ParseLlmc(const std::string& path, std::string data) {
   if (data.size() < kLlmcHeaderBytes) {
-    return Bad(path, absl::StrCat("llm.c header truncated: ", data.size(), " of ",
-                                  kLlmcHeaderBytes, " bytes"));
+    return Bad(path, absl::StrCat("llm.c header truncated: ", data.size(), " of ", kLlmcHeaderBytes,
+                                  " bytes"));
   }
   const int32_t magic = Le32(data.data()), version = Le32(data.data() + 4);
   const int64_t count = Le32(data.data() + 8);
@@ -129,8 +129,8 @@ bool LooksLikeTokenFile(const std::string& path) {
 absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, int64_t vocab_size) {
   ZS_ASSIGN_OR_RETURN(std::string data, ReadAll(path));
   const bool npy = data.compare(0, 6, kNpyMagic) == 0;
-  ZS_ASSIGN_OR_RETURN(TokenFile f, npy ? ParseNpy(path, std::move(data))
-                                       : ParseLlmc(path, std::move(data)));
+  ZS_ASSIGN_OR_RETURN(TokenFile f,
+                      npy ? ParseNpy(path, std::move(data)) : ParseLlmc(path, std::move(data)));
   if (vocab_size > 0) {
     for (int64_t i = 0; i < f.count(); ++i) {
       if (f.at(i) >= vocab_size) {
@@ -142,8 +142,7 @@ absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, int64_t vocab_s
   return f;
 }
 
-absl::StatusOr<TokenFileWriter> TokenFileWriter::Open(const std::string& path,
-                                                      int64_t vocab_size) {
+absl::StatusOr<TokenFileWriter> TokenFileWriter::Open(const std::string& path, int64_t vocab_size) {
   if (vocab_size < 1) return absl::InvalidArgumentError("vocab_size must be >= 1");
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) {
@@ -170,8 +169,8 @@ TokenFileWriter::~TokenFileWriter() {
 
 absl::Status TokenFileWriter::Append(absl::Span<const int32_t> ids) {
   if (count_ + static_cast<int64_t>(ids.size()) > std::numeric_limits<int32_t>::max()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        path_, ": an llm.c shard holds at most 2^31 - 1 tokens; split the input"));
+    return absl::OutOfRangeError(
+        absl::StrCat(path_, ": an llm.c shard holds at most 2^31 - 1 tokens; split the input"));
   }
   buffer_.resize(ids.size() * width_);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -192,8 +191,8 @@ absl::Status TokenFileWriter::Append(absl::Span<const int32_t> ids) {
 absl::Status TokenFileWriter::Close() {
   int32_t header[3] = {width_ == 2 ? kLlmcMagicU16 : kLlmcMagicU32, width_ == 2 ? 1 : 7,
                        static_cast<int32_t>(count_)};
-  const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
-                  std::fwrite(header, sizeof(header), 1, file_) == 1;
+  const bool ok =
+      std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(header, sizeof(header), 1, file_) == 1;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   if (!ok || !closed) {

@@ -11,8 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "worker/device/device_checks.h"
 #include "worker/device/convert.h"
+#include "worker/device/device_checks.h"
 
 namespace zeroshard {
 namespace {

@@ -60,9 +60,10 @@ absl::Status CheckRanksPerGpu(int workers, int visible, const std::string& backe
   if (workers <= visible || (backend != "nccl" && backend != "auto")) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "--device cuda: ", workers, " workers but ", visible,
-      " GPU(s) visible: worker r uses GPU r mod ", visible,
-      ", and NCCL (--backend ", backend, ") cannot put two ranks on one GPU; pass --backend "
-      "host-staged to share GPUs, or use at most ", visible, " workers"));
+      " GPU(s) visible: worker r uses GPU r mod ", visible, ", and NCCL (--backend ", backend,
+      ") cannot put two ranks on one GPU; pass --backend "
+      "host-staged to share GPUs, or use at most ",
+      visible, " workers"));
 }
 
 absl::StatusOr<std::unique_ptr<Device>> CreateDevice(const DeviceOptions& options) {

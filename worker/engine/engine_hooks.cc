@@ -111,12 +111,13 @@ void ShardedEngine::GatherWindow(int u) {
   };
   for (Unit& other : units_) {
     const int w = static_cast<int>(&other - units_.data());
-    if (other.param_refs == 0 && other.gathered.allocated() && !orders_->use.Expects(w, options_.prefetch)) {
+    if (other.param_refs == 0 && other.gathered.allocated() &&
+        !orders_->use.Expects(w, options_.prefetch)) {
       FreeGather(other);
     }
   }
-  IssueGathers(ungathered(window[0], units_[u].gathered.allocated() ? std::vector<int>{}
-                                                                     : std::vector<int>{u}));
+  IssueGathers(ungathered(
+      window[0], units_[u].gathered.allocated() ? std::vector<int>{} : std::vector<int>{u}));
   for (size_t b = 1; b < window.size(); ++b) IssueGathers(ungathered(window[b], {}));
 }
 
@@ -229,9 +230,8 @@ void ShardedEngine::FlushGrads(int u) {
     }
     return;
   }
-  reduce_bucket_.Add(u, P * gbytes(), [this](const std::vector<int>& group) {
-    IssueReduceGroup(group);
-  });
+  reduce_bucket_.Add(u, P * gbytes(),
+                     [this](const std::vector<int>& group) { IssueReduceGroup(group); });
 }
 
 void ShardedEngine::IssueReduceGroup(const std::vector<int>& units) {
@@ -247,8 +247,8 @@ void ShardedEngine::IssueReduceGroup(const std::vector<int>& units) {
       unit.grad_view = Buffer(MemoryKind::kBuffers);
     } else {
       MustAllocate(piece.staging, unit.plan->padded_numel * 2);
-      Fail(device_->Convert(unit.grad_view.data(), DType::kFp32, piece.staging.data(),
-                            DType::kBf16, unit.plan->padded_numel));
+      Fail(device_->Convert(unit.grad_view.data(), DType::kFp32, piece.staging.data(), DType::kBf16,
+                            unit.plan->padded_numel));
       unit.grad_view.Free();
     }
     pending.pieces.push_back(std::move(piece));

@@ -15,13 +15,13 @@
 namespace zeroshard {
 
 struct EngineOptions {
-  int stage = 0;                          // ZeRO stage, 0..3.
-  DType compute_dtype = DType::kFp32;     // Compute copy: kFp32 or kBf16.
-  DType reduce_dtype = DType::kFp32;      // Gradient storage and reduction: kFp32 or kBf16.
-  AdamWHyperparams adamw;                 // lr, betas, eps, weight decay.
-  float max_grad_norm = 0.0f;             // Global-norm clipping; <= 0 = off.
+  int stage = 0;                       // ZeRO stage, 0..3.
+  DType compute_dtype = DType::kFp32;  // Compute copy: kFp32 or kBf16.
+  DType reduce_dtype = DType::kFp32;   // Gradient storage and reduction: kFp32 or kBf16.
+  AdamWHyperparams adamw;              // lr, betas, eps, weight decay.
+  float max_grad_norm = 0.0f;          // Global-norm clipping; <= 0 = off.
   absl::Duration collective_timeout = absl::Seconds(60);  // Per collective wait.
-  int optimizer_threads = 0;              // AdamWCpu threads; 0 = hardware.
+  int optimizer_threads = 0;                              // AdamWCpu threads; 0 = hardware.
   // Stage 3: units all-gathered ahead of their use, in the recorded order
   // (--gather-prefetch), 0..64; 0 gathers each unit when it is opened. With
   // buckets (bucket_bytes) it counts buckets, and 0 gathers the rest of the

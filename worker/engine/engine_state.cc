@@ -3,13 +3,12 @@
 // compute copies. The state itself lives in the OptimizerStore
 // (worker/offload/optimizer_store.h). See sharded_engine.h.
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/engine/sharded_engine.h"
-
-#include <tuple>
 
 namespace zeroshard {
 
@@ -65,19 +64,17 @@ OptimizerShardView ShardedEngine::OptimizerShard(int u) const {
 }
 
 absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master,
-                                           absl::Span<const float> m,
-                                           absl::Span<const float> v) {
+                                           absl::Span<const float> m, absl::Span<const float> v) {
   if (u < 0 || u >= static_cast<int>(units_.size())) {
     return absl::InvalidArgumentError(absl::StrCat("unit: ", u, " out of range"));
   }
   Unit& unit = units_[u];
   const size_t n = static_cast<size_t>(unit.opt_range.length);
-  for (auto [name, span, may_be_empty] : {std::tuple{"master", master, false},
-                                           std::tuple{"m", m, true}, std::tuple{"v", v, true}}) {
+  for (auto [name, span, may_be_empty] :
+       {std::tuple{"master", master, false}, std::tuple{"m", m, true}, std::tuple{"v", v, true}}) {
     if (span.size() != n && !(may_be_empty && span.empty())) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": ", span.size(),
-                                                     " elements, expected ", n, " for unit '",
-                                                     unit.plan->name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": ", span.size(), " elements, expected ", n, " for unit '", unit.plan->name, "'"));
     }
   }
   ZS_RETURN_IF_ERROR(AwaitInFlight());
@@ -101,9 +98,9 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
   }
   const ElementRange held = units_[u].opt_range;
   if (sub.offset < held.offset || sub.length < 0 || sub.end() > held.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "range [", sub.offset, ", ", sub.end(), ") is outside unit ", u, "'s optimizer range [",
-        held.offset, ", ", held.end(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("range [", sub.offset, ", ", sub.end(),
+                                                   ") is outside unit ", u, "'s optimizer range [",
+                                                   held.offset, ", ", held.end(), ")"));
   }
   ZS_RETURN_IF_ERROR(AwaitInFlight());
   return opt_->Read(u, sub.offset - held.offset, sub.length, master, m, v);

@@ -38,8 +38,8 @@ absl::Status ShardedEngine::ReduceGradients() {
                         ? comm_->AllReduce(unit.grads.data(), unit.grads.data(),
                                            unit.plan->padded_numel, options_.reduce_dtype,
                                            ReduceOp::kSum, copts)
-                        : comm_->ReduceScatter(unit.grads.data(), Slice(unit.grads, S, gbytes()),
-                                               S, options_.reduce_dtype, ReduceOp::kSum, copts));
+                        : comm_->ReduceScatter(unit.grads.data(), Slice(unit.grads, S, gbytes()), S,
+                                               options_.reduce_dtype, ReduceOp::kSum, copts));
   }
   for (std::unique_ptr<Work>& w : works) {
     if (absl::Status s = Sequence(w); !s.ok()) {
@@ -105,7 +105,7 @@ absl::Status ShardedEngine::UpdateShards(float multiplier) {
     grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
     if (gathers) {
       works.push_back(comm_->AllGather(out, unit.params.data(), S, options_.compute_dtype,
-                                         {options_.collective_timeout}));
+                                       {options_.collective_timeout}));
     }
   }
   for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(Sequence(w));

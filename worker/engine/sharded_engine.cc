@@ -2,12 +2,12 @@
 // engine_hooks.cc, the update in engine_step.cc.
 #include "worker/engine/sharded_engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -21,17 +21,16 @@
 namespace zeroshard {
 namespace {
 
-absl::Status Validate(const ShardPlan& plan, const Communicator* comm,
-                      const EngineOptions& o) {
+absl::Status Validate(const ShardPlan& plan, const Communicator* comm, const EngineOptions& o) {
   auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (comm == nullptr) return bad("comm: must not be null");
   if (comm->world_size() != plan.world_size) {
-    return bad("plan.world_size (", plan.world_size, ") != comm world_size (",
-               comm->world_size(), ")");
+    return bad("plan.world_size (", plan.world_size, ") != comm world_size (", comm->world_size(),
+               ")");
   }
   if (!IsZeroStage(o.stage)) return bad("stage: ", o.stage, " (expected 0..3)");
-  for (auto [name, d] : {std::pair{"compute_dtype", o.compute_dtype},
-                         std::pair{"reduce_dtype", o.reduce_dtype}}) {
+  for (auto [name, d] :
+       {std::pair{"compute_dtype", o.compute_dtype}, std::pair{"reduce_dtype", o.reduce_dtype}}) {
     if (d != DType::kFp32 && d != DType::kBf16) {
       return bad(name, ": ", DTypeName(d), " (expected fp32 or bf16)");
     }
@@ -82,9 +81,10 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
   });
 }
 
-absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
-    const ShardPlan& plan, Communicator* comm, const EngineOptions& options,
-    const UnitInit& init) {
+absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(const ShardPlan& plan,
+                                                                     Communicator* comm,
+                                                                     const EngineOptions& options,
+                                                                     const UnitInit& init) {
   ZS_RETURN_IF_ERROR(Validate(plan, comm, options));
   std::unique_ptr<ShardedEngine> engine(new ShardedEngine(plan, comm, options));
   ZS_RETURN_IF_ERROR(engine->CheckFits());
@@ -100,11 +100,16 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(
 
 ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
                              const EngineOptions& options)
-    : plan_(plan), comm_(comm), options_(options), rank_(comm->rank()),
-      world_size_(comm->world_size()), units_(plan_.units.size()),
+    : plan_(plan),
+      comm_(comm),
+      options_(options),
+      rank_(comm->rank()),
+      world_size_(comm->world_size()),
+      units_(plan_.units.size()),
       train_orders_{GatherOrder(static_cast<int>(plan_.units.size())),
                     GatherOrder(static_cast<int>(plan_.units.size()))},
-      eval_orders_(train_orders_), reduce_bucket_(options.bucket_bytes) {
+      eval_orders_(train_orders_),
+      reduce_bucket_(options.bucket_bytes) {
   device_ = options_.device;
   if (device_ == nullptr) {
     owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);
@@ -158,8 +163,8 @@ absl::Status ShardedEngine::CheckFits() const {
   if (needed > info.free_bytes) {
     return AsJobRefusal(absl::ResourceExhaustedError(absl::StrCat(
         "the engine needs ", needed, " bytes on ", device_->name(), " (model state ", resident,
-        ", transient buffers ", p.gather_buffers, ", activations and work buffers ",
-        p.activations, ", heap slack ", slack, "); ", info.free_bytes, " are free")));
+        ", transient buffers ", p.gather_buffers, ", activations and work buffers ", p.activations,
+        ", heap slack ", slack, "); ", info.free_bytes, " are free")));
   }
   return absl::OkStatus();
 }
@@ -182,7 +187,8 @@ std::vector<int64_t> ShardedEngine::OptimizerSizes() const {
 
 absl::Status ShardedEngine::InitStore() {
   OptimizerStoreOptions o = options_.offload;
-  if (o.file_prefix.empty()) o.file_prefix = absl::StrCat("zeroshard-", ::getpid(), "-r", rank_, "-");
+  if (o.file_prefix.empty())
+    o.file_prefix = absl::StrCat("zeroshard-", ::getpid(), "-r", rank_, "-");
   ZS_ASSIGN_OR_RETURN(opt_, CreateOptimizerStore(o, OptimizerSizes(), device_, &accountant_));
   if (!options_.params_offload.enabled) return absl::OkStatus();
   ParamStoreOptions p = options_.params_offload;
@@ -202,8 +208,8 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   // The padded initial values on the device; padding is zero (shard_plan.h).
   DeviceBuffer padded = Buffer(MemoryKind::kBuffers);
   ZS_RETURN_IF_ERROR(padded.Allocate(P * 4));
-  ZS_RETURN_IF_ERROR(device_->Copy(padded.data(), initial.data(),
-                                   static_cast<int64_t>(initial.size()) * 4));
+  ZS_RETURN_IF_ERROR(
+      device_->Copy(padded.data(), initial.data(), static_cast<int64_t>(initial.size()) * 4));
   const float* all = padded.as<float>();
   // The master weights from the caller's values (zero padding past numel).
   std::vector<float> master(static_cast<size_t>(unit.opt_range.length), 0.0f);
@@ -272,7 +278,7 @@ ShardedEngine::Unit& ShardedEngine::At(int unit) {
 }
 
 uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
-                             int64_t elem_bytes) const {
+                              int64_t elem_bytes) const {
   return full.as<uint8_t>() + static_cast<int64_t>(rank_) * shard_numel * elem_bytes;
 }
 

@@ -117,14 +117,14 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/dtype.h"
+#include "common/gather_order.h"
+#include "common/reduce_bucket.h"
 #include "common/shard_plan.h"
+#include "common/zero_stage.h"
 #include "worker/comm/communicator.h"
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
-#include "common/gather_order.h"
-#include "common/reduce_bucket.h"
-#include "common/zero_stage.h"
 #include "worker/engine/engine_options.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
@@ -211,14 +211,13 @@ class ShardedEngine final : public UnitHooks {
   // Copies `sub` (inside OptimizerShard(unit).range; INVALID_ARGUMENT
   // otherwise) of master, m and v into host memory (sub.length floats
   // each), for checkpoint save; returns when the copies have landed.
-  absl::Status CopyOptimizerState(int unit, ElementRange sub, float* master, float* m,
-                                  float* v);
+  absl::Status CopyOptimizerState(int unit, ElementRange sub, float* master, float* m, float* v);
   // Replaces that state (checkpoint restore); spans must have
   // OptimizerShard(unit).range.length elements (INVALID_ARGUMENT otherwise),
   // except m and v, which may be empty: zeros. Then call RebuildComputeCopy
   // on every rank before the next hook.
-  absl::Status LoadShardState(int unit, absl::Span<const float> master,
-                              absl::Span<const float> m, absl::Span<const float> v);
+  absl::Status LoadShardState(int unit, absl::Span<const float> master, absl::Span<const float> m,
+                              absl::Span<const float> v);
   // Unit u's master shard as writable host memory where the optimizer state
   // is resident in this process's RAM (the CPU device, not offloaded):
   // OptimizerShard(u).range.length floats, which a restore may write in
@@ -258,16 +257,16 @@ class ShardedEngine final : public UnitHooks {
   };
   struct Unit {
     const UnitPlan* plan = nullptr;
-    ElementRange opt_range;     // Optimizer state's range of the padded buffer; its
-                                // master, m, v are opt_'s unit.
-    DeviceBuffer params;        // kParams, compute dtype: P (stages 0-2) or S (3);
-                                // empty with params offload (params_ holds it).
-    DeviceBuffer grads;         // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
-    DeviceBuffer gathered;      // kBuffers, stage 3: P elements, compute dtype.
+    ElementRange opt_range;              // Optimizer state's range of the padded buffer; its
+                                         // master, m, v are opt_'s unit.
+    DeviceBuffer params;                 // kParams, compute dtype: P (stages 0-2) or S (3);
+                                         // empty with params offload (params_ holds it).
+    DeviceBuffer grads;                  // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
+    DeviceBuffer gathered;               // kBuffers, stage 3: P elements, compute dtype.
     std::shared_ptr<GatherWork> gather;  // In flight into `gathered` (and its group's).
-    DeviceBuffer view;          // kBuffers: fp32 params view (bf16 compute).
-    DeviceBuffer grad_view;     // kBuffers: fp32 gradient the model adds into.
-    const float* param_ptr = nullptr;  // What PreForward/PreBackward hand out.
+    DeviceBuffer view;                   // kBuffers: fp32 params view (bf16 compute).
+    DeviceBuffer grad_view;              // kBuffers: fp32 gradient the model adds into.
+    const float* param_ptr = nullptr;    // What PreForward/PreBackward hand out.
     float* grad_ptr = nullptr;
     int param_refs = 0;
     int grad_refs = 0;

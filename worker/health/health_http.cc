@@ -18,7 +18,7 @@
 namespace zeroshard {
 namespace {
 
-constexpr int kPollMs = 100;            // How soon Stop is noticed.
+constexpr int kPollMs = 100;             // How soon Stop is noticed.
 constexpr int kRequestTimeoutMs = 2000;  // A probe client gets this long to send its request.
 constexpr size_t kMaxRequestBytes = 4096;
 
@@ -103,7 +103,8 @@ void HealthHttpServer::Serve() {
     const size_t sp1 = head.find(' ');
     const size_t sp2 = head.find(' ', sp1 + 1);
     const std::string path = sp1 == std::string::npos || sp2 == std::string::npos
-                                 ? "" : head.substr(sp1 + 1, sp2 - sp1 - 1);
+                                 ? ""
+                                 : head.substr(sp1 + 1, sp2 - sp1 - 1);
     if (!absl::StartsWith(head, "GET ")) {
       Reply(conn, 404, "not found\n");
     } else if (path == "/healthz") {

@@ -34,8 +34,9 @@ class HealthHttpServer {
   // see WorkerHealth::Healthy. INVALID_ARGUMENT for a malformed address,
   // FAILED_PRECONDITION naming `--health-listen` for a busy one,
   // UNAVAILABLE naming the socket error if it still cannot listen.
-  static absl::StatusOr<std::unique_ptr<HealthHttpServer>> Start(
-      const std::string& listen, const WorkerHealth* health, absl::Duration max_heartbeat_age);
+  static absl::StatusOr<std::unique_ptr<HealthHttpServer>> Start(const std::string& listen,
+                                                                 const WorkerHealth* health,
+                                                                 absl::Duration max_heartbeat_age);
   ~HealthHttpServer();  // Stops serving (within ~100 ms) and closes the socket.
 
   int port() const { return port_; }

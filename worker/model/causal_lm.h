@@ -56,10 +56,9 @@ class CausalLm {
 // The model of `config`'s family. `config` must pass ValidateModelConfig
 // (checked); `kernels` must outlive the model and compute in `device`'s
 // memory; null `device` = a CPU device the model owns.
-std::unique_ptr<CausalLm> CreateCausalLm(const ModelConfig& config,
-                                         ActivationCheckpointing mode = ActivationCheckpointing::kNone,
-                                         Kernels& kernels = CpuKernels(),
-                                         Device* device = nullptr);
+std::unique_ptr<CausalLm> CreateCausalLm(
+    const ModelConfig& config, ActivationCheckpointing mode = ActivationCheckpointing::kNone,
+    Kernels& kernels = CpuKernels(), Device* device = nullptr);
 
 // Bytes of activations and backward scratch the model of `config`'s family
 // holds for a micro-batch of `batch` sequences of `seq_len` tokens (exact).

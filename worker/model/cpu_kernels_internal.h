@@ -33,8 +33,8 @@ class ScopedSgemmThreads {
 // The Llama family's layers (cpu_llama_kernels.cc); as Kernels' methods.
 void CpuRmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
                        float* rstd);
-void CpuRmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd,
-                        int N, int C, float* dx, float* dw);
+void CpuRmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd, int N,
+                        int C, float* dx, float* dw);
 void CpuRope(float* x, int B, int T, int H, int D, const float* cos, const float* sin,
              bool inverse);
 void CpuSwigluForward(const float* gu, int N, int I, float* out);

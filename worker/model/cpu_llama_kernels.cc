@@ -103,8 +103,8 @@ void CpuPackQkv(const float* q, const float* k, const float* v, int N, int NH, i
   }
 }
 
-ZS_SIMD_CLONES void CpuUnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D,
-                                     float* dq, float* dk, float* dv) {
+ZS_SIMD_CLONES void CpuUnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq,
+                                     float* dk, float* dv) {
   const int group = NH / KV;
   const int64_t C = int64_t{NH} * D;
   for (int n = 0; n < N; ++n) {

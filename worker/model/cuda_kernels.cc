@@ -216,13 +216,12 @@ void CudaKernels::Rope(float* x, int B, int T, int H, int D, const float* cos, c
   Keep(ZS_LAUNCH_STATUS(model_cuda::Rope(x, B, T, H, D, cos, sin, inverse, StreamOf(device_))));
 }
 
-void CudaKernels::DecodeAttention(const DecodeAttentionShape& s, const float* q,
-                                  const float* k_new, const float* v_new, float* k_cache,
-                                  float* v_cache, float* out) {
+void CudaKernels::DecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
+                                  const float* v_new, float* k_cache, float* v_cache, float* out) {
   if (!Begin()) return;
-  Keep(ZS_LAUNCH_STATUS(model_cuda::DecodeAttention(q, s.q_stride, k_new, v_new, s.kv_stride,
-                                                    s.pos, s.n, s.NH, s.KV, s.D, s.P, k_cache,
-                                                    v_cache, out, StreamOf(device_))));
+  Keep(ZS_LAUNCH_STATUS(model_cuda::DecodeAttention(q, s.q_stride, k_new, v_new, s.kv_stride, s.pos,
+                                                    s.n, s.NH, s.KV, s.D, s.P, k_cache, v_cache,
+                                                    out, StreamOf(device_))));
 }
 
 void CudaKernels::SwigluForward(const float* gu, int N, int I, float* out) {

@@ -10,12 +10,9 @@
 #include "worker/device/device_factory.h"
 
 namespace zeroshard {
-namespace {
+namespace {}  // namespace
 
-}  // namespace
-
-void GptModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int B, int T,
-                    Acts& acts) {
+void GptModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int B, int T, Acts& acts) {
   const int64_t bt = int64_t{B} * T, btc = bt * c.n_embd, qkv = bt * 3 * c.n_embd,
                 att = int64_t{B} * c.n_head * T * T, fc = bt * 4 * c.n_embd;
   acts.B = B;
@@ -40,9 +37,9 @@ void GptModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int B, i
 }
 
 std::vector<GptModel::Array*> GptModel::Arrays(Acts& acts) {
-  std::vector<Array*> all = {&acts.encoded, &acts.lnf,  &acts.lnf_mean,  &acts.lnf_rstd,
+  std::vector<Array*> all = {&acts.encoded, &acts.lnf,    &acts.lnf_mean,  &acts.lnf_rstd,
                              &acts.logits,  &acts.losses, &acts.dresidual, &acts.dln,
-                             &acts.datty,   &acts.dqkv,  &acts.dfch,      &acts.dfch_gelu};
+                             &acts.datty,   &acts.dqkv,   &acts.dfch,      &acts.dfch_gelu};
   for (BlockActs& l : acts.blocks) {
     for (Array* a : {&l.ln1, &l.ln1_mean, &l.ln1_rstd, &l.qkv, &l.att, &l.atty, &l.res2, &l.ln2,
                      &l.ln2_mean, &l.ln2_rstd, &l.fch, &l.fch_gelu}) {
@@ -73,8 +70,7 @@ GptModel::GptModel(const ModelConfig& config, ActivationCheckpointing mode, Kern
   block_ = layout.block;
 }
 
-absl::Status GptModel::Validate(const int32_t* inputs, const int32_t* targets, int B,
-                                int T) const {
+absl::Status GptModel::Validate(const int32_t* inputs, const int32_t* targets, int B, int T) const {
   if (targets == nullptr) {
     return absl::InvalidArgumentError("model: inputs and targets must not be null");
   }
@@ -97,9 +93,8 @@ int64_t GptModel::ActivationBytes() const {
   return 4 * n;
 }
 
-absl::StatusOr<double> GptModel::ForwardBackward(const int32_t* inputs,
-                                                 const int32_t* targets, int B, int T,
-                                                 float loss_scale, UnitHooks& hooks) {
+absl::StatusOr<double> GptModel::ForwardBackward(const int32_t* inputs, const int32_t* targets,
+                                                 int B, int T, float loss_scale, UnitHooks& hooks) {
   ZS_RETURN_IF_ERROR(Validate(inputs, targets, B, T));
   ZS_RETURN_IF_ERROR(Allocate(B, T));
   const int64_t bt = int64_t{B} * T;

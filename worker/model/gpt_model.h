@@ -49,15 +49,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/model_config.h"
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
 #include "worker/engine/unit_hooks.h"
-#include "worker/model/model_layout.h"
-#include "worker/model/kernels.h"
-#include "worker/model/model_runtime.h"
-#include "common/model_config.h"
 #include "worker/model/causal_lm.h"
+#include "worker/model/kernels.h"
+#include "worker/model/model_layout.h"
+#include "worker/model/model_runtime.h"
 
 namespace zeroshard {
 
@@ -150,9 +150,9 @@ class GptModel : public CausalLm {
   ModelConfig config_;
   ActivationCheckpointing mode_;
   Kernels& k_;
-  ModelRuntime rt_;  // Device, arena, tokens, the call's errors.
+  ModelRuntime rt_;                                    // Device, arena, tokens, the call's errors.
   int64_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;  // Offsets in unit 0.
-  BlockOffsets block_{};                             // Same in every block unit.
+  BlockOffsets block_{};                               // Same in every block unit.
   Acts acts_;
 };
 

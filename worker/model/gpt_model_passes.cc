@@ -28,10 +28,9 @@ void GptModel::RunLogits(const int32_t* inputs, UnitHooks& hooks) {
     x = acts_.outputs[l].data();
   }
   p = hooks.PreForward(0);
-  k_.LayerNormForward(x, p + lnf_w_, p + lnf_b_, BT, C, acts_.lnf.data(),
-                      acts_.lnf_mean.data(), acts_.lnf_rstd.data());
-  k_.Matmul(false, true, BT, V, C, 1.0f, acts_.lnf.data(), p + wte_, 0.0f,
-            acts_.logits.data());
+  k_.LayerNormForward(x, p + lnf_w_, p + lnf_b_, BT, C, acts_.lnf.data(), acts_.lnf_mean.data(),
+                      acts_.lnf_rstd.data());
+  k_.Matmul(false, true, BT, V, C, 1.0f, acts_.lnf.data(), p + wte_, 0.0f, acts_.logits.data());
   hooks.PostForward(0);
 }
 
@@ -108,8 +107,7 @@ void GptModel::RunBackward(const int32_t* inputs, const int32_t* targets, float 
     hooks.PostBackward(1 + l);
   }
   u = hooks.PreBackward(0);
-  k_.EmbeddingBackward(acts_.dresidual.data(), inputs, B, T, C, u.grads + wte_,
-                       u.grads + wpe_);
+  k_.EmbeddingBackward(acts_.dresidual.data(), inputs, B, T, C, u.grads + wte_, u.grads + wpe_);
   hooks.PostBackward(0);
 }
 
@@ -125,17 +123,14 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   // MLP: res3 = res2 + fch_gelu Wp^T + b.
   k_.BiasBackward(dres, BT, C, g + o.fcproj_b);
   k_.Matmul(true, false, C, 4 * C, BT, 1.0f, dres, a.fch_gelu.data(), 1.0f, g + o.fcproj_w);
-  k_.Matmul(false, false, BT, 4 * C, C, 1.0f, dres, p + o.fcproj_w, 0.0f,
-            acts_.dfch_gelu.data());
+  k_.Matmul(false, false, BT, 4 * C, C, 1.0f, dres, p + o.fcproj_w, 0.0f, acts_.dfch_gelu.data());
   rt_.Zero(acts_.dfch);
-  k_.GeluBackward(a.fch.data(), acts_.dfch_gelu.data(), int64_t{BT} * 4 * C,
-                  acts_.dfch.data());
+  k_.GeluBackward(a.fch.data(), acts_.dfch_gelu.data(), int64_t{BT} * 4 * C, acts_.dfch.data());
   k_.BiasBackward(acts_.dfch.data(), BT, 4 * C, g + o.fc_b);
-  k_.Matmul(true, false, 4 * C, C, BT, 1.0f, acts_.dfch.data(), a.ln2.data(), 1.0f,
-            g + o.fc_w);
+  k_.Matmul(true, false, 4 * C, C, BT, 1.0f, acts_.dfch.data(), a.ln2.data(), 1.0f, g + o.fc_w);
   k_.Matmul(false, false, BT, C, 4 * C, 1.0f, acts_.dfch.data(), p + o.fc_w, 0.0f, dln);
-  k_.LayerNormBackward(dln, a.res2.data(), p + o.ln2_w, a.ln2_mean.data(), a.ln2_rstd.data(),
-                       BT, C, dres, g + o.ln2_w, g + o.ln2_b);
+  k_.LayerNormBackward(dln, a.res2.data(), p + o.ln2_w, a.ln2_mean.data(), a.ln2_rstd.data(), BT, C,
+                       dres, g + o.ln2_w, g + o.ln2_b);
   // Attention: res2 = x + atty Wproj^T + b.
   k_.BiasBackward(dres, BT, C, g + o.proj_b);
   k_.Matmul(true, false, C, C, BT, 1.0f, dres, a.atty.data(), 1.0f, g + o.proj_w);
@@ -144,11 +139,10 @@ void GptModel::BlockBackward(int layer, const UnitBackwardView& u, const float* 
   k_.AttentionBackward(acts_.datty.data(), a.qkv.data(), a.att.data(), B, T, C, NH,
                        acts_.dqkv.data());
   k_.BiasBackward(acts_.dqkv.data(), BT, 3 * C, g + o.qkv_b);
-  k_.Matmul(true, false, 3 * C, C, BT, 1.0f, acts_.dqkv.data(), a.ln1.data(), 1.0f,
-            g + o.qkv_w);
+  k_.Matmul(true, false, 3 * C, C, BT, 1.0f, acts_.dqkv.data(), a.ln1.data(), 1.0f, g + o.qkv_w);
   k_.Matmul(false, false, BT, C, 3 * C, 1.0f, acts_.dqkv.data(), p + o.qkv_w, 0.0f, dln);
-  k_.LayerNormBackward(dln, x, p + o.ln1_w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C,
-                       dres, g + o.ln1_w, g + o.ln1_b);
+  k_.LayerNormBackward(dln, x, p + o.ln1_w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C, dres,
+                       g + o.ln1_w, g + o.ln1_b);
 }
 
 }  // namespace zeroshard

@@ -44,8 +44,8 @@ class Kernels {
 
   // C[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
   // A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b).
-  virtual void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                      const float* A, const float* B, float beta, float* C) = 0;
+  virtual void Matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                      const float* B, float beta, float* C) = 0;
 
   // out[n,c] += bias[c].
   virtual void BiasAdd(float* out, const float* bias, int N, int C) = 0;
@@ -54,12 +54,12 @@ class Kernels {
 
   // out = (x - mean) * rstd * gamma + beta per row; writes out [N,C] and the
   // row statistics mean [N], rstd [N] kept for backward.
-  virtual void LayerNormForward(const float* x, const float* gamma, const float* beta,
-                                int N, int C, float* out, float* mean, float* rstd) = 0;
+  virtual void LayerNormForward(const float* x, const float* gamma, const float* beta, int N, int C,
+                                float* out, float* mean, float* rstd) = 0;
   // dx += ..., dgamma += ..., dbeta += ... from dout [N,C].
   virtual void LayerNormBackward(const float* dout, const float* x, const float* gamma,
-                                 const float* mean, const float* rstd, int N, int C,
-                                 float* dx, float* dgamma, float* dbeta) = 0;
+                                 const float* mean, const float* rstd, int N, int C, float* dx,
+                                 float* dgamma, float* dbeta) = 0;
 
   // out[i] = gelu_tanh(x[i]) (writes), n elements.
   virtual void GeluForward(const float* x, int64_t n, float* out) = 0;
@@ -73,8 +73,8 @@ class Kernels {
   virtual void AttentionForward(const float* qkv, int B, int T, int C, int NH, float* out,
                                 float* att) = 0;
   // dqkv [B,T,3C] += ... from dout [B,T,C].
-  virtual void AttentionBackward(const float* dout, const float* qkv, const float* att,
-                                 int B, int T, int C, int NH, float* dqkv) = 0;
+  virtual void AttentionBackward(const float* dout, const float* qkv, const float* att, int B,
+                                 int T, int C, int NH, float* dqkv) = 0;
 
   // Per row: probs = softmax(logits) (writes probs [N,V]) and losses[n] =
   // -log probs[n, targets[n]] (writes). targets in [0, V) (checked), or
@@ -82,33 +82,33 @@ class Kernels {
   // fine-tuning data, padding), whose loss is 0 and whose probs row is 0, so
   // its gradient is 0 too (PyTorch's ignore_index). probs may alias logits
   // (in place).
-  virtual void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets,
-                                          int N, int V, float* probs, float* losses) = 0;
+  virtual void SoftmaxCrossEntropyForward(const float* logits, const int32_t* targets, int N, int V,
+                                          float* probs, float* losses) = 0;
   // dlogits [N,V] (writes) = scale * (probs - onehot(targets)): the gradient
   // of scale * sum_n losses[n] (0 on ignored rows). dlogits may alias probs.
-  virtual void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets,
-                                           int N, int V, float scale, float* dlogits) = 0;
+  virtual void SoftmaxCrossEntropyBackward(const float* probs, const int32_t* targets, int N, int V,
+                                           float scale, float* dlogits) = 0;
 
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] (writes out [B,T,C]); wpe
   // null: no positions (the Llama family's rotary positions live in
   // attention), out[b,t,:] = wte[tokens[b,t],:].
-  virtual void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe,
-                                int B, int T, int C, float* out) = 0;
+  virtual void EmbeddingForward(const int32_t* tokens, const float* wte, const float* wpe, int B,
+                                int T, int C, float* out) = 0;
   // dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:] (skipped
   // when dwpe is null).
-  virtual void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T,
-                                 int C, float* dwte, float* dwpe) = 0;
+  virtual void EmbeddingBackward(const float* dout, const int32_t* tokens, int B, int T, int C,
+                                 float* dwte, float* dwpe) = 0;
 
   // ---- The Llama family's layers (llama_model.h; HF LlamaForCausalLM) ----
   // RMSNorm (Zhang & Sennrich, 2019, eq. 4) per row of x [N,C]:
   // rstd = 1 / sqrt(mean_c x^2 + eps), out = x * rstd * w. Writes out [N,C]
   // (must not alias x) and rstd [N] kept for backward.
-  virtual void RmsNormForward(const float* x, const float* w, int N, int C, float eps,
-                              float* out, float* rstd) = 0;
+  virtual void RmsNormForward(const float* x, const float* w, int N, int C, float eps, float* out,
+                              float* rstd) = 0;
   // dx [N,C] += rstd * (dn - xhat * mean_c(dn * xhat)), dn = dout * w,
   // xhat = x * rstd; dw [C] += sum_n dout * xhat.
-  virtual void RmsNormBackward(const float* dout, const float* x, const float* w,
-                               const float* rstd, int N, int C, float* dx, float* dw) = 0;
+  virtual void RmsNormBackward(const float* dout, const float* x, const float* w, const float* rstd,
+                               int N, int C, float* dx, float* dw) = 0;
   // Rotary position embedding (Su et al., 2021, RoFormer, eq. 34) in
   // Hugging Face's rotate-half layout, in place on x [B,T,H,D] (D even):
   // for each head and i < D/2, with c = cos[t,i], s = sin[t,i] (tables
@@ -129,13 +129,13 @@ class Kernels {
   // KV) packed into the fused qkv [N, 3 NH D] that AttentionForward reads
   // with C = NH D, head h's key and value taken from kv head h / (NH / KV)
   // (HF's repeat_kv). Writes qkv.
-  virtual void PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV,
-                       int D, float* qkv) = 0;
+  virtual void PackQkv(const float* q, const float* k, const float* v, int N, int NH, int KV, int D,
+                       float* qkv) = 0;
   // The gradients back: dq [N, NH, D] (writes) = dqkv's q part; dk, dv
   // [N, KV, D] (writes) = the sum over each group's NH / KV heads, in head
   // order.
-  virtual void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq,
-                             float* dk, float* dv) = 0;
+  virtual void UnpackQkvGrad(const float* dqkv, int N, int NH, int KV, int D, float* dq, float* dk,
+                             float* dv) = 0;
 
   // Incremental decoding's causal attention against a KV cache (kv_cache.h;
   // Vaswani et al., 2017, eq. 1, with GQA's head sharing): with g = h /
@@ -148,8 +148,7 @@ class Kernels {
   // The CPU sums the softmax in fp64; CUDA in fp32 after subtracting the
   // row's maximum. s.pos + s.n <= s.P (the caller checks).
   virtual void DecodeAttention(const DecodeAttentionShape& s, const float* q, const float* k_new,
-                               const float* v_new, float* k_cache, float* v_cache,
-                               float* out) = 0;
+                               const float* v_new, float* k_cache, float* v_cache, float* out) = 0;
 
   // y[i] = a[i] + b[i] (writes; y may alias a or b).
   virtual void Add(const float* a, const float* b, int64_t n, float* y) = 0;

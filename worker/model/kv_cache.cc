@@ -28,8 +28,8 @@ void KvCache::Attend(Kernels& k, int layer, int pos, int n, HeadRows q, HeadRows
   s.P = positions_;
   s.q_stride = q.stride;
   s.kv_stride = keys.stride;  // The families' keys and values share a row layout.
-  k.DecodeAttention(s, q.base, keys.base, values.base, k_[layer].as<float>(),
-                    v_[layer].as<float>(), out);
+  k.DecodeAttention(s, q.base, keys.base, values.base, k_[layer].as<float>(), v_[layer].as<float>(),
+                    out);
 }
 
 }  // namespace zeroshard

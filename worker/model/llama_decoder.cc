@@ -29,8 +29,8 @@ absl::Status LlamaDecoder::Run(const int32_t* tokens, int n, const float** logit
   act_.n = int64_t{n} * I;
   rstd_.n = std::max<int64_t>(n, int64_t{n} * config_.n_head);
   logits_.n = V;
-  ZS_RETURN_IF_ERROR(rt_.LayOut({&x_, &ln_, &q_, &qn_, &k_new_, &kn_, &v_new_, &att_, &res_, &gu_,
-                                 &act_, &rstd_, &logits_}));
+  ZS_RETURN_IF_ERROR(rt_.LayOut(
+      {&x_, &ln_, &q_, &qn_, &k_new_, &kn_, &v_new_, &att_, &res_, &gu_, &act_, &rstd_, &logits_}));
   ZS_ASSIGN_OR_RETURN(const int32_t* ids, rt_.DeviceTokens(tokens, 0, n));
   k_.EmbeddingForward(ids, unit(0) + layout_.embed, nullptr, 1, n, C, x_.data());
   for (int l = 0; l < config_.n_layer; ++l) Block(l, n);

@@ -26,8 +26,8 @@ int LlamaHeadChunkTokens(int vocab) {
 
 void LlamaModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int chunk, int B, int T,
                       Acts& acts) {
-  const int64_t bt = int64_t{B} * T, C = c.n_embd, D = c.head_size(),
-                Q = int64_t{c.n_head} * D, K = int64_t{c.kv_heads()} * D, I = c.n_inner;
+  const int64_t bt = int64_t{B} * T, C = c.n_embd, D = c.head_size(), Q = int64_t{c.n_head} * D,
+                K = int64_t{c.kv_heads()} * D, I = c.n_inner;
   const int64_t norm = c.qk_norm ? 1 : 0;
   acts.B = B;
   acts.T = T;
@@ -61,10 +61,10 @@ void LlamaModel::Size(const ModelConfig& c, ActivationCheckpointing mode, int ch
 }
 
 std::vector<LlamaModel::Array*> LlamaModel::Arrays(Acts& acts) {
-  std::vector<Array*> all = {&acts.encoded, &acts.lnf,  &acts.lnf_rstd, &acts.logits,
-                             &acts.losses,  &acts.dresidual, &acts.dln, &acts.datty,
-                             &acts.dqkv,    &acts.dq,   &acts.dk,       &acts.dv,
-                             &acts.dqn,     &acts.dkn,  &acts.dgu,      &acts.dact};
+  std::vector<Array*> all = {&acts.encoded, &acts.lnf,       &acts.lnf_rstd, &acts.logits,
+                             &acts.losses,  &acts.dresidual, &acts.dln,      &acts.datty,
+                             &acts.dqkv,    &acts.dq,        &acts.dk,       &acts.dv,
+                             &acts.dqn,     &acts.dkn,       &acts.dgu,      &acts.dact};
   for (BlockActs& l : acts.blocks) {
     for (Array* a : {&l.ln1, &l.ln1_rstd, &l.q, &l.k, &l.v, &l.qn, &l.kn, &l.q_rstd, &l.k_rstd,
                      &l.qkv, &l.att, &l.atty, &l.res2, &l.ln2, &l.ln2_rstd, &l.gu, &l.act}) {
@@ -103,14 +103,14 @@ LlamaModel::LlamaModel(const ModelConfig& config, ActivationCheckpointing mode, 
 }
 
 absl::StatusOr<LlamaModel::DeviceIds> LlamaModel::Begin(const int32_t* inputs,
-                                                        const int32_t* targets, bool train,
-                                                        int B, int T) {
+                                                        const int32_t* targets, bool train, int B,
+                                                        int T) {
   if (train && targets == nullptr) {
     return absl::InvalidArgumentError("model: targets must not be null");
   }
-  const int64_t widest = std::max<int64_t>(
-      {2 * int64_t{config_.n_inner}, 3 * int64_t{config_.n_head} * config_.head_size(),
-       config_.n_embd});
+  const int64_t widest =
+      std::max<int64_t>({2 * int64_t{config_.n_inner},
+                         3 * int64_t{config_.n_head} * config_.head_size(), config_.n_embd});
   ZS_RETURN_IF_ERROR(rt_.Validate(config_, inputs, targets, B, T, widest));
   if (acts_.B != B || acts_.T != T) {
     Size(config_, mode_, chunk_, B, T, acts_);

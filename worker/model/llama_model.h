@@ -36,8 +36,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/model_config.h"
-#include "worker/model/model_layout.h"
 #include "worker/model/causal_lm.h"
+#include "worker/model/model_layout.h"
 #include "worker/model/model_runtime.h"
 
 namespace zeroshard {
@@ -57,9 +57,9 @@ class LlamaModel : public CausalLm {
  public:
   // `config` must be a valid llama-family description (checked).
   // `head_chunk_tokens` > 0 overrides LlamaHeadChunkTokens (tests).
-  LlamaModel(const ModelConfig& config, ActivationCheckpointing mode = ActivationCheckpointing::kNone,
-             Kernels& kernels = CpuKernels(), Device* device = nullptr,
-             int head_chunk_tokens = 0);
+  LlamaModel(const ModelConfig& config,
+             ActivationCheckpointing mode = ActivationCheckpointing::kNone,
+             Kernels& kernels = CpuKernels(), Device* device = nullptr, int head_chunk_tokens = 0);
 
   absl::StatusOr<double> ForwardBackward(const int32_t* inputs, const int32_t* targets, int B,
                                          int T, float loss_scale, UnitHooks& hooks) override;
@@ -82,20 +82,20 @@ class LlamaModel : public CausalLm {
   // (Qwen3; else unused) and the rotated values; qkv the packed, rotated
   // attention input; gu the [gate | up] projections, act their SwiGLU.
   struct BlockActs {
-    Array ln1, ln1_rstd, q, k, v, qn, kn, q_rstd, k_rstd, qkv, att, atty, res2, ln2, ln2_rstd,
-        gu, act;
+    Array ln1, ln1_rstd, q, k, v, qn, kn, q_rstd, k_rstd, qkv, att, atty, res2, ln2, ln2_rstd, gu,
+        act;
   };
   struct Acts {
     int B = 0, T = 0;
     Array encoded, lnf, lnf_rstd, logits, losses;  // logits: one head chunk.
-    std::vector<BlockActs> blocks;  // n_layer entries, or 1 (kBlocks).
-    std::vector<Array> outputs;     // Each block's output (next block's input).
+    std::vector<BlockActs> blocks;                 // n_layer entries, or 1 (kBlocks).
+    std::vector<Array> outputs;                    // Each block's output (next block's input).
     // Backward scratch.
     Array dresidual, dln, datty, dqkv, dq, dk, dv, dqn, dkn, dgu, dact;
   };
 
-  static void Size(const ModelConfig& config, ActivationCheckpointing mode, int chunk, int B,
-                   int T, Acts& acts);
+  static void Size(const ModelConfig& config, ActivationCheckpointing mode, int chunk, int B, int T,
+                   Acts& acts);
   static std::vector<Array*> Arrays(Acts& acts);
   // Token ids on the device; targets null when not given.
   struct DeviceIds {
@@ -104,8 +104,8 @@ class LlamaModel : public CausalLm {
   };
   // Validates a call (`train`: targets required), lays the activations out
   // for [B, T] and puts the token ids on the device.
-  absl::StatusOr<DeviceIds> Begin(const int32_t* inputs, const int32_t* targets, bool train,
-                                  int B, int T);
+  absl::StatusOr<DeviceIds> Begin(const int32_t* inputs, const int32_t* targets, bool train, int B,
+                                  int T);
   // Embedding and blocks; the last block's output is LastHidden().
   void RunBlocks(const int32_t* inputs, UnitHooks& hooks);
   // Final norm into acts_.lnf; then, for each chunk of rows [r0, r0 + n)
@@ -130,7 +130,7 @@ class LlamaModel : public CausalLm {
   Kernels& k_;
   ModelRuntime rt_;
   int chunk_ = 1;
-  DeviceBuffer rope_;  // cos then sin, [n_ctx, D/2] each, on the device.
+  DeviceBuffer rope_;                          // cos then sin, [n_ctx, D/2] each, on the device.
   int64_t embed_ = 0, norm_ = 0, head_w_ = 0;  // Offsets (norm and head: in head_unit()).
   BlockOffsets block_{};
   Acts acts_;

@@ -182,10 +182,10 @@ void LlamaModel::AttentionBackward(const BlockActs& a, const UnitBackwardView& u
   if (config_.qk_norm) {
     rt_.Zero(acts_.dqn);
     rt_.Zero(acts_.dkn);
-    k_.RmsNormBackward(dq, a.q.data(), p + o.q_norm, a.q_rstd.data(), BT * NH, D,
-                       acts_.dqn.data(), g + o.q_norm);
-    k_.RmsNormBackward(dk, a.k.data(), p + o.k_norm, a.k_rstd.data(), BT * KV, D,
-                       acts_.dkn.data(), g + o.k_norm);
+    k_.RmsNormBackward(dq, a.q.data(), p + o.q_norm, a.q_rstd.data(), BT * NH, D, acts_.dqn.data(),
+                       g + o.q_norm);
+    k_.RmsNormBackward(dk, a.k.data(), p + o.k_norm, a.k_rstd.data(), BT * KV, D, acts_.dkn.data(),
+                       g + o.k_norm);
     dq = acts_.dqn.data();
     dk = acts_.dkn.data();
   }

@@ -14,8 +14,8 @@ bool EndsWith(const std::string& n, const std::string& s) {
 }
 
 double StdDev(const ModelConfig& c, const std::string& name) {
-  const bool residual = !c.is_llama() &&
-                        (EndsWith(name, "attn.proj.weight") || EndsWith(name, "mlp.proj.weight"));
+  const bool residual =
+      !c.is_llama() && (EndsWith(name, "attn.proj.weight") || EndsWith(name, "mlp.proj.weight"));
   return residual ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02;
 }
 

@@ -11,9 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
+#include "common/model_config.h"
 #include "worker/device/device.h"
 #include "worker/model/kernels.h"
-#include "common/model_config.h"
 
 namespace zeroshard {
 

@@ -21,7 +21,7 @@ std::vector<UnitBracket> ModelBrackets(const ModelConfig& config, ActivationChec
   b.push_back({0, false});  // ln_f + tied head.
   b.push_back({0, true});   // Head + ln_f.
   for (int i = config.n_layer; i >= 1; --i) b.push_back({i, true});
-  b.push_back({0, true});   // Embedding.
+  b.push_back({0, true});  // Embedding.
   return b;
 }
 
@@ -30,8 +30,8 @@ int MicroBatchesPerStep(int global_batch, int workers, int micro_batch) {
   return std::max(1, (std::max(1, widest) + micro_batch - 1) / micro_batch);
 }
 
-PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
-                        int micro_batches, DType compute_dtype, DType reduce_dtype, bool cuda) {
+PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len, int micro_batches,
+                        DType compute_dtype, DType reduce_dtype, bool cuda) {
   PlanModel m;
   m.units = ModelUnits(config);
   m.params = ModelParamCount(config);
@@ -50,10 +50,9 @@ PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
                                             ActivationCheckpointing::kBlocks};
   for (int k = 0; k < 2; ++k) {
     m.brackets[k] = ModelBrackets(config, modes[k]);
-    m.activation_bytes[k] = ModelActivationBytes(config, micro_batch, seq_len, modes[k]) +
-                            (cuda ? ModelKernelsScratchBytes(DeviceKind::kCuda, config,
-                                                             micro_batch, seq_len)
-                                  : 0);
+    m.activation_bytes[k] =
+        ModelActivationBytes(config, micro_batch, seq_len, modes[k]) +
+        (cuda ? ModelKernelsScratchBytes(DeviceKind::kCuda, config, micro_batch, seq_len) : 0);
   }
   return m;
 }
@@ -64,8 +63,8 @@ int64_t ModelKernelsScratchBytes(DeviceKind kind, const ModelConfig& model, int 
   const int64_t bt = int64_t{B} * T, C = int64_t{model.n_head} * model.head_size();
   const int64_t attention = 7 * bt * C + int64_t{B} * model.n_head * T * T;
   // Every matmul's M K + K N is at most (B T + C) W + B T C, W = max(4C, 2I, V).
-  const int64_t wide = std::max<int64_t>({4 * C, 2 * int64_t{model.n_inner}, model.vocab,
-                                          4 * int64_t{model.n_embd}});
+  const int64_t wide = std::max<int64_t>(
+      {4 * C, 2 * int64_t{model.n_inner}, model.vocab, 4 * int64_t{model.n_embd}});
   const int64_t bf16_matmul = ((bt + C) * wide + bt * C + 1) / 2 + 16;  // + B's alignment.
   return 4 * std::max(attention, bf16_matmul);
 }

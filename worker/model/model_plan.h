@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/model_config.h"
 #include "common/run_plan.h"
 #include "common/traffic_model.h"
 #include "worker/device/device.h"
-#include "common/model_config.h"
 
 namespace zeroshard {
 
@@ -35,9 +35,8 @@ int MicroBatchesPerStep(int global_batch, int workers, int micro_batch);
 // the activations include the CUDA kernels' workspace
 // (ModelKernelsScratchBytes), which lives in device memory beside them; the
 // CPU's matmul scratch is per call and left out.
-PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len,
-                        int micro_batches, DType compute_dtype, DType reduce_dtype,
-                        bool cuda = false);
+PlanModel MakePlanModel(const ModelConfig& config, int micro_batch, int seq_len, int micro_batches,
+                        DType compute_dtype, DType reduce_dtype, bool cuda = false);
 
 // Bytes the kernels allocate beyond the model's activations, in the device's
 // memory, for a micro-batch of B sequences of T tokens: on the CPU the

@@ -12,13 +12,12 @@ namespace zeroshard {
 namespace {
 
 // Ids in [0, vocab); targets may also be kIgnoreTarget (not counted).
-absl::Status CheckTokens(const char* what, const int32_t* ids, int64_t n, int vocab,
-                         bool targets) {
+absl::Status CheckTokens(const char* what, const int32_t* ids, int64_t n, int vocab, bool targets) {
   for (int64_t i = 0; i < n; ++i) {
     if (targets && ids[i] == kIgnoreTarget) continue;
     if (ids[i] < 0 || ids[i] >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat("model: ", what, "[", i, "] = ", ids[i],
-                                                     " is outside [0, ", vocab, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model: ", what, "[", i, "] = ", ids[i], " is outside [0, ", vocab, ")"));
     }
   }
   return absl::OkStatus();
@@ -44,15 +43,16 @@ absl::Status ModelRuntime::Validate(const ModelConfig& config, const int32_t* in
                                     const int32_t* targets, int B, int T,
                                     int64_t widest_row) const {
   if (inputs == nullptr) return absl::InvalidArgumentError("model: inputs must not be null");
-  if (B < 1) return absl::InvalidArgumentError(absl::StrCat("model: batch B must be >= 1, got ", B));
+  if (B < 1)
+    return absl::InvalidArgumentError(absl::StrCat("model: batch B must be >= 1, got ", B));
   if (T < 1 || T > config.n_ctx) {
-    return absl::InvalidArgumentError(absl::StrCat("model: sequence length T must be in [1, ",
-                                                   config.n_ctx, "], got ", T));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: sequence length T must be in [1, ", config.n_ctx, "], got ", T));
   }
   const int64_t n = int64_t{B} * T;
   if (n * widest_row > std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat("model: micro-batch B * T = ", n,
-                                                   " tokens is too large for one call"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: micro-batch B * T = ", n, " tokens is too large for one call"));
   }
   ZS_RETURN_IF_ERROR(CheckTokens("inputs", inputs, n, config.vocab, false));
   return targets == nullptr ? absl::OkStatus()

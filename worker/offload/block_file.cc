@@ -50,8 +50,8 @@ absl::Status IoRing::Transfer(bool write, int fd, void* buf, int64_t bytes, int6
 
 // Keeps up to kQueueDepth chunks in flight; a short completion (rare on
 // regular files) is finished synchronously by the pread/pwrite loop.
-absl::Status IoRing::TransferUring(bool write, int fd, uint8_t* buf, int64_t bytes,
-                                   int64_t offset, const std::string& path) {
+absl::Status IoRing::TransferUring(bool write, int fd, uint8_t* buf, int64_t bytes, int64_t offset,
+                                   const std::string& path) {
   io_uring* ring = ring_.get();
   int64_t issued = 0;
   int in_flight = 0;
@@ -80,8 +80,8 @@ absl::Status IoRing::TransferUring(bool write, int fd, uint8_t* buf, int64_t byt
     const int rc = io_uring_wait_cqe_timeout(ring, &cqe, &limit);
     if (rc == -EINTR) continue;
     if (rc == -ETIME) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(write ? "write " : "read ", path, ": no completion in ", kWaitSeconds, " s"));
+      return absl::DeadlineExceededError(absl::StrCat(write ? "write " : "read ", path,
+                                                      ": no completion in ", kWaitSeconds, " s"));
     }
     if (rc < 0) return Errno("wait", path, -rc);
     const uint64_t data = io_uring_cqe_get_data64(cqe);

@@ -74,7 +74,8 @@ class BlockFile {
   const std::string& path() const { return path_; }
 
  private:
-  BlockFile(std::string path, int fd, bool direct) : path_(std::move(path)), fd_(fd), direct_(direct) {}
+  BlockFile(std::string path, int fd, bool direct)
+      : path_(std::move(path)), fd_(fd), direct_(direct) {}
   std::string path_;
   int fd_ = -1;
   bool direct_ = false;

@@ -15,7 +15,9 @@ class HostStore final : public OptimizerStore {
  public:
   HostStore(const OptimizerStoreOptions& o, std::vector<int64_t> sizes, Device* device,
             MemoryAccountant* accountant)
-      : OptimizerStore(std::move(sizes)), device_(device), accountant_(accountant),
+      : OptimizerStore(std::move(sizes)),
+        device_(device),
+        accountant_(accountant),
         update_(device, accountant, MaxSize(this->sizes()), o.cpu_threads, o.timeout) {}
 
   ~HostStore() override {

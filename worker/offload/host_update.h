@@ -23,7 +23,10 @@ class HostUpdate {
  public:
   HostUpdate(Device* device, MemoryAccountant* accountant, int64_t max_n, int threads,
              absl::Duration timeout)
-      : device_(device), accountant_(accountant), max_n_(max_n), threads_(threads),
+      : device_(device),
+        accountant_(accountant),
+        max_n_(max_n),
+        threads_(threads),
         timeout_(timeout) {}
   ~HostUpdate();
   HostUpdate(const HostUpdate&) = delete;

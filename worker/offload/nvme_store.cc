@@ -21,9 +21,12 @@ class NvmeStore final : public OptimizerStore {
  public:
   NvmeStore(const OptimizerStoreOptions& o, std::vector<int64_t> sizes, Device* device,
             MemoryAccountant* accountant)
-      : OptimizerStore(std::move(sizes)), options_(o), accountant_(accountant),
+      : OptimizerStore(std::move(sizes)),
+        options_(o),
+        accountant_(accountant),
         update_(device, accountant, MaxSize(this->sizes()), o.cpu_threads, o.timeout),
-        reads_(o.force_pread), writes_(o.force_pread) {}
+        reads_(o.force_pread),
+        writes_(o.force_pread) {}
 
   ~NvmeStore() override {
     (void)Flush();
@@ -39,8 +42,8 @@ class NvmeStore final : public OptimizerStore {
   absl::Status Load(int u, const float* master, const float* m, const float* v) override;
   absl::Status Read(int u, int64_t offset, int64_t length, float* master, float* m,
                     float* v) override;
-  absl::Status Update(int u, int next, const AdamWHyperparams& hp, int64_t step,
-                      float grad_scale, const float* grad, void* out, DType dtype) override;
+  absl::Status Update(int u, int next, const AdamWHyperparams& hp, int64_t step, float grad_scale,
+                      const float* grad, void* out, DType dtype) override;
   absl::Status Flush() override;
   int64_t StagingBytes() const override {
     return StagingBytesFor(options_, sizes(), DeviceKind::kCpu);
@@ -81,8 +84,7 @@ absl::Status NvmeStore::Init() {
   accountant_->Allocated(MemoryKind::kOptimizer, slot_bytes_ * kStagingSlots);
   files_.resize(num_units());
   for (int u = 0; u < num_units(); ++u) {
-    const std::string path =
-        absl::StrCat(options_.dir, "/", options_.file_prefix, "u", u, ".opt");
+    const std::string path = absl::StrCat(options_.dir, "/", options_.file_prefix, "u", u, ".opt");
     ZS_ASSIGN_OR_RETURN(files_[u], BlockFile::Create(path));
     accountant_->Allocated(MemoryKind::kOffloaded, FileBytes(u));
     ZS_RETURN_IF_ERROR(Load(u, nullptr, nullptr, nullptr));  // Zeros on file.
@@ -120,9 +122,9 @@ absl::StatusOr<NvmeStore::Slot*> NvmeStore::Acquire(int u, int keep) {
 absl::Status NvmeStore::Update(int u, int next, const AdamWHyperparams& hp, int64_t step,
                                float grad_scale, const float* grad, void* out, DType dtype) {
   ZS_RETURN_IF_ERROR(CheckUnit(u));
-  ZS_ASSIGN_OR_RETURN(Slot* s, Acquire(u, next));
+  ZS_ASSIGN_OR_RETURN(Slot * s, Acquire(u, next));
   if (next >= 0 && next < num_units() && next != u && Holding(next) == nullptr) {
-    ZS_ASSIGN_OR_RETURN(Slot* ahead, FreeSlot(u, next));
+    ZS_ASSIGN_OR_RETURN(Slot * ahead, FreeSlot(u, next));
     ahead->unit = next;
     ahead->read = reads_.Submit(false, files_[next].get(), ahead->mem.get(), FileBytes(next), 0);
   }
@@ -157,7 +159,7 @@ absl::Status NvmeStore::Load(int u, const float* master, const float* m, const f
 absl::Status NvmeStore::Read(int u, int64_t offset, int64_t length, float* master, float* m,
                              float* v) {
   ZS_RETURN_IF_ERROR(CheckRange(u, offset, length));
-  ZS_ASSIGN_OR_RETURN(Slot* s, Acquire(u, -1));
+  ZS_ASSIGN_OR_RETURN(Slot * s, Acquire(u, -1));
   const UnitState view = View(*s);
   const float* src[3] = {view.master, view.m, view.v};
   float* dst[3] = {master, m, v};

@@ -24,7 +24,8 @@ int64_t MaxSize(const std::vector<int64_t>& sizes) {
 
 absl::Status OptimizerStore::CheckUnit(int u) const {
   if (u < 0 || u >= num_units()) {
-    return absl::InvalidArgumentError(absl::StrCat("unit ", u, " out of range [0, ", num_units(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unit ", u, " out of range [0, ", num_units(), ")"));
   }
   return absl::OkStatus();
 }
@@ -62,9 +63,12 @@ int64_t StagingBytesFor(const OptimizerStoreOptions& options, const std::vector<
 
 OptimizerOffload ToOptimizerOffload(OffloadTarget target) {
   switch (target) {
-    case OffloadTarget::kDevice: return OptimizerOffload::kNone;
-    case OffloadTarget::kHost: return OptimizerOffload::kHost;
-    case OffloadTarget::kNvme: return OptimizerOffload::kNvme;
+    case OffloadTarget::kDevice:
+      return OptimizerOffload::kNone;
+    case OffloadTarget::kHost:
+      return OptimizerOffload::kHost;
+    case OffloadTarget::kNvme:
+      return OptimizerOffload::kNvme;
   }
   return OptimizerOffload::kNone;
 }

@@ -55,10 +55,10 @@ enum class OffloadTarget { kDevice, kHost, kNvme };
 
 struct OptimizerStoreOptions {
   OffloadTarget target = OffloadTarget::kDevice;
-  std::string dir;            // kNvme: where the unit files go (must exist).
-  std::string file_prefix;    // kNvme: file names' prefix (rank, process).
-  bool force_pread = false;   // kNvme: pread/pwrite even where io_uring works.
-  int cpu_threads = 0;        // Host AdamWCpu threads on a CUDA device; 0 = hardware.
+  std::string dir;           // kNvme: where the unit files go (must exist).
+  std::string file_prefix;   // kNvme: file names' prefix (rank, process).
+  bool force_pread = false;  // kNvme: pread/pwrite even where io_uring works.
+  int cpu_threads = 0;       // Host AdamWCpu threads on a CUDA device; 0 = hardware.
   absl::Duration timeout = absl::Seconds(60);  // Per I/O or device wait.
 };
 

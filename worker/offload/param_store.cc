@@ -15,11 +15,11 @@
 namespace zeroshard {
 
 absl::StatusOr<std::unique_ptr<ParamStore>> ParamStore::Create(const ParamStoreOptions& options,
-                                                              std::vector<int64_t> bytes,
-                                                              MemoryAccountant* accountant) {
+                                                               std::vector<int64_t> bytes,
+                                                               MemoryAccountant* accountant) {
   if (options.dir.empty() || ::access(options.dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "offload dir '", options.dir, "' is not an existing writable directory"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("offload dir '", options.dir, "' is not an existing writable directory"));
   }
   if (options.prefetch < 0 || options.prefetch > 64) {
     return absl::InvalidArgumentError(
@@ -32,8 +32,11 @@ absl::StatusOr<std::unique_ptr<ParamStore>> ParamStore::Create(const ParamStoreO
 
 ParamStore::ParamStore(const ParamStoreOptions& options, std::vector<int64_t> bytes,
                        MemoryAccountant* accountant)
-    : options_(options), bytes_(std::move(bytes)), accountant_(accountant),
-      reads_(options.force_pread), writes_(options.force_pread) {}
+    : options_(options),
+      bytes_(std::move(bytes)),
+      accountant_(accountant),
+      reads_(options.force_pread),
+      writes_(options.force_pread) {}
 
 ParamStore::~ParamStore() {
   for (Slot& s : slots_) {
@@ -56,7 +59,8 @@ absl::Status ParamStore::Init() {
   accountant_->Allocated(MemoryKind::kParams, StagingBytes());
   files_.resize(bytes_.size());
   for (int u = 0; u < num_units(); ++u) {
-    const std::string path = absl::StrCat(options_.dir, "/", options_.file_prefix, "u", u, ".param");
+    const std::string path =
+        absl::StrCat(options_.dir, "/", options_.file_prefix, "u", u, ".param");
     ZS_ASSIGN_OR_RETURN(files_[u], BlockFile::Create(path));
     accountant_->Allocated(MemoryKind::kOffloaded, AlignUp(bytes_[u]));
   }
@@ -94,11 +98,12 @@ absl::StatusOr<ParamStore::Slot*> ParamStore::FreeSlot(absl::Span<const int> kee
 }
 
 absl::Status ParamStore::Prefetch(absl::Span<const int> units) {
-  const absl::Span<const int> ahead = units.subspan(0, std::min<size_t>(units.size(), options_.prefetch));
+  const absl::Span<const int> ahead =
+      units.subspan(0, std::min<size_t>(units.size(), options_.prefetch));
   for (int u : ahead) {
     ZS_RETURN_IF_ERROR(CheckUnit(u));
     if (Holding(u) != nullptr) continue;
-    ZS_ASSIGN_OR_RETURN(Slot* s, FreeSlot(ahead));
+    ZS_ASSIGN_OR_RETURN(Slot * s, FreeSlot(ahead));
     if (s == nullptr) return absl::OkStatus();  // Every slot holds an upcoming unit.
     s->unit = u;
     Touch(*s);

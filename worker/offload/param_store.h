@@ -43,11 +43,11 @@
 namespace zeroshard {
 
 struct ParamStoreOptions {
-  bool enabled = false;       // The engine's switch (--offload-params nvme).
-  std::string dir;            // Where the unit files go (must exist).
-  std::string file_prefix;    // File names' prefix (rank, process).
-  bool force_pread = false;   // pread/pwrite even where io_uring works.
-  int prefetch = 2;           // Units read ahead (--offload-prefetch), 0..64.
+  bool enabled = false;                        // The engine's switch (--offload-params nvme).
+  std::string dir;                             // Where the unit files go (must exist).
+  std::string file_prefix;                     // File names' prefix (rank, process).
+  bool force_pread = false;                    // pread/pwrite even where io_uring works.
+  int prefetch = 2;                            // Units read ahead (--offload-prefetch), 0..64.
   absl::Duration timeout = absl::Seconds(60);  // Per I/O wait.
 };
 

@@ -19,9 +19,9 @@ namespace zeroshard {
 
 struct StagingSlot {
   AlignedBytes mem;
-  int unit = -1;             // The unit whose bytes the slot holds, or -1.
-  IoQueue::Ticket read = 0;  // Pending read into it.
-  IoQueue::Ticket write = 0; // Pending write-back out of it.
+  int unit = -1;              // The unit whose bytes the slot holds, or -1.
+  IoQueue::Ticket read = 0;   // Pending read into it.
+  IoQueue::Ticket write = 0;  // Pending write-back out of it.
 };
 
 // Gives every slot `bytes` of zeroed aligned memory.

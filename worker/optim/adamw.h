@@ -45,12 +45,12 @@ struct AdamWHyperparams {
 
 // One shard's buffers.
 struct AdamWShard {
-  float* master = nullptr;     // fp32 master weights, updated in place.
-  float* m = nullptr;          // First moment, updated in place.
-  float* v = nullptr;          // Second moment, updated in place.
-  const float* grad = nullptr; // Gradient, fp32, read only.
-  int64_t n = 0;               // Elements.
-  void* compute_out = nullptr; // Null, or n elements of compute_dtype.
+  float* master = nullptr;             // fp32 master weights, updated in place.
+  float* m = nullptr;                  // First moment, updated in place.
+  float* v = nullptr;                  // Second moment, updated in place.
+  const float* grad = nullptr;         // Gradient, fp32, read only.
+  int64_t n = 0;                       // Elements.
+  void* compute_out = nullptr;         // Null, or n elements of compute_dtype.
   DType compute_dtype = DType::kFp32;  // kFp32 or kBf16.
 };
 
@@ -75,8 +75,8 @@ void AdamWReference(const AdamWHyperparams& hp, int64_t step, float grad_scale,
 // into chunks over up to `num_threads` threads (0 = hardware concurrency,
 // capped at 16; small shards stay on the calling thread). Bit-identical to
 // AdamWReference.
-void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale,
-              const AdamWShard& shard, int num_threads = 0);
+void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale, const AdamWShard& shard,
+              int num_threads = 0);
 
 // Which SIMD path AdamWCpu takes on this CPU: "avx512", "avx2" or "scalar"
 // (the first call may run adamw_isa.h's calibration).

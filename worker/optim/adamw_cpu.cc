@@ -3,12 +3,12 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "worker/optim/adamw.h"
 #include "worker/optim/adamw_element.h"
 #include "worker/optim/adamw_isa.h"
 #include "worker/optim/adamw_simd.h"
-#include "common/parallel_for.h"
 
 namespace zeroshard {
 namespace {
@@ -20,9 +20,12 @@ constexpr int64_t kMinPerThread = 1 << 16;
 
 RangeFn PickRange() {
   switch (ChosenAdamWIsa()) {
-    case AdamWIsa::kAvx512: return optim_internal::AdamWAvx512Range;
-    case AdamWIsa::kAvx2: return optim_internal::AdamWAvx2Range;
-    case AdamWIsa::kScalar: break;
+    case AdamWIsa::kAvx512:
+      return optim_internal::AdamWAvx512Range;
+    case AdamWIsa::kAvx2:
+      return optim_internal::AdamWAvx2Range;
+    case AdamWIsa::kScalar:
+      break;
   }
   return AdamWReferenceRange;
 }
@@ -31,8 +34,8 @@ RangeFn PickRange() {
 
 const char* AdamWCpuIsa() { return AdamWIsaName(ChosenAdamWIsa()); }
 
-void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale,
-              const AdamWShard& shard, int num_threads) {
+void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale, const AdamWShard& shard,
+              int num_threads) {
   ZS_CHECK(shard.n >= 0);
   ZS_CHECK(shard.compute_dtype == DType::kFp32 || shard.compute_dtype == DType::kBf16);
   static const RangeFn range = PickRange();

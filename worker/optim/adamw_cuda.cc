@@ -13,12 +13,11 @@ absl::Status AdamWCuda(const AdamWHyperparams& hp, int64_t step, float grad_scal
     return absl::InvalidArgumentError("AdamWCuda: compute_dtype must be fp32 or bf16");
   }
   const AdamWScalars s = MakeAdamWScalars(hp, step, grad_scale);
-  optim_internal::AdamWKernelArgs a{s.beta1,     s.one_minus_beta1, s.beta2,
-                                    s.one_minus_beta2, s.eps,       s.step_size,
-                                    s.inv_sqrt_bc2, s.decay,       s.grad_scale,
-                                    shard.master,  shard.m,         shard.v,
-                                    shard.grad,    shard.n,         shard.compute_out,
-                                    0};
+  optim_internal::AdamWKernelArgs a{
+      s.beta1,      s.one_minus_beta1, s.beta2,           s.one_minus_beta2,
+      s.eps,        s.step_size,       s.inv_sqrt_bc2,    s.decay,
+      s.grad_scale, shard.master,      shard.m,           shard.v,
+      shard.grad,   shard.n,           shard.compute_out, 0};
   if (shard.compute_out != nullptr) a.compute_kind = shard.compute_dtype == DType::kFp32 ? 1 : 2;
   const int err = optim_internal::LaunchAdamWKernel(a, stream);
   if (err != 0) {

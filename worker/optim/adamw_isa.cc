@@ -16,9 +16,12 @@ std::optional<AdamWIsa> g_override;  // Guarded by g_mu; read once by ChosenAdam
 
 bool Supported(AdamWIsa isa) {
   switch (isa) {
-    case AdamWIsa::kAvx512: return optim_internal::CpuHasAvx512();
-    case AdamWIsa::kAvx2: return optim_internal::CpuHasAvx2();
-    case AdamWIsa::kScalar: return true;
+    case AdamWIsa::kAvx512:
+      return optim_internal::CpuHasAvx512();
+    case AdamWIsa::kAvx2:
+      return optim_internal::CpuHasAvx2();
+    case AdamWIsa::kScalar:
+      return true;
   }
   return false;
 }
@@ -51,8 +54,10 @@ AdamWIsa Choose() {
     const std::optional<AdamWIsa> isa = Parse(env);
     if (isa.has_value() && Supported(*isa)) return *isa;
     if (std::string(env) != "auto") {
-      std::fprintf(stderr, "zeroshard: ZEROSHARD_ADAMW_ISA=%s is not a path this CPU runs "
-                   "(avx512, avx2, scalar or auto); choosing by CPU instead\n", env);
+      std::fprintf(stderr,
+                   "zeroshard: ZEROSHARD_ADAMW_ISA=%s is not a path this CPU runs "
+                   "(avx512, avx2, scalar or auto); choosing by CPU instead\n",
+                   env);
     }
   }
   return Default();
@@ -62,9 +67,12 @@ AdamWIsa Choose() {
 
 const char* AdamWIsaName(AdamWIsa isa) {
   switch (isa) {
-    case AdamWIsa::kAvx512: return "avx512";
-    case AdamWIsa::kAvx2: return "avx2";
-    case AdamWIsa::kScalar: return "scalar";
+    case AdamWIsa::kAvx512:
+      return "avx512";
+    case AdamWIsa::kAvx2:
+      return "avx2";
+    case AdamWIsa::kScalar:
+      return "scalar";
   }
   return "scalar";
 }
@@ -81,10 +89,12 @@ absl::Status SetAdamWIsa(const std::string& name) {
         absl::StrCat("--adamw-isa ", name, ": not auto, avx512, avx2 or scalar"));
   }
   if (!Supported(*isa)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--adamw-isa ", name, ": this CPU lacks it (it has ",
-        Supported(AdamWIsa::kAvx512) ? "avx512, avx2" : Supported(AdamWIsa::kAvx2) ? "avx2" : "neither",
-        ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--adamw-isa ", name,
+                                                   ": this CPU lacks it (it has ",
+                                                   Supported(AdamWIsa::kAvx512) ? "avx512, avx2"
+                                                   : Supported(AdamWIsa::kAvx2) ? "avx2"
+                                                                                : "neither",
+                                                   ")"));
   }
   g_override = *isa;
   return absl::OkStatus();

@@ -29,10 +29,10 @@ AdamWScalars MakeAdamWScalars(const AdamWHyperparams& hp, int64_t step, float gr
 
 void AdamWReferenceRange(const AdamWScalars& s, const AdamWShard& shard, int64_t begin,
                          int64_t end) {
-  float* out32 = shard.compute_dtype == DType::kFp32 ? static_cast<float*>(shard.compute_out)
-                                                     : nullptr;
-  bf16* out16 = shard.compute_dtype == DType::kBf16 ? static_cast<bf16*>(shard.compute_out)
-                                                    : nullptr;
+  float* out32 =
+      shard.compute_dtype == DType::kFp32 ? static_cast<float*>(shard.compute_out) : nullptr;
+  bf16* out16 =
+      shard.compute_dtype == DType::kBf16 ? static_cast<bf16*>(shard.compute_out) : nullptr;
   for (int64_t i = begin; i < end; ++i) {
     const float p = AdamWElement(s, shard.grad[i], shard.master[i], shard.m[i], shard.v[i]);
     if (out32 != nullptr) out32[i] = p;

@@ -39,8 +39,8 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
     const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(sh.grad + i), gs);
-    const __m512 m = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(sh.m + i)),
-                                   _mm512_mul_ps(omb1, g));
+    const __m512 m =
+        _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(sh.m + i)), _mm512_mul_ps(omb1, g));
     const __m512 v = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(sh.v + i)),
                                    _mm512_mul_ps(omb2, _mm512_mul_ps(g, g)));
     const __m512 denom = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v), ibc2), eps);
@@ -79,8 +79,8 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
     const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(sh.grad + i), gs);
-    const __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(sh.m + i)),
-                                   _mm256_mul_ps(omb1, g));
+    const __m256 m =
+        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(sh.m + i)), _mm256_mul_ps(omb1, g));
     const __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(sh.v + i)),
                                    _mm256_mul_ps(omb2, _mm256_mul_ps(g, g)));
     const __m256 denom = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), ibc2), eps);

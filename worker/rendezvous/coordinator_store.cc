@@ -33,8 +33,7 @@ absl::StatusOr<std::vector<uint8_t>> CoordinatorStore::Get(const std::string& ke
   return std::vector<uint8_t>(value->begin(), value->end());
 }
 
-absl::Status CoordinatorStore::Wait(const std::vector<std::string>& keys,
-                                    absl::Duration timeout) {
+absl::Status CoordinatorStore::Wait(const std::vector<std::string>& keys, absl::Duration timeout) {
   if (keys.empty()) return absl::OkStatus();
   if (timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("Wait timeout must be positive");

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/comm/control_collectives.h"
 #include "worker/checkpoint/reshard.h"
+#include "worker/comm/control_collectives.h"
 
 namespace zeroshard {
 namespace {
@@ -28,8 +28,8 @@ absl::StatusOr<std::vector<checkpoint::UnitShardView>> ShardViews(
     buf.resize(3 * n);
     ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(static_cast<int>(u), ranges[u], buf.data(),
                                                  buf.data() + n, buf.data() + 2 * n));
-    views.push_back({plan.units[u].name, ranges[u], buf.data(), buf.data() + n,
-                     buf.data() + 2 * n});
+    views.push_back(
+        {plan.units[u].name, ranges[u], buf.data(), buf.data() + n, buf.data() + 2 * n});
   }
   return views;
 }
@@ -68,15 +68,16 @@ absl::StatusOr<int64_t> ChooseRestoreStep(const GenerationContext& ctx) {
   if (job_start && !resume) return -1;
   std::optional<int64_t> step;
   if (resume && ctx.job->resume_step >= 0) step = ctx.job->resume_step;
-  auto info = ctx.checkpoints->GetInfo(ctx.session->job_id(), step,
-                                       absl::Now() + ctx.job->rpc_timeout());
+  auto info =
+      ctx.checkpoints->GetInfo(ctx.session->job_id(), step, absl::Now() + ctx.job->rpc_timeout());
   if (info.ok()) return info->summary().step();
   if (absl::IsNotFound(info.status()) && !resume) return -1;  // Nothing saved yet.
   // A coordinator without a checkpoint service holds no checkpoint either:
   // mid-job, go on from the initial weights rather than end the job.
   if (absl::IsUnimplemented(info.status()) && !resume) {
     std::cout << "the coordinator serves no checkpoints (" << info.status().message()
-              << "); starting again from step 0\n" << std::flush;
+              << "); starting again from step 0\n"
+              << std::flush;
     return -1;
   }
   return info.status();
@@ -99,9 +100,9 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
     if (!chosen.ok()) failure = chosen.status();
     decision = chosen.ok() ? *chosen : kFailedBase - static_cast<int64_t>(failure.code());
   }
-  ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed,
-                      BroadcastControl(comm, std::vector<int64_t>{decision}, 0,
-                                       ctx.job->collective_timeout()));
+  ZS_ASSIGN_OR_RETURN(
+      const std::vector<int64_t> agreed,
+      BroadcastControl(comm, std::vector<int64_t>{decision}, 0, ctx.job->collective_timeout()));
   decision = agreed[0];
   if (decision > kFailedBase) return decision;
   if (ctx.rank == 0) return failure;
@@ -109,8 +110,7 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
   // NOT_FOUND has one cause (ChooseRestoreStep): nothing to resume from.
   // Whichever rank's exit is seen first, it must say so.
   if (code == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(
-        "rank 0 found no committed checkpoint to resume from (see its log)");
+    return absl::NotFoundError("rank 0 found no committed checkpoint to resume from (see its log)");
   }
   return absl::Status(code, absl::StrCat("rank 0 could not choose the checkpoint to restore (",
                                          absl::StatusCodeToString(code), "; see its log)"));
@@ -118,8 +118,9 @@ absl::StatusOr<int64_t> AgreeOnRestoreStep(const GenerationContext& ctx, Communi
 
 absl::Status RestoreModelWeights(const GenerationContext& ctx, ShardedEngine& engine) {
   if (ctx.checkpoints == nullptr) {
-    return absl::FailedPreconditionError("model weights come through the checkpoint service, "
-                                         "and the job has no checkpoint directory");
+    return absl::FailedPreconditionError(
+        "model weights come through the checkpoint service, "
+        "and the job has no checkpoint directory");
   }
   const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();
   const ShardPlan& plan = engine.plan();
@@ -150,8 +151,7 @@ absl::Status RestoreModelWeights(const GenerationContext& ctx, ShardedEngine& en
   return absl::OkStatus();
 }
 
-absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine,
-                               int64_t step) {
+absl::Status RestoreCheckpoint(const GenerationContext& ctx, ShardedEngine& engine, int64_t step) {
   const absl::Time deadline = absl::Now() + ctx.job->checkpoint_timeout();
   ZS_ASSIGN_OR_RETURN(const v1::CheckpointInfo info,
                       ctx.checkpoints->GetInfo(ctx.session->job_id(), step, deadline));

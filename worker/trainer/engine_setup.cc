@@ -17,8 +17,8 @@ ShardedEngine::UnitInit InitialUnits(const JobConfig& job, const ModelConfig& mo
   absl::StatusOr<ShardPlan> made = MakeShardPlan(ModelUnits(model), 1, 1);
   ZS_CHECK(made.ok());  // The model's own units always plan.
   auto plan = std::make_shared<const ShardPlan>(*std::move(made));
-  return [pretrained = job.loads_model_weights(), seed = job.seed, model,
-          plan](int u, std::vector<float>* values) {
+  return [pretrained = job.loads_model_weights(), seed = job.seed, model, plan](
+             int u, std::vector<float>* values) {
     const UnitPlan& unit = plan->units[u];
     if (pretrained) {
       values->assign(unit.numel, 0.0f);
@@ -35,8 +35,8 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   // The model's activations and its kernels' scratch share the device's
   // memory with the engine (host memory on the CPU, with the late mappings);
   // scratch an earlier generation's kernels already hold is in use already.
-  const int64_t scratch = ModelKernelsScratchBytes(device->kind(), model, job.micro_batch,
-                                                   model.n_ctx);
+  const int64_t scratch =
+      ModelKernelsScratchBytes(device->kind(), model, job.micro_batch, model.n_ctx);
   o.reserved_bytes =
       ModelActivationBytes(model, job.micro_batch, model.n_ctx, JobActivationCheckpointing(job)) +
       std::max<int64_t>(0, scratch - kernels.scratch_held());

@@ -12,7 +12,6 @@
 namespace zeroshard {
 namespace {
 
-
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -36,9 +35,9 @@ GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator*
       train_(*ctx.corpus, Split::kTrain, ctx.job->seed),
       validation_(*ctx.corpus, Split::kValidation, ctx.job->seed),
       last_comm_(engine->comm_stats()),
-      reporter_([client = &ctx.session->client()](const v1::StepReport& r) {
-                  return client->ReportStep(r);
-                }, kQueuedReports, ctx.job->rpc_timeout()) {
+      reporter_([client = &ctx.session->client()](
+                    const v1::StepReport& r) { return client->ReportStep(r); },
+                kQueuedReports, ctx.job->rpc_timeout()) {
   model_->set_device_wait(ctx.job->collective_timeout());
   if (ctx_.rank == 0 && !ctx_.job->log_path.empty()) {
     log_.open(ctx_.job->log_path, std::ios::app);
@@ -53,11 +52,12 @@ absl::StatusOr<double> GenerationTrainer::SumOverRanks(double value) {
 }
 
 absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler& sampler,
-                                                             int64_t step,
-                                                             const MicroBatchFn& run) {
+                                                              int64_t step,
+                                                              const MicroBatchFn& run) {
   const JobConfig& job = *ctx_.job;
   const int T = ctx_.model_config->n_ctx;
-  ZS_ASSIGN_OR_RETURN(const SampleSpan mine, SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
+  ZS_ASSIGN_OR_RETURN(const SampleSpan mine,
+                      SampleRange(job.global_batch, ctx_.world_size, ctx_.rank));
   // SampleRange gives ranks floor or ceil of G/N samples: the widest has ceil.
   const int64_t widest = CeilDiv(job.global_batch, ctx_.world_size);
   const int64_t micro_batches = CeilDiv(std::max<int64_t>(1, widest), job.micro_batch);
@@ -87,7 +87,7 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
   ZS_ASSIGN_OR_RETURN(const double loss_sum,
                       SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
                         return model_->ForwardBackward(inputs_.data(), targets_.data(), batch, T,
-                                                      padding ? 0.0f : loss_scale, *hooks_);
+                                                       padding ? 0.0f : loss_scale, *hooks_);
                       }));
   engine_->set_learning_rate(static_cast<float>(LearningRateAt(job, step)));
   StepOutcome outcome;
@@ -177,8 +177,8 @@ absl::Status GenerationTrainer::Run(const GenerationStart& start) {
     // copy never runs ahead of what the log shows.
     const absl::Time refresh_start = absl::Now();
     if (ctx_.replica != nullptr && !last && done % job.redundancy_every == 0) {
-      ZS_RETURN_IF_ERROR(ctx_.replica->Refresh(*engine_, *comm_, ctx_.generation, done,
-                                               job.collective_timeout()));
+      ZS_RETURN_IF_ERROR(
+          ctx_.replica->Refresh(*engine_, *comm_, ctx_.generation, done, job.collective_timeout()));
     }
     refresh_seconds_ = absl::ToDoubleSeconds(absl::Now() - refresh_start);
     bool requested = false;

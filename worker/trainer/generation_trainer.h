@@ -29,13 +29,13 @@
 #include <string>
 #include <vector>
 
-#include "common/tokenizer/tokenizer.h"
 #include "absl/status/status.h"
+#include "common/job_config.h"
+#include "common/tokenizer/tokenizer.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/engine/sharded_engine.h"
 #include "worker/model/causal_lm.h"
-#include "common/job_config.h"
 #include "worker/trainer/peer_replica.h"
 #include "worker/trainer/step_record.h"
 #include "worker/trainer/step_reporter.h"
@@ -68,8 +68,8 @@ struct GenerationContext {
 // a member waits to join (the coordinator's change_pending), or ranks want
 // to leave. The engines are intact at `step`.
 struct YieldInfo {
-  int64_t step = 0;            // Steps completed.
-  std::vector<int> leaving;    // Ranks that leave, ascending.
+  int64_t step = 0;          // Steps completed.
+  std::vector<int> leaving;  // Ranks that leave, ascending.
 };
 
 // Where a generation's state came from (state_handoff.h's LoadBestState):
@@ -119,8 +119,8 @@ class GenerationTrainer {
   absl::StatusOr<StepOutcome> TrainStep(int64_t step);
   absl::StatusOr<double> Evaluate();
   absl::StatusOr<double> SumOverRanks(double value);
-  absl::Status Publish(int64_t step, const StepOutcome& outcome, double val_loss,
-                       double seconds, const std::string& sample, bool* checkpoint_requested);
+  absl::Status Publish(int64_t step, const StepOutcome& outcome, double val_loss, double seconds,
+                       const std::string& sample, bool* checkpoint_requested);
   // A short text from the model as it is now (JobConfig::sample_every): every
   // rank runs the same forward passes (the engine gathers the units) over the
   // same tokens, a fixed number of them whatever they are, so the ranks stay
@@ -152,12 +152,12 @@ class GenerationTrainer {
   int64_t checkpoint_trigger_seen_ = -1;
   std::unique_ptr<checkpoint::SaveHandle> pending_save_;
   std::future<absl::StatusOr<int64_t>> trigger_poll_;  // Rank 0's checkpoint-now poll.
-  std::optional<YieldInfo> yield_;    // Agreed in the last Publish.
-  bool stop_ = false;                 // A rank saw the operator's stop (the last Publish).
+  std::optional<YieldInfo> yield_;                     // Agreed in the last Publish.
+  bool stop_ = false;                     // A rank saw the operator's stop (the last Publish).
   std::optional<GenerationStart> start_;  // Until the first record carries it.
-  double refresh_seconds_ = 0;        // The last step's peer-copy refresh.
-  int64_t peak_activation_bytes_ = 0; // The model's, since the generation started.
-  std::optional<YieldInfo> yielded_;  // Where Run stopped early.
+  double refresh_seconds_ = 0;            // The last step's peer-copy refresh.
+  int64_t peak_activation_bytes_ = 0;     // The model's, since the generation started.
+  std::optional<YieldInfo> yielded_;      // Where Run stopped early.
   static constexpr int kQueuedReports = 64;
   StepReporter reporter_;  // Last: its thread stops first, while ctx_ lives.
 };

@@ -6,8 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/rpc/coordinator_client.h"
 #include "common/model_config.h"
+#include "common/rpc/coordinator_client.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard {

@@ -47,8 +47,8 @@ absl::Status MovePiece(Communicator& control, const HeldUnit* mine, ElementRange
                        bool broadcast, Target& target, absl::Duration timeout) {
   const bool sending = sender == control.rank();
   if (sending && (mine == nullptr || Intersect(mine->range, piece).length != piece.length)) {
-    return absl::InvalidArgumentError(absl::StrCat("held state does not cover elements [",
-                                                   piece.offset, ", ", piece.end(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("held state does not cover elements [", piece.offset, ", ", piece.end(), ")"));
   }
   const ElementRange keep = Intersect(target.range, piece);
   if (!broadcast) {
@@ -66,8 +66,8 @@ absl::Status MovePiece(Communicator& control, const HeldUnit* mine, ElementRange
     CopyPart(mine->m.data(), mine->range, b + n, piece, piece);
     CopyPart(mine->v.data(), mine->range, b + 2 * n, piece, piece);
   }
-  std::unique_ptr<Work> work = control.Broadcast(b, b, 3 * piece.length, DType::kFp32, sender,
-                                                 {timeout});
+  std::unique_ptr<Work> work =
+      control.Broadcast(b, b, 3 * piece.length, DType::kFp32, sender, {timeout});
   if (absl::Status s = WaitOrAbort(control, *work, timeout); !s.ok()) {
     KeepForever(std::shared_ptr<void>(buffer));  // [Note: failed collective buffers]
     return s;
@@ -80,8 +80,7 @@ absl::Status MovePiece(Communicator& control, const HeldUnit* mine, ElementRange
 
 }  // namespace
 
-absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generation,
-                                        int64_t step) {
+absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generation, int64_t step) {
   if (!engine.status().ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot hand off a failed engine's state: ", engine.status().message()));
@@ -100,8 +99,7 @@ absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generati
     unit.range = engine.OptimizerShard(static_cast<int>(u)).range;
     for (auto* b : {&unit.master, &unit.m, &unit.v}) b->resize(unit.range.length);
     ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(static_cast<int>(u), unit.range,
-                                                 unit.master.data(), unit.m.data(),
-                                                 unit.v.data()));
+                                                 unit.master.data(), unit.m.data(), unit.v.data()));
     held.units.push_back(std::move(unit));
   }
   return held;
@@ -139,8 +137,8 @@ std::string TryStep(const std::vector<Slot>& slots, int stage, LiveState& out) {
     for (Field f : {kWorldSize, kAlignment, kStage, kOptStep}) {
       if (s.row[f] != first[f]) {
         return absl::StrCat("the holders of generation ", first[kGeneration],
-                            " disagree on their state (field ", static_cast<int>(f), ": ",
-                            first[f], " vs ", s.row[f], " at rank ", s.rank, ")");
+                            " disagree on their state (field ", static_cast<int>(f), ": ", first[f],
+                            " vs ", s.row[f], " at rank ", s.rank, ")");
       }
     }
   }
@@ -210,9 +208,8 @@ LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int sta
   return out;
 }
 
-absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control,
-                                           absl::Span<const HeldState> held, int stage,
-                                           absl::Duration timeout) {
+absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, absl::Span<const HeldState> held,
+                                           int stage, absl::Duration timeout) {
   ZS_ASSIGN_OR_RETURN(const std::vector<int64_t> all,
                       AllGatherControl(control, DescribeHeld(held), timeout));
   constexpr int kRow = kHeldSlots * kFields;
@@ -234,8 +231,7 @@ absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const 
                       MakeShardPlan(units, live.world_size, live.alignment));
   bool units_match = old_plan.units.size() == target_plan.units.size();
   for (const HeldState& h : held) units_match &= h.units.size() == target_plan.units.size();
-  if (!units_match ||
-      static_cast<int>(target_index.size()) != control.world_size()) {
+  if (!units_match || static_cast<int>(target_index.size()) != control.world_size()) {
     return absl::InvalidArgumentError("the held state's units do not match the model's");
   }
   const int mine = target_index[control.rank()];
@@ -258,23 +254,21 @@ absl::StatusOr<std::vector<HeldUnit>> Redistribute(Communicator& control, const 
         }
       }
       const int slot = live.source_slot[j];
-      const HeldUnit* mine_unit = sender == control.rank() && slot >= 0 &&
-                                          slot < static_cast<int>(held.size())
-                                      ? &held[slot].units[u]
-                                      : nullptr;
-      ZS_RETURN_IF_ERROR(
-          MovePiece(control, mine_unit, piece, sender, broadcast, target, timeout));
+      const HeldUnit* mine_unit =
+          sender == control.rank() && slot >= 0 && slot < static_cast<int>(held.size())
+              ? &held[slot].units[u]
+              : nullptr;
+      ZS_RETURN_IF_ERROR(MovePiece(control, mine_unit, piece, sender, broadcast, target, timeout));
     }
-    out.push_back({target.range, std::move(target.master), std::move(target.m),
-                   std::move(target.v)});
+    out.push_back(
+        {target.range, std::move(target.master), std::move(target.m), std::move(target.v)});
   }
   return out;
 }
 
 absl::Status ReshardInto(Communicator& control, const LiveState& live,
-                         absl::Span<const HeldState> held,
-                         const std::vector<UnitSpec>& units, ShardedEngine& engine,
-                         absl::Duration timeout) {
+                         absl::Span<const HeldState> held, const std::vector<UnitSpec>& units,
+                         ShardedEngine& engine, absl::Duration timeout) {
   if (engine.zero_stage().number != live.stage) {
     return absl::InvalidArgumentError("the held state is for another stage");
   }
@@ -307,7 +301,8 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
   HeldState out = mine;
   out.world_size = survivors;
   out.index = target_index[control.rank()];
-  if (ZeroStageOf(mine.stage).replicated()) {  // Every rank holds every element: only the labels change.
+  if (ZeroStageOf(mine.stage)
+          .replicated()) {  // Every rank holds every element: only the labels change.
     if (out.index < 0) return std::optional<HeldState>();
     return std::optional<HeldState>(std::move(out));
   }
@@ -320,8 +315,8 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
   live.source_slot = std::vector<int>(n, 0);
   for (int r = 0; r < n; ++r) live.source[r] = r;
   ZS_ASSIGN_OR_RETURN(const ShardPlan target, MakeShardPlan(units, survivors, mine.alignment));
-  ZS_ASSIGN_OR_RETURN(out.units,
-                      Redistribute(control, live, absl::MakeConstSpan(&mine, 1), units, target, target_index, timeout));
+  ZS_ASSIGN_OR_RETURN(out.units, Redistribute(control, live, absl::MakeConstSpan(&mine, 1), units,
+                                              target, target_index, timeout));
   if (out.index < 0) return std::optional<HeldState>();
   return std::optional<HeldState>(std::move(out));
 }

@@ -58,23 +58,22 @@ struct HeldState {
   int world_size = 0;       // That plan's.
   int64_t alignment = 1;
   int stage = 0;
-  int index = -1;           // This holder's rank in that plan.
-  int64_t step = 0;         // Completed training steps.
+  int index = -1;    // This holder's rank in that plan.
+  int64_t step = 0;  // Completed training steps.
   int64_t optimizer_step = 0;
   std::vector<HeldUnit> units;  // Plan order; OptimizerRange(unit, stage, index).
 };
 
 // Copies the engine's optimizer state to host memory. The engine must be at
 // a step boundary with no failure (FAILED_PRECONDITION otherwise).
-absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generation,
-                                        int64_t step);
+absl::StatusOr<HeldState> SnapshotState(ShardedEngine& engine, uint64_t generation, int64_t step);
 
 // What AgreeOnLiveState decided; the same on every rank.
 struct LiveState {
   bool live = false;
-  std::string why_not;        // When !live and some rank held state.
-  uint64_t generation = 0;    // The held state's (HeldState::generation).
-  int world_size = 0;         // The held plan's.
+  std::string why_not;      // When !live and some rank held state.
+  uint64_t generation = 0;  // The held state's (HeldState::generation).
+  int world_size = 0;       // The held plan's.
   int64_t alignment = 1;
   int stage = 0;
   int64_t step = 0;
@@ -98,9 +97,8 @@ std::vector<int64_t> DescribeHeld(absl::Span<const HeldState> held);
 LiveState DecideLiveState(const std::vector<std::vector<int64_t>>& rows, int stage);
 
 // Collective: all-gathers DescribeHeld over `control` and decides.
-absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control,
-                                           absl::Span<const HeldState> held, int stage,
-                                           absl::Duration timeout);
+absl::StatusOr<LiveState> AgreeOnLiveState(Communicator& control, absl::Span<const HeldState> held,
+                                           int stage, absl::Duration timeout);
 
 // Collective: the state `live` describes (`held` empty on ranks that hold
 // none) redistributed to `target_plan`, where rank r of `control` takes
@@ -128,8 +126,7 @@ absl::StatusOr<std::optional<HeldState>> HandOffToSurvivors(Communicator& contro
 // none) into `engine` under its plan, per `live` (which must be live), then
 // rebuilds the compute copy and sets the optimizer step.
 absl::Status ReshardInto(Communicator& control, const LiveState& live,
-                         absl::Span<const HeldState> held,
-                         const std::vector<UnitSpec>& units, ShardedEngine& engine,
-                         absl::Duration timeout);
+                         absl::Span<const HeldState> held, const std::vector<UnitSpec>& units,
+                         ShardedEngine& engine, absl::Duration timeout);
 
 }  // namespace zeroshard

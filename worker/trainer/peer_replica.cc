@@ -30,8 +30,8 @@ absl::StatusOr<HeldUnit> ShiftUnit(ShardedEngine& engine, int u, Communicator& c
   auto recv = std::make_shared<std::vector<float>>(3 * n);
   float* s = send->data();
   ZS_RETURN_IF_ERROR(engine.CopyOptimizerState(u, mine, s, s + n, s + 2 * n));
-  std::unique_ptr<Work> work = control.RingShift(s, recv->data(), static_cast<int64_t>(3 * n),
-                                                 DType::kFp32, {timeout});
+  std::unique_ptr<Work> work =
+      control.RingShift(s, recv->data(), static_cast<int64_t>(3 * n), DType::kFp32, {timeout});
   if (absl::Status st = WaitOrAbort(control, *work, timeout); !st.ok()) {
     KeepForever(std::shared_ptr<void>(send));  // [Note: failed collective buffers]
     KeepForever(std::shared_ptr<void>(recv));
@@ -70,8 +70,8 @@ absl::StatusOr<HeldState> ReceiveNeighbour(ShardedEngine& engine, Communicator& 
 
 }  // namespace
 
-absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
-                                  uint64_t generation, int64_t step, absl::Duration timeout) {
+absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control, uint64_t generation,
+                                  int64_t step, absl::Duration timeout) {
   if (engine.zero_stage().replicated() || control.world_size() == 1) {  // Local only.
     ZS_ASSIGN_OR_RETURN(HeldState own, SnapshotState(engine, generation, step));
     held_.clear();
@@ -82,9 +82,8 @@ absl::Status PeerReplica::Refresh(ShardedEngine& engine, Communicator& control,
   absl::StatusOr<HeldState> neighbour =
       ReceiveNeighbour(engine, control, generation, step, timeout);
   if (neighbour.ok()) Count(HeldBytes(absl::MakeConstSpan(&*neighbour, 1)));  // Beside held_.
-  const absl::Status met = neighbour.ok()
-                               ? control.Barrier(CollectiveOptions{timeout})
-                               : neighbour.status();
+  const absl::Status met =
+      neighbour.ok() ? control.Barrier(CollectiveOptions{timeout}) : neighbour.status();
   if (met.ok()) {  // Every rank holds its neighbour's copy of `step`.
     held_.clear();
     held_.push_back(*std::move(neighbour));

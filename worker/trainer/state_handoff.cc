@@ -9,9 +9,9 @@
 namespace zeroshard {
 
 absl::StatusOr<GenerationStart> LoadBestState(const GenerationContext& ctx,
-                                      std::vector<HeldState>& held,
-                                      const std::vector<UnitSpec>& units, ShardedEngine& engine,
-                                      Communicator& control) {
+                                              std::vector<HeldState>& held,
+                                              const std::vector<UnitSpec>& units,
+                                              ShardedEngine& engine, Communicator& control) {
   const absl::Duration timeout = ctx.job->collective_timeout();
   ZS_ASSIGN_OR_RETURN(const LiveState live,
                       AgreeOnLiveState(control, held, ctx.job->stage, timeout));
@@ -65,8 +65,7 @@ absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const 
   }
   // Nobody ends the generation before every rank holds its part.
   const absl::Status met = control.Barrier(CollectiveOptions{timeout});
-  const bool leaving =
-      std::find(y.leaving.begin(), y.leaving.end(), ctx.rank) != y.leaving.end();
+  const bool leaving = std::find(y.leaving.begin(), y.leaving.end(), ctx.rank) != y.leaving.end();
   if (!met.ok() && (leaving || held.empty())) return met;
   if (!met.ok()) {
     // The barrier failed after this survivor had its part: a leaver passed

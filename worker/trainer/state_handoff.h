@@ -29,9 +29,9 @@ namespace zeroshard {
 // step to train from. `held` is consumed (cleared) once the engine has it,
 // or once it is known to be incomplete.
 absl::StatusOr<GenerationStart> LoadBestState(const GenerationContext& ctx,
-                                      std::vector<HeldState>& held,
-                                      const std::vector<UnitSpec>& units, ShardedEngine& engine,
-                                      Communicator& control);
+                                              std::vector<HeldState>& held,
+                                              const std::vector<UnitSpec>& units,
+                                              ShardedEngine& engine, Communicator& control);
 
 enum class YieldOutcome { kHandedOff, kLeft };
 

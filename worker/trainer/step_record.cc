@@ -8,9 +8,9 @@ namespace zeroshard {
 namespace {
 
 nlohmann::json MemoryJson(const MemoryByKind& m) {
-  return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
-          {"buffers", m.buffers}, {"redundancy", m.redundancy},
-          {"offloaded", m.offloaded}, {"activations", m.activations}};
+  return {{"params", m.params},          {"grads", m.grads},           {"optimizer", m.optimizer},
+          {"buffers", m.buffers},        {"redundancy", m.redundancy}, {"offloaded", m.offloaded},
+          {"activations", m.activations}};
 }
 
 void PackMemory(const MemoryByKind& m, double* out) {
@@ -24,9 +24,8 @@ void PackMemory(const MemoryByKind& m, double* out) {
 }
 
 MemoryByKind UnpackMemory(const double* in) {
-  return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]),
-          static_cast<int64_t>(in[2]), static_cast<int64_t>(in[3]),
-          static_cast<int64_t>(in[4]), static_cast<int64_t>(in[5]),
+  return {static_cast<int64_t>(in[0]), static_cast<int64_t>(in[1]), static_cast<int64_t>(in[2]),
+          static_cast<int64_t>(in[3]), static_cast<int64_t>(in[4]), static_cast<int64_t>(in[5]),
           static_cast<int64_t>(in[6])};
 }
 
@@ -68,12 +67,18 @@ std::string StepRecord::ToJsonLine() const {
                           {"comm_bytes", bytes},
                           {"comm_seconds", seconds}});
   }
-  nlohmann::json j = {{"step", step}, {"loss", loss}, {"world_size", world_size},
-                      {"generation", generation}, {"stage", stage},
-                      {"step_seconds", step_seconds}, {"tokens_per_second", tokens_per_second},
+  nlohmann::json j = {{"step", step},
+                      {"loss", loss},
+                      {"world_size", world_size},
+                      {"generation", generation},
+                      {"stage", stage},
+                      {"step_seconds", step_seconds},
+                      {"tokens_per_second", tokens_per_second},
                       {"counted_tokens", counted_tokens},
                       {"redundancy_seconds", redundancy_seconds},
-                      {"lr", lr}, {"grad_norm", grad_norm}, {"ranks", ranks_json}};
+                      {"lr", lr},
+                      {"grad_norm", grad_norm},
+                      {"ranks", ranks_json}};
   if (val_loss >= 0) j["val_loss"] = val_loss;
   if (!sample.empty()) j["sample"] = sample;
   if (!events.empty()) j["events"] = events;
@@ -118,11 +123,11 @@ absl::StatusOr<StepRecord> StepRecord::FromJsonLine(const std::string& line) {
     r.leaving = j.value("leaving", std::vector<int>{});
     for (const auto& rj : j.at("ranks")) {
       RankStepStats s;
-      for (auto [field, mem] : {std::pair{"memory_bytes", &s.memory},
-                                std::pair{"peak_memory_bytes", &s.peak_memory}}) {
+      for (auto [field, mem] :
+           {std::pair{"memory_bytes", &s.memory}, std::pair{"peak_memory_bytes", &s.peak_memory}}) {
         const auto& m = rj.at(field);
-        *mem = {m.at("params").get<int64_t>(), m.at("grads").get<int64_t>(),
-                m.at("optimizer").get<int64_t>(), m.at("buffers").get<int64_t>(),
+        *mem = {m.at("params").get<int64_t>(),     m.at("grads").get<int64_t>(),
+                m.at("optimizer").get<int64_t>(),  m.at("buffers").get<int64_t>(),
                 m.value("redundancy", int64_t{0}), m.value("offloaded", int64_t{0}),
                 m.value("activations", int64_t{0})};
       }

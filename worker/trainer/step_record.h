@@ -30,11 +30,11 @@ struct RankStepStats {
 };
 
 struct StepRecord {
-  int64_t step = 0;            // Optimizer steps done (1 after the first).
-  double loss = 0;             // Mean token loss over the global batch.
-  double val_loss = -1;        // < 0 when not evaluated at this step.
+  int64_t step = 0;      // Optimizer steps done (1 after the first).
+  double loss = 0;       // Mean token loss over the global batch.
+  double val_loss = -1;  // < 0 when not evaluated at this step.
   double lr = 0;
-  double grad_norm = 0;        // Global gradient norm before clipping.
+  double grad_norm = 0;  // Global gradient norm before clipping.
   int world_size = 0;
   uint64_t generation = 0;
   int stage = 0;
@@ -54,9 +54,9 @@ struct StepRecord {
   // stopped early: "handed_off" (a member waits to join), "left" (the ranks
   // in `leaving` left) or "stopped" (an operator's `zeroshard stop`).
   std::vector<std::string> events;
-  int64_t start_step = -1;    // With a start event: the step its state was from.
-  std::string live_refused;   // Why live resharding was refused before a restore ("" none).
-  std::vector<int> leaving;   // With "left": the ranks that left, ascending.
+  int64_t start_step = -1;   // With a start event: the step its state was from.
+  std::string live_refused;  // Why live resharding was refused before a restore ("" none).
+  std::vector<int> leaving;  // With "left": the ranks that left, ascending.
 
   std::string ToJsonLine() const;  // One line, no trailing newline.
   // Parses a line written by ToJsonLine; INVALID_ARGUMENT if malformed.

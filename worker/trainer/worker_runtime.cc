@@ -1,6 +1,5 @@
 #include "worker/trainer/worker_runtime.h"
 
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,9 +16,9 @@
 #include "common/tokenizer/job_tokenizer.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/device/device_factory.h"
-#include "worker/model/model_init.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/kernels.h"
+#include "worker/model/model_init.h"
 #include "worker/model/model_kernels.h"
 #include "worker/model/model_plan.h"
 #include "worker/optim/job_adamw.h"
@@ -77,7 +76,6 @@ absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const Mo
                                           static_cast<int>(ModelUnits(model).size()))));
 }
 
-
 absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOptions& options,
                                    const std::string& job_id) {
   v1::GetGenerationRequest request;
@@ -105,8 +103,7 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_ASSIGN_OR_RETURN(ctx.kernels,
                       CreateModelKernels(*ctx.device, ctx.model, ctx.job.compute_dtype));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
-  std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n"
-            << std::flush;
+  std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n" << std::flush;
   return ctx;
 }
 
@@ -174,15 +171,23 @@ absl::StatusOr<GenerationEnd> RunGeneration(const WorkerOptions& options, JobCon
   });
   // Before the communicators go, so the heartbeat never aborts a destroyed one.
   absl::Cleanup stop_watching = [&session] { session.StopWatching(); };
-  ZS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedEngine> engine,
-                      ShardedEngine::Create(plan, data,
-                                            MakeEngineOptions(job.job, job.model, job.device.get(),
-                                                              job.kernels, control),
-                                            InitialUnits(job.job, job.model)));
-  GenerationContext ctx{&job.job, &job.model, job.corpus.get(), &session, checkpoints,
-                        info.generation(), info.rank(), info.world_size(), &StopRequested,
+  ZS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ShardedEngine> engine,
+      ShardedEngine::Create(
+          plan, data, MakeEngineOptions(job.job, job.model, job.device.get(), job.kernels, control),
+          InitialUnits(job.job, job.model)));
+  GenerationContext ctx{&job.job,
+                        &job.model,
+                        job.corpus.get(),
+                        &session,
+                        checkpoints,
+                        info.generation(),
+                        info.rank(),
+                        info.world_size(),
+                        &StopRequested,
                         job.job.redundancy > 0 ? job.replica.get() : nullptr,
-                        job.kernels.kernels, job.device.get()};
+                        job.kernels.kernels,
+                        job.device.get()};
   const std::vector<UnitSpec> units = ModelUnits(job.model);
   ZS_ASSIGN_OR_RETURN(const GenerationStart start,
                       LoadBestState(ctx, job.held, units, *engine, *control));
@@ -228,7 +233,8 @@ std::optional<absl::Status> AfterCleanEnd(WorkerState& w, const v1::GenerationIn
   }
   if (end == GenerationEnd::kLeft) {
     std::cout << "left the job on a stop signal (generation " << info.generation()
-              << "), its shard handed to the others\n" << std::flush;
+              << "), its shard handed to the others\n"
+              << std::flush;
     return absl::OkStatus();
   }
   // Handed off for a membership change.
@@ -258,14 +264,15 @@ std::optional<absl::Status> AfterFailedEnd(WorkerState& w, const v1::GenerationI
   if (StopRequested()) {
     // Stopped while the generation broke (or its handoff failed): leave.
     std::cout << "generation " << info.generation() << " ended (" << s.message()
-              << ") after a stop request: leaving the job\n" << std::flush;
+              << ") after a stop request: leaving the job\n"
+              << std::flush;
     w.session->Leave();
     return absl::OkStatus();
   }
   if (IsForgottenMember(*w.session, s)) {
     std::cout << "generation " << info.generation()
-              << " ended: the coordinator no longer knows this member (" << s.message()
-              << ")\n" << std::flush;
+              << " ended: the coordinator no longer knows this member (" << s.message() << ")\n"
+              << std::flush;
     return std::nullopt;  // AwaitGeneration says NOT_FOUND: Join again.
   }
   if (!IsGenerationLoss(s) ||
@@ -273,7 +280,8 @@ std::optional<absl::Status> AfterFailedEnd(WorkerState& w, const v1::GenerationI
     return s;
   }
   std::cout << "generation " << info.generation() << " ended (" << s.message()
-            << "); waiting for the next\n" << std::flush;
+            << "); waiting for the next\n"
+            << std::flush;
   return std::nullopt;
 }
 
@@ -303,12 +311,14 @@ absl::Status RunGenerations(WorkerState& w) {
     const v1::GenerationInfo& info = *awaited;
     if (info.job_state() == v1::JOB_STATE_COMPLETED) {
       std::cout << "job " << w.identity.job_id << " completed (" << info.job_state_reason()
-                << "); leaving\n" << std::flush;
+                << "); leaving\n"
+                << std::flush;
       w.session->Leave();
       return absl::OkStatus();
     }
     std::cout << "generation " << info.generation() << ": rank " << info.rank() << " of "
-              << info.world_size() << "\n" << std::flush;
+              << info.world_size() << "\n"
+              << std::flush;
     absl::StatusOr<GenerationEnd> end =
         RunGeneration(w.options, w.job, w.client, *w.session, w.checkpoints, info);
     if (end.ok()) {
@@ -349,8 +359,9 @@ absl::Status RunWorker(const WorkerOptions& options) {
     // The coordinator client's channel: uploads carry this worker's member credential.
     checkpoints = std::make_unique<checkpoint::CheckpointClient>(client->channel());
   }
-  WorkerState w{options, job, client, checkpoints.get(),
-                {status.job_id(), options.worker_id, options.host}, nullptr};
+  WorkerState w{
+      options, job, client, checkpoints.get(), {status.job_id(), options.worker_id, options.host},
+      nullptr};
   if (w.identity.worker_id.empty()) {
     w.identity.worker_id = absl::StrCat(HostName(), ":", getpid());
   }

@@ -33,14 +33,14 @@
 namespace zeroshard {
 
 struct WorkerOptions {
-  std::string coordinator;  // HOST:PORT.
-  ClientSecurity security;  // TLS files and token file for the coordinator (rpc_security.h).
-  std::string worker_id;    // "" = "<hostname>:<pid>".
+  std::string coordinator;         // HOST:PORT.
+  ClientSecurity security;         // TLS files and token file for the coordinator (rpc_security.h).
+  std::string worker_id;           // "" = "<hostname>:<pid>".
   std::string host = "127.0.0.1";  // Address peers reach this worker on (Gloo).
-  int threads = 1;          // Compute threads; 0 = the job's setting.
+  int threads = 1;                 // Compute threads; 0 = the job's setting.
   // Override the job's offload settings when non-empty (common/offload_config.h).
   std::string offload_optimizer, offload_params, offload_dir;
-  int offload_prefetch = -1;  // --offload-prefetch; -1 = the job's.
+  int offload_prefetch = -1;                        // --offload-prefetch; -1 = the job's.
   absl::Duration join_timeout = absl::Minutes(10);  // Waiting for a generation.
   // A Join refused because a live member holds this worker id (this
   // worker's previous run, e.g. a restarted pod, before its lease lapsed) is

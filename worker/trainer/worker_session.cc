@@ -91,8 +91,7 @@ void WorkerSession::HeartbeatLoop() {
         if (reply.status().code() == absl::StatusCode::kNotFound) lost_ = true;
       } else if (reply->generation() >= latest_generation_) {  // Generations only grow.
         latest_generation_ = reply->generation();
-        in_latest_ = reply->in_generation() &&
-                     reply->state() == v1::GenerationInfo::STATE_RUNNING;
+        in_latest_ = reply->in_generation() && reply->state() == v1::GenerationInfo::STATE_RUNNING;
         change_pending_ = in_latest_ && reply->change_pending();
         stop_requested_ |= reply->stop_requested();
       }
@@ -119,7 +118,8 @@ absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (lost_) return absl::NotFoundError(
+      if (lost_)
+        return absl::NotFoundError(
             "the coordinator no longer knows this member (lease expired or coordinator restarted)");
     }
     if (StopRequested()) return absl::CancelledError("leave requested");
