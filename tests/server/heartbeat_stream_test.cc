@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/heartbeat_stream_client.h"
 #include "common/rpc/rpc_security.h"
@@ -58,6 +59,7 @@ class HeartbeatStreamTest : public ::testing::Test {
     o.stream_limits = limits_.get();
     o.listen = listen;
     o.core.job_config_json = R"({"steps": 1})";
+    o.clock = &clock_;
     auto s = CoordinatorServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
@@ -91,6 +93,13 @@ class HeartbeatStreamTest : public ::testing::Test {
     return limits_->open_by(kLocalCaller);
   }
 
+  // Advances the core's clock and applies it (the ticker thread ticks too).
+  void Advance(absl::Duration d) {
+    clock_.Advance(d);
+    server_->core()->Tick();
+  }
+
+  FakeClock clock_;  // Leases and settle run on it: no test sleeps for them.
   std::unique_ptr<StreamLimits> limits_;
   std::unique_ptr<CoordinatorServer> server_;
 };
@@ -111,15 +120,14 @@ TEST_F(HeartbeatStreamTest, AnswersAsUnaryRenewsTheLeaseOnOneStream) {
   Member m = Join("w0");
   HeartbeatStreamClient beats(m.client.get());
   // Two leases' worth of streamed heartbeats only: the member stays live.
-  const absl::Time until = absl::Now() + 2 * lease;
   int n = 0;
-  while (absl::Now() < until) {
+  for (absl::Duration t; t < 2 * lease; t += absl::Milliseconds(100)) {
     auto streamed = beats.Beat(m.Beat());
     ASSERT_TRUE(streamed.ok()) << streamed.status();
     ++n;
     EXPECT_EQ(limits_->open_by(kLocalCaller), 1) << "one stream carries every beat";
     EXPECT_TRUE(server_->core()->IsLiveMember(m.id));
-    absl::SleepFor(absl::Milliseconds(100));
+    Advance(absl::Milliseconds(100));
   }
   EXPECT_EQ(beats.streamed(), n);
   EXPECT_NE(server_->metrics()->Render().find("zeroshard_heartbeat_streams 1\n"), std::string::npos)
@@ -131,7 +139,7 @@ TEST_F(HeartbeatStreamTest, AnswersAsUnaryRenewsTheLeaseOnOneStream) {
   EXPECT_GE(streamed->generation(), 1u);
   ExpectSameAnswer(*streamed, *unary);
   // Silence past the lease: the member is gone, and the stream says so.
-  absl::SleepFor(lease + absl::Milliseconds(400));
+  Advance(lease + absl::Milliseconds(400));
   EXPECT_FALSE(server_->core()->IsLiveMember(m.id));
   auto lost = beats.Beat(m.Beat());
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kNotFound) << lost.status();
@@ -169,7 +177,7 @@ TEST_F(HeartbeatStreamTest, LongerReplyLaterOnTheSameStream) {
     ++n;
     ASSERT_TRUE(r.ok()) << r.status();
     if (r->state() == v1::GenerationInfo::STATE_RUNNING) break;
-    absl::SleepFor(absl::Milliseconds(10));
+    Advance(absl::Milliseconds(10));
   }
   ASSERT_EQ(r->state(), v1::GenerationInfo::STATE_RUNNING);
   v1::StepReport step;

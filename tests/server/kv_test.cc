@@ -1,6 +1,8 @@
 // The rendezvous store through CoordinatorCore: set/get/add, KvWait with a
-// deadline that must fire, wake-up on set and on generation end, keys of a
-// dead generation dropped, atomic adds from many threads, and size limits.
+// deadline that must fire (the blocking form in real time, a parked one on
+// the FakeClock), wake-up on set, on generation end and on shutdown (parked
+// waits: no thread, no sleep), keys of a dead generation dropped, atomic adds
+// from many threads, and size limits.
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,23 @@ class KvTest : public ::testing::Test {
     r.set_timeout_ms(timeout_ms);
     return h_.core->KvWait(r);
   }
+  // A parked wait (StartKvWait, the gRPC adapter's form: no thread waits);
+  // its outcome lands in `*out` and `*done` is set, under the core's lock.
+  absl::Status Park(std::vector<std::string> keys, absl::Status* out, bool* done,
+                    int64_t timeout_ms = 10000) {
+    v1::KvWaitRequest r;
+    r.set_job_id("job");
+    r.set_generation(1);
+    for (auto& k : keys) r.add_keys(k);
+    r.set_timeout_ms(timeout_ms);
+    return h_.core
+        ->StartKvWait(r, "test",
+                      [out, done](absl::Status st) {
+                        *out = std::move(st);
+                        *done = true;
+                      })
+        .status();
+  }
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) {
     v1::KvAddRequest r;
     r.set_job_id("job");
@@ -82,30 +101,41 @@ TEST_F(KvTest, WaitTimesOutAtItsDeadline) {
 }
 
 TEST_F(KvTest, WaitWakesWhenEveryKeyIsSet) {
-  std::thread setter([&] {
-    absl::SleepFor(absl::Milliseconds(50));
-    EXPECT_TRUE(Set("x", "1").ok());
-    absl::SleepFor(absl::Milliseconds(50));
-    EXPECT_TRUE(Set("y", "2").ok());
-  });
-  EXPECT_TRUE(Wait({"x", "y"}, 10000).ok());
-  setter.join();
+  absl::Status result;
+  bool done = false;
+  ASSERT_TRUE(Park({"x", "y"}, &result, &done).ok());
+  EXPECT_EQ(h_.core->parked_kv_waits(), 1u);
+  EXPECT_TRUE(Set("x", "1").ok());
+  EXPECT_FALSE(done) << "one key of two";
+  EXPECT_TRUE(Set("y", "2").ok());
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_EQ(h_.core->parked_kv_waits(), 0u);
   EXPECT_TRUE(Wait({"x"}, 1).ok());  // Already there.
 }
 
 TEST_F(KvTest, WaitEndsWhenTheGenerationEnds) {
-  std::thread leaver([&] {
-    absl::SleepFor(absl::Milliseconds(50));
-    v1::LeaveRequest r;
-    r.set_job_id("job");
-    r.set_member_id(b_);
-    EXPECT_TRUE(h_.core->Leave(r).ok());
-  });
-  const absl::Time start = absl::Now();
-  absl::Status s = Wait({"never"}, 10000);
-  leaver.join();
-  EXPECT_TRUE(absl::IsAborted(s)) << s;
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  absl::Status result;
+  bool done = false;
+  ASSERT_TRUE(Park({"never"}, &result, &done).ok());
+  v1::LeaveRequest r;
+  r.set_job_id("job");
+  r.set_member_id(b_);
+  EXPECT_TRUE(h_.core->Leave(r).ok());
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(absl::IsAborted(result)) << result;
+}
+
+TEST_F(KvTest, AParkedWaitEndsAtItsDeadlineOnTheCoresClock) {
+  absl::Status result;
+  bool done = false;
+  ASSERT_TRUE(Park({"never"}, &result, &done, 800).ok());  // Within the members' lease.
+  h_.Advance(absl::Milliseconds(700));
+  EXPECT_FALSE(done);
+  h_.Advance(absl::Milliseconds(200));
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(result)) << result;
+  EXPECT_NE(result.message().find("never"), std::string::npos) << result;
 }
 
 TEST_F(KvTest, KeysOfADeadGenerationAreDropped) {
@@ -185,13 +215,12 @@ TEST(KvOwnerTest, TheLastComponentNamesTheRank) {
 }
 
 TEST_F(KvTest, ShutdownWakesWaiters) {
-  std::thread stopper([&] {
-    absl::SleepFor(absl::Milliseconds(50));
-    h_.core->Shutdown();
-  });
-  absl::Status s = Wait({"never"}, 10000);
-  stopper.join();
-  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  absl::Status result;
+  bool done = false;
+  ASSERT_TRUE(Park({"never"}, &result, &done).ok());
+  h_.core->Shutdown();
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(absl::IsUnavailable(result)) << result;
 }
 
 }  // namespace
