@@ -33,7 +33,7 @@ absl::StatusOr<v1::JoinResponse> CoordinatorCore::Join(const v1::JoinRequest& r)
   if (r.units_size() > 0) ZS_RETURN_IF_ERROR(SetUnitsLocked(r.units()));
   ZS_ASSIGN_OR_RETURN(const uint64_t id, membership_.Join(r.worker_id(), r.host(), clock_->Now()));
   RememberLabelsLocked(id, r);
-  joins_metric_->Add({});
+  metrics_.Joined();
   DrainEventsLocked();
   v1::JoinResponse out;
   out.set_member_id(id);
@@ -56,7 +56,7 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorCore::Heartbeat(const v1::Heart
                                                    " is ahead of the current generation ",
                                                    membership_.generation()));
   }
-  heartbeats_metric_->Add({});
+  metrics_.Heartbeat();
   const Member* m = membership_.Find(r.member_id());
   v1::HeartbeatResponse out;
   out.set_generation(membership_.generation());
@@ -201,6 +201,7 @@ void CoordinatorCore::Tick() {
   DrainEventsLocked();
   MaybeCompleteStopLocked();
   waiters_.Expire(now);
+  UpdateGaugesLocked();
   last_tick_ns_.store(absl::ToUnixNanos(now), std::memory_order_release);
 }
 

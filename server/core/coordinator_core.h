@@ -63,6 +63,7 @@
 #include "common/metrics.h"
 #include "common/shard_plan.h"
 #include "server/core/core_effects.h"
+#include "server/core/core_metrics.h"
 #include "server/kv/kv_store.h"
 #include "server/kv/kv_waiters.h"
 #include "server/membership/membership.h"
@@ -232,7 +233,6 @@ class CoordinatorCore {
   absl::Status CheckKvRequestLocked(const std::string& job_id, uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counters at 0 and zeroshard_build_info, once at construction.
-  void PublishInitialMetrics(MetricsRegistry* metrics);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoreOptions options_;
@@ -284,21 +284,8 @@ class CoordinatorCore {
   // lock a wedged core would hold.
   std::atomic<int64_t> last_tick_ns_{0};
 
-  MetricFamily* generation_metric_;
-  MetricFamily* workers_metric_;
-  MetricFamily* waiting_metric_;
-  MetricFamily* changes_metric_;
-  MetricFamily* heartbeats_metric_;
-  MetricFamily* joins_metric_;
-  MetricFamily* removals_metric_;
-  MetricFamily* kv_keys_metric_;
-  MetricFamily* kv_bytes_metric_;
-  MetricFamily* job_state_metric_;
-  MetricFamily* failures_metric_;
-  MetricFamily* lost_rank_metric_;
-  // zeroshard_rank_info{rank,worker_id,host,pod}: one series per rank of the
-  // running generation (coordinator_core_ranks.cc).
-  MetricFamily* rank_info_metric_;
+  // Every metric family of the core (core_metrics.h).
+  CoreMetrics metrics_;
   struct MemberLabels {
     std::string hostname;  // JoinRequest.hostname
     std::string pod;       // JoinRequest.pod

@@ -25,9 +25,8 @@ std::string OperationIn(const std::string& report) {
 void CoordinatorCore::SetLostReportLocked(const std::string& report) {
   last_lost_.set_report(report);
   last_lost_.set_operation(OperationIn(report));
-  lost_rank_metric_->Clear();
-  lost_rank_metric_->Set({last_lost_.worker_id(), last_lost_.operation(), last_lost_.reason()},
-                         last_lost_.rank());
+  metrics_.SetLastLost(last_lost_.worker_id(), last_lost_.operation(), last_lost_.reason(),
+                       last_lost_.rank());
 }
 
 void CoordinatorCore::NoteReportLocked(uint64_t generation, const std::string& report) {
@@ -53,12 +52,12 @@ void CoordinatorCore::NoteLostLocked(const MembershipEvent& e) {
   last_lost_.set_rank(e.rank);
   last_lost_.set_generation(e.generation);
   last_lost_.set_worker_id(e.worker_id);
-  last_lost_.set_reason(e.reason);
+  last_lost_.set_reason(ChangeReasonName(e.reason));
   SetLostReportLocked(report_generation_ == e.generation ? first_report_ : "");
   effects_.log.push_back(absl::StrCat(
       "lost rank ", e.rank, " (worker ", e.worker_id, ") of generation ", e.generation, ": ",
-      e.reason == "lease_expired" ? "no heartbeat (dead or stopped)"
-                                  : "silent after a failure report",
+      e.reason == ChangeReason::kLeaseExpired ? "no heartbeat (dead or stopped)"
+                                              : "silent after a failure report",
       last_lost_.operation().empty() ? "" : ", the survivors were in ", last_lost_.operation()));
 }
 

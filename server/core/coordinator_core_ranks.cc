@@ -12,15 +12,18 @@ void CoordinatorCore::RememberLabelsLocked(uint64_t member_id, const v1::JoinReq
 }
 
 void CoordinatorCore::UpdateRankInfoLocked() {
-  rank_info_metric_->Clear();
-  if (membership_.state() != GenerationState::kRunning) return;
-  for (const Member* m : membership_.Ranked()) {
-    MemberLabels labels;
-    if (auto it = member_labels_.find(m->member_id); it != member_labels_.end()) {
-      labels = it->second;
+  std::vector<RankLabels> ranks;
+  if (membership_.state() == GenerationState::kRunning) {
+    for (const Member* m : membership_.Ranked()) {
+      RankLabels r{m->rank, m->worker_id, "", ""};
+      if (auto it = member_labels_.find(m->member_id); it != member_labels_.end()) {
+        r.hostname = it->second.hostname;
+        r.pod = it->second.pod;
+      }
+      ranks.push_back(std::move(r));
     }
-    rank_info_metric_->Set({absl::StrCat(m->rank), m->worker_id, labels.hostname, labels.pod}, 1);
   }
+  metrics_.SetRanks(ranks);
 }
 
 bool CoordinatorCore::IsLiveMember(uint64_t member_id) const {

@@ -109,7 +109,7 @@ MembershipStart StartFrom(const DurableSnapshot& snap) {
   MembershipStart start;
   start.last_generation = snap.generation;
   start.member_id_base = snap.restarts << 32;
-  start.first_reason = snap.restarts > 0 ? "coordinator_restart" : "start";
+  start.first_reason = snap.restarts > 0 ? ChangeReason::kCoordinatorRestart : ChangeReason::kStart;
   start.failures = snap.failures;
   if (snap.job_ended == "completed") start.ended = JobState::kCompleted;
   if (snap.job_ended == "failed") start.ended = JobState::kFailed;
@@ -178,70 +178,16 @@ CoordinatorCore::CoordinatorCore(const CoreOptions& options, std::unique_ptr<Dur
       training_(metrics, snap.last_step, snap.last_loss),
       job_config_json_(snap.job_config_json),
       last_tick_ns_(absl::ToUnixNanos(clock->Now())),
-      generation_metric_(metrics->Gauge("zeroshard_generation",
-                                        "Current generation number (0 = none formed yet).")),
-      workers_metric_(metrics->Gauge("zeroshard_workers", "World size of the running generation.")),
-      waiting_metric_(metrics->Gauge("zeroshard_waiting_workers",
-                                     "Live members waiting for the next generation.")),
-      changes_metric_(metrics->Counter("zeroshard_generation_changes_total",
-                                       "Generations formed, by the reason the previous one ended.",
-                                       {"reason"})),
-      heartbeats_metric_(metrics->Counter("zeroshard_heartbeats_total", "Heartbeats accepted.")),
-      joins_metric_(metrics->Counter("zeroshard_joins_total", "Members admitted by Join.")),
-      removals_metric_(metrics->Counter("zeroshard_member_removals_total",
-                                        "Members removed, by reason.", {"reason"})),
-      kv_keys_metric_(metrics->Gauge("zeroshard_kv_keys", "Keys in the rendezvous store.")),
-      kv_bytes_metric_(metrics->Gauge("zeroshard_kv_bytes",
-                                      "Bytes of keys and values in the rendezvous store.")),
-      job_state_metric_(metrics->Gauge("zeroshard_job_state",
-                                       "1 for the job's lifecycle state (waiting, running, "
-                                       "completed, failed), 0 for the others.",
-                                       {"state"})),
-      failures_metric_(metrics->Counter(
-          "zeroshard_job_failures_total",
-          "Failures counted against the job's max_failures (lost members, failure reports).")),
-      lost_rank_metric_(metrics->Gauge(
-          "zeroshard_last_lost_rank",
-          "The last rank lost to a failure (value: its rank), with its worker, the collective "
-          "the survivors were in, and why it was removed.",
-          {"worker_id", "operation", "reason"})),
-      rank_info_metric_(metrics->Gauge(
-          "zeroshard_rank_info",
-          "1 for each rank of the running generation, with its worker id, the worker's "
-          "hostname and its Kubernetes pod (\"\" outside Kubernetes).",
-          {"rank", "worker_id", "host", "pod"})) {
-  PublishInitialMetrics(metrics);
+      metrics_(metrics, options.insecure) {
   absl::MutexLock lock(&mu_);
   kv_.Reset(KvPrefix(options_.job_id, membership_.generation()));
   UpdateGaugesLocked();
 }
 
-void CoordinatorCore::PublishInitialMetrics(MetricsRegistry* metrics) {
-  heartbeats_metric_->Add({}, 0);  // Counters exist at 0, so increase() sees the first event.
-  joins_metric_->Add({}, 0);
-  for (const char* reason : kGenerationReasons) changes_metric_->Add({reason}, 0);
-  for (const char* reason : kRemovalReasons) removals_metric_->Add({reason}, 0);
-  metrics
-      ->Gauge("zeroshard_build_info",
-              "The coordinator's build (value 1); insecure=\"true\" when it serves a "
-              "non-loopback address without TLS and tokens (--insecure); allocator: "
-              "its malloc, tcmalloc or glibc (common/allocator.h).",
-              {"version", "insecure", "allocator"})
-      ->Set({kZeroshardVersion, options_.insecure ? "true" : "false", MallocName()}, 1);
-}
-
 void CoordinatorCore::UpdateGaugesLocked() {
-  generation_metric_->Set({}, static_cast<double>(membership_.generation()));
-  workers_metric_->Set({}, membership_.world_size());
-  waiting_metric_->Set({}, static_cast<double>(membership_.Waiting().size()));
-  kv_keys_metric_->Set({}, static_cast<double>(kv_.size()));
-  kv_bytes_metric_->Set({}, static_cast<double>(kv_.bytes()));
-  const JobState job = membership_.job_state();
-  for (JobState s :
-       {JobState::kWaiting, JobState::kRunning, JobState::kCompleted, JobState::kFailed}) {
-    job_state_metric_->Set({JobStateName(s)}, s == job ? 1 : 0);
-  }
-  failures_metric_->Set({}, static_cast<double>(membership_.failures()));
+  metrics_.Set(CoreGauges{membership_.generation(), membership_.world_size(),
+                          membership_.Waiting().size(), kv_.size(), kv_.bytes(), waiters_.size(),
+                          membership_.job_state(), membership_.failures()});
 }
 
 CoordinatorCore::EffectsLock::EffectsLock(CoordinatorCore* core) : core_(core) {
@@ -304,12 +250,13 @@ void CoordinatorCore::DrainEventsLocked() {
   for (const MembershipEvent& e : membership_.TakeEvents()) {
     switch (e.kind) {
       case MembershipEvent::Kind::kMemberRemoved:
-        removals_metric_->Add({e.reason});
+        metrics_.MemberRemoved(e.reason);
         member_labels_.erase(e.member_id);
-        if (e.rank >= 0 && (e.reason == "failure" || e.reason == "lease_expired")) {
+        if (e.rank >= 0 &&
+            (e.reason == ChangeReason::kFailure || e.reason == ChangeReason::kLeaseExpired)) {
           NoteLostLocked(e);
         }
-        if (e.reason == "failure") {
+        if (e.reason == ChangeReason::kFailure) {
           effects_.log.push_back(absl::StrCat("member ", e.member_id, " removed: silent since a ",
                                               "failure report in generation ", e.generation));
         }
@@ -331,7 +278,7 @@ void CoordinatorCore::DrainEventsLocked() {
         kv_.Reset(KvPrefix(options_.job_id, e.generation) + "ended/");
         EndWaitsLocked(membership_.CheckRunning(e.generation, "generation"));
         training_.ClearRanks();
-        rank_info_metric_->Clear();
+        metrics_.SetRanks({});
         plan_.Clear();
         ++change_number_;
         break;
@@ -344,7 +291,7 @@ void CoordinatorCore::DrainEventsLocked() {
         UpdateRankInfoLocked();
         RebuildPlanLocked();
         ++generation_changes_;
-        changes_metric_->Add({e.reason});
+        metrics_.GenerationFormed(e.reason);
         ++change_number_;
         effects_.generation = e.generation;
         break;

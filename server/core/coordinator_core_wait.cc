@@ -28,6 +28,7 @@ absl::Status ValidateWait(const v1::KvWaitRequest& r) {
 
 void CoordinatorCore::EndWaitsLocked(const absl::Status& why) {
   waiters_.FinishAll(why.ok() ? absl::AbortedError("the generation changed") : why);
+  UpdateGaugesLocked();
 }
 
 absl::StatusOr<uint64_t> CoordinatorCore::StartKvWait(const v1::KvWaitRequest& r,
@@ -43,14 +44,17 @@ absl::StatusOr<uint64_t> CoordinatorCore::StartKvWait(const v1::KvWaitRequest& r
     done(absl::OkStatus());
     return 0;
   }
-  return waiters_.Add(caller, std::move(missing),
-                      clock_->Now() + absl::Milliseconds(r.timeout_ms()),
-                      absl::StrCat(r.timeout_ms(), " ms"), std::move(done));
+  absl::StatusOr<uint64_t> id =
+      waiters_.Add(caller, std::move(missing), clock_->Now() + absl::Milliseconds(r.timeout_ms()),
+                   absl::StrCat(r.timeout_ms(), " ms"), std::move(done));
+  UpdateGaugesLocked();  // zeroshard_kv_waits_parked
+  return id;
 }
 
 void CoordinatorCore::CancelKvWait(uint64_t id) {
   absl::MutexLock lock(&mu_);
   waiters_.Finish(id, absl::CancelledError("KvWait: the client cancelled"));
+  UpdateGaugesLocked();
 }
 
 size_t CoordinatorCore::parked_kv_waits() const {
@@ -73,6 +77,7 @@ absl::Status CoordinatorCore::KvWait(const v1::KvWaitRequest& r) {
   if (!outcome->done.WaitForNotificationWithTimeout(absl::Milliseconds(r.timeout_ms()))) {
     absl::MutexLock lock(&mu_);
     waiters_.TimeOut(id);
+    UpdateGaugesLocked();
   }
   outcome->done.WaitForNotification();
   return outcome->status;

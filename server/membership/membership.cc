@@ -7,15 +7,33 @@
 
 namespace zeroshard::server {
 
-namespace {
-
-// Why a running generation ended, when it is a lost member rather than a
-// scale event ("join", "leave") or the job's own end.
-bool IsFailureReason(const std::string& reason) {
-  return reason == "failure" || reason == "lease_expired" || reason == "rejoin";
+const char* ChangeReasonName(ChangeReason reason) {
+  switch (reason) {
+    case ChangeReason::kStart:
+      return "start";
+    case ChangeReason::kCoordinatorRestart:
+      return "coordinator_restart";
+    case ChangeReason::kJoin:
+      return "join";
+    case ChangeReason::kLeave:
+      return "leave";
+    case ChangeReason::kFailure:
+      return "failure";
+    case ChangeReason::kLeaseExpired:
+      return "lease_expired";
+    case ChangeReason::kRejoin:
+      return "rejoin";
+    case ChangeReason::kHandoff:
+      return "handoff";
+  }
+  return "start";
 }
 
-}  // namespace
+// A lost member rather than a scale event (join, leave, handoff) or a start.
+bool IsFailureReason(ChangeReason reason) {
+  return reason == ChangeReason::kFailure || reason == ChangeReason::kLeaseExpired ||
+         reason == ChangeReason::kRejoin;
+}
 
 const char* GenerationStateName(GenerationState s) {
   return s == GenerationState::kRunning ? "RUNNING" : "WAITING";
@@ -39,7 +57,7 @@ Membership::Membership(MembershipOptions options, MembershipStart start)
     : options_(options),
       generation_(start.last_generation),
       next_member_id_(start.member_id_base + 1),
-      pending_reason_(std::move(start.first_reason)),
+      pending_reason_(start.first_reason),
       failures_(start.failures) {
   ZS_CHECK(options_.min_workers >= 1 && options_.max_workers >= options_.min_workers);
   if (start.ended == JobState::kCompleted || start.ended == JobState::kFailed) {
@@ -62,7 +80,7 @@ absl::StatusOr<uint64_t> Membership::Join(const std::string& worker_id, const st
   // A live member with the same worker_id is a restarted worker: the old
   // incarnation is gone, so it leaves before the new one joins.
   auto existing = by_worker_id_.find(worker_id);
-  if (existing != by_worker_id_.end()) Remove(existing->second, "rejoin", now);
+  if (existing != by_worker_id_.end()) Remove(existing->second, ChangeReason::kRejoin, now);
   const uint64_t id = next_member_id_++;
   Member& m = members_[id];
   m.member_id = id;
@@ -72,7 +90,8 @@ absl::StatusOr<uint64_t> Membership::Join(const std::string& worker_id, const st
   m.last_heartbeat = now;
   by_worker_id_[worker_id] = id;
   last_change_ = now;
-  if (state_ == GenerationState::kWaiting && pending_reason_.empty()) pending_reason_ = "join";
+  if (state_ == GenerationState::kWaiting && !pending_reason_)
+    pending_reason_ = ChangeReason::kJoin;
   return id;
 }
 
@@ -96,7 +115,7 @@ absl::Status Membership::Leave(uint64_t member_id, absl::Time now) {
   if (members_.count(member_id) == 0) {
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
-  Remove(member_id, "leave", now);
+  Remove(member_id, ChangeReason::kLeave, now);
   return absl::OkStatus();
 }
 
@@ -113,7 +132,7 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
     suspects_[id] = now;
     suspect_ranks_[id] = members_.at(id).rank;
   }
-  EndGeneration("failure", now, detail);
+  EndGeneration(ChangeReason::kFailure, now, detail);
   return absl::OkStatus();
 }
 
@@ -123,7 +142,7 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
   ZS_RETURN_IF_ERROR(CheckRanked(member_id, "report a handoff"));
-  EndGeneration("handoff", now);
+  EndGeneration(ChangeReason::kHandoff, now);
   last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
   return absl::OkStatus();
 }
@@ -147,17 +166,17 @@ void Membership::EndJob(JobState state, const std::string& reason) {
   ended_reason_ = reason;
   suspects_.clear();
   suspect_ranks_.clear();
-  events_.push_back({MembershipEvent::Kind::kJobEnded, generation_, reason, 0, "", -1});
+  events_.push_back({MembershipEvent::Kind::kJobEnded, generation_, {}, 0, "", -1});
 }
 
-void Membership::CountFailure(const std::string& reason, const std::string& detail) {
+void Membership::CountFailure(ChangeReason reason, const std::string& detail) {
   if (job_ended() || !IsFailureReason(reason)) return;
   ++failures_;
   events_.push_back({MembershipEvent::Kind::kFailureCounted, generation_, reason, 0, "", -1});
   if (options_.max_failures >= 0 && failures_ > options_.max_failures) {
     EndJob(JobState::kFailed,
            absl::StrCat("failure ", failures_, " exceeds max_failures ", options_.max_failures,
-                        " (last: generation ", generation_, " ended by ", reason,
+                        " (last: generation ", generation_, " ended by ", ChangeReasonName(reason),
                         detail.empty() ? "" : ": ", detail, ")"));
   }
 }
@@ -170,7 +189,7 @@ void Membership::ExpireSuspects(absl::Time now) {
   // The settle clock started at the report; removing the silent members it
   // was waiting for must not restart it.
   const absl::Time settle_from = last_change_;
-  for (uint64_t id : silent) Remove(id, "failure", now);
+  for (uint64_t id : silent) Remove(id, ChangeReason::kFailure, now);
   if (!silent.empty()) last_change_ = settle_from;
 }
 
@@ -181,7 +200,7 @@ absl::Status Membership::CheckRunning(uint64_t generation, const char* field) co
       " (", GenerationStateName(state_), ")"));
 }
 
-void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Time now) {
+void Membership::Remove(uint64_t member_id, ChangeReason reason, absl::Time now) {
   auto it = members_.find(member_id);
   if (it == members_.end()) return;
   const bool ranked = it->second.rank >= 0;
@@ -200,13 +219,12 @@ void Membership::Remove(uint64_t member_id, const std::string& reason, absl::Tim
   last_change_ = now;
   if (ranked) {
     EndGeneration(reason, now);
-  } else if (state_ == GenerationState::kWaiting && pending_reason_.empty()) {
+  } else if (state_ == GenerationState::kWaiting && !pending_reason_) {
     pending_reason_ = reason;
   }
 }
 
-void Membership::EndGeneration(const std::string& reason, absl::Time now,
-                               const std::string& detail) {
+void Membership::EndGeneration(ChangeReason reason, absl::Time now, const std::string& detail) {
   if (state_ != GenerationState::kRunning) return;
   for (uint64_t id : ranked_) {
     auto it = members_.find(id);
@@ -232,8 +250,8 @@ void Membership::Form(absl::Time now) {
     ranked_.push_back(id);
   }
   events_.push_back({MembershipEvent::Kind::kGenerationFormed, generation_,
-                     pending_reason_.empty() ? "join" : pending_reason_, 0, "", -1});
-  pending_reason_.clear();
+                     pending_reason_.value_or(ChangeReason::kJoin), 0, "", -1});
+  pending_reason_.reset();
   (void)now;
 }
 
@@ -243,7 +261,7 @@ void Membership::Tick(absl::Time now) {
   for (const auto& [id, m] : members_) {
     if (now - m.last_heartbeat > options_.lease_timeout) expired.push_back(id);
   }
-  for (uint64_t id : expired) Remove(id, "lease_expired", now);
+  for (uint64_t id : expired) Remove(id, ChangeReason::kLeaseExpired, now);
   ExpireSuspects(now);
   if (job_ended()) return;  // No generation forms again.
 
@@ -254,7 +272,7 @@ void Membership::Tick(absl::Time now) {
     if (!joiner_admissible || !settled) return;
     if (!change_pending()) change_pending_since_ = now;
     if (now - change_pending_since_ < options_.handoff_grace) return;
-    EndGeneration("join", now);
+    EndGeneration(ChangeReason::kJoin, now);
     last_change_ = now - options_.settle;  // Already settled: form right away.
   }
   if (state_ == GenerationState::kWaiting && suspects_.empty() &&

@@ -60,6 +60,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,13 +86,41 @@ struct MembershipOptions {
 enum class GenerationState { kWaiting, kRunning };
 enum class JobState { kWaiting, kRunning, kCompleted, kFailed };
 
+// Why a generation ended (and the next formed), or why a member was removed.
+// Metrics label them with ChangeReasonName; the owner creates each labelled
+// counter series at 0 from the start (kGenerationReasons, kRemovalReasons),
+// so Prometheus's increase() sees the first event of each.
+enum class ChangeReason {
+  kStart,               // The job's first generation.
+  kCoordinatorRestart,  // The first generation after a coordinator restart.
+  kJoin,                // A member joined (scale up).
+  kLeave,               // A member left (scale down, or a stop).
+  kFailure,             // A rank reported a failure, or a suspect stayed silent.
+  kLeaseExpired,        // A member's heartbeats stopped.
+  kRejoin,              // A worker joined again under its worker id.
+  kHandoff,             // Ranks handed their state to the survivors and left.
+};
+// The metric label and log word: "start", "coordinator_restart", "join",
+// "leave", "failure", "lease_expired", "rejoin", "handoff".
+const char* ChangeReasonName(ChangeReason reason);
+// A reason that counts as a failure of the job (failure, lease_expired, rejoin).
+bool IsFailureReason(ChangeReason reason);
+inline constexpr ChangeReason kGenerationReasons[] = {
+    ChangeReason::kStart,   ChangeReason::kCoordinatorRestart,
+    ChangeReason::kJoin,    ChangeReason::kLeave,
+    ChangeReason::kFailure, ChangeReason::kLeaseExpired,
+    ChangeReason::kRejoin,  ChangeReason::kHandoff};
+inline constexpr ChangeReason kRemovalReasons[] = {ChangeReason::kLeaseExpired,
+                                                   ChangeReason::kLeave, ChangeReason::kFailure,
+                                                   ChangeReason::kRejoin};
+
 // Where a Membership starts: from scratch, or from durable state after a
 // coordinator restart.
 struct MembershipStart {
-  uint64_t last_generation = 0;        // Highest generation number ever used.
-  uint64_t member_id_base = 0;         // Member ids are member_id_base + 1, + 2, ...
-  std::string first_reason = "start";  // Reason of the first generation formed.
-  int64_t failures = 0;                // Failures counted before.
+  uint64_t last_generation = 0;                      // Highest generation number ever used.
+  uint64_t member_id_base = 0;                       // Member ids are member_id_base + 1, + 2, ...
+  ChangeReason first_reason = ChangeReason::kStart;  // Of the first generation formed.
+  int64_t failures = 0;                              // Failures counted before.
   // kCompleted or kFailed if the job had ended; anything else: it had not.
   JobState ended = JobState::kWaiting;
   std::string ended_reason;
@@ -108,14 +137,6 @@ struct Member {
 
 // Something that happened, for the owner to act on (drop KV keys, persist
 // the counter, count metrics, wake watchers).
-// Every reason a generation ends (and the next forms), and every reason a
-// member is removed: the owner creates each labelled counter series at 0
-// from the start, so Prometheus's increase() sees the first event of each.
-inline constexpr const char* kGenerationReasons[] = {
-    "start",   "coordinator_restart", "join",   "leave",
-    "failure", "lease_expired",       "rejoin", "handoff"};
-inline constexpr const char* kRemovalReasons[] = {"lease_expired", "leave", "failure", "rejoin"};
-
 struct MembershipEvent {
   // kFailureCounted: a failure was counted (failures() grew);
   // kJobEnded: the job became kCompleted or kFailed (job_state_reason()).
@@ -128,8 +149,9 @@ struct MembershipEvent {
   };
   Kind kind;
   uint64_t generation = 0;  // The generation that ended or formed.
-  std::string reason;       // "lease_expired", "leave", "failure", "join", "rejoin", ...
-  uint64_t member_id = 0;   // kMemberRemoved only.
+  // Why (not kJobEnded's: see job_state_reason()).
+  ChangeReason reason = ChangeReason::kStart;
+  uint64_t member_id = 0;  // kMemberRemoved only.
   // kMemberRemoved: the member's worker id, and its rank in the running
   // generation or, for a suspect, in the generation its failure report
   // ended (-1 if it had none).
@@ -203,9 +225,9 @@ class Membership {
   const MembershipOptions& options() const { return options_; }
 
  private:
-  void Remove(uint64_t member_id, const std::string& reason, absl::Time now);
-  void EndGeneration(const std::string& reason, absl::Time now, const std::string& detail = "");
-  void CountFailure(const std::string& reason, const std::string& detail);
+  void Remove(uint64_t member_id, ChangeReason reason, absl::Time now);
+  void EndGeneration(ChangeReason reason, absl::Time now, const std::string& detail = "");
+  void CountFailure(ChangeReason reason, const std::string& detail);
   void EndJob(JobState state, const std::string& reason);
   void ExpireSuspects(absl::Time now);
   void Form(absl::Time now);
@@ -218,7 +240,7 @@ class Membership {
   std::map<std::string, uint64_t> by_worker_id_;              // worker_id -> member_id.
   std::vector<uint64_t> ranked_;                              // member_id by rank.
   absl::Time last_change_ = absl::InfinitePast();             // Last join/leave/loss.
-  std::string pending_reason_;                                // Why the next generation forms.
+  std::optional<ChangeReason> pending_reason_;                // Why the next generation forms.
   absl::Time change_pending_since_ = absl::InfiniteFuture();  // Running only.
   std::vector<MembershipEvent> events_;
   int64_t failures_ = 0;

@@ -105,12 +105,14 @@ TEST_F(KvTest, WaitWakesWhenEveryKeyIsSet) {
   bool done = false;
   ASSERT_TRUE(Park({"x", "y"}, &result, &done).ok());
   EXPECT_EQ(h_.core->parked_kv_waits(), 1u);
+  EXPECT_NE(h_.metrics.Render().find("\nzeroshard_kv_waits_parked 1\n"), std::string::npos);
   EXPECT_TRUE(Set("x", "1").ok());
   EXPECT_FALSE(done) << "one key of two";
   EXPECT_TRUE(Set("y", "2").ok());
   EXPECT_TRUE(done);
   EXPECT_TRUE(result.ok()) << result;
   EXPECT_EQ(h_.core->parked_kv_waits(), 0u);
+  EXPECT_NE(h_.metrics.Render().find("\nzeroshard_kv_waits_parked 0\n"), std::string::npos);
   EXPECT_TRUE(Wait({"x"}, 1).ok());  // Already there.
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/rpc/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "server/http_get.h"
 #include "support/subprocess.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
@@ -57,6 +59,11 @@ class KvWaitLoadTest : public ::testing::Test {
         log_);
     const std::string address = testing::WaitForGrpcAddress(log_, absl::Seconds(15), coord_.get());
     ASSERT_FALSE(address.empty()) << testing::ReadFile(log_);
+    std::smatch port;
+    const std::string log = testing::ReadFile(log_);
+    ASSERT_TRUE(std::regex_search(log, port, std::regex(R"(127\.0\.0\.1:([0-9]+) \(metrics\))")))
+        << log;
+    metrics_port_ = std::stoi(port[1].str());
     auto client = CoordinatorClient::Connect(address);
     ASSERT_TRUE(client.ok());
     client_ = *std::move(client);
@@ -96,6 +103,21 @@ class KvWaitLoadTest : public ::testing::Test {
       calls_.push_back(std::move(c));
     }
   }
+  // The coordinator's zeroshard_kv_waits_parked, or -1 when unreadable.
+  int Parked() {
+    const std::string text = server::testing::HttpGet(metrics_port_, "/metrics").body;
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex(R"(\nzeroshard_kv_waits_parked ([0-9]+))")))
+      return -1;
+    return std::stoi(m[1].str());
+  }
+  // Until the coordinator holds exactly `n` parked waits (the calls sent
+  // have all arrived, the cancelled ones have all gone), at most 30 s.
+  bool AwaitParked(int n) {
+    const absl::Time until = absl::Now() + absl::Seconds(30);
+    while (Parked() != n && absl::Now() < until) absl::SleepFor(absl::Milliseconds(20));
+    return Parked() == n;
+  }
   // 200 heartbeats 10 ms apart: {p50, p99} in ms.
   std::pair<double, double> HeartbeatLatency() {
     std::vector<double> ms;
@@ -109,6 +131,7 @@ class KvWaitLoadTest : public ::testing::Test {
     return {ms[ms.size() / 2], ms[ms.size() * 99 / 100]};
   }
   std::string log_;
+  int metrics_port_ = 0;
   std::unique_ptr<ChildProcess> coord_;
   std::unique_ptr<CoordinatorClient> client_;
   v1::HeartbeatRequest hb_;
@@ -124,10 +147,10 @@ TEST_F(KvWaitLoadTest, ParkedAndCancelledWaitsLeaveHeartbeatsFastAndThreadsBound
   // The same heartbeats with no wait parked: what this machine gives now.
   const auto [base_p50, base_p99] = HeartbeatLatency();
   Park(1000, 0);
-  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(AwaitParked(1000)) << "parked: " << Parked();
   for (auto& c : calls_) c->ctx.TryCancel();  // 1,000 cancelled ones...
   Park(3000, 1000);                           // ...then 3,000 parked.
-  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(AwaitParked(3000)) << "parked: " << Parked() << " (the cancelled ones gone?)";
   const auto [p50, p99] = HeartbeatLatency();
   const int threads = Threads(coord_->pid());
   std::printf(
@@ -144,7 +167,7 @@ TEST_F(KvWaitLoadTest, ParkedAndCancelledWaitsLeaveHeartbeatsFastAndThreadsBound
   // Cancelled slots were freed: 500 more fit under the per-caller limit of
   // 4,500 only if the 1,000 cancelled ones no longer count.
   Park(500, 4000);
-  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(AwaitParked(3500)) << "parked: " << Parked();
   for (auto& c : calls_) c->ctx.TryCancel();
   int cancelled = 0, exhausted = 0;
   for (size_t i = 0; i < calls_.size(); ++i) {
