@@ -38,15 +38,17 @@ absl::Status CheckCheckpointDir(const JobConfig& job) {
 // --device cuda where this machine shows no GPU, or more workers than GPUs
 // on NCCL, fails here, in one line, rather than in every worker.
 absl::Status CheckDevice(const JobConfig& job, int workers) {
-  if (job.device != "cuda") return absl::OkStatus();
+  if (job.device != DeviceChoice::kCuda) return absl::OkStatus();
   ZS_RETURN_IF_ERROR(CreateDevice({"cuda", -1, 1}).status());
-  return CheckRanksPerGpu(workers, VisibleCudaDevices(), job.backend);
+  return CheckRanksPerGpu(workers, VisibleCudaDevices(),
+                          std::string(WordOf(kBackendWords, job.backend)));
 }
 
 // NVMe offload: the dir exists, is writable and holds every rank's files.
 absl::Status CheckOffload(LaunchOptions& o, const ModelConfig& model) {
   const JobConfig& j = o.job;
-  const bool opt = j.offload_optimizer == "nvme", params = j.offload_params == "nvme";
+  const bool opt = j.offload_optimizer == OptimizerOffload::kNvme,
+             params = j.offload_params == ParamsOffload::kNvme;
   if (!opt && !params) return absl::OkStatus();
   std::error_code ec;
   o.job.offload_dir = std::filesystem::absolute(j.offload_dir, ec).string();
@@ -81,7 +83,7 @@ absl::StatusOr<ModelConfig> ResolveLaunchModel(JobConfig& job) {
     return model;
   }
   job.model_desc = ModelConfigToJson(*model);
-  if (job.init == "random") return model;
+  if (job.init == ModelInit::kRandom) return model;
   absl::Status checked = HfWeights::OpenFor(job.model, ModelUnits(*model)).status();
   if (!checked.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--model ", job.model, ": ", checked.message()));
@@ -102,11 +104,13 @@ absl::Status PrepareLaunch(LaunchOptions& o) {
   // Parsed here, not by the job's Validate, so the error names the flag.
   ZS_ASSIGN_OR_RETURN(const ActivationCheckpointing checkpointing,
                       ParseActivationCheckpointing(o.activation_checkpointing));
-  o.job.activation_checkpointing = ActivationCheckpointingName(checkpointing);
+  o.job.activation_checkpointing = checkpointing;
   // Every worker of an embedded launch runs on this host, so on the CPU
   // `auto` is the shared-memory backend (an external coordinator's job says
   // its own).
-  if (o.job.backend == "auto" && o.job.device == "cpu") o.job.backend = "shm";
+  if (o.job.backend == BackendChoice::kAuto && o.job.device == DeviceChoice::kCpu) {
+    o.job.backend = BackendChoice::kShm;
+  }
   if (o.job.resume_step >= 0) o.job.resume = true;
   if (o.job.resume && o.job.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");

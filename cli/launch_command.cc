@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/launch_job.h"
+#include "common/cli.h"
 #include "common/dtype.h"
 #include "common/model_config.h"
 #include "common/rpc/security_flags.h"
@@ -18,11 +19,9 @@ namespace {
 
 void AddModelFlags(CLI::App* sub, JobConfig& c) {
   sub->add_option("--model", c.model, ModelPresetFlagHelp())->capture_default_str();
-  sub->add_option("--init", c.init,
-                  "a model directory's weights: pretrained (its safetensors) or random (its "
-                  "architecture from scratch)")
-      ->check(CLI::IsMember({"pretrained", "random"}))
-      ->capture_default_str();
+  AddEnumOption(sub, "--init", c.init, kModelInitWords,
+                "a model directory's weights: pretrained (its safetensors) or random (its "
+                "architecture from scratch)");
   sub->add_option("--seq-len", c.seq_len,
                   "tokens per training sequence for a model directory (0: its "
                   "max_position_embeddings, at most 1024)")
@@ -48,18 +47,14 @@ void AddTimeoutAndDeviceFlags(CLI::App* sub, JobConfig& c) {
                   "deadline of one control RPC to the coordinator, seconds")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  sub->add_option("--device", c.device,
-                  "where each worker's engine runs: cpu, cuda, or auto (cuda where a GPU is "
-                  "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected: worker r uses GPU r "
-                  "mod the visible GPUs; more workers than GPUs needs --backend host-staged)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
-      ->capture_default_str();
-  sub->add_option("--backend", c.backend,
-                  "collectives: gloo (TCP), shm (cpu, every worker on this host: shared "
-                  "memory), nccl, host-staged (several ranks on one GPU) or auto (nccl on cuda; "
-                  "on cpu shm with the embedded coordinator, else gloo)")
-      ->check(CLI::IsMember({"gloo", "shm", "nccl", "host-staged", "auto"}))
-      ->capture_default_str();
+  AddEnumOption(sub, "--device", c.device, kDeviceWords,
+                "where each worker's engine runs: cpu, cuda, or auto (cuda where a GPU is "
+                "visible; CUDA_VISIBLE_DEVICES and LOCAL_RANK respected: worker r uses GPU r "
+                "mod the visible GPUs; more workers than GPUs needs --backend host-staged)");
+  AddEnumOption(sub, "--backend", c.backend, kBackendWords,
+                "collectives: gloo (TCP), shm (cpu, every worker on this host: shared "
+                "memory), nccl, host-staged (several ranks on one GPU) or auto (nccl on cuda; "
+                "on cpu shm with the embedded coordinator, else gloo)");
 }
 
 void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
@@ -115,14 +110,12 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
 // Where state lives and how collectives are batched (offload, prefetch,
 // buckets).
 void AddOffloadFlags(CLI::App* sub, LaunchOptions& o) {
-  sub->add_option("--offload-optimizer", o.job.offload_optimizer,
-                  "where each rank keeps master weights and AdamW moments: none (device "
-                  "memory), host, or nvme (files under --offload-dir)")
-      ->capture_default_str();
-  sub->add_option("--offload-params", o.job.offload_params,
-                  "none, or nvme (stage 3: each rank's parameter shards in files under "
-                  "--offload-dir, read ahead of their all-gather)")
-      ->capture_default_str();
+  AddEnumOption(sub, "--offload-optimizer", o.job.offload_optimizer, kOptimizerOffloadWords,
+                "where each rank keeps master weights and AdamW moments: none (device "
+                "memory), host, or nvme (files under --offload-dir)");
+  AddEnumOption(sub, "--offload-params", o.job.offload_params, kParamsOffloadWords,
+                "none, or nvme (stage 3: each rank's parameter shards in files under "
+                "--offload-dir, read ahead of their all-gather)");
   sub->add_option("--offload-dir", o.job.offload_dir, "directory for nvme offload files (scratch)");
   sub->add_option("--offload-prefetch", o.job.offload_prefetch,
                   "stage-3 parameter shards read this many units ahead (--offload-params nvme)")

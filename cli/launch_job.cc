@@ -323,8 +323,9 @@ int RunLaunch(LaunchOptions o) {
   std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model << ", stage "
             << o.job.stage << ", " << o.job.steps << " steps, global batch " << o.job.global_batch
             << ", " << DTypeName(o.job.compute_dtype) << " compute"
-            << (o.job.activation_checkpointing == "blocks" ? ", activation checkpointing blocks"
-                                                           : "")
+            << (o.job.activation_checkpointing == ActivationCheckpointing::kBlocks
+                    ? ", activation checkpointing blocks"
+                    : "")
             << ", text as "
             << (o.job.tokenizer == "bytes" ? "bytes" : "tokens of " + o.job.tokenizer) << "\n";
 

@@ -25,7 +25,7 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
       return absl::InvalidArgumentError(
           absl::StrCat(kMemoryAvailableEnv, "='", env, "' (expected bytes > 0)"));
     }
-    m.cuda = o.job.device == "cuda";
+    m.cuda = o.job.device == DeviceChoice::kCuda;
     m.nvme = std::numeric_limits<int64_t>::max();
     m.host_memory = bytes;
     m.device_memory = bytes;
@@ -37,7 +37,7 @@ absl::StatusOr<PlanMachine> LaunchMachine(const LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> cpu, CreateDevice({"cpu", -1, 1}));
   ZS_ASSIGN_OR_RETURN(const MemoryInfo host, cpu->memory_info());
   m.host_memory = host.free_bytes;
-  if (o.job.device == "cuda") {  // "auto" is checked as the CPU: the stricter bound.
+  if (o.job.device == DeviceChoice::kCuda) {  // auto is checked as the CPU: the stricter bound.
     m.cuda = true;
     ZS_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CreateDevice({"cuda", -1, 1}));
     ZS_ASSIGN_OR_RETURN(const MemoryInfo info, gpu->memory_info());
@@ -70,15 +70,14 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
   const int micro_batches = MicroBatchesPerStep(o.job.global_batch, o.workers, o.job.micro_batch);
   PlanModel pm = MakePlanModel(model, o.job.micro_batch, model.n_ctx, micro_batches,
                                o.job.compute_dtype, o.job.reduce_dtype, m.cuda);
-  pm.offload_params_nvme = o.job.offload_params == "nvme";
+  pm.offload_params_nvme = o.job.offload_params == ParamsOffload::kNvme;
   pm.offload_prefetch = o.job.offload_prefetch;
   pm.gather_prefetch = o.job.gather_prefetch;
   pm.bucket_bytes = o.job.bucket_bytes();
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
-  ZS_ASSIGN_OR_RETURN(const OptimizerOffload offload,
-                      ParseOptimizerOffload(o.job.offload_optimizer));
+  const OptimizerOffload offload = o.job.offload_optimizer;
   // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).
-  const bool checkpointing = o.job.activation_checkpointing == "blocks";
+  const bool checkpointing = o.job.activation_checkpointing == ActivationCheckpointing::kBlocks;
   const PlanChoice* chosen = nullptr;
   const PlanChoice* wanted = nullptr;
   const PlanChoice* below = nullptr;  // The stage under the chosen one.

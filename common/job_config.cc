@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -22,25 +23,18 @@ absl::Status OutOfRange(const char* field, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("job config: ", field, " ", why));
 }
 
-// device and backend: known names, and a backend that moves the device's memory.
-absl::Status CheckDeviceAndBackend(const std::string& device, const std::string& backend) {
-  if (device != "cpu" && device != "cuda" && device != "auto") {
-    return OutOfRange("device", absl::StrCat("= \"", device, "\" is not cpu, cuda or auto"));
-  }
-  if (backend != "gloo" && backend != "shm" && backend != "nccl" && backend != "host-staged" &&
-      backend != "auto") {
-    return OutOfRange(
-        "backend", absl::StrCat("= \"", backend, "\" is not gloo, shm, nccl, host-staged or auto"));
-  }
-  if (backend == "shm" && device != "cpu") {
+// A backend that moves the device's memory.
+absl::Status CheckDeviceAndBackend(DeviceChoice device, BackendChoice backend) {
+  if (backend == BackendChoice::kShm && device != DeviceChoice::kCpu) {
     return OutOfRange("backend",
                       "shm moves host memory: it needs device cpu (on GPUs use nccl "
                       "or host-staged)");
   }
-  if (device == "cpu" && (backend == "nccl" || backend == "host-staged")) {
-    return OutOfRange(
-        "backend",
-        absl::StrCat(backend, " needs device cuda (or auto); on the CPU use gloo or shm"));
+  if (device == DeviceChoice::kCpu &&
+      (backend == BackendChoice::kNccl || backend == BackendChoice::kHostStaged)) {
+    return OutOfRange("backend", absl::StrCat(std::string(WordOf(kBackendWords, backend)),
+                                              " needs device cuda (or auto); on the CPU use "
+                                              "gloo or shm"));
   }
   return absl::OkStatus();
 }
@@ -53,14 +47,12 @@ absl::Status ValidateRunFields(const JobConfig& c) {
   if (c.checkpoint_every < 0) return OutOfRange("checkpoint_every", "must be >= 0");
   if (c.redundancy != 0 && c.redundancy != 1) return OutOfRange("redundancy", "must be 0 or 1");
   if (c.redundancy_every < 1) return OutOfRange("redundancy_every", "must be >= 1");
-  ZS_RETURN_IF_ERROR(
-      CheckOffloadValue("job config: offload_optimizer", c.offload_optimizer, "none|host|nvme"));
-  ZS_RETURN_IF_ERROR(
-      CheckOffloadValue("job config: offload_params", c.offload_params, "none|nvme"));
-  if ((c.offload_optimizer == "nvme" || c.offload_params == "nvme") && c.offload_dir.empty()) {
+  if ((c.offload_optimizer == OptimizerOffload::kNvme ||
+       c.offload_params == ParamsOffload::kNvme) &&
+      c.offload_dir.empty()) {
     return OutOfRange("offload_dir", "is needed for nvme offload");
   }
-  if (c.offload_params == "nvme" && !ZeroStageOf(c.stage).shards_params) {
+  if (c.offload_params == ParamsOffload::kNvme && !ZeroStageOf(c.stage).shards_params) {
     return OutOfRange("offload_params", "nvme needs stage 3");
   }
   if (c.offload_prefetch < 0 || c.offload_prefetch > 64)
@@ -69,10 +61,6 @@ absl::Status ValidateRunFields(const JobConfig& c) {
     return OutOfRange("gather_prefetch", "must be in [0, 64]");
   if (!(c.bucket_mib >= 0 && c.bucket_mib <= 4096))
     return OutOfRange("bucket_mib", "must be in [0, 4096]");
-  if (c.activation_checkpointing != "none" && c.activation_checkpointing != "blocks") {
-    return OutOfRange("activation_checkpointing",
-                      absl::StrCat("= \"", c.activation_checkpointing, "\" is not none or blocks"));
-  }
   if (!(c.collective_timeout_s > 0 && c.collective_timeout_s <= 3600)) {
     return OutOfRange("collective_timeout_s", "must be in (0, 3600]");
   }
@@ -95,9 +83,6 @@ absl::Status ValidateRunFields(const JobConfig& c) {
 }  // namespace
 
 absl::Status JobConfig::Validate() const {
-  if (init != "pretrained" && init != "random") {
-    return OutOfRange("init", absl::StrCat("= \"", init, "\" is not pretrained or random"));
-  }
   if (seq_len < 0 || seq_len > (1 << 20)) return OutOfRange("seq_len", "must be in [0, 2^20]");
   if (!IsZeroStage(stage))
     return OutOfRange("stage", absl::StrCat("= ", stage, " is not 0, 1, 2 or 3"));
@@ -124,53 +109,55 @@ absl::Status JobConfig::Validate() const {
 }
 
 std::string JobConfig::ToJson() const {
-  nlohmann::json j = {{"model", model},
-                      {"model_desc", model_desc},
-                      {"init", init},
-                      {"seq_len", seq_len},
-                      {"tokenizer", tokenizer},
-                      {"stage", stage},
-                      {"steps", steps},
-                      {"global_batch", global_batch},
-                      {"micro_batch", micro_batch},
-                      {"data", data},
-                      {"seed", seed},
-                      {"compute_dtype", std::string(DTypeName(compute_dtype))},
-                      {"reduce_dtype", std::string(DTypeName(reduce_dtype))},
-                      {"lr", lr},
-                      {"warmup_steps", warmup_steps},
-                      {"beta1", beta1},
-                      {"beta2", beta2},
-                      {"eps", eps},
-                      {"weight_decay", weight_decay},
-                      {"max_grad_norm", max_grad_norm},
-                      {"eval_every", eval_every},
-                      {"eval_batches", eval_batches},
-                      {"log_path", log_path},
-                      {"sample_every", sample_every},
-                      {"sample_tokens", sample_tokens},
-                      {"sample_prompt", sample_prompt},
-                      {"threads", threads},
-                      {"device", device},
-                      {"backend", backend},
-                      {"checkpoint_dir", checkpoint_dir},
-                      {"checkpoint_every", checkpoint_every},
-                      {"resume", resume},
-                      {"resume_step", resume_step},
-                      {"collective_timeout_s", collective_timeout_s},
-                      {"checkpoint_timeout_s", checkpoint_timeout_s},
-                      {"rpc_timeout_s", rpc_timeout_s},
-                      {"trigger_poll_timeout_s", trigger_poll_timeout_s},
-                      {"redundancy", redundancy},
-                      {"redundancy_every", redundancy_every},
-                      {"offload_optimizer", offload_optimizer},
-                      {"offload_params", offload_params},
-                      {"offload_dir", offload_dir},
-                      {"offload_prefetch", offload_prefetch},
-                      {"gather_prefetch", gather_prefetch},
-                      {"bucket_mib", bucket_mib},
-                      {"max_failures", max_failures},
-                      {"activation_checkpointing", activation_checkpointing}};
+  nlohmann::json j = {
+      {"model", model},
+      {"model_desc", model_desc},
+      {"init", std::string(WordOf(kModelInitWords, init))},
+      {"seq_len", seq_len},
+      {"tokenizer", tokenizer},
+      {"stage", stage},
+      {"steps", steps},
+      {"global_batch", global_batch},
+      {"micro_batch", micro_batch},
+      {"data", data},
+      {"seed", seed},
+      {"compute_dtype", std::string(DTypeName(compute_dtype))},
+      {"reduce_dtype", std::string(DTypeName(reduce_dtype))},
+      {"lr", lr},
+      {"warmup_steps", warmup_steps},
+      {"beta1", beta1},
+      {"beta2", beta2},
+      {"eps", eps},
+      {"weight_decay", weight_decay},
+      {"max_grad_norm", max_grad_norm},
+      {"eval_every", eval_every},
+      {"eval_batches", eval_batches},
+      {"log_path", log_path},
+      {"sample_every", sample_every},
+      {"sample_tokens", sample_tokens},
+      {"sample_prompt", sample_prompt},
+      {"threads", threads},
+      {"device", std::string(WordOf(kDeviceWords, device))},
+      {"backend", std::string(WordOf(kBackendWords, backend))},
+      {"checkpoint_dir", checkpoint_dir},
+      {"checkpoint_every", checkpoint_every},
+      {"resume", resume},
+      {"resume_step", resume_step},
+      {"collective_timeout_s", collective_timeout_s},
+      {"checkpoint_timeout_s", checkpoint_timeout_s},
+      {"rpc_timeout_s", rpc_timeout_s},
+      {"trigger_poll_timeout_s", trigger_poll_timeout_s},
+      {"redundancy", redundancy},
+      {"redundancy_every", redundancy_every},
+      {"offload_optimizer", std::string(WordOf(kOptimizerOffloadWords, offload_optimizer))},
+      {"offload_params", std::string(WordOf(kParamsOffloadWords, offload_params))},
+      {"offload_dir", offload_dir},
+      {"offload_prefetch", offload_prefetch},
+      {"gather_prefetch", gather_prefetch},
+      {"bucket_mib", bucket_mib},
+      {"max_failures", max_failures},
+      {"activation_checkpointing",
+       std::string(WordOf(kActivationCheckpointingWords, activation_checkpointing))}};
   return j.dump();
 }
 
@@ -183,8 +170,6 @@ bool ParseModelAndDataField(const std::string& key, const nlohmann::json& value,
     c.model = value.get<std::string>();
   else if (key == "model_desc")
     c.model_desc = value.get<std::string>();
-  else if (key == "init")
-    c.init = value.get<std::string>();
   else if (key == "seq_len")
     c.seq_len = value.get<int>();
   else if (key == "tokenizer")
@@ -224,8 +209,6 @@ const std::map<std::string_view, FieldPtr>& PlainFields() {
       {"eval_batches", &JobConfig::eval_batches},
       {"log_path", &JobConfig::log_path},
       {"threads", &JobConfig::threads},
-      {"device", &JobConfig::device},
-      {"backend", &JobConfig::backend},
       {"checkpoint_dir", &JobConfig::checkpoint_dir},
       {"checkpoint_every", &JobConfig::checkpoint_every},
       {"resume", &JobConfig::resume},
@@ -237,20 +220,52 @@ const std::map<std::string_view, FieldPtr>& PlainFields() {
       {"redundancy", &JobConfig::redundancy},
       {"redundancy_every", &JobConfig::redundancy_every},
       {"max_failures", &JobConfig::max_failures},
-      {"offload_optimizer", &JobConfig::offload_optimizer},
-      {"offload_params", &JobConfig::offload_params},
       {"offload_dir", &JobConfig::offload_dir},
       {"offload_prefetch", &JobConfig::offload_prefetch},
       {"gather_prefetch", &JobConfig::gather_prefetch},
       {"bucket_mib", &JobConfig::bucket_mib},
-      {"activation_checkpointing", &JobConfig::activation_checkpointing}};
+  };
   return *fields;
+}
+
+// `value`, a word of `words`, into `out`; INVALID_ARGUMENT naming the key
+// and the words otherwise. Returns true (the key is known).
+template <typename E, size_t N>
+absl::StatusOr<bool> ParseWord(const char* key, const nlohmann::json& value,
+                               const EnumWords<E, N>& words, E& out) {
+  const std::string word = value.get<std::string>();
+  const std::optional<E> v = FromWord(words, word);
+  if (!v) return OutOfRange(key, absl::StrCat("= \"", word, "\" is not ", WordList(words)));
+  out = *v;
+  return true;
+}
+
+// The fields that are words of an enum (common/job_choices.h); false for
+// another key.
+absl::StatusOr<bool> ParseChoiceField(const std::string& key, const nlohmann::json& value,
+                                      JobConfig& c) {
+  if (key == "init") return ParseWord("init", value, kModelInitWords, c.init);
+  if (key == "device") return ParseWord("device", value, kDeviceWords, c.device);
+  if (key == "backend") return ParseWord("backend", value, kBackendWords, c.backend);
+  if (key == "offload_optimizer") {
+    return ParseWord("offload_optimizer", value, kOptimizerOffloadWords, c.offload_optimizer);
+  }
+  if (key == "offload_params") {
+    return ParseWord("offload_params", value, kParamsOffloadWords, c.offload_params);
+  }
+  if (key == "activation_checkpointing") {
+    return ParseWord("activation_checkpointing", value, kActivationCheckpointingWords,
+                     c.activation_checkpointing);
+  }
+  return false;
 }
 
 // Field `key` of the job config from `value`; false for an unknown key.
 // nlohmann::json's type errors propagate (ParseFields catches them).
 absl::StatusOr<bool> ParseField(const std::string& key, const nlohmann::json& value, JobConfig& c) {
   if (ParseModelAndDataField(key, value, c)) return true;
+  ZS_ASSIGN_OR_RETURN(const bool choice, ParseChoiceField(key, value, c));
+  if (choice) return true;
   if (key == "compute_dtype" || key == "reduce_dtype") {
     ZS_ASSIGN_OR_RETURN(const DType dtype, ParseDType(value.get<std::string>()));
     (key == "compute_dtype" ? c.compute_dtype : c.reduce_dtype) = dtype;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/dtype.h"
+#include "common/job_choices.h"
 
 namespace zeroshard {
 
@@ -23,10 +24,10 @@ struct JobConfig {
   // which never read the directory, learn the model from the job config.
   // "" for presets.
   std::string model_desc;
-  // Weights of a model directory: "pretrained" (its safetensors, served by
-  // the coordinator, each rank receiving only its shard) or "random"
+  // Weights of a model directory: pretrained (its safetensors, served by
+  // the coordinator, each rank receiving only its shard) or random
   // (InitUnits: its architecture trained from scratch). Presets: random.
-  std::string init = "pretrained";
+  ModelInit init = ModelInit::kPretrained;
   // Tokens per training sequence for a model directory (0 = its
   // max_position_embeddings, at most kDefaultHfContext); presets train on
   // their own context, so 0.
@@ -57,14 +58,11 @@ struct JobConfig {
   int64_t sample_every = 0;
   int sample_tokens = 32;
   std::string sample_prompt;
-  int eval_batches = 4;        // Global batches per validation estimate.
-  std::string log_path;        // JSONL step log written by rank 0 ("" = none).
-  int threads = 1;             // Compute threads per worker.
-  std::string device = "cpu";  // "cpu", "cuda" or "auto" (CUDA where the worker sees a GPU).
-  // "gloo", "shm" (CPU, every rank on one host: shared memory), "nccl",
-  // "host-staged" (device buffers through Gloo: several ranks sharing one
-  // GPU) or "auto" (nccl on a CUDA device, gloo on CPU).
-  std::string backend = "auto";
+  int eval_batches = 4;                          // Global batches per validation estimate.
+  std::string log_path;                          // JSONL step log written by rank 0 ("" = none).
+  int threads = 1;                               // Compute threads per worker.
+  DeviceChoice device = DeviceChoice::kCpu;      // common/job_choices.h
+  BackendChoice backend = BackendChoice::kAuto;  // common/job_choices.h
   std::string checkpoint_dir;         // Where the coordinator stores checkpoints ("" = none).
   int64_t checkpoint_every = 0;       // Save every this many steps (0 = never).
   bool resume = false;                // Start from the latest committed checkpoint.
@@ -79,13 +77,13 @@ struct JobConfig {
   int redundancy = 0;
   int64_t redundancy_every = 1;  // Refresh the copies every this many steps.
   // Offload (worker/offload): where each rank keeps its optimizer state,
-  // "none" (device memory), "host" or "nvme" (files under offload_dir);
-  // offload_params "nvme" (stage 3: parameter shards in files under
+  // device memory, host memory or files under offload_dir (NVMe);
+  // offload_params kNvme (stage 3: parameter shards in files under
   // offload_dir, read offload_prefetch units ahead of their all-gather,
   // 0..64). Results do not depend on where the state lives; a worker's own
   // --offload-* flags override these.
-  std::string offload_optimizer = "none";
-  std::string offload_params = "none";
+  OptimizerOffload offload_optimizer = OptimizerOffload::kNone;
+  ParamsOffload offload_params = ParamsOffload::kNone;
   std::string offload_dir;
   int offload_prefetch = 2;
   // Stage 3: units all-gathered ahead of their use, in the order the
@@ -101,10 +99,10 @@ struct JobConfig {
   // unit's before one reduce-scatter; a small model's share a few. The
   // job's only, as gather_prefetch.
   double bucket_mib = 25;
-  // What the model keeps for backward (worker/model ActivationCheckpointing):
-  // "none" (every block's activations) or "blocks" (each block's input;
-  // its forward is recomputed in backward). Results do not depend on it.
-  std::string activation_checkpointing = "none";
+  // What the model keeps for backward (common/job_choices.h): every block's
+  // activations, or each block's input with its forward recomputed in
+  // backward. Results do not depend on it.
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
   // Failures the job tolerates (a lost member or a failed collective, each
   // ending a generation; joins and graceful leaves are not failures). The
   // coordinator counts them and fails the job at one more. In [0, 1e6].
@@ -114,7 +112,7 @@ struct JobConfig {
   absl::Duration collective_timeout() const { return absl::Seconds(collective_timeout_s); }
   // The job starts from a model directory's weights (served by the
   // coordinator's checkpoint service) rather than a random init.
-  bool loads_model_weights() const { return !model_desc.empty() && init == "pretrained"; }
+  bool loads_model_weights() const { return !model_desc.empty() && init == ModelInit::kPretrained; }
   int64_t bucket_bytes() const { return BucketBytes(bucket_mib); }
   // --bucket-mib's MiB in bytes (launch's job and plan alike).
   static int64_t BucketBytes(double mib) { return static_cast<int64_t>(mib * (1 << 20)); }

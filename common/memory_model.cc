@@ -61,23 +61,13 @@ void AddOptimizer(const MemoryModelInputs& in, int world_size, int64_t opt_elems
 }  // namespace
 
 absl::StatusOr<OptimizerOffload> ParseOptimizerOffload(const std::string& text) {
-  if (text == "none") return OptimizerOffload::kNone;
-  if (text == "host") return OptimizerOffload::kHost;
-  if (text == "nvme") return OptimizerOffload::kNvme;
-  return absl::InvalidArgumentError(
-      absl::StrCat("offload optimizer: '", text, "' (expected none, host or nvme)"));
+  if (auto v = FromWord(kOptimizerOffloadWords, text)) return *v;
+  return absl::InvalidArgumentError(absl::StrCat("offload optimizer: '", text, "' (expected ",
+                                                 WordList(kOptimizerOffloadWords), ")"));
 }
 
 const char* OptimizerOffloadName(OptimizerOffload offload) {
-  switch (offload) {
-    case OptimizerOffload::kNone:
-      return "none";
-    case OptimizerOffload::kHost:
-      return "host";
-    case OptimizerOffload::kNvme:
-      return "nvme";
-  }
-  return "?";
+  return WordOf(kOptimizerOffloadWords, offload).data();  // Literals: NUL-terminated.
 }
 
 int64_t OffloadStagingBytes(OptimizerOffload offload, int64_t max_n, bool cuda) {

@@ -42,13 +42,13 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
+#include "common/job_choices.h"
 #include "common/shard_plan.h"
 #include "common/zero_memory.h"
 
 namespace zeroshard {
 
-// --offload-optimizer none|host|nvme.
-enum class OptimizerOffload { kNone, kHost, kNvme };
+// OptimizerOffload: common/job_choices.h.
 // "none" | "host" | "nvme"; INVALID_ARGUMENT naming the value otherwise.
 absl::StatusOr<OptimizerOffload> ParseOptimizerOffload(const std::string& text);
 const char* OptimizerOffloadName(OptimizerOffload offload);

@@ -277,14 +277,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text) {
 }
 
 absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(const std::string& text) {
-  if (text == "none") return ActivationCheckpointing::kNone;
-  if (text == "blocks") return ActivationCheckpointing::kBlocks;
+  if (auto v = FromWord(kActivationCheckpointingWords, text)) return *v;
   return absl::InvalidArgumentError(
       absl::StrCat("--activation-checkpointing: unknown value '", text, "' (none|blocks)"));
 }
 
 const char* ActivationCheckpointingName(ActivationCheckpointing mode) {
-  return mode == ActivationCheckpointing::kBlocks ? "blocks" : "none";
+  return WordOf(kActivationCheckpointingWords, mode).data();  // Literals: NUL-terminated.
 }
 
 }  // namespace zeroshard

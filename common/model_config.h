@@ -45,6 +45,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/job_choices.h"
 #include "common/shard_plan.h"
 
 namespace zeroshard {
@@ -132,13 +133,7 @@ int64_t ModelParamBytes(const ModelConfig& config);
 std::string ModelConfigToJson(const ModelConfig& config);
 absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& json);
 
-// What the model keeps for backward (`--activation-checkpointing`):
-//   kNone:   every block's activations, from forward to backward;
-//   kBlocks: each block keeps only its input; its forward is recomputed
-//            during backward (Chen et al., 2016, "Training Deep Nets with
-//            Sublinear Memory Cost", section 3).
-enum class ActivationCheckpointing { kNone, kBlocks };
-
+// ActivationCheckpointing: common/job_choices.h.
 // "none" | "blocks"; INVALID_ARGUMENT naming the value and the choices.
 absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(const std::string& text);
 const char* ActivationCheckpointingName(ActivationCheckpointing mode);

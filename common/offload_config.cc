@@ -7,19 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "common/zero_stage.h"
 
 namespace zeroshard {
-
-absl::Status CheckOffloadValue(const std::string& flag, const std::string& value,
-                               const std::string& allowed) {
-  for (absl::string_view a : absl::StrSplit(allowed, '|')) {
-    if (a == value) return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(flag, " = \"", value, "\" is not one of ", allowed));
-}
 
 absl::Status CheckOffloadDir(const std::string& dir, int64_t bytes_needed) {
   if (dir.empty()) return absl::InvalidArgumentError("--offload-dir is needed for nvme offload");

@@ -1,7 +1,6 @@
 // Offload settings shared by `zeroshard launch`, zeroshard-worker and the
-// engine: the flag values (--offload-optimizer none|host|nvme,
-// --offload-params none|nvme, --offload-dir) and the check that an NVMe
-// offload dir exists and has room, made before training starts.
+// engine (the flags' words are common/job_choices.h's): the check that an
+// NVMe offload dir exists and has room, made before training starts.
 // Thread-safe: pure functions (CheckOffloadDir reads the filesystem).
 #pragma once
 
@@ -11,11 +10,6 @@
 #include "absl/status/status.h"
 
 namespace zeroshard {
-
-// INVALID_ARGUMENT naming `flag` unless `value` is one of `allowed`
-// ("none|host|nvme" style, '|'-separated).
-absl::Status CheckOffloadValue(const std::string& flag, const std::string& value,
-                               const std::string& allowed);
 
 // `dir` must be an existing, writable directory whose filesystem has at
 // least `bytes_needed` bytes free (statvfs f_bavail). Errors, each one line

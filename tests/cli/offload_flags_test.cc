@@ -31,8 +31,8 @@ const std::string kRun = "zeroshard launch --steps 1 -n 1 --run-dir /tmp/zs_offl
 const std::string kLaunch = kRun + "--model tiny ";
 
 TEST(OffloadFlagsTest, LaunchRefusesBadOffloadSettings) {
-  ExpectUsageError(kLaunch + "--offload-optimizer disk", "offload_optimizer");
-  ExpectUsageError(kLaunch + "--offload-params host --stage 3", "offload_params");
+  ExpectUsageError(kLaunch + "--offload-optimizer disk", "--offload-optimizer");
+  ExpectUsageError(kLaunch + "--offload-params host --stage 3", "--offload-params");
   ExpectUsageError(kLaunch + "--offload-params nvme --stage 2 --offload-dir /tmp", "stage 3");
   ExpectUsageError(kLaunch + "--offload-params nvme --stage 3", "offload_dir");
   ExpectUsageError(

@@ -94,10 +94,6 @@ TEST(OffloadIoTest, DirChecksNameTheFlag) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("GiB free"), std::string::npos) << s;
   EXPECT_EQ(s.message().find('\n'), std::string::npos);
-  s = CheckOffloadValue("--offload-optimizer", "disk", "none|host|nvme");
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("--offload-optimizer"), std::string::npos) << s;
-  EXPECT_TRUE(CheckOffloadValue("--offload-params", "nvme", "none|nvme").ok());
   ::rmdir(dir.c_str());
 }
 

@@ -26,7 +26,7 @@ using testing::ReadStepRecords;
 using testing::WaitForGrpcAddress;
 using testing::WaitForStep;
 
-JobConfig ElasticJob(const std::string& dir, const std::string& backend = "auto") {
+JobConfig ElasticJob(const std::string& dir, BackendChoice backend = BackendChoice::kAuto) {
   JobConfig job;
   job.backend = backend;
   job.model = "tiny";
@@ -83,7 +83,7 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
 
 // One of 3 workers is killed (kill -9) after a few steps; the 2 survivors
 // form a smaller generation from the latest checkpoint and finish.
-void KillOneOfThree(const std::string& backend) {
+void KillOneOfThree(BackendChoice backend) {
   const std::string dir = MakeTempDir("zs_elastic");
   const JobConfig job = ElasticJob(dir, backend);
   auto coordinator = StartCoordinator(dir, job, "127.0.0.1:0", 2, 3);
@@ -117,11 +117,15 @@ void KillOneOfThree(const std::string& backend) {
   EXPECT_EQ(coordinator->Wait(absl::Seconds(10)), 0);
 }
 
-TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) { KillOneOfThree("auto"); }
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKill) {
+  KillOneOfThree(BackendChoice::kAuto);
+}
 
 // The same over shared memory: the survivors see the dead rank's exit (or
 // the coordinator's new generation) instead of a closed socket.
-TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKillOverShm) { KillOneOfThree("shm"); }
+TEST(ElasticTest, SurvivorsFinishInASmallerGenerationAfterAKillOverShm) {
+  KillOneOfThree(BackendChoice::kShm);
+}
 
 // The coordinator is killed (kill -9) mid-run and restarted on the same
 // state dir and address: the workers learn they were forgotten, join again

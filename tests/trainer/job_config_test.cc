@@ -169,9 +169,9 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
   ASSERT_TRUE(c.ok()) << c.status();
   auto back = JobConfig::FromJson(c->ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->offload_optimizer, "nvme");
+  EXPECT_EQ(back->offload_optimizer, OptimizerOffload::kNvme);
   EXPECT_EQ(back->offload_dir, "/scratch");
-  EXPECT_EQ(JobConfig{}.offload_optimizer, "none");
+  EXPECT_EQ(JobConfig{}.offload_optimizer, OptimizerOffload::kNone);
   EXPECT_EQ(JobConfig{}.offload_prefetch, 2);
   // Stage-3 parameter offload is accepted, with its prefetch distance.
   auto p = JobConfig::FromJson(
@@ -179,7 +179,7 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
   ASSERT_TRUE(p.ok()) << p.status();
   auto p_back = JobConfig::FromJson(p->ToJson());
   ASSERT_TRUE(p_back.ok()) << p_back.status();
-  EXPECT_EQ(p_back->offload_params, "nvme");
+  EXPECT_EQ(p_back->offload_params, ParamsOffload::kNvme);
   EXPECT_EQ(p_back->offload_prefetch, 4);
   for (const char* bad :
        {R"({"offload_optimizer": "disk"})", R"({"offload_optimizer": "nvme"})",
@@ -193,12 +193,12 @@ TEST(JobConfigTest, OffloadFieldsRoundTripAndAreValidated) {
 }
 
 TEST(JobConfigTest, ActivationCheckpointingRoundTripsAndIsValidated) {
-  EXPECT_EQ(JobConfig{}.activation_checkpointing, "none");
+  EXPECT_EQ(JobConfig{}.activation_checkpointing, ActivationCheckpointing::kNone);
   auto c = JobConfig::FromJson(R"({"activation_checkpointing": "blocks"})");
   ASSERT_TRUE(c.ok()) << c.status();
   auto back = JobConfig::FromJson(c->ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->activation_checkpointing, "blocks");
+  EXPECT_EQ(back->activation_checkpointing, ActivationCheckpointing::kBlocks);
   auto bad = JobConfig::FromJson(R"({"activation_checkpointing": "layers"})");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("activation_checkpointing"), std::string::npos)

@@ -50,11 +50,11 @@ EngineOptions MakeEngineOptions(const JobConfig& job, const ModelConfig& model, 
   o.collective_timeout = job.collective_timeout();
   o.device = device;
   o.control_comm = control;
-  o.offload.target = job.offload_optimizer == "host"   ? OffloadTarget::kHost
-                     : job.offload_optimizer == "nvme" ? OffloadTarget::kNvme
-                                                       : OffloadTarget::kDevice;
+  o.offload.target = job.offload_optimizer == OptimizerOffload::kHost   ? OffloadTarget::kHost
+                     : job.offload_optimizer == OptimizerOffload::kNvme ? OffloadTarget::kNvme
+                                                                        : OffloadTarget::kDevice;
   o.offload.dir = job.offload_dir;
-  o.params_offload.enabled = job.offload_params == "nvme";
+  o.params_offload.enabled = job.offload_params == ParamsOffload::kNvme;
   o.params_offload.dir = job.offload_dir;
   o.params_offload.prefetch = job.offload_prefetch;
   o.prefetch = job.gather_prefetch;

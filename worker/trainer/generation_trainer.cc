@@ -17,10 +17,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 ActivationCheckpointing JobActivationCheckpointing(const JobConfig& job) {
-  absl::StatusOr<ActivationCheckpointing> mode =
-      ParseActivationCheckpointing(job.activation_checkpointing);
-  ZS_CHECK(mode.ok());  // JobConfig::Validate admits only the names it parses.
-  return *mode;
+  return job.activation_checkpointing;
 }
 
 GenerationTrainer::GenerationTrainer(const GenerationContext& ctx, Communicator* control,

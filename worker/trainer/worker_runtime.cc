@@ -39,10 +39,10 @@ struct JobContext {
   JobConfig job;
   ModelConfig model;
   std::unique_ptr<TextCorpus> corpus;
-  std::unique_ptr<Device> device;  // This worker's, for every generation.
-  ModelKernels kernels;            // The model's, on `device`.
-  std::string backend;             // job.backend resolved for the device.
-  std::vector<HeldState> held;     // Handed over by the last generation.
+  std::unique_ptr<Device> device;                // This worker's, for every generation.
+  ModelKernels kernels;                          // The model's, on `device`.
+  BackendChoice backend = BackendChoice::kGloo;  // job.backend resolved for the device.
+  std::vector<HeldState> held;                   // Handed over by the last generation.
   // --redundancy 1's copies (a pointer: JobContext moves, the copies' byte
   // counters do not).
   std::unique_ptr<PeerReplica> replica = std::make_unique<PeerReplica>();
@@ -52,22 +52,33 @@ enum class GenerationEnd { kJobDone, kHandedOff, kLeft };
 
 // "auto": NCCL on a CUDA device, Gloo on the CPU. Gloo over device memory
 // is the host-staged backend.
-std::string ResolveBackend(const std::string& backend, DeviceKind device) {
+BackendChoice ResolveBackend(BackendChoice backend, DeviceKind device) {
   const bool cuda = device == DeviceKind::kCuda;
-  if (backend == "auto") return cuda ? "nccl" : "gloo";
-  if (backend == "gloo" && cuda) return "host-staged";
+  if (backend == BackendChoice::kAuto) return cuda ? BackendChoice::kNccl : BackendChoice::kGloo;
+  if (backend == BackendChoice::kGloo && cuda) return BackendChoice::kHostStaged;
   return backend;
 }
 
 // The worker's --offload-* flags override the job's; an nvme dir is checked
 // for room before any training (one rank's files).
 absl::Status ApplyOffload(const WorkerOptions& options, JobConfig& job, const ModelConfig& model) {
-  if (!options.offload_optimizer.empty()) job.offload_optimizer = options.offload_optimizer;
-  if (!options.offload_params.empty()) job.offload_params = options.offload_params;
+  if (!options.offload_optimizer.empty()) {
+    ZS_ASSIGN_OR_RETURN(job.offload_optimizer, ParseOptimizerOffload(options.offload_optimizer));
+  }
+  if (!options.offload_params.empty()) {
+    const std::optional<ParamsOffload> params =
+        FromWord(kParamsOffloadWords, options.offload_params);
+    if (!params) {
+      return absl::InvalidArgumentError(absl::StrCat("--offload-params ", options.offload_params,
+                                                     " is not ", WordList(kParamsOffloadWords)));
+    }
+    job.offload_params = *params;
+  }
   if (!options.offload_dir.empty()) job.offload_dir = options.offload_dir;
   if (options.offload_prefetch >= 0) job.offload_prefetch = options.offload_prefetch;
   ZS_RETURN_IF_ERROR(job.Validate());
-  const bool opt = job.offload_optimizer == "nvme", params = job.offload_params == "nvme";
+  const bool opt = job.offload_optimizer == OptimizerOffload::kNvme,
+             params = job.offload_params == ParamsOffload::kNvme;
   if (!opt && !params) return absl::OkStatus();
   const int64_t psi = ModelParamCount(model);
   return AsJobRefusal(CheckOffloadDir(
@@ -95,7 +106,8 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
                                                       .threads = std::max(1, ctx.job.threads),
                                                       .context = ctx.model.n_ctx}));
   ctx.corpus = std::make_unique<TextCorpus>(std::move(corpus));
-  ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({ctx.job.device, -1, ctx.job.threads}));
+  ZS_ASSIGN_OR_RETURN(ctx.device, CreateDevice({std::string(WordOf(kDeviceWords, ctx.job.device)),
+                                                -1, ctx.job.threads}));
   // Before the warm-up: its sgemm starts the OpenMP threads the job's matmuls
   // use, so their stacks are in the footprint before the engine's fit check.
   SetComputeThreads(options.threads > 0 ? options.threads : ctx.job.threads);
@@ -103,7 +115,9 @@ absl::StatusOr<JobContext> LoadJob(CoordinatorClient& client, const WorkerOption
   ZS_ASSIGN_OR_RETURN(ctx.kernels,
                       CreateModelKernels(*ctx.device, ctx.model, ctx.job.compute_dtype));
   ctx.backend = ResolveBackend(ctx.job.backend, ctx.device->kind());
-  std::cout << "device " << ctx.device->name() << ", backend " << ctx.backend << "\n" << std::flush;
+  std::cout << "device " << ctx.device->name() << ", backend " << WordOf(kBackendWords, ctx.backend)
+            << "\n"
+            << std::flush;
   return ctx;
 }
 
@@ -142,10 +156,11 @@ absl::StatusOr<GenerationComms> ConnectGeneration(const WorkerOptions& options, 
   o.timeout = job.job.collective_timeout();
   o.device = job.device.get();
   GenerationComms comms;
-  ZS_ASSIGN_OR_RETURN(comms.data, CreateCommunicator(job.backend, store, "comm/", info.rank(),
-                                                     info.world_size(), o));
+  ZS_ASSIGN_OR_RETURN(comms.data,
+                      CreateCommunicator(std::string(WordOf(kBackendWords, job.backend)), store,
+                                         "comm/", info.rank(), info.world_size(), o));
   comms.control = comms.data.get();
-  if (job.backend != "gloo" && job.backend != "shm") {
+  if (job.backend != BackendChoice::kGloo && job.backend != BackendChoice::kShm) {
     ZS_ASSIGN_OR_RETURN(comms.own_control, CreateCommunicator("gloo", store, "control/",
                                                               info.rank(), info.world_size(), o));
     comms.control = comms.own_control.get();
