@@ -9,20 +9,10 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "common/process_memory.h"
 
 namespace zeroshard {
 namespace {
-
-// /proc/self/statm: size resident shared text lib data dt, in pages.
-bool ReadStatm(double* virtual_bytes, double* resident_bytes) {
-  std::ifstream in("/proc/self/statm");
-  long long size = 0, resident = 0;
-  if (!(in >> size >> resident)) return false;
-  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
-  *virtual_bytes = static_cast<double>(size) * page;
-  *resident_bytes = static_cast<double>(resident) * page;
-  return true;
-}
 
 std::optional<double> OpenFds() {
   DIR* dir = ::opendir("/proc/self/fd");
@@ -83,26 +73,6 @@ prometheus::MetricFamily One(const char* name, const char* help, prometheus::Met
 
 }  // namespace
 
-std::optional<double> ResidentMemoryBytes() {
-  double virtual_bytes = 0, resident_bytes = 0;
-  if (!ReadStatm(&virtual_bytes, &resident_bytes)) return std::nullopt;
-  return resident_bytes;
-}
-
-std::optional<double> PeakResidentMemoryBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmHWM:") {
-      double kib = 0;
-      if (in >> kib) return kib * 1024;
-      return std::nullopt;
-    }
-    in.ignore(1 << 16, '\n');
-  }
-  return std::nullopt;
-}
-
 std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
@@ -114,13 +84,12 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
                       "CPU seconds the coordinator process has used, user plus system.",
                       MetricType::Counter, cpu));
   }
-  double virtual_bytes = 0, resident_bytes = 0;
-  if (ReadStatm(&virtual_bytes, &resident_bytes)) {
+  if (const std::optional<ProcessMemory> mem = ReadProcessMemory()) {
     out.push_back(One("process_resident_memory_bytes", "Bytes of the process resident in RAM.",
-                      MetricType::Gauge, resident_bytes));
+                      MetricType::Gauge, mem->resident_bytes));
     out.push_back(One("process_virtual_memory_bytes",
                       "Bytes of the process's virtual address space.", MetricType::Gauge,
-                      virtual_bytes));
+                      mem->virtual_bytes));
   }
   if (std::optional<double> fds = OpenFds()) {
     out.push_back(

@@ -10,6 +10,7 @@
 // A figure that cannot be read (no /proc) is left out of the scrape rather
 // than reported as 0.
 //
+// This process's memory without Prometheus: common/process_memory.h.
 // Thread safety: Collect may run on any thread; it keeps no state.
 #pragma once
 
@@ -25,15 +26,5 @@ class ProcessMetrics : public prometheus::Collectable {
  public:
   std::vector<prometheus::MetricFamily> Collect() const override;
 };
-
-// This process's resident set size in bytes (/proc/self/statm), or nullopt
-// where /proc cannot be read. Workers report it in their step reports.
-std::optional<double> ResidentMemoryBytes();
-
-// This process's peak resident set size in bytes (VmHWM of
-// /proc/self/status), or nullopt where it cannot be read. Workers print it
-// when they finish (kPeakRssLinePrefix), and `zeroshard launch` collects it.
-std::optional<double> PeakResidentMemoryBytes();
-inline constexpr char kPeakRssLinePrefix[] = "zeroshard-worker: peak RSS (VmHWM) bytes ";
 
 }  // namespace zeroshard

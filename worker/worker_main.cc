@@ -10,7 +10,7 @@
 #include "common/cli.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
-#include "common/process_metrics.h"
+#include "common/process_memory.h"
 #include "common/process_setup.h"
 #include "common/rpc/grpc_log_limit.h"
 #include "common/rpc/security_flags.h"

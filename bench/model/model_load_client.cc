@@ -9,7 +9,7 @@
 // receives them into its engine's master shards.
 //
 // Usage: model_load_client --coordinator HOST:PORT --model DIR [--ranks 4]
-//        [--job default] [--streams 4]
+//        [--job default] [--streams 4] [--chunk-kib 1024]
 // Exit codes: 0 done, 1 failure (one line on stderr), 2 usage.
 #include <iostream>
 #include <string>
@@ -30,6 +30,7 @@ namespace {
 struct Flags {
   std::string coordinator, model, job = "default";
   int ranks = 4, streams = 4;
+  int64_t chunk_kib = 1024;  // fp32 KiB per DownloadRange chunk (BF16 travels as half).
 };
 
 // Rank `rank`'s shard of every unit: zeroed fp32 arrays, faulted in before
@@ -45,6 +46,7 @@ absl::Status LoadRank(const Flags& f, const ShardPlan& plan, int rank,
                       std::vector<std::vector<float>>& shards) {
   checkpoint::CheckpointClientOptions o;
   o.streams = f.streams;
+  o.chunk_bytes = f.chunk_kib << 10;
   ZS_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::CheckpointClient> client,
                       checkpoint::CheckpointClient::Connect(f.coordinator, o));
   std::vector<checkpoint::RestoreTarget> targets;
@@ -91,6 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", f.ranks, "world size N")->check(CLI::Range(1, 256));
   app.add_option("--job", f.job, "the coordinator's job id");
   app.add_option("--streams", f.streams, "download streams per rank")->check(CLI::Range(1, 64));
+  app.add_option("--chunk-kib", f.chunk_kib, "KiB of fp32 per DownloadRange chunk")
+      ->check(CLI::Range(1, 4032));  // The service's limit: 4 MiB - 64 KiB.
   if (auto code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   const absl::Status s = zeroshard::Run(f);
   if (!s.ok()) {
