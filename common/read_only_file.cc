@@ -34,11 +34,13 @@ struct Cachestat {
 };
 
 // 1 when every page of [offset, offset + size) is in the page cache, 0
-// when one is not, -1 where the kernel cannot say (no cachestat).
+// when one is not, -1 where the kernel cannot say (no cachestat). Pages are
+// the kernel's (4 KiB here, 16 or 64 KiB on some arm64 kernels).
 int CachedWhole(int fd, int64_t size, int64_t offset) {
-  const int64_t first = offset / kBlockBytes, last = (offset + size - 1) / kBlockBytes;
-  CachestatRange range{static_cast<uint64_t>(first * kBlockBytes),
-                       static_cast<uint64_t>((last - first + 1) * kBlockBytes)};
+  static const int64_t page = ::sysconf(_SC_PAGESIZE);
+  const int64_t first = offset / page, last = (offset + std::max<int64_t>(size, 1) - 1) / page;
+  CachestatRange range{static_cast<uint64_t>(first * page),
+                       static_cast<uint64_t>((last - first + 1) * page)};
   Cachestat stat{};
   if (::syscall(kCachestatSyscall, fd, &range, &stat, 0) != 0) return -1;
   return stat.nr_cache >= static_cast<uint64_t>(last - first + 1) ? 1 : 0;
@@ -81,19 +83,26 @@ absl::StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& path) {
   // the buffered descriptor alone.
   const char* off = std::getenv("ZEROSHARD_DIRECT_READS");
   const bool allowed = off == nullptr || std::string_view(off) != "0";
-  const int direct_fd = allowed ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  int direct_fd = allowed ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  // Without cachestat no range would ever read direct: say so at once.
+  if (direct_fd >= 0 && CachedWhole(fd, 1, 0) < 0) {
+    ::close(direct_fd);
+    direct_fd = -1;
+  }
   return ReadOnlyFile(path, fd, direct_fd);
 }
 
 ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
-      direct_fd_(std::exchange(other.direct_fd_, -1)) {}
+      direct_fd_(std::exchange(other.direct_fd_, -1)),
+      direct_refused_(other.direct_refused_.load()) {}
 
 ReadOnlyFile& ReadOnlyFile::operator=(ReadOnlyFile&& other) noexcept {
   std::swap(path_, other.path_);
   std::swap(fd_, other.fd_);
   std::swap(direct_fd_, other.direct_fd_);
+  direct_refused_ = other.direct_refused_.exchange(direct_refused_.load());
   return *this;  // `other` closes what this held.
 }
 
@@ -107,13 +116,18 @@ void ReadOnlyFile::AdviseWillNeed(int64_t offset, int64_t size) const {
 }
 
 bool ReadOnlyFile::ReadsDirect(int64_t size, int64_t offset) const {
-  return direct_fd_ >= 0 && size >= kMinDirectBytes && CachedWhole(fd_, size, offset) == 0;
+  return has_direct() && size >= kMinDirectBytes && CachedWhole(fd_, size, offset) == 0;
 }
 
 absl::Status ReadOnlyFile::Read(void* dst, int64_t size, int64_t offset) const {
   if (size <= 0) return absl::OkStatus();
-  if (ReadsDirect(size, offset)) return ReadDirect(static_cast<char*>(dst), size, offset);
+  if (ReadsDirect(size, offset)) return ReadUncached(dst, size, offset);
   return PReadFull(fd_, dst, size, offset, path_);
+}
+
+absl::Status ReadOnlyFile::ReadUncached(void* dst, int64_t size, int64_t offset) const {
+  if (!has_direct()) return PReadFull(fd_, dst, size, offset, path_);
+  return ReadDirect(static_cast<char*>(dst), size, offset);
 }
 
 absl::Status ReadOnlyFile::ReadDirect(char* dst, int64_t size, int64_t offset) const {
@@ -124,8 +138,12 @@ absl::Status ReadOnlyFile::ReadDirect(char* dst, int64_t size, int64_t offset) c
     const int64_t want = std::min(AlignUp(offset + size) - lo, kDirectBlockBytes);
     ssize_t got = ::pread(direct_fd_, bounce.get(), static_cast<size_t>(want), lo);
     if (got < 0 && errno == EINTR) continue;
-    // EINVAL: this file system takes O_DIRECT at open but not this read.
-    if (got < 0 && errno == EINVAL) return PReadFull(fd_, dst, size, offset, path_);
+    // EINVAL: this file system takes O_DIRECT at open but not its reads;
+    // buffered from here on, for this file.
+    if (got < 0 && errno == EINVAL) {
+      direct_refused_ = true;
+      return PReadFull(fd_, dst, size, offset, path_);
+    }
     if (got < 0) return ErrnoStatus(errno, "read", path_);
     const int64_t usable = std::min<int64_t>(got, want) - (offset - lo);
     if (usable <= 0) {

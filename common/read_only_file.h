@@ -7,7 +7,8 @@
 // cached (cachestat(2), Linux 6.5+): a range cached whole is copied from
 // the page cache; any other range is read straight from the disk into an
 // aligned bounce buffer (kDirectBlockBytes at a time) and copied out.
-// Where cachestat is missing, for reads under kMinDirectBytes, or with
+// Where cachestat is missing (probed at Open), after the file system
+// refused a direct read (EINVAL), for reads under kMinDirectBytes, or with
 // ZEROSHARD_DIRECT_READS=0 in the environment (a file system whose O_DIRECT
 // misbehaves; A/B benchmarks), it reads buffered, as a plain pread does.
 //
@@ -24,6 +25,7 @@
 // Thread safety: Read may be called from any number of threads at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -62,10 +64,15 @@ class ReadOnlyFile {
   }
   // posix_fadvise WILLNEED on the buffered descriptor (advice only).
   void AdviseWillNeed(int64_t offset, int64_t size) const;
-  // Whether a Read of that range would go to the disk directly (the
-  // descriptor exists, the range is large enough and not cached whole).
+  // Whether a Read of that range would go to the disk directly (direct
+  // reads are possible, the range is large enough and not cached whole).
   bool ReadsDirect(int64_t size, int64_t offset) const;
-  bool has_direct() const { return direct_fd_ >= 0; }
+  // The same bytes from the disk, whatever the cache holds (a caller that
+  // asked ReadsDirect already); buffered where direct reads are not possible.
+  absl::Status ReadUncached(void* dst, int64_t size, int64_t offset) const;
+  // Direct reads are possible: O_DIRECT opened, cachestat answers, and no
+  // read was refused (EINVAL) yet.
+  bool has_direct() const { return direct_fd_ >= 0 && !direct_refused_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -75,6 +82,7 @@ class ReadOnlyFile {
   std::string path_;
   int fd_ = -1;
   int direct_fd_ = -1;
+  mutable std::atomic<bool> direct_refused_{false};
 };
 
 }  // namespace zeroshard

@@ -91,7 +91,7 @@ absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_v
 absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,
                                         int64_t offset) {
   if (file.ReadsDirect(size, offset)) {  // From the disk: no cache to keep it in.
-    ZS_RETURN_IF_ERROR(file.Read(data, size, offset));
+    ZS_RETURN_IF_ERROR(file.ReadUncached(data, size, offset));
     return XXH64(data, static_cast<size_t>(size), 0);
   }
   Xxh64Stream hash;

@@ -33,6 +33,7 @@ class DeviceStore final : public OptimizerStore {
     const float* src[3] = {master, m, v};
     for (int k = 0; k < 3; ++k) {
       DeviceBuffer& b = units_[u][k];
+      if (src[k] == b.data()) continue;  // Written in place (Resident): kept as it is.
       ZS_RETURN_IF_ERROR(src[k] == nullptr ? device_->Memset(b.data(), 0, b.bytes())
                                            : device_->Copy(b.data(), src[k], b.bytes()));
     }

@@ -82,7 +82,9 @@ class OptimizerStore {
   const std::vector<int64_t>& sizes() const { return sizes_; }
 
   // Replaces unit u's state by host arrays of size(u) floats; null m or v
-  // (or master) means zeros. Returns once the caller's arrays are read.
+  // (or master) means zeros; an array that is the store's own (Resident(u),
+  // written in place) is kept as it is. Returns once the caller's arrays
+  // are read.
   virtual absl::Status Load(int u, const float* master, const float* m, const float* v) = 0;
   // Copies elements [offset, offset + length) of unit u into host memory;
   // a null destination is skipped. Returns once they have landed.
