@@ -16,7 +16,6 @@
 #include "absl/time/clock.h"
 #include "common/atomic_file.h"
 #include "common/status_macros.h"
-#include "prometheus/family.h"
 
 namespace zeroshard {
 namespace {
@@ -181,25 +180,6 @@ class Mirrors {
   bool thread_started_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class ReloadCollectable final : public prometheus::Collectable {
- public:
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    prometheus::MetricFamily f;
-    f.name = "zeroshard_tls_reloads_total";
-    f.help =
-        "Changed TLS certificate/key/CA files: applied (valid, handed to gRPC) or refused "
-        "(empty, partial or mismatched: the previous ones kept).";
-    f.type = prometheus::MetricType::Counter;
-    for (auto [result, n] : {std::pair{"applied", &g_applied}, std::pair{"refused", &g_refused}}) {
-      prometheus::ClientMetric m;
-      m.label.push_back({"result", result});
-      m.counter.value = static_cast<double>(n->load());
-      f.metric.push_back(m);
-    }
-    return {f};
-  }
-};
-
 }  // namespace
 
 std::string ValidateTlsSet(const std::string& ca, const std::string& cert, const std::string& key) {
@@ -231,8 +211,6 @@ absl::StatusOr<TlsFiles> MirrorTlsFiles(const TlsFiles& source) {
 
 std::string TlsServingProblem() { return Mirrors::Get().ServingProblem(); }
 
-std::shared_ptr<prometheus::Collectable> TlsReloadMetrics() {
-  return std::make_shared<ReloadCollectable>();
-}
+TlsReloadCounts TlsReloads() { return {g_applied.load(), g_refused.load()}; }
 
 }  // namespace zeroshard

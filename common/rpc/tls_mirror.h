@@ -20,7 +20,6 @@
 
 #include "absl/status/statusor.h"
 #include "common/rpc/rpc_security.h"
-#include "prometheus/collectable.h"
 
 namespace zeroshard {
 
@@ -39,8 +38,13 @@ std::string ValidateTlsSet(const std::string& ca, const std::string& cert, const
 // that it tells the truth about TLS being served.
 std::string TlsServingProblem();
 
-// zeroshard_tls_reloads_total{result="applied"|"refused"} for a /metrics
-// registry (every mirror of the process).
-std::shared_ptr<prometheus::Collectable> TlsReloadMetrics();
+// Changed TLS file sets this process applied or refused, every mirror
+// together (the coordinator exports them as zeroshard_tls_reloads_total,
+// server/rpc/tls_reload_metrics.h).
+struct TlsReloadCounts {
+  int64_t applied = 0;
+  int64_t refused = 0;
+};
+TlsReloadCounts TlsReloads();
 
 }  // namespace zeroshard

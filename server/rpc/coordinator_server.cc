@@ -12,6 +12,7 @@
 #include "server/rpc/auth_services.h"
 #include "server/rpc/coordinator_service.h"
 #include "server/rpc/kv_wait_calls.h"
+#include "server/rpc/tls_reload_metrics.h"
 
 namespace zeroshard {
 namespace {
