@@ -8,25 +8,7 @@
 namespace zeroshard::server {
 
 const char* ChangeReasonName(ChangeReason reason) {
-  switch (reason) {
-    case ChangeReason::kStart:
-      return "start";
-    case ChangeReason::kCoordinatorRestart:
-      return "coordinator_restart";
-    case ChangeReason::kJoin:
-      return "join";
-    case ChangeReason::kLeave:
-      return "leave";
-    case ChangeReason::kFailure:
-      return "failure";
-    case ChangeReason::kLeaseExpired:
-      return "lease_expired";
-    case ChangeReason::kRejoin:
-      return "rejoin";
-    case ChangeReason::kHandoff:
-      return "handoff";
-  }
-  return "start";
+  return WordOf(kChangeReasonWords, reason).data();  // Literals: NUL-terminated.
 }
 
 // A lost member rather than a scale event (join, leave, handoff) or a start.

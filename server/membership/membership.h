@@ -67,6 +67,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/enum_words.h"
 
 namespace zeroshard::server {
 
@@ -100,8 +101,16 @@ enum class ChangeReason {
   kRejoin,              // A worker joined again under its worker id.
   kHandoff,             // Ranks handed their state to the survivors and left.
 };
-// The metric label and log word: "start", "coordinator_restart", "join",
-// "leave", "failure", "lease_expired", "rejoin", "handoff".
+// The metric label and log word of each reason (common/enum_words.h).
+inline constexpr EnumWords<ChangeReason, 8> kChangeReasonWords{
+    {{ChangeReason::kStart, "start"},
+     {ChangeReason::kCoordinatorRestart, "coordinator_restart"},
+     {ChangeReason::kJoin, "join"},
+     {ChangeReason::kLeave, "leave"},
+     {ChangeReason::kFailure, "failure"},
+     {ChangeReason::kLeaseExpired, "lease_expired"},
+     {ChangeReason::kRejoin, "rejoin"},
+     {ChangeReason::kHandoff, "handoff"}}};
 const char* ChangeReasonName(ChangeReason reason);
 // A reason that counts as a failure of the job (failure, lease_expired, rejoin).
 bool IsFailureReason(ChangeReason reason);
