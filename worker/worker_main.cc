@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
               << health->port() << " (/healthz, /readyz)\n"
               << std::flush;
   }
+  f.options.stop = zeroshard::SignalStopToken();
   const absl::Status status = zeroshard::RunWorker(f.options);
   if (!status.ok()) {
     std::cerr << "zeroshard-worker: " << status.message() << "\n";
@@ -140,5 +141,5 @@ int main(int argc, char** argv) {
   if (std::optional<double> peak = zeroshard::PeakResidentMemoryBytes()) {
     std::cout << zeroshard::kPeakRssLinePrefix << static_cast<int64_t>(*peak) << "\n" << std::flush;
   }
-  return zeroshard::StopRequested() ? f.leave_exit_code : 0;
+  return f.options.stop.stop_requested() ? f.leave_exit_code : 0;
 }

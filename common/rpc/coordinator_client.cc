@@ -77,6 +77,11 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorClient::ReportFailure(
   return Call(&Stub::ReportFailure, request, "ReportFailure");
 }
 
+absl::StatusOr<v1::ReportHandoffResponse> CoordinatorClient::ReportHandoff(
+    const v1::ReportHandoffRequest& request) {
+  return Call(&Stub::ReportHandoff, request, "ReportHandoff");
+}
+
 absl::StatusOr<v1::GenerationInfo> CoordinatorClient::GetGeneration(
     const v1::GetGenerationRequest& request) {
   return Call(&Stub::GetGeneration, request, "GetGeneration");

@@ -57,6 +57,7 @@ class CoordinatorClient {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::Status Leave(const v1::LeaveRequest& request);
   absl::StatusOr<v1::ReportFailureResponse> ReportFailure(const v1::ReportFailureRequest& request);
+  absl::StatusOr<v1::ReportHandoffResponse> ReportHandoff(const v1::ReportHandoffRequest& request);
   absl::StatusOr<v1::GenerationInfo> GetGeneration(const v1::GetGenerationRequest& request);
 
   // Reads the WatchGeneration stream for up to `duration`, calling

@@ -107,13 +107,6 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
     return absl::InvalidArgumentError(absl::StrCat(
         "failed_rank = ", r.failed_rank(), " is not below world size ", membership_.world_size()));
   }
-  if (r.handoff()) {
-    ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now()));
-    DrainEventsLocked();
-    v1::ReportFailureResponse out;
-    out.set_generation(membership_.generation());
-    return out;
-  }
   // Escaped (C-style) before it reaches the log, the status and the job's
   // reason: a newline in it must not forge a log line.
   const std::string reason = absl::CEscape(r.reason());
@@ -125,6 +118,20 @@ absl::StatusOr<v1::ReportFailureResponse> CoordinatorCore::ReportFailure(
                                       "): ", reason));
   DrainEventsLocked();
   v1::ReportFailureResponse out;
+  out.set_generation(membership_.generation());
+  return out;
+}
+
+absl::StatusOr<v1::ReportHandoffResponse> CoordinatorCore::ReportHandoff(
+    const v1::ReportHandoffRequest& r) {
+  ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
+  ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
+  EffectsLock lock(this);
+  ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now()));
+  effects_.log.push_back(absl::StrCat("member ", r.member_id(), " reports a handoff of generation ",
+                                      r.generation(), " at step ", r.step()));
+  DrainEventsLocked();
+  v1::ReportHandoffResponse out;
   out.set_generation(membership_.generation());
   return out;
 }

@@ -123,6 +123,8 @@ class CoordinatorCore {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::Status Leave(const v1::LeaveRequest& request);
   absl::StatusOr<v1::ReportFailureResponse> ReportFailure(const v1::ReportFailureRequest& request);
+  // Membership::Handoff: ends the running generation as a handoff.
+  absl::StatusOr<v1::ReportHandoffResponse> ReportHandoff(const v1::ReportHandoffRequest& request);
   absl::StatusOr<v1::GenerationInfo> GetGeneration(const v1::GetGenerationRequest& request);
   // Blocks until a generation forms or ends after change number `seen`
   // (from a previous call; 0 = return at once), the deadline passes, or

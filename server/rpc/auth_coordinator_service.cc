@@ -52,6 +52,11 @@ class GuardedCoordinator final : public AsyncCoordinatorService {
     return Guard(c, "Coordinator/ReportFailure", q->member_id(),
                  [&] { return inner_->ReportFailure(c, q, a); });
   }
+  Status ReportHandoff(ServerContext* c, const v1::ReportHandoffRequest* q,
+                       v1::ReportHandoffResponse* a) override {
+    return Guard(c, "Coordinator/ReportHandoff", q->member_id(),
+                 [&] { return inner_->ReportHandoff(c, q, a); });
+  }
   Status GetGeneration(ServerContext* c, const v1::GetGenerationRequest* q,
                        v1::GenerationInfo* a) override {
     return Guard(c, "Coordinator/GetGeneration", 0, [&] { return inner_->GetGeneration(c, q, a); });

@@ -31,6 +31,7 @@ const std::vector<RpcPolicy>& AllPolicies() {
       {"Coordinator/HeartbeatStream", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/Leave", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/ReportFailure", Role::kWorker, MemberRule::kSelf},
+      {"Coordinator/ReportHandoff", Role::kWorker, MemberRule::kSelf},
       {"Coordinator/GetGeneration", Role::kWorker, MemberRule::kNone},
       {"Coordinator/WatchGeneration", Role::kWorker, MemberRule::kNone},
       {"Coordinator/KvSet", Role::kWorker, MemberRule::kRank},

@@ -41,6 +41,12 @@ grpc::Status CoordinatorService::ReportFailure(grpc::ServerContext*,
   return Reply(core_->ReportFailure(*request), response);
 }
 
+grpc::Status CoordinatorService::ReportHandoff(grpc::ServerContext*,
+                                               const v1::ReportHandoffRequest* request,
+                                               v1::ReportHandoffResponse* response) {
+  return Reply(core_->ReportHandoff(*request), response);
+}
+
 grpc::Status CoordinatorService::GetGeneration(grpc::ServerContext*,
                                                const v1::GetGenerationRequest* request,
                                                v1::GenerationInfo* response) {

@@ -34,6 +34,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
                      v1::LeaveResponse* response) override;
   grpc::Status ReportFailure(grpc::ServerContext*, const v1::ReportFailureRequest* request,
                              v1::ReportFailureResponse* response) override;
+  grpc::Status ReportHandoff(grpc::ServerContext*, const v1::ReportHandoffRequest* request,
+                             v1::ReportHandoffResponse* response) override;
   grpc::Status GetGeneration(grpc::ServerContext*, const v1::GetGenerationRequest* request,
                              v1::GenerationInfo* response) override;
   grpc::Status WatchGeneration(grpc::ServerContext* context,

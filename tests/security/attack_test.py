@@ -196,6 +196,9 @@ def attacks(d, attacker, admin, pb, status, workers):
         job_id=job, member_id=joined.member_id, generation=gen, failed_rank=-1,
         reason="forged"))[0] for _ in range(21)}
     check(codes == {"PERMISSION_DENIED"}, f"21 ReportFailures by a member without a rank: {codes}")
+    code, _ = attacker.call(attacker.coord, "ReportHandoff", c.ReportHandoffRequest(
+        job_id=job, member_id=joined.member_id, generation=gen, step=1))
+    check(code == "PERMISSION_DENIED", f"ReportHandoff by a member without a rank: {code}")
     code, _ = attacker.call(attacker.coord, "ReportStep", c.StepReport(
         job_id=job, member_id=joined.member_id, generation=gen, rank=0, step=STEPS, loss=1.0,
         val_loss=float("nan")))

@@ -82,6 +82,7 @@ class AuthTableTest : public ::testing::Test {
     ZS_UNARY(s, Coordinator, Heartbeat, v1::HeartbeatRequest, v1::HeartbeatResponse);
     ZS_UNARY(s, Coordinator, Leave, v1::LeaveRequest, v1::LeaveResponse);
     ZS_UNARY(s, Coordinator, ReportFailure, v1::ReportFailureRequest, v1::ReportFailureResponse);
+    ZS_UNARY(s, Coordinator, ReportHandoff, v1::ReportHandoffRequest, v1::ReportHandoffResponse);
     ZS_UNARY(s, Coordinator, GetGeneration, v1::GetGenerationRequest, v1::GenerationInfo);
     ZS_UNARY(s, Coordinator, KvSet, v1::KvSetRequest, v1::KvSetResponse);
     ZS_UNARY(s, Coordinator, KvGet, v1::KvGetRequest, v1::KvGetResponse);

@@ -85,6 +85,12 @@ TEST_F(ImpersonationTest, AnotherMembersIdIsRefused) {
   f.set_generation(1);
   ExpectDenied(b_->ReportFailure(f).status());
 
+  v1::ReportHandoffRequest handoff;
+  handoff.set_job_id("imp");
+  handoff.set_member_id(a_id_);
+  handoff.set_generation(1);
+  ExpectDenied(b_->ReportHandoff(handoff).status());
+
   v1::LeaveRequest leave;
   leave.set_job_id("imp");
   leave.set_member_id(a_id_);

@@ -133,13 +133,17 @@ TEST(MembershipTest, JoinerWaitsForAHandoffAtAStepBoundaryWithinTheGrace) {
     EXPECT_EQ(h.core->generation(), 1u);
     EXPECT_EQ(h.core->state(), GenerationState::kRunning);
     if (hand_off) {
-      v1::ReportFailureRequest r;
+      v1::ReportHandoffRequest r;
       r.set_job_id("job");
-      r.set_member_id(ids[1]);
+      r.set_member_id(ids[2]);
       r.set_generation(1);
-      r.set_failed_rank(-1);
-      r.set_handoff(true);
-      ASSERT_TRUE(h.core->ReportFailure(r).ok());
+      r.set_step(7);
+      EXPECT_TRUE(absl::IsPermissionDenied(h.core->ReportHandoff(r).status()))
+          << "a member that holds no rank cannot end the generation";
+      r.set_member_id(ids[1]);
+      ASSERT_TRUE(h.core->ReportHandoff(r).ok());
+      EXPECT_TRUE(absl::IsAborted(h.core->ReportHandoff(r).status()))
+          << "a second report names an ended generation";
       h.Advance(absl::Milliseconds(10));
       ASSERT_EQ(h.core->generation(), 2u) << "the handoff forms the next generation at once";
       EXPECT_NE(h.metrics.Render().find("reason=\"handoff\""), std::string::npos);

@@ -7,7 +7,6 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
-#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 namespace {

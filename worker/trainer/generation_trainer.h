@@ -36,9 +36,11 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/engine/sharded_engine.h"
 #include "worker/model/causal_lm.h"
+#include "worker/trainer/lifecycle.h"
 #include "worker/trainer/peer_replica.h"
 #include "worker/trainer/step_record.h"
 #include "worker/trainer/step_reporter.h"
+#include "worker/trainer/stop_token.h"
 #include "worker/trainer/worker_session.h"
 
 namespace zeroshard {
@@ -52,8 +54,9 @@ struct GenerationContext {
   uint64_t generation = 0;
   int rank = 0;
   int world_size = 1;
-  // Whether this rank wants to leave the job (SIGTERM); null = never.
-  std::function<bool()> leave_requested;
+  // Set when this rank is to leave the job (SIGTERM): it says so at the
+  // next step boundary (StepFlags::leave).
+  StopToken stop;
   // Peer redundancy's copies, refreshed as the generation starts and every
   // job.redundancy_every steps; null = off.
   PeerReplica* replica = nullptr;
@@ -96,7 +99,7 @@ class GenerationTrainer {
   GenerationTrainer(const GenerationContext& ctx, Communicator* control, ShardedEngine* engine,
                     UnitHooks* hooks);
   // Trains steps [start_step, job.steps). OK when the job's steps are done,
-  // when an operator stopped the job (WorkerSession::StopRequested: the
+  // when an operator stopped the job (WorkerSession::JobStopped: the
   // ranks agree on the step, save a checkpoint there and end as if it were
   // the last), or when the ranks agreed to yield at a step boundary (then
   // yielded() is set); ABORTED when the generation ended under it; the first
@@ -129,8 +132,11 @@ class GenerationTrainer {
   // The record's events (StepRecord::events): the generation's start on its
   // first record, the early stop agreed in this Publish.
   void NoteEvents(StepRecord& record);
-  // This rank's yield flags for the step record's all-gather.
-  double MyYieldFlags() const;
+  // This rank's flags for the step record's all-gather.
+  StepFlags MyStepFlags() const;
+  // Sets stop_ and yield_ from the lifecycle's decision on the committed
+  // step `step` (lifecycle.h: kStopTraining, kYield).
+  void AgreeAtStepBoundary(int64_t step, const LifecycleDecision& d);
   // `clip_coef`: the step's clipping multiplier (StepResult::clip_coef).
   void ReportToCoordinator(const StepRecord& record, double clip_coef);
   absl::Status MaybeCheckpoint(int64_t step, bool requested);

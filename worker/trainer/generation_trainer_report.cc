@@ -1,5 +1,6 @@
 // GenerationTrainer: the per-step record (all-gather of rank figures, JSONL
 // log on rank 0, step reports to the coordinator) and checkpoint saves.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -19,9 +20,6 @@ namespace {
 constexpr int kGatherDoubles = RankStepStats::kDoubles + 2;
 constexpr int kCheckpointSlot = RankStepStats::kDoubles;
 constexpr int kYieldSlot = RankStepStats::kDoubles + 1;
-constexpr int kYieldJoin = 1;   // Rank 0: a member waits to be admitted.
-constexpr int kYieldLeave = 2;  // This rank leaves.
-constexpr int kYieldStop = 4;   // An operator stopped the job (StopJob).
 
 void FillMemory(const MemoryByKind& m, v1::MemoryBytes* out) {
   out->set_params(m.params);
@@ -44,19 +42,17 @@ absl::Status GenerationTrainer::Publish(int64_t step, const StepOutcome& outcome
   if (ctx_.rank == 0 && ctx_.checkpoints != nullptr) {
     mine[kCheckpointSlot] = PollCheckpointTrigger() ? 1 : 0;
   }
-  mine[kYieldSlot] = MyYieldFlags();
+  mine[kYieldSlot] = MyStepFlags().Encode();
   ZS_ASSIGN_OR_RETURN(const std::vector<double> all,
                       AllGatherControl(*comm_, mine, ctx_.job->collective_timeout()));
   *checkpoint_requested = all[kCheckpointSlot] != 0;
-  yield_.reset();
+  LifecycleEvent committed{LifecycleEventKind::kStepCommitted};
+  committed.last_step = step >= ctx_.job->steps;
   for (int r = 0; r < ctx_.world_size; ++r) {
-    int flags = static_cast<int>(all[static_cast<size_t>(r) * kGatherDoubles + kYieldSlot]);
-    stop_ |= (flags & kYieldStop) != 0;
-    flags &= ~kYieldStop;
-    if (flags == 0) continue;
-    if (!yield_) yield_ = YieldInfo{step, {}};
-    if (flags & kYieldLeave) yield_->leaving.push_back(r);
+    committed.flags.push_back(
+        StepFlags::Decode(all[static_cast<size_t>(r) * kGatherDoubles + kYieldSlot]));
   }
+  AgreeAtStepBoundary(step, Decide({LifecyclePhase::kTraining}, committed));
 
   StepRecord record;
   record.step = step;
@@ -91,18 +87,25 @@ void GenerationTrainer::NoteEvents(StepRecord& record) {
   }
   if (stop_) {
     record.events.push_back("stopped");
-  } else if (yield_ && record.step < ctx_.job->steps) {
+  } else if (yield_) {
     record.events.push_back(yield_->leaving.empty() ? "handed_off" : "left");
     record.leaving = yield_->leaving;
   }
 }
 
-double GenerationTrainer::MyYieldFlags() const {
-  int flags = 0;
-  if (ctx_.rank == 0 && ctx_.session->ChangePending()) flags |= kYieldJoin;
-  if (ctx_.leave_requested && ctx_.leave_requested()) flags |= kYieldLeave;
-  if (ctx_.session->JobStopped()) flags |= kYieldStop;
-  return flags;
+StepFlags GenerationTrainer::MyStepFlags() const {
+  return {.member_waiting = ctx_.rank == 0 && ctx_.session->ChangePending(),
+          .leave = ctx_.stop.stop_requested(),
+          .job_stopped = ctx_.session->JobStopped()};
+}
+
+void GenerationTrainer::AgreeAtStepBoundary(int64_t step, const LifecycleDecision& d) {
+  const auto has = [&d](LifecycleAction a) {
+    return std::find(d.actions.begin(), d.actions.end(), a) != d.actions.end();
+  };
+  stop_ = has(LifecycleAction::kStopTraining);
+  yield_.reset();
+  if (has(LifecycleAction::kYield)) yield_ = YieldInfo{step, d.leaving};
 }
 
 void GenerationTrainer::ReportToCoordinator(const StepRecord& record, double clip_coef) {

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 
@@ -27,9 +26,10 @@ bool JobEnded(const v1::JobStatus& status) {
 absl::StatusOr<std::unique_ptr<WorkerSession>> JoinJob(CoordinatorClient& client,
                                                        const WorkerSession::Identity& identity,
                                                        const ModelConfig& model,
-                                                       absl::Duration held_id_wait) {
-  auto session = WorkerSession::Join(client, identity, ModelUnits(model), held_id_wait);
-  if (!session.ok() && StopRequested()) {
+                                                       absl::Duration held_id_wait,
+                                                       StopToken stop) {
+  auto session = WorkerSession::Join(client, identity, ModelUnits(model), held_id_wait, stop);
+  if (!session.ok() && stop.stop_requested()) {
     // A stop that came while joining (or rejoining) is a leave, not an error.
     std::cout << "stop requested while joining (" << session.status().message() << "): exiting\n"
               << std::flush;

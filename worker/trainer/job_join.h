@@ -20,11 +20,11 @@ absl::Status EndedJobOutcome(const v1::JobStatus& status);
 bool JobEnded(const v1::JobStatus& status);
 
 // Joins the job. A null session with OK when there is nothing to do: the
-// job completed meanwhile, or a stop (SIGTERM) came while joining; the
+// job completed meanwhile, or `stop` (SIGTERM) came while joining; the
 // job's failure if it failed; else the Join's error.
 absl::StatusOr<std::unique_ptr<WorkerSession>> JoinJob(CoordinatorClient& client,
                                                        const WorkerSession::Identity& identity,
                                                        const ModelConfig& model,
-                                                       absl::Duration held_id_wait);
+                                                       absl::Duration held_id_wait, StopToken stop);
 
 }  // namespace zeroshard

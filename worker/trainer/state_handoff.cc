@@ -77,18 +77,14 @@ absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const 
     std::cout << "generation " << ctx.generation << ": the handoff's closing barrier failed ("
               << met.message() << "); keeping this rank's handed-off state\n"
               << std::flush;
-    return YieldOutcome::kHandedOff;
+    return YieldOutcome::kKept;
   }
-  if (leaving) {
-    ctx.session->Leave();
-    return YieldOutcome::kLeft;
-  }
+  if (leaving) return YieldOutcome::kGaveAway;
   int first_survivor = 0;
   while (std::find(y.leaving.begin(), y.leaving.end(), first_survivor) != y.leaving.end()) {
     ++first_survivor;
   }
-  if (ctx.rank == first_survivor) ctx.session->ReportHandoff(ctx.generation, y.step);
-  return YieldOutcome::kHandedOff;
+  return ctx.rank == first_survivor ? YieldOutcome::kKeptFirstSurvivor : YieldOutcome::kKept;
 }
 
 }  // namespace zeroshard

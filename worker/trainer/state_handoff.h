@@ -7,9 +7,10 @@
 // latest committed checkpoint (or the initial weights), and the log says
 // why live resharding was not possible.
 // At a yield (generation_trainer.h's YieldInfo): every rank snapshots its
-// state; ranks that leave give their shards to the survivors first; one
-// survivor tells the coordinator the generation ended by a handoff, and a
-// leaving rank sends Leave.
+// state, and ranks that leave give their shards to the survivors first.
+// What the ranks tell the coordinator afterwards (the first survivor
+// reports the handoff, a leaving rank sends Leave) is the lifecycle's
+// decision (lifecycle.h).
 //
 // Thread safety: the training thread only. Both functions are collective
 // over `control`.
@@ -33,11 +34,14 @@ absl::StatusOr<GenerationStart> LoadBestState(const GenerationContext& ctx,
                                               const std::vector<UnitSpec>& units,
                                               ShardedEngine& engine, Communicator& control);
 
-enum class YieldOutcome { kHandedOff, kLeft };
+enum class YieldOutcome {
+  kKept,               // A survivor holds its part (`held`).
+  kKeptFirstSurvivor,  // The same, on the survivor that reports the handoff.
+  kGaveAway,           // A leaving rank: its shard is with the survivors.
+};
 
-// Hands the state over at `y`: kHandedOff with `held` set on a survivor,
-// kLeft on a leaving rank (after it sent Leave). A survivor whose closing
-// barrier fails after it holds its part still returns kHandedOff (the next
+// Hands the state over at `y`. A survivor whose closing barrier fails after
+// it holds its part still returns kKept, without reporting (the next
 // generation checks that every shard has a holder); any other failure is
 // the error.
 absl::StatusOr<YieldOutcome> HandOffAtYield(const GenerationContext& ctx, const YieldInfo& y,

@@ -3,18 +3,16 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
-
 namespace zeroshard {
 namespace {
 
-// Lock-free, so reading and writing it from a handler is safe.
-std::atomic<bool> g_stop_requested{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
+// The only process-wide stop flag: the signal handler needs a place it can
+// reach. Everything else reads it through the token main passes on.
+StopSource g_signal_stop;
 
-// Only async-signal-safe calls here: write(2) and _exit(2).
+// Only async-signal-safe calls here: a lock-free atomic, write(2) and _exit(2).
 void OnStopSignal(int sig) {
-  if (g_stop_requested.exchange(true)) {
+  if (g_signal_stop.RequestStop()) {
     constexpr char kAgain[] = "zeroshard-worker: second stop signal: exiting now\n";
     (void)!write(STDERR_FILENO, kAgain, sizeof(kAgain) - 1);
     _exit(128 + sig);
@@ -36,8 +34,6 @@ void InstallStopSignalHandlers() {
   sigaction(SIGINT, &action, nullptr);
 }
 
-bool StopRequested() { return g_stop_requested.load(std::memory_order_relaxed); }
-
-void RequestStop() { g_stop_requested.store(true); }
+StopToken SignalStopToken() { return g_signal_stop.token(); }
 
 }  // namespace zeroshard

@@ -1,20 +1,22 @@
-// A worker's stop request: SIGTERM or SIGINT (Kubernetes' pod deletion,
-// Ctrl-C) asks the worker to leave the job gracefully. The handler only sets
-// an atomic flag (async-signal-safe); the trainer checks it at each step
-// boundary and the generation wait polls it, then the worker sends Leave and
-// exits 0. A second signal ends the process at once (_exit(128 + signal)).
+// The worker process's stop request: SIGTERM or SIGINT (Kubernetes' pod
+// deletion, Ctrl-C) asks the worker to leave the job gracefully. The
+// handler only sets the process's StopSource (stop_token.h; one lock-free
+// atomic, async-signal-safe); main hands SignalStopToken() to RunWorker,
+// which passes the token on to whatever checks it (the step boundary, the
+// generation wait, a join). A second signal ends the process at once
+// (_exit(128 + signal)).
 //
-// Thread safety: StopRequested and RequestStop may be called from any
-// thread; InstallStopSignalHandlers once, from main, before other threads.
+// Thread safety: SignalStopToken may be called from any thread;
+// InstallStopSignalHandlers once, from main, before other threads.
 #pragma once
+
+#include "worker/trainer/stop_token.h"
 
 namespace zeroshard {
 
 // Installs the SIGTERM/SIGINT handlers (sigaction, SA_RESTART).
 void InstallStopSignalHandlers();
-// Whether a stop was requested (by a signal or RequestStop).
-bool StopRequested();
-// Sets the flag as the first signal does (for tests and embedders).
-void RequestStop();
+// The token the handlers' source sets.
+StopToken SignalStopToken();
 
 }  // namespace zeroshard

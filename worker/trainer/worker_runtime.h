@@ -23,12 +23,12 @@
 // - its own error (bad config, unreachable coordinator, ...): that error.
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/rpc/rpc_security.h"
+#include "worker/trainer/stop_token.h"
 
 namespace zeroshard {
 
@@ -49,9 +49,10 @@ struct WorkerOptions {
   // After a failed collective: how long to wait for the coordinator to end
   // the generation before giving up (covers a lease timeout).
   absl::Duration generation_end_timeout = absl::Seconds(60);
-  // Polled at step boundaries: true = hand off this worker's shard and
-  // leave (SIGTERM). Null = never.
-  std::function<bool()> leave_requested;
+  // Set: hand off this worker's shard at the next step boundary and leave
+  // (SIGTERM; stop_signal.h's SignalStopToken in the worker process), or
+  // leave at once while joining or waiting for a generation. Default: never.
+  StopToken stop;
 };
 
 // Returns OK when the job's steps are done, the job had completed already,

@@ -10,28 +10,27 @@
 #include "common/host_name.h"
 #include "common/rpc/plan_proto.h"
 #include "worker/health/worker_health.h"
-#include "worker/trainer/stop_signal.h"
 
 namespace zeroshard {
 
 absl::StatusOr<v1::JobStatus> WorkerSession::ProbeJob(CoordinatorClient& client,
-                                                      absl::Duration timeout) {
+                                                      absl::Duration timeout, StopToken stop) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last;
-  while (absl::Now() < deadline && !StopRequested()) {
+  while (absl::Now() < deadline && !stop.stop_requested()) {
     auto status = client.GetJobStatus(v1::GetJobStatusRequest());
     if (status.ok()) return status;
     last = status.status();
     if (last.code() != absl::StatusCode::kUnavailable) return last;
     absl::SleepFor(absl::Milliseconds(200));
   }
-  if (StopRequested()) return absl::CancelledError("leave requested");
+  if (stop.stop_requested()) return absl::CancelledError("leave requested");
   return absl::UnavailableError(last.ok() ? "timed out" : std::string(last.message()));
 }
 
 absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
     CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units,
-    absl::Duration held_id_wait) {
+    absl::Duration held_id_wait, StopToken stop) {
   v1::JoinRequest request;
   request.set_job_id(identity.job_id);
   request.set_worker_id(identity.worker_id);
@@ -51,18 +50,20 @@ absl::StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Join(
   request.set_hostname(label(HostName().c_str()));
   request.set_pod(label(std::getenv("POD_NAME")));
   UnitSpecsToProto(units, request.mutable_units());
-  auto joined = client.JoinRetryingHeldId(request, held_id_wait, StopRequested);
+  auto joined =
+      client.JoinRetryingHeldId(request, held_id_wait, [stop] { return stop.stop_requested(); });
   if (!joined.ok()) return joined.status();
-  return std::unique_ptr<WorkerSession>(new WorkerSession(client, identity, *joined));
+  return std::unique_ptr<WorkerSession>(new WorkerSession(client, identity, *joined, stop));
 }
 
 WorkerSession::WorkerSession(CoordinatorClient& client, Identity identity,
-                             const v1::JoinResponse& joined)
+                             const v1::JoinResponse& joined, StopToken stop)
     : client_(client),
       beats_(&client),
       identity_(std::move(identity)),
       member_id_(joined.member_id()),
-      interval_(absl::Milliseconds(std::max<int64_t>(50, joined.heartbeat_interval_ms()))) {
+      interval_(absl::Milliseconds(std::max<int64_t>(50, joined.heartbeat_interval_ms()))),
+      stop_token_(stop) {
   WorkerHealth::Process().RecordContact(absl::Now(), /*in_running_generation=*/false);
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
@@ -122,7 +123,7 @@ absl::StatusOr<v1::GenerationInfo> WorkerSession::AwaitGeneration(absl::Duration
         return absl::NotFoundError(
             "the coordinator no longer knows this member (lease expired or coordinator restarted)");
     }
-    if (StopRequested()) return absl::CancelledError("leave requested");
+    if (stop_token_.stop_requested()) return absl::CancelledError("leave requested");
     auto info = client_.GetGeneration(request);
     if (info.ok() && info->job_state() == v1::JOB_STATE_FAILED) {
       return absl::FailedPreconditionError(
@@ -190,14 +191,12 @@ void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const st
 }
 
 void WorkerSession::ReportHandoff(uint64_t generation, int64_t step) {
-  v1::ReportFailureRequest request;
+  v1::ReportHandoffRequest request;
   request.set_job_id(identity_.job_id);
   request.set_member_id(member_id_);
   request.set_generation(generation);
-  request.set_failed_rank(-1);
-  request.set_handoff(true);
-  request.set_reason(absl::StrCat("state handed over live at step ", step));
-  (void)client_.ReportFailure(request);  // Best effort: the handoff grace covers a lost one.
+  request.set_step(step);
+  (void)client_.ReportHandoff(request);  // Best effort: the handoff grace covers a lost one.
 }
 
 bool WorkerSession::ChangePending() const {

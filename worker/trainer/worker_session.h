@@ -19,6 +19,7 @@
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/heartbeat_stream_client.h"
 #include "common/shard_plan.h"
+#include "worker/trainer/stop_token.h"
 
 namespace zeroshard {
 
@@ -32,24 +33,26 @@ class WorkerSession {
 
   // Reads the job (id and config) from the coordinator, retrying while it is
   // unreachable; UNAVAILABLE with the last error after `timeout`; CANCELLED
-  // once StopRequested() (stop_signal.h).
-  static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout);
+  // once `stop` is set.
+  static absl::StatusOr<v1::JobStatus> ProbeJob(CoordinatorClient& client, absl::Duration timeout,
+                                                StopToken stop = {});
 
   // Joins with the model's units and starts heartbeats. A Join refused
   // because a live member holds the worker id (this worker's previous run,
   // e.g. a restarted pod, whose lease has not lapsed yet) is retried for up
   // to `held_id_wait` (CoordinatorClient::JoinRetryingHeldId; CANCELLED once
-  // StopRequested()). Other errors: the Join's, at once.
+  // `stop` is set). Other errors: the Join's, at once. The session keeps
+  // `stop` for AwaitGeneration.
   static absl::StatusOr<std::unique_ptr<WorkerSession>> Join(
       CoordinatorClient& client, const Identity& identity, const std::vector<UnitSpec>& units,
-      absl::Duration held_id_wait = absl::ZeroDuration());
+      absl::Duration held_id_wait = absl::ZeroDuration(), StopToken stop = {});
   ~WorkerSession();  // Stops the heartbeat thread (does not Leave).
 
   // Blocks until a running generation includes this member, or the job has
   // completed (the info's job_state is JOB_STATE_COMPLETED: nothing left to
   // train). FAILED_PRECONDITION "job ... failed: <reason>" when the job has
-  // failed; CANCELLED "leave requested" once StopRequested()
-  // (stop_signal.h); DEADLINE_EXCEEDED after `timeout`; NOT_FOUND if the
+  // failed; CANCELLED "leave requested" once the stop token given to Join
+  // is set; DEADLINE_EXCEEDED after `timeout`; NOT_FOUND if the
   // lease expired (Join again).
   absl::StatusOr<v1::GenerationInfo> AwaitGeneration(absl::Duration timeout);
 
@@ -77,8 +80,8 @@ class WorkerSession {
   bool ChangePending() const;
   // A heartbeat reply said an operator stopped the job (StopJob): the
   // ranks save at their next step boundary and complete the job there.
-  // Stays true once seen. (Not stop_signal.h's StopRequested: that is this
-  // worker's own SIGTERM.)
+  // Stays true once seen. (Not the stop token: that is this worker's own
+  // SIGTERM.)
   bool JobStopped() const;
   // Best effort (the lease covers a lost Leave). `job_completed`: this
   // worker trained the job's last step.
@@ -89,7 +92,8 @@ class WorkerSession {
   CoordinatorClient& client() { return client_; }
 
  private:
-  WorkerSession(CoordinatorClient& client, Identity identity, const v1::JoinResponse& joined);
+  WorkerSession(CoordinatorClient& client, Identity identity, const v1::JoinResponse& joined,
+                StopToken stop);
   void HeartbeatLoop();
   bool EndedLocked(uint64_t generation) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -99,6 +103,7 @@ class WorkerSession {
   Identity identity_;
   uint64_t member_id_;
   absl::Duration interval_;
+  StopToken stop_token_;
   absl::Mutex callback_mu_;  // Held while on_end_ runs; taken before mu_.
   mutable absl::Mutex mu_;
   uint64_t latest_generation_ ABSL_GUARDED_BY(mu_) = 0;
