@@ -8,7 +8,7 @@
 // which sleep 100 ms after each idle second of polling; while they slept
 // no thread polled the sockets, and every RPC of the server (heartbeats
 // included) could stall ~100 ms once a second (p99 ~90 ms on an idle
-// server, tests/server/kv_wait_load_test.cc). A queue this thread blocks on
+// server, tests/server/kv/kv_wait_load_test.cc). A queue this thread blocks on
 // polls like any sync worker.
 //
 // Each call is authorized by the AuthGate ("Coordinator/KvWait") before it

@@ -2,7 +2,7 @@
 // into pieces of the saved plan's data and zero padding, and a checkpoint
 // of another model refused.
 #include "gtest/gtest.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "worker/checkpoint/reshard.h"
 
 namespace zeroshard::testing {

@@ -14,8 +14,8 @@
 #include "common/rpc/rpc_security.h"
 #include "common/secret_file.h"
 #include "gtest/gtest.h"
-#include "server/core_test_util.h"
 #include "server/rpc/auth_gate.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard {

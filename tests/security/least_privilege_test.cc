@@ -16,7 +16,7 @@
 #include "common/rpc/plan_proto.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_stack.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 

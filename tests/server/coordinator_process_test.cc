@@ -11,8 +11,8 @@
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
-#include "server/http_get.h"
-#include "support/subprocess.h"
+#include "tests/server/http_get.h"
+#include "tests/support/subprocess.h"
 
 namespace zeroshard {
 namespace {

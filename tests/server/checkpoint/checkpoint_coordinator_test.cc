@@ -4,7 +4,7 @@
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_host.h"
 #include "server/rpc/coordinator_server.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"

@@ -5,7 +5,7 @@
 // stopped job stays stopped across a restart unless its config raises
 // `steps` above the config it was stopped under.
 #include "common/job_config.h"
-#include "server/core_test_util.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::server {

@@ -13,10 +13,10 @@
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
-#include "server/http_get.h"
 #include "server/rpc/coordinator_server.h"
-#include "support/exposition.h"
-#include "support/subprocess.h"
+#include "tests/server/http_get.h"
+#include "tests/support/exposition.h"
+#include "tests/support/subprocess.h"
 
 namespace zeroshard {
 namespace {

@@ -7,7 +7,7 @@
 // generation forms.
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
-#include "server/core_test_util.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::server {

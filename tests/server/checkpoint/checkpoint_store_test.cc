@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "gtest/gtest.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::testing {

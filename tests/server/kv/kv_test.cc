@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/core_test_util.h"
 #include "server/kv/kv_owner.h"
 #include "server/kv/kv_store.h"
+#include "tests/server/core_test_util.h"
 
 namespace zeroshard::server {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "common/job_config.h"
 #include "gtest/gtest.h"
-#include "server/core_test_util.h"
 #include "server/state/durable_state.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::server {

@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
-#include "server/core_test_util.h"
-#include "support/subprocess.h"
+#include "tests/server/core_test_util.h"
+#include "tests/support/subprocess.h"
 
 namespace zeroshard::server {
 namespace {

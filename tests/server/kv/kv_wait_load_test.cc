@@ -18,8 +18,8 @@
 #include "common/rpc/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "server/http_get.h"
-#include "support/subprocess.h"
+#include "tests/server/http_get.h"
+#include "tests/support/subprocess.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 
 namespace zeroshard {

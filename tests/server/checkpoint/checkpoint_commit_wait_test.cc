@@ -6,7 +6,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::testing {

@@ -12,7 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "server/checkpoint/checkpoint_export.h"
 #include "server/checkpoint/checkpoint_store.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::testing {

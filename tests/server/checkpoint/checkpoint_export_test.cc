@@ -13,7 +13,7 @@
 #include "common/safetensors.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::testing {

@@ -16,7 +16,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"

@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "server/core/coordinator_core.h"
-#include "server/core_test_util.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 
 namespace zeroshard::server {

@@ -3,12 +3,15 @@
 // every survivor sees a generation of 63 within lease timeout + 1 s of the
 // victim's last heartbeat. The lease (2 s) leaves room for a loaded
 // 2-core machine to delay the survivors' heartbeats without expiring them.
+#include <array>
 #include <atomic>
+#include <functional>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace zeroshard {
 namespace {
@@ -45,9 +48,11 @@ struct Worker {
   return ::testing::AssertionSuccess();
 }
 
-// kThreads threads heartbeat every worker each kInterval, recording what
-// each reply shows, until Stop (or destruction); SilenceVictim stops the
-// victim's heartbeats.
+// kThreads threads heartbeat every worker each kInterval (the simulated
+// workers' cadence), recording what each reply shows, until Stop (or
+// destruction); SilenceVictim stops the victim's heartbeats and returns
+// once no victim heartbeat is in flight. AwaitUntil wakes on every round a
+// thread completes: the test waits for conditions, never for time.
 class Heartbeats {
  public:
   Heartbeats(CoordinatorClient& client, std::vector<Worker>& workers)
@@ -56,7 +61,23 @@ class Heartbeats {
   }
   ~Heartbeats() { Stop(); }
 
-  void SilenceVictim() { victim_silent_.store(true); }
+  // Returns when the victim's thread has begun a round after the silence,
+  // so its last heartbeat's reply is recorded.
+  void SilenceVictim() {
+    absl::MutexLock lock(&mu_);
+    const int64_t seen = rounds_[kVictim % kThreads];
+    victim_silent_.store(true);
+    const auto passed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return rounds_[kVictim % kThreads] >= seen + 2;
+    };
+    mu_.Await(absl::Condition(&passed));
+  }
+  // Whether `done` held within `timeout`, checked after every round.
+  bool AwaitUntil(const std::function<bool()>& done, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    const auto holds = [&done] { return done(); };
+    return mu_.AwaitWithTimeout(absl::Condition(&holds), timeout);
+  }
   void Stop() {
     stop_.store(true);
     for (auto& t : threads_) {
@@ -84,7 +105,11 @@ class Heartbeats {
           workers_[i].saw_63_at_ns.store(absl::ToUnixNanos(absl::Now()));
         }
       }
-      absl::SleepFor(kInterval);
+      {
+        absl::MutexLock lock(&mu_);
+        ++rounds_[t];
+      }
+      absl::SleepFor(kInterval);  // The heartbeat cadence, not a wait.
     }
   }
 
@@ -93,6 +118,8 @@ class Heartbeats {
   std::atomic<bool> stop_{false};
   std::atomic<bool> victim_silent_{false};
   std::atomic<int64_t> victim_last_ns_{0};
+  absl::Mutex mu_;
+  std::array<int64_t, kThreads> rounds_ ABSL_GUARDED_BY(mu_) = {};  // Rounds done per thread.
   std::vector<std::thread> threads_;
 };
 
@@ -133,21 +160,17 @@ TEST(LoopbackGenerationTest, SixtyFourWorkersThenSixtyThreeWithinLeasePlusOneSec
   std::vector<Worker> workers(kWorkers);
   ASSERT_TRUE(JoinAll(*client, workers));
   Heartbeats heartbeats(*client, workers);
-  for (int i = 0; i < 200 && !AllSee(workers, kWorkers, false); ++i) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  ASSERT_TRUE(AllSee(workers, kWorkers, false)) << "no generation of 64 formed";
+  ASSERT_TRUE(
+      heartbeats.AwaitUntil([&] { return AllSee(workers, kWorkers, false); }, absl::Seconds(10)))
+      << "no generation of 64 formed";
   const uint64_t first = workers[0].generation.load();
   for (const Worker& w : workers) EXPECT_EQ(w.generation.load(), first);
 
   heartbeats.SilenceVictim();
-  absl::SleepFor(absl::Milliseconds(100));  // Let an in-flight victim heartbeat land.
-  for (int i = 0; i < 100 && !AllSee(workers, kWorkers - 1, true); ++i) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  const bool all_see_63 =
+      heartbeats.AwaitUntil([&] { return AllSee(workers, kWorkers - 1, true); }, absl::Seconds(5));
   heartbeats.Stop();
-  ASSERT_TRUE(AllSee(workers, kWorkers - 1, true))
-      << "survivors did not all see a generation of 63";
+  ASSERT_TRUE(all_see_63) << "survivors did not all see a generation of 63";
   const absl::Duration slowest = SlowestSurvivor(workers, first, heartbeats.victim_last());
   EXPECT_LE(slowest, kLease + absl::Seconds(1));
   EXPECT_GE(slowest, kLease - absl::Milliseconds(50));  // Not before the lease expired.

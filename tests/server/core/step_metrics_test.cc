@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_config.h"
-#include "server/core_test_util.h"
+#include "tests/server/core_test_util.h"
 #include "tests/support/exposition.h"
 
 namespace zeroshard::server {

@@ -14,7 +14,7 @@
 
 #include "common/rpc/coordinator_client.h"
 #include "common/rpc/plan_proto.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
 

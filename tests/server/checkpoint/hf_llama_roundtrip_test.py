@@ -12,7 +12,7 @@ it from its weights (--model DIR, 2 workers, ZeRO-3, a checkpoint at steps
     --max-shard-size, so with an index) loads in transformers'
     AutoModelForCausalLM with no missing, unexpected or mismatched keys;
   - its logits equal zeroshard's own forward over the checkpoint
-    (tests/checkpoint/gpt_logits_tool: LlamaModel over the unit files, no
+    (tests/server/checkpoint/gpt_logits_tool: LlamaModel over the unit files, no
     export code) within 1e-4 of their largest magnitude, and differ from
     the model before fine-tuning by more than 1e-3 (training moved it);
   - the tied model stays tied: no lm_head.weight written, the config says
@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 from checks import check, finish, skip  # noqa: E402
 
 BIN = Path(os.environ.get("ZEROSHARD_BIN_DIR", "build/bin"))

@@ -10,7 +10,7 @@ transformers.GPT2LMHeadModel.from_pretrained. Passes when:
   - every parameter of the loaded model came from the file (the LM head is
     tied to wte);
   - its logits on a batch of byte tokens equal zeroshard's own C++ forward
-    (tests/checkpoint/gpt_logits_tool, GptModel over the checkpoint's unit
+    (tests/server/checkpoint/gpt_logits_tool, GptModel over the checkpoint's unit
     files, no export code) within 1e-4 in max absolute difference;
   - a negative control: swapping the q and k thirds of one c_attn makes the
     logits differ by more than 1e-3, so the comparison can fail.

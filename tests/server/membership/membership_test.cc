@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "server/core_test_util.h"
+#include "tests/server/core_test_util.h"
 
 namespace zeroshard::server {
 namespace {

@@ -13,7 +13,7 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_service.h"
-#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"
 
