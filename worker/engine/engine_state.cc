@@ -26,23 +26,23 @@ absl::StatusOr<const float*> ShardedEngine::MasterOnDevice(int u, DeviceBuffer& 
 }
 
 absl::StatusOr<std::vector<float>> ShardedEngine::GatherFullParams(int u) {
-  Unit& unit = At(u);
-  ZS_RETURN_IF_ERROR(AwaitInFlight());  // State crosses to the host.
+  EngineUnit& unit = At(u);
+  ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());  // State crosses to the host.
   std::vector<float> out(static_cast<size_t>(unit.plan->numel));
   const int64_t bytes = static_cast<int64_t>(out.size()) * 4;
   if (zero_stage().replicated()) {  // Every rank holds all of it.
     ZS_RETURN_IF_ERROR(opt_->Read(u, 0, unit.plan->numel, out.data(), nullptr, nullptr));
     return out;
   }
-  DeviceBuffer staging = Buffer(MemoryKind::kBuffers);
+  DeviceBuffer staging = ctx_.Buffer(MemoryKind::kBuffers);
   ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
-  DeviceBuffer full = Buffer(MemoryKind::kBuffers);
+  DeviceBuffer full = ctx_.Buffer(MemoryKind::kBuffers);
   ZS_RETURN_IF_ERROR(full.Allocate(unit.plan->padded_numel * 4));
   std::unique_ptr<Work> work = comm_->AllGather(master, full.data(), unit.plan->shard_numel,
                                                 DType::kFp32, {options_.collective_timeout});
-  if (absl::Status s = Await(work); !s.ok()) {
-    Retire(full);  // [Note: failed collective buffers]
-    Retire(staging);
+  if (absl::Status s = tracker_.Await(work); !s.ok()) {
+    tracker_.Retire(full);  // [Note: failed collective buffers]
+    tracker_.Retire(staging);
     return s;
   }
   ZS_RETURN_IF_ERROR(device_->Copy(out.data(), full.data(), bytes));
@@ -68,7 +68,7 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
   if (u < 0 || u >= static_cast<int>(units_.size())) {
     return absl::InvalidArgumentError(absl::StrCat("unit: ", u, " out of range"));
   }
-  Unit& unit = units_[u];
+  EngineUnit& unit = units_[u];
   const size_t n = static_cast<size_t>(unit.opt_range.length);
   for (auto [name, span, may_be_empty] :
        {std::tuple{"master", master, false}, std::tuple{"m", m, true}, std::tuple{"v", v, true}}) {
@@ -77,7 +77,7 @@ absl::Status ShardedEngine::LoadShardState(int u, absl::Span<const float> master
           name, ": ", span.size(), " elements, expected ", n, " for unit '", unit.plan->name, "'"));
     }
   }
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
+  ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());
   compute_copy_stale_ = true;
   // The spans are the caller's: the store has read them on return. Empty
   // m or v: null, which the store loads as zeros.
@@ -102,34 +102,34 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
                                                    ") is outside unit ", u, "'s optimizer range [",
                                                    held.offset, ", ", held.end(), ")"));
   }
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
+  ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());
   return opt_->Read(u, sub.offset - held.offset, sub.length, master, m, v);
 }
 
 absl::Status ShardedEngine::RebuildComputeCopy() {
-  ZS_RETURN_IF_ERROR(AwaitInFlight());
+  ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());
   std::vector<std::unique_ptr<Work>> works;
-  DeviceBuffer staging = Buffer(MemoryKind::kBuffers);
+  DeviceBuffer staging = ctx_.Buffer(MemoryKind::kBuffers);
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    Unit& unit = units_[u];
+    EngineUnit& unit = units_[u];
     const int64_t n = unit.opt_range.length;
     ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
     auto convert = [&](void* out) {
       return device_->Convert(master, DType::kFp32, out, options_.compute_dtype, n);
     };
     if (params_ != nullptr) {  // Stage 3: the store holds the compute shard.
-      ZS_RETURN_IF_ERROR(WriteParamShard(u, convert));
+      ZS_RETURN_IF_ERROR(updater_->WriteParamShard(u, convert));
       continue;
     }
     const bool gathers = zero_stage().gathers_after_step;
-    void* dst = gathers ? Slice(unit.params, n, cbytes()) : unit.params.data();
+    void* dst = gathers ? ctx_.Slice(unit.params, n, cbytes()) : unit.params.data();
     ZS_RETURN_IF_ERROR(convert(dst));
     if (gathers) {
       works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
                                        {options_.collective_timeout}));
     }
   }
-  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(Await(w));
+  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(tracker_.Await(w));
   compute_copy_stale_ = false;
   return absl::OkStatus();
 }

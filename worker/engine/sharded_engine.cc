@@ -89,6 +89,7 @@ absl::StatusOr<std::unique_ptr<ShardedEngine>> ShardedEngine::Create(const Shard
   std::unique_ptr<ShardedEngine> engine(new ShardedEngine(plan, comm, options));
   ZS_RETURN_IF_ERROR(engine->CheckFits());
   ZS_RETURN_IF_ERROR(engine->InitStore());
+  ZS_RETURN_IF_ERROR(engine->InitParts());
   std::vector<float> values;  // One unit at a time: never the whole model.
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
     ZS_RETURN_IF_ERROR(init(u, &values));
@@ -105,11 +106,8 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
       options_(options),
       rank_(comm->rank()),
       world_size_(comm->world_size()),
-      units_(plan_.units.size()),
-      train_orders_{GatherOrder(static_cast<int>(plan_.units.size())),
-                    GatherOrder(static_cast<int>(plan_.units.size()))},
-      eval_orders_(train_orders_),
-      reduce_bucket_(options.bucket_bytes) {
+      tracker_(comm, options.collective_timeout),
+      units_(plan_.units.size()) {
   device_ = options_.device;
   if (device_ == nullptr) {
     owned_device_ = std::make_unique<CpuDevice>(options_.optimizer_threads);
@@ -119,17 +117,13 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
   options_.offload.timeout = options_.collective_timeout;
   options_.params_offload.timeout = options_.collective_timeout;
   if (options_.offload.cpu_threads == 0) options_.offload.cpu_threads = options_.optimizer_threads;
-  // Stage 3's gather buckets weigh each unit's gathered compute copy.
-  std::vector<int64_t> gathered_bytes;
-  for (const UnitPlan& u : plan_.units) gathered_bytes.push_back(u.padded_numel * cbytes());
-  for (Orders* orders : {&train_orders_, &eval_orders_}) {
-    orders->use.SetBuckets(gathered_bytes, options_.bucket_bytes);
-  }
-  for (Unit& unit : units_) {
-    unit.params = Buffer(MemoryKind::kParams);
-    unit.grads = Buffer(MemoryKind::kGrads);
+  ctx_ = EngineContext{&plan_,    &options_, device_, comm_,      &accountant_,
+                       &tracker_, &units_,   rank_,   world_size_};
+  for (EngineUnit& unit : units_) {
+    unit.params = ctx_.Buffer(MemoryKind::kParams);
+    unit.grads = ctx_.Buffer(MemoryKind::kGrads);
     for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
-      *b = Buffer(MemoryKind::kBuffers);
+      *b = ctx_.Buffer(MemoryKind::kBuffers);
     }
   }
 }
@@ -169,14 +163,6 @@ absl::Status ShardedEngine::CheckFits() const {
   return absl::OkStatus();
 }
 
-void ShardedEngine::MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed) {
-  absl::Status s = zeroed ? buffer.Allocate(bytes) : buffer.AllocateUninitialized(bytes);
-  if (!s.ok()) {
-    std::fprintf(stderr, "zeroshard engine: %s\n", std::string(s.message()).c_str());
-  }
-  ZS_CHECK(s.ok());
-}
-
 std::vector<int64_t> ShardedEngine::OptimizerSizes() const {
   std::vector<int64_t> sizes;
   for (const UnitPlan& u : plan_.units) {
@@ -199,14 +185,22 @@ absl::Status ShardedEngine::InitStore() {
   return absl::OkStatus();
 }
 
+absl::Status ShardedEngine::InitParts() {
+  gathers_ = std::make_unique<GatherScheduler>(ctx_, params_.get());
+  reducer_ = std::make_unique<GradientReducer>(ctx_);
+  updater_ = std::make_unique<ShardUpdater>(ctx_, control_comm_, opt_.get(), params_.get(),
+                                            reducer_.get());
+  return absl::OkStatus();
+}
+
 absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
-  Unit& unit = units_[u];
+  EngineUnit& unit = units_[u];
   unit.plan = &plan_.units[u];
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
   const ZeroStage& z = zero_stage();
   unit.opt_range = OptimizerRange(*unit.plan, z.number, rank_);
   // The padded initial values on the device; padding is zero (shard_plan.h).
-  DeviceBuffer padded = Buffer(MemoryKind::kBuffers);
+  DeviceBuffer padded = ctx_.Buffer(MemoryKind::kBuffers);
   ZS_RETURN_IF_ERROR(padded.Allocate(P * 4));
   ZS_RETURN_IF_ERROR(
       device_->Copy(padded.data(), initial.data(), static_cast<int64_t>(initial.size()) * 4));
@@ -224,62 +218,39 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
     return device_->Convert(from, DType::kFp32, out, options_.compute_dtype, held);
   };
   if (params_ != nullptr) {
-    ZS_RETURN_IF_ERROR(WriteParamShard(u, convert));
+    ZS_RETURN_IF_ERROR(updater_->WriteParamShard(u, convert));
   } else {
     ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
     ZS_RETURN_IF_ERROR(convert(unit.params.data()));
   }
-  ZS_RETURN_IF_ERROR(unit.grads.Allocate((z.shards_grads ? S : P) * gbytes()));
+  ZS_RETURN_IF_ERROR(
+      unit.grads.Allocate((z.shards_grads ? S : P) * DTypeSize(options_.reduce_dtype)));
   // `padded` is freed on return: the copy out of the caller's vector and the
   // conversions must have finished first.
   return device_->Synchronize(options_.collective_timeout);
 }
 
 ShardedEngine::~ShardedEngine() {
-  bool lost = false;
   // After a failure the generation is over: waiting out a full collective
   // timeout for ops stuck on a dead peer would only delay recovery, and
   // retiring their buffers (below) is safe whatever they do later.
   const absl::Duration wait = Failed() ? absl::Seconds(1) : options_.collective_timeout;
-  auto settle = [&](std::unique_ptr<Work>& work) {
-    if (work == nullptr) return true;
-    const bool ok = work->Wait(wait).ok();
-    work.reset();
-    return ok;
-  };
-  for (PendingReduce& p : pending_) {
-    if (!settle(p.work)) lost = true;
-  }
-  for (Unit& unit : units_) {
-    // A group another member already waited for in vain counts as lost too.
-    if (unit.gather != nullptr && (!settle(unit.gather->work) || unit.gather->failed)) lost = true;
-  }
-  for (std::unique_ptr<Work>& work : in_flight_) {
-    if (!settle(work)) lost = true;  // Its buffers are stream-ordered frees.
-  }
+  bool lost = reducer_ != nullptr && !reducer_->Settle(wait);
+  if (gathers_ != nullptr && !gathers_->Settle(wait)) lost = true;
+  if (!tracker_.SettleInFlight(wait)) lost = true;  // Their buffers are stream-ordered frees.
   if (lost) {
     comm_->Abort();
-    for (PendingReduce& p : pending_) {
-      for (ReducePiece& piece : p.pieces) {
-        retired_.push_back(std::move(piece.staging));
-        if (piece.direct) retired_.push_back(std::move(units_[piece.unit].grads));
-      }
-    }
-    for (Unit& unit : units_) retired_.push_back(std::move(unit.gathered));
+    if (reducer_ != nullptr) reducer_->RetirePending();
+    for (EngineUnit& unit : units_) tracker_.Keep(std::move(unit.gathered));
   }
   // [Note: failed collective buffers] A backend may still write into retired
   // buffers: they are never freed (so never reused).
-  for (DeviceBuffer& b : retired_) KeepForever(b.Abandon());
+  tracker_.AbandonRetired();
 }
 
-ShardedEngine::Unit& ShardedEngine::At(int unit) {
+EngineUnit& ShardedEngine::At(int unit) {
   ZS_CHECK(unit >= 0 && unit < static_cast<int>(units_.size()));
   return units_[unit];
-}
-
-uint8_t* ShardedEngine::Slice(const DeviceBuffer& full, int64_t shard_numel,
-                              int64_t elem_bytes) const {
-  return full.as<uint8_t>() + static_cast<int64_t>(rank_) * shard_numel * elem_bytes;
 }
 
 int64_t ShardedEngine::BufferBytesBound() const {

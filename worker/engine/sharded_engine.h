@@ -3,6 +3,18 @@
 // Zhao et al., VLDB'23), and exposes the UnitHooks the model calls
 // (shared/DESIGN.md "Step at each stage").
 //
+// It composes three parts by role, each testable without a model, over
+// the units and one CollectiveTracker (collective_tracker.h: waits, stream
+// ordering, failed buffers):
+//   GatherScheduler (gather_scheduler.h): stage 3's gathers: window,
+//     prefetch, settle, free, the recorded order;
+//   GradientReducer (gradient_reducer.h): the brackets' gradients, the
+//     reduce bucket, reduce-scatter or all-reduce in flight;
+//   ShardUpdater (shard_updater.h): norm, clip, and the update through the
+//     optimizer store.
+// The engine keeps the hooks, the step's sequence, the state's access and
+// the memory check.
+//
 // How it works, per unit u with padded size P and shard size S = P / N
 // (common/shard_plan.h), compute dtype c, reduce dtype g:
 //   stage 0: full compute copy (P, c) and full gradient (P, g) resident;
@@ -107,7 +119,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -125,7 +136,12 @@
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"
+#include "worker/engine/collective_tracker.h"
+#include "worker/engine/engine_context.h"
 #include "worker/engine/engine_options.h"
+#include "worker/engine/gather_scheduler.h"
+#include "worker/engine/gradient_reducer.h"
+#include "worker/engine/shard_updater.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/offload/optimizer_store.h"
 #include "worker/offload/param_store.h"
@@ -197,7 +213,7 @@ class ShardedEngine final : public UnitHooks {
   absl::StatusOr<StepResult> Step(float grad_scale = 1.0f);
 
   // The first communication error, or OK.
-  absl::Status status() const { return status_; }
+  absl::Status status() const { return tracker_.status(); }
   int rank() const { return rank_; }
 
   // Unit u's fp32 master values, numel elements, unpadded (tests, export,
@@ -250,114 +266,24 @@ class ShardedEngine final : public UnitHooks {
   void set_learning_rate(float lr) { options_.adamw.lr = lr; }
 
  private:
-  // One all-gather (a group of units' with buckets), shared by its units.
-  struct GatherWork {
-    std::unique_ptr<Work> work;  // Null once sequenced or waited.
-    bool failed = false;         // Its wait failed: every member's buffer is retired.
-  };
-  struct Unit {
-    const UnitPlan* plan = nullptr;
-    ElementRange opt_range;              // Optimizer state's range of the padded buffer; its
-                                         // master, m, v are opt_'s unit.
-    DeviceBuffer params;                 // kParams, compute dtype: P (stages 0-2) or S (3);
-                                         // empty with params offload (params_ holds it).
-    DeviceBuffer grads;                  // kGrads, reduce dtype: P (stages 0-1) or S (2-3).
-    DeviceBuffer gathered;               // kBuffers, stage 3: P elements, compute dtype.
-    std::shared_ptr<GatherWork> gather;  // In flight into `gathered` (and its group's).
-    DeviceBuffer view;                   // kBuffers: fp32 params view (bf16 compute).
-    DeviceBuffer grad_view;              // kBuffers: fp32 gradient the model adds into.
-    const float* param_ptr = nullptr;    // What PreForward/PreBackward hand out.
-    float* grad_ptr = nullptr;
-    int param_refs = 0;
-    int grad_refs = 0;
-    // Stages 2-3: `grads` counts as zeros whatever its bytes hold (set at
-    // Create and by ZeroGradients, which then writes nothing); the step's
-    // first reduce-scatter of the unit writes straight into it instead of
-    // being added, and Step zero-fills any unit still unwritten.
-    bool grads_zero = true;
-  };
-  struct ReducePiece {
-    int unit = 0;
-    DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
-    bool direct = false;   // Reduced into the unit's `grads`, not staging's slice.
-  };
-  struct PendingReduce {  // One (grouped) reduce-scatter in flight.
-    std::unique_ptr<Work> work;
-    std::vector<ReducePiece> pieces;
-  };
-
   ShardedEngine(const ShardPlan& plan, Communicator* comm, const EngineOptions& options);
   std::vector<int64_t> OptimizerSizes() const;  // opt_range lengths.
-  absl::Status InitStore();
+  absl::Status InitStore();                     // The optimizer and parameter stores.
+  absl::Status InitParts();                     // The parts, over the stores.
   absl::Status InitUnit(int u, const std::vector<float>& initial);
   // Unit u's master weights in device memory: the store's own, or a copy
   // into `staging` (kBuffers) when offloaded.
   absl::StatusOr<const float*> MasterOnDevice(int u, DeviceBuffer& staging);
   absl::Status CheckFits() const;
-  // Params offload (engine_params.cc): `fill` writes unit u's new compute
-  // shard into device memory it is given; the shard then goes to the store.
-  absl::Status WriteParamShard(int u, const std::function<absl::Status(void*)>& fill);
-  // Unit u's shard from the store into `dst` (device memory), after asking
-  // the store to read ahead the units gathered next.
-  absl::Status StageParamShard(int u, void* dst);
-  // The step ended: the orders recorded become the next step's, and the store
-  // reads ahead the first units of its gathers.
-  absl::Status EndStepOrders();
-  // A buffer of `kind` on the device, empty.
-  DeviceBuffer Buffer(MemoryKind kind) { return DeviceBuffer(device_, &accountant_, kind); }
-  // Allocates inside a hook, which cannot return an error: out of device
-  // memory there ends the process with the reason (ZS_CHECK); sizes are
-  // bounded by BufferBytesBound, checked against free memory at Create.
-  // `zeroed` false: contents undefined (a buffer a collective overwrites).
-  void MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed = true);
-
-  // Step phases (engine_step.cc).
-  void* ShardGrad(Unit& unit) const;  // Reduced gradient over opt_range.
-  absl::Status ReduceGradients();
-  absl::StatusOr<double> GlobalSumSquares();
-  absl::Status UpdateShards(float multiplier);
-  void ZeroGradients();
 
   // Hook machinery (engine_hooks.cc).
-  Unit& At(int unit);
+  EngineUnit& At(int unit);
   const float* AcquireParams(int u);
   void ReleaseParams(int u);
-  // One all-gather of `group`'s units (distinct, none gathered).
-  void IssueGathers(const std::vector<int>& group);
-  // Stage 3, unit u just opened: records it, gathers it (with the rest of
-  // its bucket) unless it is, frees gathered units outside the window, and
-  // gathers the window's next buckets.
-  void GatherWindow(int u);
-  // Orders unit's gather before its use (on the stream where the backend
-  // can, else by a host wait); false when it failed (its buffer retired).
-  bool SettleGather(Unit& unit, bool on_stream);
-  // Waits for a prefetch in flight into unit's gather buffer, then frees it
-  // unless the unit is open.
-  void FreeGather(Unit& unit);
-  // Whether u's gathered copy stays across its Post*: stage 3 and the order
-  // expects u within the prefetch window.
-  bool KeepGathered(int u) const;
-  void FlushGrads(int u);
-  // One (grouped) reduce-scatter of `units`' closed gradients (grad_view),
-  // after the one in flight completes.
-  void IssueReduceGroup(const std::vector<int>& units);
-  void DrainOneReduce();
+  // Every reduce-scatter sent and completed, every gather settled and freed.
   absl::Status DrainAll();
-  void Fail(const absl::Status& status);
-  void Retire(DeviceBuffer& buffer);
-  absl::Status Await(std::unique_ptr<Work>& work);
-  // Orders `work` before later device work: on the device stream where the
-  // backend can (the Work joins in_flight_), by a host wait (Await)
-  // otherwise. [Note: stream-ordered collectives] in communicator.h.
-  absl::Status Sequence(std::unique_ptr<Work>& work);
-  // Waits for every stream-ordered Work, one deadline for all; the first
-  // error aborts the communicator and becomes status().
-  absl::Status AwaitInFlight();
-  bool Failed() const { return !status_.ok(); }
+  bool Failed() const { return tracker_.failed(); }
   int64_t cbytes() const { return DTypeSize(options_.compute_dtype); }
-  int64_t gbytes() const { return DTypeSize(options_.reduce_dtype); }
-  // The rank's slice of a full buffer of `elem_bytes`-sized elements.
-  uint8_t* Slice(const DeviceBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
 
   ShardPlan plan_;
   Communicator* comm_;
@@ -368,27 +294,16 @@ class ShardedEngine final : public UnitHooks {
   int rank_ = 0;
   int world_size_ = 1;
   MemoryAccountant accountant_;
-  std::vector<Unit> units_;
+  CollectiveTracker tracker_;
+  std::vector<EngineUnit> units_;
+  EngineContext ctx_;                    // Over the fields above, for the parts.
   std::unique_ptr<OptimizerStore> opt_;  // Master, m, v of every unit.
   std::unique_ptr<ParamStore> params_;   // Stage-3 compute shards, with params offload.
-  // Stage 3 orders, learned step by step (common/gather_order.h): `use`, the
-  // order the model opens units in (the all-gather prefetch); `gather`, the
-  // order of the all-gathers (the parameter store's read-ahead). Evaluation
-  // keeps its own pair; `orders_` points at the one in use.
-  struct Orders {
-    GatherOrder use, gather;
-  };
-  Orders train_orders_, eval_orders_;
-  Orders* orders_ = &train_orders_;
-  std::deque<PendingReduce> pending_;
-  // Units whose closed brackets' gradients (grad_view) wait for the next
-  // grouped reduce-scatter, weighed in reduce-dtype bytes.
-  ReduceBucket reduce_bucket_;
-  // Stream-ordered collectives not yet Waited; their buffers may already be
-  // freed (stream-ordered, so not reused before the op is done).
-  std::vector<std::unique_ptr<Work>> in_flight_;
-  std::vector<DeviceBuffer> retired_;  // [Note: failed collective buffers]
-  absl::Status status_;
+  // The parts (created with the stores): stage 3's gathers, the
+  // gradients' reduction, the step's update.
+  std::unique_ptr<GatherScheduler> gathers_;
+  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<ShardUpdater> updater_;
   int64_t step_ = 0;
   bool compute_copy_stale_ = false;
 };

@@ -1,0 +1,71 @@
+#include "worker/engine/collective_tracker.h"
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "worker/comm/wait_or_abort.h"
+
+namespace zeroshard {
+
+void CollectiveTracker::Fail(const absl::Status& status) {
+  if (status_.ok() && !status.ok()) status_ = status;
+}
+
+absl::Status CollectiveTracker::Await(std::unique_ptr<Work>& work) {
+  ZS_CHECK(work != nullptr);
+  absl::Status s = WaitOrAbort(*comm_, *work, timeout_);
+  work.reset();
+  Fail(s);
+  return s;
+}
+
+absl::Status CollectiveTracker::Sequence(std::unique_ptr<Work>& work) {
+  ZS_CHECK(work != nullptr);
+  absl::Status s = work->CompleteOnStream();
+  if (absl::IsUnimplemented(s)) return Await(work);
+  if (!s.ok()) {
+    // It never made it onto the stream: the generation is broken.
+    comm_->Abort();
+    work.reset();
+    Fail(s);
+    return s;
+  }
+  in_flight_.push_back(std::move(work));
+  return absl::OkStatus();
+}
+
+absl::Status CollectiveTracker::AwaitInFlight() {
+  const absl::Time deadline = absl::Now() + timeout_;
+  for (std::unique_ptr<Work>& work : in_flight_) {
+    if (!failed()) {
+      Fail(WaitOrAbort(*comm_, *work, std::max(deadline - absl::Now(), absl::ZeroDuration())));
+    }
+    work.reset();  // After Abort a Work fails fast and holds no buffer.
+  }
+  in_flight_.clear();
+  return status_;
+}
+
+bool CollectiveTracker::SettleInFlight(absl::Duration wait) {
+  bool all = true;
+  for (std::unique_ptr<Work>& work : in_flight_) {
+    if (work != nullptr && !work->Wait(wait).ok()) all = false;
+    work.reset();
+  }
+  in_flight_.clear();
+  return all;
+}
+
+void CollectiveTracker::Retire(DeviceBuffer& buffer) {
+  DeviceBuffer empty(buffer.device(), buffer.accountant(), buffer.kind());
+  retired_.push_back(std::move(buffer));
+  buffer = std::move(empty);
+}
+
+void CollectiveTracker::AbandonRetired() {
+  for (DeviceBuffer& b : retired_) KeepForever(b.Abandon());
+  retired_.clear();
+}
+
+}  // namespace zeroshard

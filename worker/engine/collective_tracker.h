@@ -1,0 +1,69 @@
+// The engine's collectives after they are issued: where the host waits for
+// them, which ones complete on the device stream, and what happens to their
+// buffers when one fails. Every part of the engine (gather scheduler,
+// gradient reducer, shard updater) orders its collectives through one
+// tracker, which keeps the first error.
+//
+// - Await: a host wait (bounded by the collective timeout). A failed wait
+//   aborts the communicator (wait_or_abort.h).
+// - Sequence: on the device stream where the backend can ([Note:
+//   stream-ordered collectives], communicator.h): the Work joins the
+//   in-flight list; a host wait otherwise.
+// - AwaitInFlight: every stream-ordered Work, one deadline for all, before
+//   the host reads a value or state crosses to the host.
+// - [Note: failed collective buffers] A backend may still write into the
+//   buffers of an op whose wait failed: Retire moves such a buffer here and
+//   leaves an empty one in its place; AbandonRetired (at the engine's end)
+//   hands them to KeepForever, never freeing them.
+//
+// Errors cannot be returned by a hook: the first one is kept (status()),
+// and the engine stops issuing collectives once failed().
+//
+// Thread safety: the engine's training thread only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "worker/comm/communicator.h"
+#include "worker/device/device_buffer.h"
+
+namespace zeroshard {
+
+class CollectiveTracker {
+ public:
+  CollectiveTracker(Communicator* comm, absl::Duration timeout) : comm_(comm), timeout_(timeout) {}
+
+  // Keeps `status` as the first error (OK is ignored).
+  void Fail(const absl::Status& status);
+  bool failed() const { return !status_.ok(); }
+  const absl::Status& status() const { return status_; }
+
+  absl::Status Await(std::unique_ptr<Work>& work);
+  absl::Status Sequence(std::unique_ptr<Work>& work);
+  // The first error of any stream-ordered Work (it aborts the communicator
+  // and becomes status()), or status().
+  absl::Status AwaitInFlight();
+  // Waits up to `wait` for every stream-ordered Work; false if one did not
+  // finish (teardown).
+  bool SettleInFlight(absl::Duration wait);
+
+  // Replaces `buffer` by an empty one of its kind; the old one is kept.
+  void Retire(DeviceBuffer& buffer);
+  void Keep(DeviceBuffer buffer) { retired_.push_back(std::move(buffer)); }
+  // Teardown: every retired buffer to KeepForever (wait_or_abort.h).
+  void AbandonRetired();
+
+ private:
+  Communicator* comm_;
+  absl::Duration timeout_;
+  absl::Status status_;
+  // Stream-ordered collectives not yet waited; their buffers may already be
+  // freed (stream-ordered, so not reused before the op is done).
+  std::vector<std::unique_ptr<Work>> in_flight_;
+  std::vector<DeviceBuffer> retired_;
+};
+
+}  // namespace zeroshard

@@ -1,0 +1,23 @@
+#include "worker/engine/engine_context.h"
+
+#include <cstdio>
+#include <string>
+
+#include "common/status_macros.h"
+
+namespace zeroshard {
+
+void EngineContext::MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed) const {
+  absl::Status s = zeroed ? buffer.Allocate(bytes) : buffer.AllocateUninitialized(bytes);
+  if (!s.ok()) {
+    std::fprintf(stderr, "zeroshard engine: %s\n", std::string(s.message()).c_str());
+  }
+  ZS_CHECK(s.ok());
+}
+
+uint8_t* EngineContext::Slice(const DeviceBuffer& full, int64_t shard_numel,
+                              int64_t elem_bytes) const {
+  return full.as<uint8_t>() + static_cast<int64_t>(rank) * shard_numel * elem_bytes;
+}
+
+}  // namespace zeroshard

@@ -1,0 +1,85 @@
+// The gradients of one rank's engine (sharded_engine.h): where the model
+// adds each backward bracket's gradient, and how the ranks' gradients are
+// summed, per ZeroStage::reduction (common/zero_stage.h):
+// - kAllReduceAtStep (stage 0) and kReduceScatterAtStep (stage 1): the
+//   model adds into the resident full gradient (fp32 reduce dtype) or into
+//   an fp32 bracket buffer added to it at close; at the step each unit's
+//   gradient is all-reduced, or reduce-scattered in place;
+// - kReduceScatterInBackward (stages 2-3): each closed bracket's fp32
+//   gradient waits in a reduce bucket (common/reduce_bucket.h; DDP's
+//   bucket_cap_mb, DeepSpeed's reduce bucket) until its bytes reach
+//   bucket_bytes, then goes in one grouped reduce-scatter, one in flight
+//   while the next bucket's backward runs; the rank's slice lands in its
+//   shard gradient (written directly when that still counts as zeros,
+//   EngineUnit::grads_zero; added otherwise). A unit whose gradient still
+//   waits when its next bracket opens adds into the same buffer, so it is
+//   reduced once.
+//
+// Testable without a model: units, a device and a communicator suffice
+// (tests/engine/gradient_reducer_test.cc).
+//
+// Thread safety: the engine's training thread only.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/reduce_bucket.h"
+#include "worker/engine/collective_tracker.h"
+#include "worker/engine/engine_context.h"
+
+namespace zeroshard {
+
+class GradientReducer {
+ public:
+  explicit GradientReducer(const EngineContext& ctx);
+
+  // Unit u's first backward bracket opens: the fp32 buffer (padded_numel
+  // floats) the model adds its gradient into.
+  float* Open(int u);
+  // Unit u's last backward bracket closed: its gradient goes toward the
+  // resident one (stages 0-1) or into the reduce bucket (stages 2-3).
+  void Close(int u);
+  // Sends the reduce bucket's waiting gradients and completes every
+  // reduce-scatter in flight (before the step, or evaluation's end).
+  void Flush();
+  // At the step, after Flush: stage 0 all-reduces and stage 1
+  // reduce-scatters every unit's gradient; stages 2-3 zero-fill the shard
+  // gradients no backward wrote. The first communication error.
+  absl::Status ReduceAtStep();
+  // The reduced gradient over unit's optimizer range (reduce dtype).
+  void* ShardGrad(EngineUnit& unit) const;
+  // After the step: every resident gradient counts as zeros again.
+  void Zero();
+  // Teardown: waits up to `wait` for reduce-scatters in flight; false if
+  // one did not finish. RetirePending then hands their buffers (and the
+  // shard gradients they write directly) to the tracker.
+  bool Settle(absl::Duration wait);
+  void RetirePending();
+
+ private:
+  struct ReducePiece {
+    int unit = 0;
+    DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
+    bool direct = false;   // Reduced into the unit's `grads`, not staging's slice.
+  };
+  struct PendingReduce {  // One (grouped) reduce-scatter in flight.
+    std::unique_ptr<Work> work;
+    std::vector<ReducePiece> pieces;
+  };
+  // One (grouped) reduce-scatter of `units`' closed gradients (grad_view),
+  // after the one in flight completes.
+  void IssueReduceGroup(const std::vector<int>& units);
+  void DrainOneReduce();
+
+  EngineContext ctx_;
+  std::deque<PendingReduce> pending_;
+  // Units whose closed brackets' gradients (grad_view) wait for the next
+  // grouped reduce-scatter, weighed in reduce-dtype bytes.
+  ReduceBucket reduce_bucket_;
+};
+
+}  // namespace zeroshard
