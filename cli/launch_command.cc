@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/launch_job.h"
-#include "common/cli.h"
 #include "common/dtype.h"
-#include "common/model_config.h"
+#include "common/infra/cli.h"
+#include "common/model/model_config.h"
 #include "common/rpc/security_flags.h"
 
 namespace zeroshard::cli {

@@ -17,11 +17,11 @@
 #include "cli/launch_monitor.h"
 #include "cli/launch_summary.h"
 #include "cli/launch_tokens.h"
-#include "common/child_process.h"
-#include "common/dir_lock.h"
-#include "common/job_model.h"
-#include "common/model_config.h"
-#include "common/process_memory.h"
+#include "common/infra/child_process.h"
+#include "common/infra/dir_lock.h"
+#include "common/infra/process_memory.h"
+#include "common/model/job_model.h"
+#include "common/model/model_config.h"
 #include "server/rpc/coordinator_stack.h"
 #include "worker/trainer/worker_session.h"
 
@@ -123,7 +123,7 @@ std::string LastLine(const std::string& path) {
 }
 
 // Each worker's peak RSS, from the line it prints as it finishes
-// (common/process_memory.h kPeakRssLinePrefix); "-" where a log lacks it.
+// (common/infra/process_memory.h kPeakRssLinePrefix); "-" where a log lacks it.
 void PrintPeakRss(const LaunchOptions& o) {
   std::string line = "zeroshard launch: peak RSS (VmHWM) bytes per worker:";
   for (int i = 0; i < o.workers; ++i) {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "common/rpc/rpc_security.h"
 
 namespace zeroshard::cli {

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "cli/launch_job.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard::cli {
 

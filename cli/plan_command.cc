@@ -15,9 +15,9 @@
 #include "cli/link_measure.h"
 #include "cli/plan_format.h"
 #include "common/dtype.h"
-#include "common/job_config.h"
-#include "common/job_model.h"
-#include "common/model_config.h"
+#include "common/model/job_config.h"
+#include "common/model/job_model.h"
+#include "common/model/model_config.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/model_plan.h"
 

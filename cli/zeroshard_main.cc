@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/cli.h"
-#include "common/process_setup.h"
+#include "common/infra/cli.h"
+#include "common/infra/process_setup.h"
 #include "common/rpc/grpc_log_limit.h"
 
 int main(int argc, char** argv) {

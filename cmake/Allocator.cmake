@@ -1,6 +1,6 @@
 # The coordinator's malloc: gperftools' tcmalloc, its minimal build (no heap
 # profiler; Debian libgoogle-perftools-dev, runtime libtcmalloc-minimal4).
-# Why, and what it changed: common/allocator.h and bench/README.md
+# Why, and what it changed: common/infra/allocator.h and bench/README.md
 # (checkpoint/). Workers and tests keep glibc's malloc: the planner's
 # per-worker RSS figures are measured with it (common/run_plan.h).
 # Off with the sanitizers, which bring their own allocator.

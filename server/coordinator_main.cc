@@ -8,11 +8,11 @@
 #include <cmath>
 #include <iostream>
 
-#include "common/atomic_file.h"
-#include "common/cli.h"
-#include "common/job_config.h"
-#include "common/job_model.h"
-#include "common/process_setup.h"
+#include "common/formats/atomic_file.h"
+#include "common/infra/cli.h"
+#include "common/infra/process_setup.h"
+#include "common/model/job_config.h"
+#include "common/model/job_model.h"
 #include "common/rpc/grpc_log_limit.h"
 #include "common/rpc/security_flags.h"
 #include "server/rpc/coordinator_server.h"

@@ -7,11 +7,11 @@
 #include <memory>
 #include <optional>
 
-#include "common/cli.h"
+#include "common/infra/cli.h"
+#include "common/infra/process_memory.h"
+#include "common/infra/process_setup.h"
 #include "common/job_refusal.h"
 #include "common/offload_config.h"
-#include "common/process_memory.h"
-#include "common/process_setup.h"
 #include "common/rpc/grpc_log_limit.h"
 #include "common/rpc/security_flags.h"
 #include "worker/health/health_http.h"

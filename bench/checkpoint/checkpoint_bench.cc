@@ -41,7 +41,7 @@
 #include "bench/checkpoint/plain_io.h"
 #include "bench/checkpoint/server_child.h"
 #include "bench/support/proc_stat.h"
-#include "common/cli.h"
+#include "common/infra/cli.h"
 #include "common/rpc/rpc_security.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/checkpoint/reshard.h"

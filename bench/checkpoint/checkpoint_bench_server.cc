@@ -9,8 +9,8 @@
 #include <string>
 
 #include "bench/checkpoint/bench_service.h"
-#include "common/cli.h"
-#include "common/process_setup.h"
+#include "common/infra/cli.h"
+#include "common/infra/process_setup.h"
 
 int main(int argc, char** argv) {
   CLI::App app("checkpoint_bench's checkpoint service, in its own process");

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "absl/time/clock.h"
-#include "common/aligned_bytes.h"
+#include "common/formats/aligned_bytes.h"
 
 namespace zeroshard::bench {
 

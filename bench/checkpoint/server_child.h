@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "common/child_process.h"
+#include "common/infra/child_process.h"
 #include "common/rpc/rpc_security.h"
 
 namespace zeroshard::bench {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/comm/loopback_tcp.h"
-#include "common/cli.h"
+#include "common/infra/cli.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/in_memory_store.h"

@@ -33,8 +33,8 @@
 #include "bench/coordinator/bench_workers.h"
 #include "bench/coordinator/process_part.h"
 #include "bench/coordinator/stream_load.h"
-#include "common/cli.h"
-#include "common/process_setup.h"
+#include "common/infra/cli.h"
+#include "common/infra/process_setup.h"
 #include "common/rpc/coordinator_client.h"
 #include "server/rpc/coordinator_server.h"
 

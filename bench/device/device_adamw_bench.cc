@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/device/time_median.h"
-#include "common/cli.h"
+#include "common/infra/cli.h"
 #include "common/parallel_for.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"

@@ -29,7 +29,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "tests/support/subprocess.h"
 #include "worker/data/text_corpus.h"
 #include "worker/trainer/step_record.h"

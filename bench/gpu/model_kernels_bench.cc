@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench/device/time_median.h"
-#include "common/cli.h"
-#include "common/model_config.h"
+#include "common/infra/cli.h"
+#include "common/model/model_config.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/cuda_kernels.h"

@@ -17,7 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/time/clock.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/data/splitmix64.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/local_params.h"

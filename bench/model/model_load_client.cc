@@ -18,9 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/cli.h"
-#include "common/hf_weights.h"
-#include "common/job_model.h"
+#include "common/formats/hf_weights.h"
+#include "common/infra/cli.h"
+#include "common/model/job_model.h"
 #include "common/status_macros.h"
 #include "worker/checkpoint/checkpoint_client.h"
 

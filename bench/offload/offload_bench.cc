@@ -26,7 +26,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "common/cli.h"
+#include "common/infra/cli.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
 #include "worker/engine/sharded_engine.h"

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/cli.h"
+#include "common/infra/cli.h"
 #include "common/parallel_for.h"
 #include "worker/optim/adamw.h"
 #include "worker/optim/adamw_isa.h"

@@ -2,13 +2,13 @@
 // `zeroshard launch` trains, so the peer starts from the same bits and sees
 // the same samples in the same order:
 //   DIR/init.safetensors  InitUnits(model, seed) under zeroshard's parameter
-//                         names (common/model_config.h), fp32;
+//                         names (common/model/model_config.h), fp32;
 //   DIR/batches.u8        every step's global batch, uint8 [steps,
 //                         global_batch, n_ctx + 1]: sample i of step s is
 //                         the window BatchSampler gives (inputs are its first
 //                         n_ctx bytes, targets its last n_ctx);
 //   DIR/job.json          the model's shape and the job's optimizer and
-//                         schedule (common/job_config.h defaults unless set);
+//                         schedule (common/model/job_config.h defaults unless set);
 //                         for a Hugging Face model directory (--model DIR)
 //                         also "hf_model": DIR, whose own weights both sides
 //                         start from (no init.safetensors then).
@@ -27,11 +27,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/job_config.h"
-#include "common/job_model.h"
-#include "common/model_config.h"
-#include "common/process_setup.h"
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
+#include "common/infra/process_setup.h"
+#include "common/model/job_config.h"
+#include "common/model/job_model.h"
+#include "common/model/model_config.h"
 #include "common/shard_plan.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"

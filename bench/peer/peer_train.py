@@ -14,7 +14,7 @@ environment), `--threads` compute threads per process. The job is zeroshard's
 micro-batches of `micro_batch`, the loss is the mean token cross-entropy of
 the global batch, gradients are clipped by the global norm, AdamW (decoupled
 weight decay on every parameter) follows LearningRateAt of
-common/job_config.cc. Rank 0 writes one JSON line per step: step, loss, and
+common/model/job_config.cc. Rank 0 writes one JSON line per step: step, loss, and
 step_seconds (the micro-batches, the clip, the optimizer step and the loss's
 all-reduce, as zeroshard's step_seconds).
 """
@@ -37,7 +37,7 @@ from peer_model import Gpt, HfCausalLm, load_safetensors  # noqa: E402
 
 
 def learning_rate_at(job, step):
-    """common/job_config.cc LearningRateAt: linear warm-up, cosine to lr/10."""
+    """common/model/job_config.cc LearningRateAt: linear warm-up, cosine to lr/10."""
     lr, warmup = job["lr"], job["warmup_steps"]
     if step < warmup:
         return lr * (step + 1) / warmup

@@ -78,7 +78,7 @@ class CallIdentity {
 // The token of a client token file: the first line that is neither empty
 // nor a comment (#); of a "role token" line (the coordinator's format), the
 // token. INVALID_ARGUMENT naming the file if unreadable, open to other users
-// (common/secret_file.h) or without a token.
+// (common/infra/secret_file.h) or without a token.
 absl::StatusOr<std::string> ReadClientToken(const std::string& path);
 
 // An identity with `security`'s token (from its token file, else
@@ -89,7 +89,7 @@ absl::StatusOr<std::shared_ptr<CallIdentity>> NewCallIdentity(const ClientSecuri
 // NewCallIdentity(security); one may be passed to share one, e.g. between a worker's
 // coordinator and checkpoint clients). INVALID_ARGUMENT naming a missing or
 // unreadable file; FAILED_PRECONDITION for a token that would go in the
-// clear (no TLS) to a host that is not loopback (common/loopback.h), unless
+// clear (no TLS) to a host that is not loopback (common/infra/loopback.h), unless
 // security.insecure.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
     const std::string& target, const ClientSecurity& security, const grpc::ChannelArguments& args,

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/atomic_file.h"
+#include "common/formats/atomic_file.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "common/hf_model_config.h"
+#include "common/model/hf_model_config.h"
 
 namespace zeroshard::tokenizer {
 namespace {

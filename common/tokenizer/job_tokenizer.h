@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace zeroshard::tokenizer {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_manifest.h"

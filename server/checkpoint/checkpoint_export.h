@@ -1,6 +1,6 @@
 // Consolidated export of a committed checkpoint: the fp32 master weights, one
 // tensor per named parameter with its shape, in the safetensors format
-// (common/safetensors.h), in zeroshard's own names and [out, in] layouts
+// (common/formats/safetensors.h), in zeroshard's own names and [out, in] layouts
 // ("native"), or in Hugging Face GPT-2's ("hf-gpt2"). Parameters are cut from
 // each unit's master file at their plan offsets; padding is dropped.
 // Thread-safe: reads files only.

@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/atomic_file.h"
-#include "common/safetensors.h"
+#include "common/formats/atomic_file.h"
+#include "common/formats/safetensors.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/checkpoint/checkpoint_export.h"

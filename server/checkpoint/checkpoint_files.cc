@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/formats/xxhash_copy.h"
 #include "common/status_macros.h"
-#include "common/xxhash_copy.h"
 
 namespace zeroshard::server {
 namespace {

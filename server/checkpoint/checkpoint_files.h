@@ -12,11 +12,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "common/read_only_file.h"
+#include "common/formats/read_only_file.h"
 
 namespace zeroshard::server {
 
-// ErrnoStatus and PReadFull: common/read_only_file.h.
+// ErrnoStatus and PReadFull: common/formats/read_only_file.h.
 
 // Writes all `size` bytes at `offset` (pwrite, retrying short writes and EINTR).
 absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
@@ -28,7 +28,7 @@ absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
 absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
                                          int64_t offset, absl::string_view path);
 // file.Read, returning XXH64 (seed 0) of the bytes read. From the page
-// cache: read and hashed block by block (common/xxhash_copy.h), each block
+// cache: read and hashed block by block (common/formats/xxhash_copy.h), each block
 // while still in the CPU's cache; from the disk (ReadsDirect): read whole,
 // then hashed.
 absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/dir_lock.h"
+#include "common/infra/dir_lock.h"
 #include "server/checkpoint/checkpoint_service.h"
 #include "server/checkpoint/checkpoint_store.h"
 

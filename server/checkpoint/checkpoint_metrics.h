@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "server/checkpoint/checkpoint_store.h"
 
 namespace zeroshard::server {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_config.h"
-#include "common/model_config.h"
+#include "common/model/job_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard::server {
 

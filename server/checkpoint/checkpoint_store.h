@@ -45,7 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "common/hf_weights.h"
+#include "common/formats/hf_weights.h"
 #include "common/shard_plan.h"
 #include "server/checkpoint/dir_reaper.h"
 #include "zeroshard/v1/checkpoint.pb.h"

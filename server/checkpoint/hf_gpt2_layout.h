@@ -1,4 +1,4 @@
-// The mapping from zeroshard's reference model (common/model_config.h)
+// The mapping from zeroshard's reference model (common/model/model_config.h)
 // to Hugging Face transformers' GPT2LMHeadModel: tensor names, shapes and
 // layouts, and the config.json that describes the same model.
 //
@@ -41,7 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/shard_plan.h"
 
 namespace zeroshard::server {

@@ -1,4 +1,4 @@
-// The llama family (common/model_config.h) as Hugging Face stores it: its
+// The llama family (common/model/model_config.h) as Hugging Face stores it: its
 // parameters already carry HF's names and [out, in] layouts, so every
 // tensor is written as it is; a tied model writes no lm_head.weight (HF
 // ties it to model.embed_tokens.weight on load). config.json is the one the
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "server/checkpoint/hf_gpt2_layout.h"
 
 namespace zeroshard::server {

@@ -60,7 +60,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "common/shard_plan.h"
 #include "server/core/core_effects.h"
 #include "server/core/core_metrics.h"

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "common/allocator.h"
-#include "common/job_config.h"
+#include "common/infra/allocator.h"
+#include "common/model/job_config.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "common/version.h"

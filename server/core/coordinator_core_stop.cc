@@ -2,7 +2,7 @@
 // ends early at a step boundary, keeping what it trained.
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "common/status_macros.h"
 #include "server/core/coordinator_core.h"
 #include "server/core/validation.h"

@@ -1,7 +1,7 @@
 #include "server/core/core_metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/allocator.h"
+#include "common/infra/allocator.h"
 #include "common/version.h"
 
 namespace zeroshard::server {
@@ -49,7 +49,7 @@ CoreMetrics::CoreMetrics(MetricsRegistry* metrics, bool insecure)
       ->Gauge("zeroshard_build_info",
               "The coordinator's build (value 1); insecure=\"true\" when it serves a "
               "non-loopback address without TLS and tokens (--insecure); allocator: "
-              "its malloc, tcmalloc or glibc (common/allocator.h).",
+              "its malloc, tcmalloc or glibc (common/infra/allocator.h).",
               {"version", "insecure", "allocator"})
       ->Set({kZeroshardVersion, insecure ? "true" : "false", MallocName()}, 1);
 }

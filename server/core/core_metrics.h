@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "server/membership/membership.h"
 
 namespace zeroshard::server {

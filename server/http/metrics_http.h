@@ -17,7 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 
 class CivetServer;
 

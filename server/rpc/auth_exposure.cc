@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "common/loopback.h"
+#include "common/infra/loopback.h"
 #include "server/rpc/auth_gate.h"
 
 namespace zeroshard::server {

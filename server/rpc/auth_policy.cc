@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/atomic_file.h"
-#include "common/secret_file.h"
+#include "common/formats/atomic_file.h"
+#include "common/infra/secret_file.h"
 #include "server/rpc/auth_gate.h"
 
 namespace zeroshard::server {

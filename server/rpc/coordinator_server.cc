@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/process_metrics.h"
+#include "common/infra/process_metrics.h"
 #include "common/rpc/rpc_security.h"
 #include "common/rpc/tls_mirror.h"
 #include "common/status_macros.h"

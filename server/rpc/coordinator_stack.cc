@@ -1,10 +1,10 @@
 #include "server/rpc/coordinator_stack.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/hf_weights.h"
-#include "common/job_config.h"
-#include "common/listen_check.h"
-#include "common/model_config.h"
+#include "common/formats/hf_weights.h"
+#include "common/infra/listen_check.h"
+#include "common/model/job_config.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "common/rpc/stream_limits.h"
 #include "grpcpp/completion_queue.h"
 #include "server/core/coordinator_core.h"

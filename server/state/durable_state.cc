@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
+#include "common/formats/atomic_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 

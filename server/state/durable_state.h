@@ -6,7 +6,7 @@
 // heartbeats.
 //
 // Stored as one JSON file, <state_dir>/coordinator_state.json, replaced
-// atomically (write, fsync, rename, fsync dir; common/atomic_file.h) on
+// atomically (write, fsync, rename, fsync dir; common/formats/atomic_file.h) on
 // every change, so kill -9 at any moment leaves the old or the new state.
 // With an empty state_dir nothing is written (an ephemeral coordinator).
 //

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "zeroshard/v1/coordinator.pb.h"
 
 namespace zeroshard::server {

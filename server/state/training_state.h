@@ -24,7 +24,7 @@
 #include <map>
 
 #include "absl/status/status.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 #include "server/state/step_metrics.h"
 #include "zeroshard/v1/coordinator.pb.h"
 

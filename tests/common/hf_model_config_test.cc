@@ -2,7 +2,7 @@
 // key styles, its defaults, each family's biases and norms, and each
 // refusal (INVALID_ARGUMENT naming the key, so a user knows what to change);
 // then ModelConfig's JSON round trip and a llama config's units by hand.
-#include "common/hf_model_config.h"
+#include "common/model/hf_model_config.h"
 
 #include <algorithm>
 #include <string>

@@ -5,7 +5,7 @@
 // references computed in the test: bf16 ties rounded to even by hand, F16
 // bit patterns decoded with ldexp; a unit's range crossing files and its
 // padding; and each error code with the tensor or file it names.
-#include "common/hf_weights.h"
+#include "common/formats/hf_weights.h"
 
 #include <stdlib.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "gtest/gtest.h"
 
 namespace zeroshard {

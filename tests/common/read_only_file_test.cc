@@ -1,8 +1,8 @@
-// ReadOnlyFile (common/read_only_file.h): every range it reads equals the
+// ReadOnlyFile (common/formats/read_only_file.h): every range it reads equals the
 // file's bytes, whether it comes from the page cache or (the file evicted)
 // straight from the disk through the aligned bounce buffer; a range past
 // the end is DATA_LOSS naming the path.
-#include "common/read_only_file.h"
+#include "common/formats/read_only_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -259,7 +259,7 @@ def job_config(c, name, objs, coord):
     job = json.loads(cm["data"][key])
     # The keys ParseFields knows: its branches (`key == "x"`) and its table
     # of plain fields (`{"x", &JobConfig::x}`).
-    source = (dc.SOURCE_DIR / "common/job_config.cc").read_text()
+    source = (dc.SOURCE_DIR / "common/model/job_config.cc").read_text()
     known = set(re.findall(r'key == "(\w+)"', source)) | set(
         re.findall(r'\{"(\w+)", &JobConfig::', source))
     c.check(known and set(job) <= known,

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_runner.h"

@@ -19,7 +19,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/zero_memory.h"
 #include "gtest/gtest.h"
 #include "worker/comm/gloo_communicator.h"

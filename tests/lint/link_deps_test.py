@@ -81,7 +81,7 @@ def main():
         missing = sorted(undefined[lib_id] - closure)
         if not missing:
             continue
-        owners = sorted({libraries[o]["name"] for o in defined for s in missing[:20]
+        owners = sorted({libraries[o]["name"] for o in defined for s in missing
                          if s in defined[o]})
         problems.append(f"{lib['name']}: {len(missing)} symbol(s) it does not link, e.g. "
                         f"{missing[0]!r}; defined in {owners or 'no project library'}")

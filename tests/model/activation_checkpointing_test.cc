@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "gtest/gtest.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "tests/model/cuda_kernels_test_util.h"
 #include "tests/support/gpu_test_main.h"
 #include "worker/model/gpt_model.h"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "gtest/gtest.h"
 #include "worker/device/device_factory.h"
 #include "worker/model/local_params.h"

@@ -1,6 +1,6 @@
 // Test helper: zeroshard's llama-family model (LlamaModel on the CPU
 // kernels) over a Hugging Face model directory read by zeroshard's own
-// loaders (common/hf_model_config.h, common/hf_weights.h), writing what a
+// loaders (common/model/hf_model_config.h, common/formats/hf_weights.h), writing what a
 // test compares with transformers on the same weights and tokens.
 //
 // Usage: hf_model_tool --model DIR --tokens FILE --batch B --out FILE
@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/cli.h"
-#include "common/hf_model_config.h"
-#include "common/hf_weights.h"
-#include "common/safetensors.h"
+#include "common/formats/hf_weights.h"
+#include "common/formats/safetensors.h"
+#include "common/infra/cli.h"
+#include "common/model/hf_model_config.h"
 #include "common/status_macros.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/local_params.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/shard_plan.h"
 #include "worker/model/model_init.h"
 

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <string>
 
-#include "common/job_config.h"
-#include "common/loopback.h"
+#include "common/infra/loopback.h"
+#include "common/infra/secret_file.h"
+#include "common/model/job_config.h"
 #include "common/rpc/rpc_security.h"
-#include "common/secret_file.h"
 #include "gtest/gtest.h"
 #include "server/rpc/auth_gate.h"
 #include "tests/server/core_test_util.h"

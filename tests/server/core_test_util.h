@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/job_config.h"
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
+#include "common/model/job_config.h"
 #include "gtest/gtest.h"
 #include "server/core/coordinator_core.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/child_process.h"
+#include "common/infra/child_process.h"
 
 namespace zeroshard::testing {
 
@@ -23,7 +23,7 @@ struct CommandResult {
 // Runs `shell_command` through /bin/sh with stdin from /dev/null.
 CommandResult RunCommand(const std::string& shell_command);
 
-// Child processes a test starts and stops by PID (common/child_process.h).
+// Child processes a test starts and stops by PID (common/infra/child_process.h).
 using ::zeroshard::ChildProcess;
 
 // Polls `log` (a zeroshard-coordinator's output) every 20 ms for its

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 #include "tests/trainer/step_log.h"

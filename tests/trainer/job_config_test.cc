@@ -1,6 +1,6 @@
 // Job config JSON round trip and validation; step record round trip; the
 // learning-rate schedule's shape.
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 
 #include "gtest/gtest.h"
 #include "worker/trainer/step_record.h"

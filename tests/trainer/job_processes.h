@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "tests/server/http_get.h"
 #include "tests/support/subprocess.h"
 #include "tests/trainer/step_log.h"

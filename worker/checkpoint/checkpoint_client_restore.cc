@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dtype.h"
+#include "common/formats/xxhash_copy.h"
 #include "common/parallel_for.h"
 #include "common/rpc/chunk_frame.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
-#include "common/xxhash_copy.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/sync_stream.h"
 #include "worker/checkpoint/checkpoint_client.h"

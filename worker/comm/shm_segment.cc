@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/host_name.h"
+#include "common/infra/host_name.h"
 
 namespace zeroshard {
 namespace {

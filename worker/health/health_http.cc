@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/listen_check.h"
+#include "common/infra/listen_check.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {

@@ -1,5 +1,5 @@
 // What a trainer, a reference or a tool needs of a decoder-only language
-// model, whichever family computes it (common/model_config.h): GptModel
+// model, whichever family computes it (common/model/model_config.h): GptModel
 // (gpt2) or LlamaModel (llama). Models own no parameters: they ask UnitHooks
 // for each unit around every use and ADD gradients into what PreBackward
 // returns (worker/engine/unit_hooks.h); each family documents its hook
@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/device/device.h"
 #include "worker/engine/unit_hooks.h"
 #include "worker/model/kernels.h"

@@ -49,7 +49,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/device/device.h"
 #include "worker/device/device_buffer.h"
 #include "worker/device/memory_accounting.h"

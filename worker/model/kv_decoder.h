@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/device/device_buffer.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_runtime.h"

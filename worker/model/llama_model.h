@@ -1,4 +1,4 @@
-// The Llama family (common/model_config.h, family llama): Hugging Face's
+// The Llama family (common/model/model_config.h, family llama): Hugging Face's
 // LlamaForCausalLM, MistralForCausalLM (no sliding window),
 // Qwen2ForCausalLM and Qwen3ForCausalLM as one model, forward and backward
 // through the kernels of kernels.h. One block, as HF's decoder layer:
@@ -35,7 +35,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/model/causal_lm.h"
 #include "worker/model/model_layout.h"
 #include "worker/model/model_runtime.h"

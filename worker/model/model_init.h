@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard {
 

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "worker/device/device.h"
 #include "worker/model/kernels.h"
 

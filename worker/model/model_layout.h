@@ -1,5 +1,5 @@
 // Where each parameter sits in its unit, per family, as element offsets
-// into the unit's flat buffer (ModelUnits' layout, common/model_config.h):
+// into the unit's flat buffer (ModelUnits' layout, common/model/model_config.h):
 // one table the training models (gpt_model.h, llama_model.h) and the
 // generation decoders (kv_decoder.h) read alike. Blocks share one layout,
 // so a block's offsets are block 0's. -1 marks a parameter the variant has
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/run_plan.h"
 #include "common/traffic_model.h"
 #include "worker/device/device.h"

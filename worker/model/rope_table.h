@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard {
 

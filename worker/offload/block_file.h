@@ -11,7 +11,7 @@
 // a ring is not thread-safe, so each I/O thread owns one.
 //
 // Alignment: buffers, offsets and sizes passed to Read/Write must be
-// multiples of kBlockBytes (4096, common/aligned_bytes.h), which O_DIRECT
+// multiples of kBlockBytes (4096, common/formats/aligned_bytes.h), which O_DIRECT
 // needs; AlignUp rounds; AllocateAligned gives such buffers.
 // Errors: INTERNAL naming the path and errno's text for a failed open, read
 // or write; DATA_LOSS for a short read (the file ended early);
@@ -27,7 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/aligned_bytes.h"
+#include "common/formats/aligned_bytes.h"
 
 struct io_uring;
 

@@ -1,4 +1,4 @@
-// The job config's AdamW hyperparameters (common/job_config.h), as the
+// The job config's AdamW hyperparameters (common/model/job_config.h), as the
 // engine and every baseline that stands for the same job use them. `lr` is
 // the peak rate: the schedule is LearningRateAt(job, step). Also the
 // gradient-clipping coefficient they share.
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "worker/optim/adamw.h"
 
 namespace zeroshard {

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "worker/device/device.h"
 
 namespace zeroshard {

@@ -3,8 +3,8 @@
 // each unit's initial values. Thread-safe: pure functions.
 #pragma once
 
-#include "common/job_config.h"
-#include "common/model_config.h"
+#include "common/model/job_config.h"
+#include "common/model/model_config.h"
 #include "worker/comm/communicator.h"
 #include "worker/device/device.h"
 #include "worker/engine/sharded_engine.h"

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "common/tokenizer/tokenizer.h"
 #include "worker/checkpoint/checkpoint_client.h"
 #include "worker/data/batch_sampler.h"

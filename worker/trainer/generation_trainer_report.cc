@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/process_memory.h"
+#include "common/infra/process_memory.h"
 #include "common/status_macros.h"
 #include "worker/comm/control_collectives.h"
 #include "worker/trainer/checkpointing.h"

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_model.h"
 #include "common/job_refusal.h"
+#include "common/model/job_model.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "common/tokenizer/job_tokenizer.h"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_config.h"
-#include "common/model_config.h"
+#include "common/model/job_config.h"
+#include "common/model/model_config.h"
 #include "common/rpc/coordinator_client.h"
 #include "worker/data/text_corpus.h"
 #include "worker/device/device.h"

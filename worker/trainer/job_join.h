@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 #include "common/rpc/coordinator_client.h"
 #include "worker/trainer/worker_session.h"
 

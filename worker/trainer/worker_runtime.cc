@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "common/host_name.h"
+#include "common/infra/host_name.h"
 #include "common/status_macros.h"
 #include "worker/trainer/generation_run.h"
 #include "worker/trainer/job_context.h"

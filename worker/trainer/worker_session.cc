@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/host_name.h"
+#include "common/infra/host_name.h"
 #include "common/rpc/plan_proto.h"
 #include "worker/health/worker_health.h"
 

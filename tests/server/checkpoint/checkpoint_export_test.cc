@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "tests/server/checkpoint/checkpoint_test_util.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "common/hf_weights.h"
+#include "common/formats/hf_weights.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "tests/support/subprocess.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/xxhash_copy.h"
+#include "common/formats/xxhash_copy.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_files.h"
 

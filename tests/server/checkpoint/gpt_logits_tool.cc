@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
-#include "common/cli.h"
+#include "common/formats/atomic_file.h"
+#include "common/infra/cli.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_manifest.h"

@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/checkpoint/checkpoint_export.h"

@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "gtest/gtest.h"
 #include "server/state/durable_state.h"
 #include "tests/server/core_test_util.h"

@@ -6,7 +6,7 @@
 // member is removed within two heartbeat intervals so exactly one new
 // generation forms.
 #include "absl/strings/str_cat.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 

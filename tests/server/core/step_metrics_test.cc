@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "tests/server/core_test_util.h"
 #include "tests/support/exposition.h"
 

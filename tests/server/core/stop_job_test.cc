@@ -4,7 +4,7 @@
 // members to train the job ends at once; an ended job refuses a stop; and a
 // stopped job stays stopped across a restart unless its config raises
 // `steps` above the config it was stopped under.
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 #include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 

@@ -1,7 +1,7 @@
 // The metrics registry's text format against hand-written expected output,
 // and `promtool check metrics` on the /metrics a real in-process
 // coordinator serves after step reports.
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // One coordinator per state dir and per checkpoint dir: a second one is
 // refused with a message naming the directory, and the lock goes with its
 // owner.
-#include "common/dir_lock.h"
+#include "common/infra/dir_lock.h"
 
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_stack.h"

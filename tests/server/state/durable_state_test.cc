@@ -3,7 +3,7 @@
 // last step intact.
 #include <filesystem>
 
-#include "common/atomic_file.h"
+#include "common/formats/atomic_file.h"
 #include "tests/server/core_test_util.h"
 #include "tests/support/subprocess.h"
 

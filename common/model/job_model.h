@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard {
 

@@ -1,5 +1,5 @@
 // A Hugging Face model directory's config.json as zeroshard's model
-// description (common/model_config.h, family llama). Accepted model_type:
+// description (common/model/model_config.h, family llama). Accepted model_type:
 // llama, mistral, qwen2, qwen3. Both key styles load: transformers 4's
 // (rope_theta, rope_scaling, torch_dtype) and transformers 5's
 // (rope_parameters, dtype).
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/model_config.h"
+#include "common/model/model_config.h"
 
 namespace zeroshard {
 

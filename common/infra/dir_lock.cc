@@ -1,4 +1,4 @@
-#include "common/dir_lock.h"
+#include "common/infra/dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "common/listen_check.h"
+#include "common/infra/listen_check.h"
 
 #include <netdb.h>
 #include <sys/socket.h>

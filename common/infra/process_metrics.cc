@@ -1,4 +1,4 @@
-#include "common/process_metrics.h"
+#include "common/infra/process_metrics.h"
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
-#include "common/process_memory.h"
+#include "common/infra/process_memory.h"
 
 namespace zeroshard {
 namespace {

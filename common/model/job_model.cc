@@ -1,6 +1,6 @@
-#include "common/job_model.h"
+#include "common/model/job_model.h"
 
-#include "common/hf_model_config.h"
+#include "common/model/hf_model_config.h"
 
 namespace zeroshard {
 

@@ -1,4 +1,4 @@
-#include "common/loopback.h"
+#include "common/infra/loopback.h"
 
 #include <arpa/inet.h>
 

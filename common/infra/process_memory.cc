@@ -1,4 +1,4 @@
-#include "common/process_memory.h"
+#include "common/infra/process_memory.h"
 
 #include <unistd.h>
 

@@ -11,7 +11,7 @@
 // malformed or truncated file (ReadSafetensorsInfo's checks) or a short
 // read; FAILED_PRECONDITION for a tensor a model needs that is missing, of
 // another shape, or of a dtype other than F32/BF16/F16.
-// Reads go through ReadOnlyFile (common/read_only_file.h): straight from
+// Reads go through ReadOnlyFile (common/formats/read_only_file.h): straight from
 // the disk where the range is not in the page cache.
 // Thread-safe after Open: reads use pread on descriptors opened once.
 #pragma once
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 #include "common/shard_plan.h"
 
 namespace zeroshard {

@@ -16,7 +16,7 @@
 namespace zeroshard {
 
 struct JobConfig {
-  // A preset name (common/model_config.h ModelPreset) or a Hugging Face
+  // A preset name (common/model/model_config.h ModelPreset) or a Hugging Face
   // model directory (config.json + safetensors) on the coordinator's host.
   std::string model = "small";
   // The model's description as JSON (ModelConfigToJson): filled by the
@@ -131,7 +131,7 @@ struct JobConfig {
 // FromJson, so a typo fails at the coordinator, not in every worker), and
 // the coordinator's --checkpoint-dir filled in when the job names none, so
 // its workers save there, and model_desc filled in from a model directory
-// (common/job_model.h; its errors: an unknown preset, a config.json key
+// (common/model/job_model.h; its errors: an unknown preset, a config.json key
 // zeroshard does not support). Text that needs no change is returned as
 // given; "" (keep the persisted config) stays "".
 absl::StatusOr<std::string> PrepareServedJobConfig(const std::string& json,

@@ -1,4 +1,4 @@
-#include "common/metrics.h"
+#include "common/infra/metrics.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "common/aligned_bytes.h"
+#include "common/formats/aligned_bytes.h"
 
 #include <algorithm>
 #include <cstdlib>

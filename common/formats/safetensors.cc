@@ -1,4 +1,4 @@
-#include "common/safetensors.h"
+#include "common/formats/safetensors.h"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
 #include "common/dtype.h"
+#include "common/formats/atomic_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 

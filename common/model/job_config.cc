@@ -1,4 +1,4 @@
-#include "common/job_config.h"
+#include "common/model/job_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_model.h"
+#include "common/model/job_model.h"
 #include "common/offload_config.h"
 #include "common/status_macros.h"
 #include "common/zero_stage.h"

@@ -1,4 +1,4 @@
-#include "common/child_process.h"
+#include "common/infra/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>

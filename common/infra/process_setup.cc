@@ -1,4 +1,4 @@
-#include "common/process_setup.h"
+#include "common/infra/process_setup.h"
 
 #include <pthread.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include "common/cli.h"
+#include "common/infra/cli.h"
 
 #include <iostream>
 

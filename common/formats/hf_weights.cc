@@ -1,4 +1,4 @@
-#include "common/hf_weights.h"
+#include "common/formats/hf_weights.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/dtype.h"
-#include "common/read_only_file.h"
+#include "common/formats/read_only_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 

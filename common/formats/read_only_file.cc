@@ -1,4 +1,4 @@
-#include "common/read_only_file.h"
+#include "common/formats/read_only_file.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/aligned_bytes.h"
+#include "common/formats/aligned_bytes.h"
 #include "common/status_macros.h"
 
 namespace zeroshard {

@@ -1,4 +1,4 @@
-#include "common/allocator.h"
+#include "common/infra/allocator.h"
 
 #include <dlfcn.h>
 

@@ -10,7 +10,7 @@
 // A figure that cannot be read (no /proc) is left out of the scrape rather
 // than reported as 0.
 //
-// This process's memory without Prometheus: common/process_memory.h.
+// This process's memory without Prometheus: common/infra/process_memory.h.
 // Thread safety: Collect may run on any thread; it keeps no state.
 #pragma once
 

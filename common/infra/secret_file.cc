@@ -1,4 +1,4 @@
-#include "common/secret_file.h"
+#include "common/infra/secret_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "common/hf_model_config.h"
+#include "common/model/hf_model_config.h"
 
 #include <filesystem>
 #include <fstream>
