@@ -1,0 +1,89 @@
+// The worker's lifecycle in one process: an in-process coordinator and three
+// RunWorker threads, each given its own stop token (worker_runtime.h) where
+// the worker binary passes its SIGTERM's. The in-process twin of
+// elastic_leave_test's SIGTERM case, without child processes or signals:
+// the token set on one worker makes it hand its shard over at the next step
+// boundary and leave (OK); the two others reshard live, train every step
+// once, and complete the job. Checked on the step log's events, not on log
+// text.
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/rpc/coordinator_server.h"
+#include "tests/trainer/job_processes.h"
+#include "worker/trainer/stop_token.h"
+#include "worker/trainer/worker_runtime.h"
+
+namespace zeroshard {
+namespace {
+
+using testing::ReadStepRecords;
+using testing::WaitForStep;
+using testing::WithEvent;
+
+constexpr int kWorkers = 3;
+constexpr int kLeaver = 2;
+
+std::unique_ptr<CoordinatorServer> StartCoordinator(const JobConfig& job) {
+  CoordinatorOptions o;
+  o.metrics_listen = "";
+  o.core.job_id = "in-process";
+  o.core.min_workers = kWorkers - 1;
+  o.core.max_workers = kWorkers;
+  o.core.settle = absl::Milliseconds(300);
+  o.core.heartbeat_interval = absl::Milliseconds(100);
+  o.core.lease_timeout = absl::Seconds(3);
+  o.core.job_config_json = job.ToJson();
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(o);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+struct WorkerThread {
+  StopSource stop;
+  absl::Status result = absl::UnknownError("still running");
+  std::thread thread;
+};
+
+void StartWorker(WorkerThread& w, const std::string& address, int i) {
+  WorkerOptions options;
+  options.coordinator = address;
+  options.worker_id = absl::StrCat("w", i);
+  options.stop = w.stop.token();
+  w.thread = std::thread([&w, options] { w.result = RunWorker(options); });
+}
+
+TEST(WorkerInProcessTest, AStopTokenHandsTheShardOverAndTheOthersFinish) {
+  const std::string dir = testing::MakeTempDir("zs_in_process");
+  const JobConfig job = testing::SmallJob(dir, 120);  // Steps to spare after the stop.
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
+  // The token picks the worker, whatever its rank.
+  if (trained) workers[kLeaver].stop.RequestStop();
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  for (int i = 0; i < kWorkers; ++i) EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers - 1);
+  const std::vector<StepRecord> left = WithEvent(records, "left");
+  ASSERT_EQ(left.size(), 1u);
+  ASSERT_EQ(left[0].leaving.size(), 1u);
+  const std::vector<StepRecord> resharded = WithEvent(records, "resharded_live");
+  ASSERT_FALSE(resharded.empty()) << "the survivors restored instead of resharding live";
+  EXPECT_EQ(resharded.back().start_step, left[0].step);
+  EXPECT_EQ(resharded.back().world_size, kWorkers - 1);
+  // Every step once: the records' steps strictly increase.
+  for (size_t i = 1; i < records.size(); ++i) EXPECT_GT(records[i].step, records[i - 1].step);
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace zeroshard
