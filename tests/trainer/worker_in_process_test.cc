@@ -1,11 +1,16 @@
-// The worker's lifecycle in one process: an in-process coordinator and three
+// The worker's lifecycle in one process: an in-process coordinator and
 // RunWorker threads, each given its own stop token (worker_runtime.h) where
-// the worker binary passes its SIGTERM's. The in-process twin of
-// elastic_leave_test's SIGTERM case, without child processes or signals:
-// the token set on one worker makes it hand its shard over at the next step
-// boundary and leave (OK); the two others reshard live, train every step
-// once, and complete the job. Checked on the step log's events, not on log
-// text.
+// the worker binary passes its SIGTERM's. In-process twins of the
+// multi-process trainer tests, without child processes or signals, checked
+// on the step log's events, not on log text:
+// - a stop token (elastic_leave_test's SIGTERM): the worker hands its shard
+//   over at the next step boundary and leaves (OK); the others reshard live,
+//   train every step once, and complete the job;
+// - a worker joining a running job (elastic_live_test's scale-up): the ranks
+//   yield, the first survivor reports the handoff (ReportHandoff), and the
+//   bigger generation reshards live from the step they stopped at;
+// - an operator's StopJob: the ranks agree on a step, end there with the
+//   "stopped" event, and every worker exits OK.
 #include <memory>
 #include <thread>
 #include <vector>
@@ -27,11 +32,11 @@ using testing::WithEvent;
 constexpr int kWorkers = 3;
 constexpr int kLeaver = 2;
 
-std::unique_ptr<CoordinatorServer> StartCoordinator(const JobConfig& job) {
+std::unique_ptr<CoordinatorServer> StartCoordinator(const JobConfig& job, int min_workers) {
   CoordinatorOptions o;
   o.metrics_listen = "";
   o.core.job_id = "in-process";
-  o.core.min_workers = kWorkers - 1;
+  o.core.min_workers = min_workers;
   o.core.max_workers = kWorkers;
   o.core.settle = absl::Milliseconds(300);
   o.core.heartbeat_interval = absl::Milliseconds(100);
@@ -59,7 +64,7 @@ void StartWorker(WorkerThread& w, const std::string& address, int i) {
 TEST(WorkerInProcessTest, AStopTokenHandsTheShardOverAndTheOthersFinish) {
   const std::string dir = testing::MakeTempDir("zs_in_process");
   const JobConfig job = testing::SmallJob(dir, 120);  // Steps to spare after the stop.
-  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job);
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
   ASSERT_NE(server, nullptr);
   std::vector<WorkerThread> workers(kWorkers);
   for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
@@ -82,6 +87,56 @@ TEST(WorkerInProcessTest, AStopTokenHandsTheShardOverAndTheOthersFinish) {
   EXPECT_EQ(resharded.back().world_size, kWorkers - 1);
   // Every step once: the records' steps strictly increase.
   for (size_t i = 1; i < records.size(); ++i) EXPECT_GT(records[i].step, records[i - 1].step);
+  server->Shutdown();
+}
+
+TEST(WorkerInProcessTest, AJoiningWorkerMakesTheRanksHandOffAndReshardLive) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_join");
+  // Steps to spare while the joiner loads its data (about a second here).
+  const JobConfig job = testing::SmallJob(dir, 500);
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers - 1; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 6, kWorkers - 1);
+  StartWorker(workers[kWorkers - 1], server->address(), kWorkers - 1);
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers - 1;
+  for (int i = 0; i < kWorkers; ++i) EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers);
+  const std::vector<StepRecord> handed = WithEvent(records, "handed_off");
+  ASSERT_EQ(handed.size(), 1u);
+  const std::vector<StepRecord> resharded = WithEvent(records, "resharded_live");
+  ASSERT_EQ(resharded.size(), 1u) << "the bigger generation did not reshard live";
+  EXPECT_EQ(resharded[0].start_step, handed[0].step);
+  EXPECT_EQ(resharded[0].world_size, kWorkers);
+  for (size_t i = 1; i < records.size(); ++i) EXPECT_GT(records[i].step, records[i - 1].step);
+  server->Shutdown();
+}
+
+TEST(WorkerInProcessTest, AnOperatorsStopEndsTheJobAtOneAgreedStep) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_stop");
+  const JobConfig job = testing::SmallJob(dir, 100000);  // Ends only by the stop.
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 4, kWorkers);
+  v1::StopJobRequest stop;
+  const absl::Status stopped = server->core()->StopJob(stop).status();
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  ASSERT_TRUE(stopped.ok()) << stopped;
+  for (int i = 0; i < kWorkers; ++i) EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  const std::vector<StepRecord> ends = WithEvent(records, "stopped");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].step, records.back().step) << "the stopped step is the last";
+  EXPECT_LT(records.back().step, job.steps);
   server->Shutdown();
 }
 
