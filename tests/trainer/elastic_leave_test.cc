@@ -143,15 +143,17 @@ TEST(ElasticLeaveTest, KillWithNoCheckpointFormsOneGenerationAndFinishesFromStep
     ASSERT_EQ(later.size(), 1u) << ReadFile(absl::StrCat(dir, "/", w, ".log"));
     EXPECT_NE(later[0].find(absl::StrCat("of ", kWorkers - 1)), std::string::npos) << later[0];
   }
-  // From step 0 again: nothing was saved, and the error path never fired.
+  // From step 0 again: nothing was saved, so the new generation started
+  // from the seeded init (the step log's event), not from a checkpoint.
   const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
   for (const StepRecord& r : records) {
     if (r.world_size == kWorkers - 1) {
       EXPECT_EQ(r.step, 1);
+      EXPECT_EQ(r.events, std::vector<std::string>{"initialized"});
       break;
     }
   }
-  EXPECT_EQ(ReadFile(dir + "/w0.log").find("GetCheckpoint"), std::string::npos);
+  EXPECT_TRUE(WithEvent(records, "restored_checkpoint").empty());
   c.process->Signal(SIGTERM);
   EXPECT_EQ(c.process->Wait(absl::Seconds(10)), 0);
 }
