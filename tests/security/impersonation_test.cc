@@ -9,6 +9,7 @@
 #include "common/rpc/plan_proto.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_server.h"
+#include "tests/server/await_generation.h"
 
 namespace zeroshard {
 namespace {
@@ -35,8 +36,7 @@ class ImpersonationTest : public ::testing::Test {
     b_ = *CoordinatorClient::Connect(server_->address());
     a_id_ = Join(*a_, "worker-a")->member_id();
     b_id_ = Join(*b_, "worker-b")->member_id();
-    for (int i = 0; i < 300 && server_->generation() == 0; ++i)
-      absl::SleepFor(absl::Milliseconds(10));
+    ASSERT_TRUE(server::testing::AwaitRunningGeneration(*server_->core(), absl::Seconds(3)));
     ASSERT_EQ(server_->generation(), 1u);
   }
 

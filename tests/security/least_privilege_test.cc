@@ -16,6 +16,7 @@
 #include "common/rpc/plan_proto.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_stack.h"
+#include "tests/server/await_generation.h"
 #include "tests/server/checkpoint/checkpoint_test_util.h"
 #include "tests/support/subprocess.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
@@ -45,9 +46,7 @@ class LeastPrivilegeTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     stack_.emplace(*std::move(s));
     for (const char* name : {"a", "b"}) members_.push_back(Connect(name));
-    for (int i = 0; i < 500 && stack_->server->generation() == 0; ++i) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    ASSERT_TRUE(server::testing::AwaitRunningGeneration(*stack_->server->core(), absl::Seconds(5)));
     ASSERT_EQ(stack_->server->generation(), 1u);
     waiting_ = Connect("c");  // Admitted only at a next generation.
     for (Member& m : members_) {

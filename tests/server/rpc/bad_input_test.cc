@@ -7,6 +7,7 @@
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
 #include "server/rpc/coordinator_server.h"
+#include "tests/server/await_generation.h"
 
 namespace zeroshard {
 namespace {
@@ -28,9 +29,7 @@ class BadInputTest : public ::testing::Test {
     j.set_job_id("bad");
     j.set_worker_id("good");
     member_ = client_->Join(j)->member_id();
-    for (int i = 0; i < 200 && server_->core()->state() != server::GenerationState::kRunning; ++i) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    ASSERT_TRUE(server::testing::AwaitRunningGeneration(*server_->core(), absl::Seconds(2)));
     ASSERT_EQ(server_->generation(), 1u);
   }
 
