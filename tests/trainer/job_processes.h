@@ -103,17 +103,12 @@ inline std::string MetricValue(int port, const std::string& series) {
   return r.body.substr(begin, r.body.find('\n', begin) - begin);
 }
 
-// Lines of `log` that say a generation started for this worker
-// ("generation G: rank r of n").
-inline std::vector<std::string> GenerationLines(const std::string& log) {
-  std::vector<std::string> out;
-  static const std::regex line(R"(generation [0-9]+: rank [0-9]+ of [0-9]+)");
-  const std::string text = ReadFile(log);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
-       ++it) {
-    out.push_back(it->str());
-  }
-  return out;
+// The coordinator's latest generation number in `zeroshard status --json`
+// (JobStatus.generation, printed first of the generation fields); -1 if absent.
+inline int64_t GenerationOf(const std::string& status_json) {
+  static const std::regex field(R"re("generation": *"?([0-9]+))re");
+  std::smatch m;
+  return std::regex_search(status_json, m, field) ? std::stoll(m[1].str()) : -1;
 }
 
 }  // namespace zeroshard::testing
