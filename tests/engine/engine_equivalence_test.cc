@@ -3,7 +3,8 @@
 // a FileStore in a temp dir), stages 0-3, fp32 and bf16 compute, gradient
 // accumulation over 2 micro-batches, a tied unit bracketed twice per pass,
 // units not divisible by N and one smaller than N, clipping active, and at
-// stages 2-3 also with 256-byte buckets (grouped collectives): the
+// stages 2-3 also with 256-byte buckets (grouped collectives), at stage 0
+// also all-reducing every micro-batch in its backward (not only the last): the
 // parameters after 10 AdamW steps equal the single-process reference
 // (tests/engine/test_mlp.h: independent AdamW in double) within
 //   fp32 compute and reduce: max over elements |a - b| / max(|b|, 0.1) <= 1e-5
@@ -51,6 +52,12 @@ std::vector<RunConfig> Configs() {
         config.bucket_bytes = 256;
         configs.push_back(config);
       }
+      // Stage 0 all-reducing every micro-batch's gradients in its backward
+      // (the others: the last micro-batch's only).
+      if (stage == 0 && r == DType::kFp32) {
+        config.sync_every_micro_batch = true;
+        configs.push_back(config);
+      }
     }
   }
   return configs;
@@ -58,7 +65,8 @@ std::vector<RunConfig> Configs() {
 
 std::string Name(const RunConfig& c) {
   return absl::StrCat("stage", c.stage, "_", DTypeName(c.compute), "_reduce_", DTypeName(c.reduce),
-                      c.bucket_bytes > 0 ? absl::StrCat("_bucket", c.bucket_bytes) : "");
+                      c.bucket_bytes > 0 ? absl::StrCat("_bucket", c.bucket_bytes) : "",
+                      c.sync_every_micro_batch ? "_syncall" : "");
 }
 
 // The body of one forked rank: every config in turn over one communicator.

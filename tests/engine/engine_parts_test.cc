@@ -115,6 +115,40 @@ TEST(GradientReducerTest, StageZeroAllReducesAtTheStep) {
               }).ok());
 }
 
+// Stage 0 overlapped: in a sync micro-batch each unit's all-reduce goes out
+// as its last bracket closes (the step has none left to send). Unit 0 is tied (two brackets): the
+// first step guesses one close, sends it early and reduces the second bracket apart; the second
+// step has learnt two closes and sends it once. Both sum right.
+TEST(GradientReducerTest, StageZeroAllReducesAsTheBackwardEnds) {
+  ASSERT_TRUE(RunRanksAsThreads(kRanks, "parts-overlap", [](int rank, Communicator* comm) {
+                PartsRig rig({6, 4}, /*stage=*/0, comm);
+                GradientReducer reducer(rig.ctx);
+                reducer.set_sync(true);
+                int64_t sent_before = 0;
+                for (int step = 0; step < 2; ++step) {
+                  for (int u : {0, 1, 0}) Backward(rig, reducer, rank, u);
+                  reducer.Flush();  // Completes what the backward sent.
+                  const int64_t sent = comm->stats().of(CommOp::kAllReduce).bytes - sent_before;
+                  const int64_t unit0 = rig.units[0].plan->padded_numel * 4;
+                  const int64_t unit1 = rig.units[1].plan->padded_numel * 4;
+                  EXPECT_EQ(sent, (step == 0 ? 2 * unit0 : unit0) + unit1) << "step " << step;
+                  EXPECT_TRUE(reducer.ReduceAtStep().ok());
+                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - sent_before, sent)
+                      << "nothing is left for the step";
+                  sent_before = comm->stats().of(CommOp::kAllReduce).bytes;
+                  for (int u = 0; u < 2; ++u) {
+                    const float* all = static_cast<const float*>(reducer.ShardGrad(rig.units[u]));
+                    const float times = u == 0 ? 2.0f : 1.0f;
+                    for (int64_t i = 0; i < rig.units[u].plan->padded_numel; ++i) {
+                      EXPECT_EQ(all[i], times * (Value(0, u, i) + Value(1, u, i)));
+                    }
+                  }
+                  reducer.Zero();
+                }
+                return rig.tracker.status();
+              }).ok());
+}
+
 // Stage 1: the norm of the summed gradient over both ranks' shards, and one
 // AdamW step (weight decay 0: w - lr * g / (|g| + eps) at step 1) whose new
 // compute copy is all-gathered into every rank's full buffer.

@@ -64,6 +64,7 @@ absl::StatusOr<RankResult> TrainRank(const MlpDims& dims, const RefAdamW& hp,
   RankResult out;
   for (int step = 1; step <= config.steps; ++step) {
     for (int mb = 0; mb < config.micro_batches; ++mb) {
+      engine->set_gradient_sync(config.sync_every_micro_batch || mb + 1 == config.micro_batches);
       std::vector<Sample> batch;
       for (int k = 0; k < per_micro; ++k) {
         batch.push_back(MakeSample(dims, step, rank * per_rank + mb * per_micro + k));

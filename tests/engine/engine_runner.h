@@ -37,6 +37,10 @@ struct RunConfig {
   // Stage 3: the compute shards in NVMe files when enabled.
   ParamStoreOptions params_offload;
   int64_t bucket_bytes = 0;  // EngineOptions::bucket_bytes (stages 2-3).
+  // set_gradient_sync on every micro-batch (stage 0 then all-reduces each
+  // micro-batch's gradients as their backward ends); else only on the last,
+  // as the trainer does.
+  bool sync_every_micro_batch = false;
 };
 
 EngineOptions MakeEngineOptions(const RunConfig& config, const RefAdamW& hp);

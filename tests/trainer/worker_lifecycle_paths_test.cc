@@ -145,5 +145,20 @@ TEST(WorkerLifecyclePathsTest, AForgottenMemberRejoinsAfterTheCoordinatorConfirm
   EXPECT_EQ(w.last.next.phase, Phase::kWaiting);
 }
 
+// As before the machine: a Leave on a stop and the handoff report go out
+// while the generation's communicators exist; failure reports and the
+// job's last Leave after it is torn down.
+TEST(WorkerLifecyclePathsTest, WhatGoesOutBeforeTheGenerationIsTornDown) {
+  LifecycleEvent kept(Kind::kKeptHandoff);
+  kept.first_survivor = true;
+  EXPECT_TRUE(Decide({Phase::kHandingOff}, kept).before_teardown);
+  EXPECT_TRUE(Decide({Phase::kHandingOff}, {Kind::kGaveShardAway}).before_teardown);
+  EXPECT_TRUE(Decide({Phase::kTraining}, Stopped({Kind::kFailed, Lost()})).before_teardown);
+  EXPECT_FALSE(Decide({Phase::kTraining}, {Kind::kFailed, Lost()}).before_teardown);
+  EXPECT_FALSE(Decide({Phase::kLoading}, Stopped({Kind::kFailed, Lost()})).before_teardown);
+  EXPECT_FALSE(Decide({Phase::kHandingOff}, {Kind::kFailed, Lost()}).before_teardown);
+  EXPECT_FALSE(Decide({Phase::kTraining}, {Kind::kLastStepTrained}).before_teardown);
+}
+
 }  // namespace
 }  // namespace zeroshard

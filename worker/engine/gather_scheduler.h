@@ -16,7 +16,7 @@
 // Evaluation records its own order, so neither mispredicts the other.
 //
 // Testable without a model: units, a device and a communicator suffice
-// (tests/engine/gather_scheduler_test.cc).
+// (tests/engine/engine_parts_test.cc).
 //
 // Thread safety: the engine's training thread only.
 #pragma once

@@ -1,5 +1,6 @@
 #include "worker/engine/gradient_reducer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/status_macros.h"
@@ -7,12 +8,24 @@
 namespace zeroshard {
 
 GradientReducer::GradientReducer(const EngineContext& ctx)
-    : ctx_(ctx), reduce_bucket_(ctx.options->bucket_bytes) {}
+    : ctx_(ctx),
+      reduce_bucket_(ctx.options->bucket_bytes),
+      issued_(static_cast<size_t>(ctx.num_units()), 0),
+      closes_now_(static_cast<size_t>(ctx.num_units()), 0),
+      closes_last_(closes_now_) {}
+
+bool GradientReducer::OverlapsAllReduce() const {
+  return ctx_.stage().reduction == GradReduction::kAllReduceAtStep &&
+         ctx_.options->reduce_dtype == DType::kFp32 && ctx_.world_size > 1;
+}
 
 float* GradientReducer::Open(int u) {
   EngineUnit& unit = ctx_.unit(u);
   if (!ctx_.stage().shards_grads && ctx_.options->reduce_dtype == DType::kFp32) {
-    return unit.grads.as<float>();  // The model adds straight into it.
+    if (!issued_[u]) return unit.grads.as<float>();  // The model adds straight into it.
+    // Its all-reduce is out: this bracket's gradient is reduced apart.
+    ctx_.MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
+    return unit.grad_view.as<float>();
   }
   // A gradient still waiting in the reduce bucket takes this bracket's too.
   if (!reduce_bucket_.Take(u)) ctx_.MustAllocate(unit.grad_view, unit.plan->padded_numel * 4);
@@ -26,6 +39,10 @@ void GradientReducer::Close(int u) {
   EngineUnit& unit = ctx_.unit(u);
   const int64_t P = unit.plan->padded_numel;
   if (!ctx_.stage().shards_grads) {
+    if (OverlapsAllReduce() && (sync_ || issued_[u])) {
+      CloseForAllReduce(u);
+      return;
+    }
     if (unit.grad_view.allocated()) {
       ctx_.tracker->Fail(ctx_.device->AddInto(unit.grads.data(), ctx_.options->reduce_dtype,
                                               unit.grad_view.data(), DType::kFp32, P));
@@ -35,6 +52,36 @@ void GradientReducer::Close(int u) {
   }
   reduce_bucket_.Add(u, P * ctx_.gbytes(),
                      [this](const std::vector<int>& group) { IssueReduceGroup(group); });
+}
+
+// The unit's last close of the step (as many as the step before, at least
+// one) sends its gradient; a close after that sends its bracket's buffer.
+void GradientReducer::CloseForAllReduce(int u) {
+  ++closes_now_[u];
+  if (issued_[u]) {
+    IssueAllReduce(u, /*direct=*/false);
+    return;
+  }
+  if (closes_now_[u] < std::max(1, closes_last_[u])) return;  // Used again in this backward.
+  issued_[u] = 1;
+  IssueAllReduce(u, /*direct=*/true);
+}
+
+void GradientReducer::IssueAllReduce(int u, bool direct) {
+  EngineUnit& unit = ctx_.unit(u);
+  PendingReduce pending;
+  pending.all_reduce = true;
+  ReducePiece piece{u, ctx_.Buffer(MemoryKind::kBuffers), direct};
+  if (!direct) {
+    piece.staging = std::move(unit.grad_view);
+    unit.grad_view = ctx_.Buffer(MemoryKind::kBuffers);
+  }
+  if (ctx_.tracker->failed()) return;  // Nothing is reduced after a failure.
+  void* buffer = direct ? unit.grads.data() : piece.staging.data();
+  pending.work = ctx_.comm->AllReduce(buffer, buffer, unit.plan->padded_numel, DType::kFp32,
+                                      ReduceOp::kSum, {ctx_.options->collective_timeout});
+  pending.pieces.push_back(std::move(piece));
+  pending_.push_back(std::move(pending));
 }
 
 void GradientReducer::IssueReduceGroup(const std::vector<int>& units) {
@@ -87,8 +134,11 @@ void GradientReducer::DrainOneReduce() {
     } else if (!piece.direct) {
       const int64_t S = unit.plan->shard_numel;
       const DType d = ctx_.options->reduce_dtype;
-      tracker.Fail(ctx_.device->AddInto(unit.grads.data(), d,
-                                        ctx_.Slice(piece.staging, S, ctx_.gbytes()), d, S));
+      tracker.Fail(p.all_reduce
+                       ? ctx_.device->AddInto(unit.grads.data(), d, piece.staging.data(), d,
+                                              unit.plan->padded_numel)
+                       : ctx_.device->AddInto(unit.grads.data(), d,
+                                              ctx_.Slice(piece.staging, S, ctx_.gbytes()), d, S));
     }
   }
   pending_.pop_front();
@@ -118,7 +168,9 @@ absl::Status GradientReducer::ReduceAtStep() {
   const CollectiveOptions copts{ctx_.options->collective_timeout};
   const DType d = ctx_.options->reduce_dtype;
   std::vector<std::unique_ptr<Work>> works;
-  for (EngineUnit& unit : *ctx_.units) {
+  for (int u = 0; u < ctx_.num_units(); ++u) {
+    if (issued_[u]) continue;  // All-reduced as its backward ended.
+    EngineUnit& unit = ctx_.unit(u);
     const int64_t S = unit.plan->shard_numel;
     void* g = unit.grads.data();
     works.push_back(
@@ -138,6 +190,9 @@ absl::Status GradientReducer::ReduceAtStep() {
 }
 
 void GradientReducer::Zero() {
+  closes_last_ = closes_now_;
+  std::fill(closes_now_.begin(), closes_now_.end(), 0);
+  std::fill(issued_.begin(), issued_.end(), 0);
   for (EngineUnit& unit : *ctx_.units) {
     if (ctx_.stage().reduction == GradReduction::kReduceScatterInBackward) {
       unit.grads_zero = true;  // The next reduce-scatter overwrites them.

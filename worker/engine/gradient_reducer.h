@@ -5,6 +5,15 @@
 //   model adds into the resident full gradient (fp32 reduce dtype) or into
 //   an fp32 bracket buffer added to it at close; at the step each unit's
 //   gradient is all-reduced, or reduce-scattered in place;
+// - stage 0 overlapped (fp32 reduce dtype, N > 1): in the step's last
+//   micro-batch (set_sync, DDP's require_backward_grad_sync) each unit's
+//   gradient is all-reduced in place as soon as its last backward bracket
+//   of the step closes, while the backward goes on (DDP's buckets; a unit
+//   here is a bucket). Which close is the last is learnt from the step
+//   before (a tied unit closes twice); a bracket that opens after its
+//   unit's all-reduce went out gets its own buffer, all-reduced apart and
+//   added (sums are linear), so a wrong guess costs traffic, never
+//   correctness. Units no backward closed are all-reduced at the step;
 // - kReduceScatterInBackward (stages 2-3): each closed bracket's fp32
 //   gradient waits in a reduce bucket (common/reduce_bucket.h; DDP's
 //   bucket_cap_mb, DeepSpeed's reduce bucket) until its bytes reach
@@ -16,7 +25,7 @@
 //   reduced once.
 //
 // Testable without a model: units, a device and a communicator suffice
-// (tests/engine/gradient_reducer_test.cc).
+// (tests/engine/engine_parts_test.cc).
 //
 // Thread safety: the engine's training thread only.
 #pragma once
@@ -36,6 +45,11 @@ namespace zeroshard {
 class GradientReducer {
  public:
   explicit GradientReducer(const EngineContext& ctx);
+
+  // Whether the backward passes until the step are its last micro-batch:
+  // stage 0 then all-reduces each unit as its backward ends. Default false:
+  // at the step, one all-reduce per unit. Results are the same either way.
+  void set_sync(bool sync) { sync_ = sync; }
 
   // Unit u's first backward bracket opens: the fp32 buffer (padded_numel
   // floats) the model adds its gradient into.
@@ -66,20 +80,31 @@ class GradientReducer {
     DeviceBuffer staging;  // P elements of the reduce dtype, reduced in place.
     bool direct = false;   // Reduced into the unit's `grads`, not staging's slice.
   };
-  struct PendingReduce {  // One (grouped) reduce-scatter in flight.
+  struct PendingReduce {  // One (grouped) reduce-scatter, or one all-reduce, in flight.
     std::unique_ptr<Work> work;
     std::vector<ReducePiece> pieces;
+    bool all_reduce = false;  // Stage 0: a piece not direct is added whole, not its slice.
   };
   // One (grouped) reduce-scatter of `units`' closed gradients (grad_view),
   // after the one in flight completes.
   void IssueReduceGroup(const std::vector<int>& units);
   void DrainOneReduce();
+  // Stage 0 overlapped (see above).
+  bool OverlapsAllReduce() const;
+  void CloseForAllReduce(int u);
+  // Unit u's gradient (`direct`) or its bracket buffer, all-reduced in place.
+  void IssueAllReduce(int u, bool direct);
 
   EngineContext ctx_;
   std::deque<PendingReduce> pending_;
   // Units whose closed brackets' gradients (grad_view) wait for the next
   // grouped reduce-scatter, weighed in reduce-dtype bytes.
   ReduceBucket reduce_bucket_;
+  bool sync_ = false;
+  // Stage 0 overlapped, per unit: its all-reduce went out this step; its
+  // brackets closed this step and the step before (in sync micro-batches).
+  std::vector<char> issued_;
+  std::vector<int> closes_now_, closes_last_;
 };
 
 }  // namespace zeroshard

@@ -14,7 +14,7 @@
 //   to the whole buffer (stage 0), or to the ParamStore (params offload).
 //
 // Testable without a model: units, a device, a store and a communicator
-// suffice (tests/engine/shard_updater_test.cc).
+// suffice (tests/engine/engine_parts_test.cc).
 //
 // Thread safety: the engine's training thread only.
 #pragma once

@@ -23,7 +23,11 @@ GenerationRun::GenerationRun(JobContext& job, WorkerSession& session,
       units_(ModelUnits(job.model)) {}
 
 GenerationRun::~GenerationRun() {
-  // Before the communicators go, so the heartbeat never aborts a destroyed one.
+  // The engine first: while it waits for its collectives, the heartbeat may
+  // still abort the communicators when the generation ends, which cuts the
+  // wait short. Then the watch stops, before the communicators go, so the
+  // heartbeat never aborts a destroyed one.
+  engine_.reset();
   session_.StopWatching();
 }
 

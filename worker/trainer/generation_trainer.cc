@@ -67,7 +67,7 @@ absl::StatusOr<double> GenerationTrainer::SumOverMicroBatches(const BatchSampler
     inputs_.resize(static_cast<size_t>(batch) * T);
     targets_.resize(inputs_.size());
     ZS_RETURN_IF_ERROR(sampler.FillBatch(step, b, e, T, inputs_.data(), targets_.data()));
-    ZS_ASSIGN_OR_RETURN(const double sum, run(batch, padding));
+    ZS_ASSIGN_OR_RETURN(const double sum, run(batch, padding, mb + 1 == micro_batches));
     if (!padding) loss_sum += sum;
   }
   return loss_sum;
@@ -81,7 +81,9 @@ absl::StatusOr<GenerationTrainer::StepOutcome> GenerationTrainer::TrainStep(int6
   const int64_t counted = std::max<int64_t>(1, train_.CountedTargets(step, 0, job.global_batch, T));
   const float loss_scale = 1.0f / static_cast<float>(counted);
   ZS_ASSIGN_OR_RETURN(const double loss_sum,
-                      SumOverMicroBatches(train_, step, [&](int batch, bool padding) {
+                      SumOverMicroBatches(train_, step, [&](int batch, bool padding, bool last) {
+                        // Stage 0 reduces in the last micro-batch's backward.
+                        engine_->set_gradient_sync(last);
                         return model_->ForwardBackward(inputs_.data(), targets_.data(), batch, T,
                                                        padding ? 0.0f : loss_scale, *hooks_);
                       }));
@@ -103,7 +105,7 @@ absl::StatusOr<double> GenerationTrainer::Evaluate() {
   for (int batch_index = 0; batch_index < job.eval_batches; ++batch_index) {
     counted += validation_.CountedTargets(batch_index, 0, job.global_batch, T);
     absl::StatusOr<double> sum =
-        SumOverMicroBatches(validation_, batch_index, [&](int batch, bool) {
+        SumOverMicroBatches(validation_, batch_index, [&](int batch, bool, bool) {
           return model_->Forward(inputs_.data(), targets_.data(), batch, T, *hooks_);
         });
     if (!sum.ok()) {

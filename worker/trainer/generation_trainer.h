@@ -113,10 +113,11 @@ class GenerationTrainer {
     int64_t counted_tokens = 0;  // Targets the loss counted, all ranks.
     StepResult result;
   };
-  // Runs `run(batch, padding)` once per micro-batch of this rank's part of
-  // `step`'s global batch, with inputs_/targets_ filled; sums what it returns
-  // over the non-padding micro-batches.
-  using MicroBatchFn = std::function<absl::StatusOr<double>(int batch, bool padding)>;
+  // Runs `run(batch, padding, last)` once per micro-batch of this rank's
+  // part of `step`'s global batch, with inputs_/targets_ filled (`last`:
+  // the step's last micro-batch); sums what it returns over the
+  // non-padding micro-batches.
+  using MicroBatchFn = std::function<absl::StatusOr<double>(int batch, bool padding, bool last)>;
   absl::StatusOr<double> SumOverMicroBatches(const BatchSampler& sampler, int64_t step,
                                              const MicroBatchFn& run);
   absl::StatusOr<StepOutcome> TrainStep(int64_t step);

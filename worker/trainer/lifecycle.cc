@@ -35,6 +35,11 @@ LifecycleDecision Exit(absl::Status status, std::vector<Action> actions = {}) {
   return {{Phase::kDone, absl::OkStatus()}, std::move(actions), std::move(status), {}};
 }
 
+LifecycleDecision BeforeTeardown(LifecycleDecision d) {
+  d.before_teardown = true;
+  return d;
+}
+
 // A pair the runtime never produces: the worker stops with an internal
 // error naming it, rather than guessing.
 LifecycleDecision Unexpected(const LifecycleState& state, const LifecycleEvent& event) {
@@ -120,7 +125,7 @@ LifecycleDecision FromTraining(const LifecycleState& state, const LifecycleEvent
     case Kind::kFailed:
       // Stopped while the generation broke: leave while this rank's
       // communicators still exist, so the generation ends as a leave.
-      if (event.stop) return Exit(absl::OkStatus(), {Action::kLeave});
+      if (event.stop) return BeforeTeardown(Exit(absl::OkStatus(), {Action::kLeave}));
       return AfterFailure(event);
     default:
       return Unexpected(state, event);
@@ -130,11 +135,11 @@ LifecycleDecision FromTraining(const LifecycleState& state, const LifecycleEvent
 LifecycleDecision FromHandingOff(const LifecycleState& state, const LifecycleEvent& event) {
   switch (event.kind) {
     case Kind::kKeptHandoff:
-      return Go(Phase::kEndingAfterHandoff, event.first_survivor
-                                                ? std::vector<Action>{Action::kReportHandoff}
-                                                : std::vector<Action>{});
+      return BeforeTeardown(Go(Phase::kEndingAfterHandoff,
+                               event.first_survivor ? std::vector<Action>{Action::kReportHandoff}
+                                                    : std::vector<Action>{}));
     case Kind::kGaveShardAway:
-      return Exit(absl::OkStatus(), {Action::kLeave});
+      return BeforeTeardown(Exit(absl::OkStatus(), {Action::kLeave}));
     case Kind::kFailed:
       return AfterFailure(event);
     default:

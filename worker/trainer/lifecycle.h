@@ -119,6 +119,11 @@ struct LifecycleDecision {
   std::vector<LifecycleAction> actions;
   std::optional<absl::Status> exit;  // Set with next.phase == kDone.
   std::vector<int> leaving;          // kYield: the ranks that leave, ascending.
+  // The actions go out while this rank's communicators and engine still
+  // exist (a Leave then ends the generation as a leave, and the handoff is
+  // reported before any rank tears down); otherwise a generation being
+  // left is torn down first.
+  bool before_teardown = false;
 };
 
 LifecycleDecision Decide(const LifecycleState& state, const LifecycleEvent& event);

@@ -203,8 +203,10 @@ absl::Status RunLifecycle(Runtime& r) {
     event.stop = r.options.stop.stop_requested();
     const LifecycleDecision d = Decide(state, event);
     Narrate(r, state, event);
+    const bool leaves_generation = !InGeneration(d.next.phase);
+    if (leaves_generation && !d.before_teardown) r.run.reset();
     for (Action action : d.actions) Apply(r, action, event);
-    if (!InGeneration(d.next.phase)) r.run.reset();
+    if (leaves_generation) r.run.reset();
     if (d.exit) return *d.exit;
     state = d.next;
   }
