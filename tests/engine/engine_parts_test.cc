@@ -116,29 +116,33 @@ TEST(GradientReducerTest, StageZeroAllReducesAtTheStep) {
 }
 
 // Stage 0 overlapped: in a sync micro-batch each unit's all-reduce goes out
-// as its last bracket closes (the step has none left to send). Unit 0 is tied (two brackets): the
-// first step guesses one close, sends it early and reduces the second bracket apart; the second
-// step has learnt two closes and sends it once. Both sum right.
+// as its last bracket closes. Unit 0 is tied (two brackets). The first step
+// has no closes to learn from: everything is all-reduced at the step. The
+// second has learnt them: unit 0 goes once, after its second bracket, and
+// the step has nothing left to send. A third step whose pattern changed
+// (unit 0 once more) reduces that bracket apart. Every sum is right.
 TEST(GradientReducerTest, StageZeroAllReducesAsTheBackwardEnds) {
   ASSERT_TRUE(RunRanksAsThreads(kRanks, "parts-overlap", [](int rank, Communicator* comm) {
                 PartsRig rig({6, 4}, /*stage=*/0, comm);
                 GradientReducer reducer(rig.ctx);
                 reducer.set_sync(true);
-                int64_t sent_before = 0;
-                for (int step = 0; step < 2; ++step) {
-                  for (int u : {0, 1, 0}) Backward(rig, reducer, rank, u);
+                const int64_t unit0 = rig.units[0].plan->padded_numel * 4;
+                const int64_t unit1 = rig.units[1].plan->padded_numel * 4;
+                const std::vector<std::vector<int>> backward = {{0, 1, 0}, {0, 1, 0}, {0, 1, 0, 0}};
+                const int64_t early[] = {0, unit0 + unit1, 2 * unit0 + unit1};
+                for (int step = 0; step < 3; ++step) {
+                  const int64_t before = comm->stats().of(CommOp::kAllReduce).bytes;
+                  for (int u : backward[step]) Backward(rig, reducer, rank, u);
                   reducer.Flush();  // Completes what the backward sent.
-                  const int64_t sent = comm->stats().of(CommOp::kAllReduce).bytes - sent_before;
-                  const int64_t unit0 = rig.units[0].plan->padded_numel * 4;
-                  const int64_t unit1 = rig.units[1].plan->padded_numel * 4;
-                  EXPECT_EQ(sent, (step == 0 ? 2 * unit0 : unit0) + unit1) << "step " << step;
+                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - before, early[step])
+                      << "step " << step;
                   EXPECT_TRUE(reducer.ReduceAtStep().ok());
-                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - sent_before, sent)
-                      << "nothing is left for the step";
-                  sent_before = comm->stats().of(CommOp::kAllReduce).bytes;
+                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - before,
+                            step == 0 ? unit0 + unit1 : early[step])
+                      << "step " << step;
                   for (int u = 0; u < 2; ++u) {
                     const float* all = static_cast<const float*>(reducer.ShardGrad(rig.units[u]));
-                    const float times = u == 0 ? 2.0f : 1.0f;
+                    const float times = u == 0 ? backward[step].size() - 1.0f : 1.0f;
                     for (int64_t i = 0; i < rig.units[u].plan->padded_numel; ++i) {
                       EXPECT_EQ(all[i], times * (Value(0, u, i) + Value(1, u, i)));
                     }

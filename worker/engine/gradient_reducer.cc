@@ -54,15 +54,18 @@ void GradientReducer::Close(int u) {
                      [this](const std::vector<int>& group) { IssueReduceGroup(group); });
 }
 
-// The unit's last close of the step (as many as the step before, at least
-// one) sends its gradient; a close after that sends its bracket's buffer.
+// The unit's last close of the step (as many as the step before) sends its
+// gradient; a close after that sends its bracket's buffer. Without a step
+// before, nothing goes early: the step all-reduces it, as without overlap,
+// so the sums are the same to the bit.
 void GradientReducer::CloseForAllReduce(int u) {
   ++closes_now_[u];
   if (issued_[u]) {
     IssueAllReduce(u, /*direct=*/false);
     return;
   }
-  if (closes_now_[u] < std::max(1, closes_last_[u])) return;  // Used again in this backward.
+  // Unknown yet, or used again in this backward.
+  if (closes_last_[u] == 0 || closes_now_[u] < closes_last_[u]) return;
   issued_[u] = 1;
   IssueAllReduce(u, /*direct=*/true);
 }

@@ -10,10 +10,13 @@
 //   gradient is all-reduced in place as soon as its last backward bracket
 //   of the step closes, while the backward goes on (DDP's buckets; a unit
 //   here is a bucket). Which close is the last is learnt from the step
-//   before (a tied unit closes twice); a bracket that opens after its
-//   unit's all-reduce went out gets its own buffer, all-reduced apart and
-//   added (sums are linear), so a wrong guess costs traffic, never
-//   correctness. Units no backward closed are all-reduced at the step;
+//   before (a tied unit closes twice; the first step sends nothing early,
+//   so each unit is still all-reduced once, whole, and the sums equal the
+//   step-time ones to the bit); a bracket that opens after its unit's
+//   all-reduce went out (the pattern changed) gets its own buffer,
+//   all-reduced apart and added (sums are linear), so a wrong guess costs
+//   traffic and rounding, never correctness. Units no backward closed are
+//   all-reduced at the step;
 // - kReduceScatterInBackward (stages 2-3): each closed bracket's fp32
 //   gradient waits in a reduce bucket (common/reduce_bucket.h; DDP's
 //   bucket_cap_mb, DeepSpeed's reduce bucket) until its bytes reach
