@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/enum_words.h"
 #include "common/status_macros.h"
 
 namespace zeroshard::server {
@@ -17,23 +18,19 @@ bool IsFailureReason(ChangeReason reason) {
          reason == ChangeReason::kRejoin;
 }
 
+constexpr EnumWords<GenerationState, 2> kGenerationStateWords{
+    {{GenerationState::kWaiting, "WAITING"}, {GenerationState::kRunning, "RUNNING"}}};
+constexpr EnumWords<JobState, 4> kJobStateWords{{{JobState::kWaiting, "waiting"},
+                                                 {JobState::kRunning, "running"},
+                                                 {JobState::kCompleted, "completed"},
+                                                 {JobState::kFailed, "failed"}}};
+
+// The tables' words are literals, so their views are NUL-terminated.
 const char* GenerationStateName(GenerationState s) {
-  return s == GenerationState::kRunning ? "RUNNING" : "WAITING";
+  return WordOf(kGenerationStateWords, s).data();
 }
 
-const char* JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kWaiting:
-      return "waiting";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kCompleted:
-      return "completed";
-    case JobState::kFailed:
-      return "failed";
-  }
-  return "waiting";
-}
+const char* JobStateName(JobState s) { return WordOf(kJobStateWords, s).data(); }
 
 Membership::Membership(MembershipOptions options, MembershipStart start)
     : options_(options),
