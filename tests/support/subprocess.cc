@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/time/clock.h"
+#include "tests/support/file_watch.h"
 
 namespace zeroshard::testing {
 
@@ -33,14 +34,19 @@ CommandResult RunCommand(const std::string& shell_command) {
 std::string WaitForGrpcAddress(const std::string& log, absl::Duration timeout,
                                ChildProcess* process) {
   const std::regex listen_line(R"(listening on (127\.0\.0\.1:[0-9]+) \(grpc\))");
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline && (process == nullptr || process->Running())) {
-    std::smatch m;
-    const std::string text = ReadFile(log);
-    if (std::regex_search(text, m, listen_line)) return m[1].str();
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return "";
+  // The log's file events wake the wait; a dead process is checked for
+  // every 100 ms, since it writes nothing more.
+  std::string address;
+  WaitForFiles(
+      DirOf(log),
+      [&] {
+        std::smatch m;
+        const std::string text = ReadFile(log);
+        if (std::regex_search(text, m, listen_line)) address = m[1].str();
+        return !address.empty() || (process != nullptr && !process->Running());
+      },
+      timeout, absl::Milliseconds(100));
+  return address;
 }
 
 std::string ReadFile(const std::string& path) {

@@ -8,6 +8,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tests/support/file_watch.h"
 #include "worker/trainer/step_record.h"
 
 namespace zeroshard::testing {
@@ -39,20 +40,19 @@ inline std::vector<StepRecord> WithEvent(const std::vector<StepRecord>& records,
   return out;
 }
 
-// Polls the step log until its last record is at `step` or later and, when
-// `world_size` > 0, at that world size; false after `timeout`.
+// Waits (on the log's directory's file events, file_watch.h) until the step
+// log's last record is at `step` or later and, when `world_size` > 0, at
+// that world size; false after `timeout`.
 inline bool WaitForStep(const std::string& log, int64_t step, int world_size = 0,
                         absl::Duration timeout = absl::Seconds(90)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    const std::vector<StepRecord> records = ReadStepRecords(log);
-    if (!records.empty() && records.back().step >= step &&
-        (world_size <= 0 || records.back().world_size == world_size)) {
-      return true;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
+  return WaitForFiles(
+      DirOf(log),
+      [&] {
+        const std::vector<StepRecord> records = ReadStepRecords(log);
+        return !records.empty() && records.back().step >= step &&
+               (world_size <= 0 || records.back().world_size == world_size);
+      },
+      timeout);
 }
 
 }  // namespace zeroshard::testing
