@@ -40,16 +40,19 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
   return workers;
 }
 
-// Polls the step log until a record at `world_size` appears; the time it took.
+// Waits (on the log's file events) for a record at `world_size`; the time
+// it took since `since`.
 absl::Duration TimeToStepAt(const std::string& log, int world_size, absl::Time since) {
-  const absl::Time deadline = since + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    for (const StepRecord& r : ReadStepRecords(log)) {
-      if (r.world_size == world_size) return absl::Now() - since;
-    }
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return absl::InfiniteDuration();
+  const bool seen = testing::WaitForFiles(
+      testing::DirOf(log),
+      [&] {
+        for (const StepRecord& r : ReadStepRecords(log)) {
+          if (r.world_size == world_size) return true;
+        }
+        return false;
+      },
+      since + absl::Seconds(30) - absl::Now());
+  return seen ? absl::Now() - since : absl::InfiniteDuration();
 }
 
 void ExpectFinishedWithOneFewer(const JobConfig& job, const std::string& status) {

@@ -18,14 +18,16 @@ namespace {
 
 // Waits for a record at `world_size` ranks past `after`; the time it took.
 absl::Duration TimeToStep(const std::string& log, int world_size, int64_t after, absl::Time since) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    for (const StepRecord& r : ReadStepRecords(log)) {
-      if (r.world_size == world_size && r.step > after) return absl::Now() - since;
-    }
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return absl::InfiniteDuration();
+  const bool seen = testing::WaitForFiles(
+      testing::DirOf(log),
+      [&] {
+        for (const StepRecord& r : ReadStepRecords(log)) {
+          if (r.world_size == world_size && r.step > after) return true;
+        }
+        return false;
+      },
+      absl::Seconds(60));
+  return seen ? absl::Now() - since : absl::InfiniteDuration();
 }
 
 int64_t LastStep(const std::string& log) {
