@@ -115,42 +115,52 @@ TEST(GradientReducerTest, StageZeroAllReducesAtTheStep) {
               }).ok());
 }
 
-// Stage 0 overlapped: in a sync micro-batch each unit's all-reduce goes out
-// as its last bracket closes. Unit 0 is tied (two brackets). The first step
-// has no closes to learn from: everything is all-reduced at the step. The
-// second has learnt them: unit 0 goes once, after its second bracket, and
-// the step has nothing left to send. A third step whose pattern changed
-// (unit 0 once more) reduces that bracket apart. Every sum is right.
-TEST(GradientReducerTest, StageZeroAllReducesAsTheBackwardEnds) {
-  ASSERT_TRUE(RunRanksAsThreads(kRanks, "parts-overlap", [](int rank, Communicator* comm) {
-                PartsRig rig({6, 4}, /*stage=*/0, comm);
-                GradientReducer reducer(rig.ctx);
-                reducer.set_sync(true);
-                const int64_t unit0 = rig.units[0].plan->padded_numel * 4;
-                const int64_t unit1 = rig.units[1].plan->padded_numel * 4;
-                const std::vector<std::vector<int>> backward = {{0, 1, 0}, {0, 1, 0}, {0, 1, 0, 0}};
-                const int64_t early[] = {0, unit0 + unit1, 2 * unit0 + unit1};
-                for (int step = 0; step < 3; ++step) {
-                  const int64_t before = comm->stats().of(CommOp::kAllReduce).bytes;
-                  for (int u : backward[step]) Backward(rig, reducer, rank, u);
-                  reducer.Flush();  // Completes what the backward sent.
-                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - before, early[step])
-                      << "step " << step;
-                  EXPECT_TRUE(reducer.ReduceAtStep().ok());
-                  EXPECT_EQ(comm->stats().of(CommOp::kAllReduce).bytes - before,
-                            step == 0 ? unit0 + unit1 : early[step])
-                      << "step " << step;
-                  for (int u = 0; u < 2; ++u) {
-                    const float* all = static_cast<const float*>(reducer.ShardGrad(rig.units[u]));
-                    const float times = u == 0 ? backward[step].size() - 1.0f : 1.0f;
-                    for (int64_t i = 0; i < rig.units[u].plan->padded_numel; ++i) {
-                      EXPECT_EQ(all[i], times * (Value(0, u, i) + Value(1, u, i)));
-                    }
-                  }
-                  reducer.Zero();
-                }
-                return rig.tracker.status();
-              }).ok());
+// Stages 0-1 overlapped: in a sync micro-batch each unit's reduction
+// (stage 0 all-reduce, stage 1 reduce-scatter) goes out as its last bracket
+// closes. Unit 0 is tied (two brackets). The first step has no closes to
+// learn from: everything is reduced at the step. The second has learnt
+// them: unit 0 goes once, after its second bracket, and the step has
+// nothing left to send. A third step whose pattern changed (unit 0 once
+// more) reduces that bracket apart. Every sum is right.
+void ExpectOverlappedReductions(int stage, int rank, Communicator* comm) {
+  PartsRig rig({6, 4}, stage, comm);
+  GradientReducer reducer(rig.ctx);
+  reducer.set_sync(true);
+  const CommOp op = stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+  const std::vector<std::vector<int>> backward = {{0, 1, 0}, {0, 1, 0}, {0, 1, 0, 0}};
+  const int64_t early[] = {0, 2, 3};  // Reductions sent by the backward.
+  for (int step = 0; step < 3; ++step) {
+    const int64_t before = comm->stats().of(op).calls;
+    for (int u : backward[step]) Backward(rig, reducer, rank, u);
+    reducer.Flush();  // Completes what the backward sent.
+    EXPECT_EQ(comm->stats().of(op).calls - before, early[step]) << "step " << step;
+    EXPECT_TRUE(reducer.ReduceAtStep().ok());
+    EXPECT_EQ(comm->stats().of(op).calls - before, step == 0 ? 2 : early[step]) << "step " << step;
+    for (int u = 0; u < 2; ++u) {
+      const int times = u == 0 ? static_cast<int>(backward[step].size()) - 1 : 1;
+      const float* reduced = static_cast<const float*>(reducer.ShardGrad(rig.units[u]));
+      if (stage == 1) {
+        ExpectSummedShard(rig, rank, u, reduced, times);
+        continue;
+      }
+      for (int64_t i = 0; i < rig.units[u].plan->padded_numel; ++i) {
+        EXPECT_EQ(reduced[i], times * (Value(0, u, i) + Value(1, u, i)));
+      }
+    }
+    reducer.Zero();
+  }
+  EXPECT_TRUE(rig.tracker.status().ok()) << rig.tracker.status();
+}
+
+TEST(GradientReducerTest, StagesZeroAndOneReduceAsTheBackwardEnds) {
+  for (int stage : {0, 1}) {
+    ASSERT_TRUE(RunRanksAsThreads(kRanks, "parts-overlap-" + std::to_string(stage),
+                                  [stage](int rank, Communicator* comm) {
+                                    ExpectOverlappedReductions(stage, rank, comm);
+                                    return absl::OkStatus();
+                                  })
+                    .ok());
+  }
 }
 
 // Stage 1: the norm of the summed gradient over both ranks' shards, and one

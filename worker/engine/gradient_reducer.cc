@@ -14,8 +14,9 @@ GradientReducer::GradientReducer(const EngineContext& ctx)
       closes_now_(static_cast<size_t>(ctx.num_units()), 0),
       closes_last_(closes_now_) {}
 
-bool GradientReducer::OverlapsAllReduce() const {
-  return ctx_.stage().reduction == GradReduction::kAllReduceAtStep &&
+bool GradientReducer::OverlapsStepReduction() const {
+  const GradReduction r = ctx_.stage().reduction;
+  return (r == GradReduction::kAllReduceAtStep || r == GradReduction::kReduceScatterAtStep) &&
          ctx_.options->reduce_dtype == DType::kFp32 && ctx_.world_size > 1;
 }
 
@@ -39,8 +40,8 @@ void GradientReducer::Close(int u) {
   EngineUnit& unit = ctx_.unit(u);
   const int64_t P = unit.plan->padded_numel;
   if (!ctx_.stage().shards_grads) {
-    if (OverlapsAllReduce() && (sync_ || issued_[u])) {
-      CloseForAllReduce(u);
+    if (OverlapsStepReduction() && (sync_ || issued_[u])) {
+      CloseForStepReduction(u);
       return;
     }
     if (unit.grad_view.allocated()) {
@@ -58,31 +59,38 @@ void GradientReducer::Close(int u) {
 // gradient; a close after that sends its bracket's buffer. Without a step
 // before, nothing goes early: the step all-reduces it, as without overlap,
 // so the sums are the same to the bit.
-void GradientReducer::CloseForAllReduce(int u) {
+void GradientReducer::CloseForStepReduction(int u) {
   ++closes_now_[u];
   if (issued_[u]) {
-    IssueAllReduce(u, /*direct=*/false);
+    IssueStepReduction(u, /*direct=*/false);
     return;
   }
   // Unknown yet, or used again in this backward.
   if (closes_last_[u] == 0 || closes_now_[u] < closes_last_[u]) return;
   issued_[u] = 1;
-  IssueAllReduce(u, /*direct=*/true);
+  IssueStepReduction(u, /*direct=*/true);
 }
 
-void GradientReducer::IssueAllReduce(int u, bool direct) {
+// Stage 0 all-reduces the whole buffer in place; stage 1 reduce-scatters
+// it in place (the rank's slice then holds the sum), as at the step.
+void GradientReducer::IssueStepReduction(int u, bool direct) {
   EngineUnit& unit = ctx_.unit(u);
   PendingReduce pending;
-  pending.all_reduce = true;
+  pending.all_reduce = ctx_.stage().reduction == GradReduction::kAllReduceAtStep;
   ReducePiece piece{u, ctx_.Buffer(MemoryKind::kBuffers), direct};
   if (!direct) {
     piece.staging = std::move(unit.grad_view);
     unit.grad_view = ctx_.Buffer(MemoryKind::kBuffers);
   }
   if (ctx_.tracker->failed()) return;  // Nothing is reduced after a failure.
-  void* buffer = direct ? unit.grads.data() : piece.staging.data();
-  pending.work = ctx_.comm->AllReduce(buffer, buffer, unit.plan->padded_numel, DType::kFp32,
-                                      ReduceOp::kSum, {ctx_.options->collective_timeout});
+  const DeviceBuffer& full = direct ? unit.grads : piece.staging;
+  const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
+  const CollectiveOptions copts{ctx_.options->collective_timeout};
+  pending.work =
+      pending.all_reduce
+          ? ctx_.comm->AllReduce(full.data(), full.data(), P, DType::kFp32, ReduceOp::kSum, copts)
+          : ctx_.comm->ReduceScatter(full.data(), ctx_.Slice(full, S, 4), S, DType::kFp32,
+                                     ReduceOp::kSum, copts);
   pending.pieces.push_back(std::move(piece));
   pending_.push_back(std::move(pending));
 }
@@ -137,10 +145,12 @@ void GradientReducer::DrainOneReduce() {
     } else if (!piece.direct) {
       const int64_t S = unit.plan->shard_numel;
       const DType d = ctx_.options->reduce_dtype;
+      // Into the reduced gradient (the rank's slice at stage 1, the shard
+      // at stages 2-3, all of it at stage 0).
       tracker.Fail(p.all_reduce
-                       ? ctx_.device->AddInto(unit.grads.data(), d, piece.staging.data(), d,
+                       ? ctx_.device->AddInto(ShardGrad(unit), d, piece.staging.data(), d,
                                               unit.plan->padded_numel)
-                       : ctx_.device->AddInto(unit.grads.data(), d,
+                       : ctx_.device->AddInto(ShardGrad(unit), d,
                                               ctx_.Slice(piece.staging, S, ctx_.gbytes()), d, S));
     }
   }

@@ -5,18 +5,16 @@
 //   model adds into the resident full gradient (fp32 reduce dtype) or into
 //   an fp32 bracket buffer added to it at close; at the step each unit's
 //   gradient is all-reduced, or reduce-scattered in place;
-// - stage 0 overlapped (fp32 reduce dtype, N > 1): in the step's last
+// - stages 0-1 overlapped (fp32 reduce dtype, N > 1): in the step's last
 //   micro-batch (set_sync, DDP's require_backward_grad_sync) each unit's
-//   gradient is all-reduced in place as soon as its last backward bracket
-//   of the step closes, while the backward goes on (DDP's buckets; a unit
-//   here is a bucket). Which close is the last is learnt from the step
-//   before (a tied unit closes twice; the first step sends nothing early,
-//   so each unit is still all-reduced once, whole, and the sums equal the
-//   step-time ones to the bit); a bracket that opens after its unit's
-//   all-reduce went out (the pattern changed) gets its own buffer,
-//   all-reduced apart and added (sums are linear), so a wrong guess costs
-//   traffic and rounding, never correctness. Units no backward closed are
-//   all-reduced at the step;
+//   gradient is all-reduced (stage 0) or reduce-scattered (stage 1) in
+//   place as soon as its last backward bracket of the step closes, while
+//   the backward goes on (DDP's buckets; a unit here is a bucket). Which close is the last is
+//   learnt from the step before (a tied unit closes twice; the first step sends nothing early, so
+//   each unit is still all-reduced once, whole, and the sums equal the step-time ones to the bit);
+//   a bracket that opens after its unit's all-reduce went out (the pattern changed) gets its own
+//   buffer, all-reduced apart and added (sums are linear), so a wrong guess costs traffic and
+//   rounding, never correctness. Units no backward closed are all-reduced at the step;
 // - kReduceScatterInBackward (stages 2-3): each closed bracket's fp32
 //   gradient waits in a reduce bucket (common/reduce_bucket.h; DDP's
 //   bucket_cap_mb, DeepSpeed's reduce bucket) until its bytes reach
@@ -50,8 +48,9 @@ class GradientReducer {
   explicit GradientReducer(const EngineContext& ctx);
 
   // Whether the backward passes until the step are its last micro-batch:
-  // stage 0 then all-reduces each unit as its backward ends. Default false:
-  // at the step, one all-reduce per unit. Results are the same either way.
+  // stages 0-1 then reduce each unit as its backward ends. Default false:
+  // at the step, one all-reduce (reduce-scatter) per unit. Results are the
+  // same either way.
   void set_sync(bool sync) { sync_ = sync; }
 
   // Unit u's first backward bracket opens: the fp32 buffer (padded_numel
@@ -92,11 +91,12 @@ class GradientReducer {
   // after the one in flight completes.
   void IssueReduceGroup(const std::vector<int>& units);
   void DrainOneReduce();
-  // Stage 0 overlapped (see above).
-  bool OverlapsAllReduce() const;
-  void CloseForAllReduce(int u);
-  // Unit u's gradient (`direct`) or its bracket buffer, all-reduced in place.
-  void IssueAllReduce(int u, bool direct);
+  // Stages 0-1 overlapped (see above).
+  bool OverlapsStepReduction() const;
+  void CloseForStepReduction(int u);
+  // Unit u's gradient (`direct`) or its bracket buffer, all-reduced (stage
+  // 0) or reduce-scattered (stage 1) in place.
+  void IssueStepReduction(int u, bool direct);
 
   EngineContext ctx_;
   std::deque<PendingReduce> pending_;
@@ -104,7 +104,7 @@ class GradientReducer {
   // grouped reduce-scatter, weighed in reduce-dtype bytes.
   ReduceBucket reduce_bucket_;
   bool sync_ = false;
-  // Stage 0 overlapped, per unit: its all-reduce went out this step; its
+  // Stages 0-1 overlapped, per unit: its reduction went out this step; its
   // brackets closed this step and the step before (in sync micro-batches).
   std::vector<char> issued_;
   std::vector<int> closes_now_, closes_last_;

@@ -263,10 +263,10 @@ class ShardedEngine final : public UnitHooks {
   // What options().stage shards and when (common/zero_stage.h).
   const ZeroStage& zero_stage() const { return ZeroStageOf(options_.stage); }
   // Whether the backward passes until the next Step are its last
-  // micro-batch (DDP's require_backward_grad_sync): stage 0 then
-  // all-reduces each unit's gradient as its backward ends, overlapping the
-  // rest of the backward (gradient_reducer.h). Default false: at Step, one
-  // all-reduce per unit. Set it for the last micro-batch only: set on an
+  // micro-batch (DDP's require_backward_grad_sync): stages 0-1 then
+  // all-reduce (reduce-scatter) each unit's gradient as its backward ends,
+  // overlapping the rest of the backward (gradient_reducer.h). Default
+  // false: at Step, one reduction per unit. Set it for the last micro-batch only: set on an
   // earlier one it costs that micro-batch's traffic. Results are the same.
   void set_gradient_sync(bool sync) { reducer_->set_sync(sync); }
   // The learning rate the next Step uses (schedules change it every step).
