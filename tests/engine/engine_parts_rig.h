@@ -38,11 +38,7 @@ struct PartsRig {
       unit.plan = &plan.units[u];
       unit.opt_range = OptimizerRange(*unit.plan, stage, comm->rank());
       const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
-      unit.params = ctx.Buffer(MemoryKind::kParams);
-      unit.grads = ctx.Buffer(MemoryKind::kGrads);
-      for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
-        *b = ctx.Buffer(MemoryKind::kBuffers);
-      }
+      ctx.InitBuffers(unit);
       ZS_CHECK(unit.params.Allocate((z.shards_params ? S : P) * 4).ok());
       ZS_CHECK(unit.grads.Allocate((z.shards_grads ? S : P) * 4).ok());
     }

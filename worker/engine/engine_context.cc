@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "common/status_macros.h"
 
@@ -13,6 +14,20 @@ void EngineContext::MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroe
     std::fprintf(stderr, "zeroshard engine: %s\n", std::string(s.message()).c_str());
   }
   ZS_CHECK(s.ok());
+}
+
+void EngineContext::InitBuffers(EngineUnit& unit) const {
+  unit.params = Buffer(MemoryKind::kParams);
+  unit.grads = Buffer(MemoryKind::kGrads);
+  for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
+    *b = Buffer(MemoryKind::kBuffers);
+  }
+}
+
+DeviceBuffer EngineContext::TakeGradView(EngineUnit& unit) const {
+  DeviceBuffer taken = std::move(unit.grad_view);
+  unit.grad_view = Buffer(MemoryKind::kBuffers);
+  return taken;
 }
 
 uint8_t* EngineContext::Slice(const DeviceBuffer& full, int64_t shard_numel,

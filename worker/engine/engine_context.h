@@ -71,6 +71,12 @@ struct EngineContext {
   int64_t gbytes() const { return DTypeSize(options->reduce_dtype); }
   // A buffer of `kind` on the device, empty.
   DeviceBuffer Buffer(MemoryKind kind) const { return DeviceBuffer(device, accountant, kind); }
+  // Gives `unit` its buffers, each empty, of its kind (params, grads, the
+  // transient ones).
+  void InitBuffers(EngineUnit& unit) const;
+  // Moves unit's bracket gradient out (to be reduced); an empty one of its
+  // kind stays in its place.
+  DeviceBuffer TakeGradView(EngineUnit& unit) const;
   // Allocates inside a hook, which cannot return an error: out of device
   // memory there ends the process with the reason (ZS_CHECK); sizes are
   // bounded by ShardedEngine::BufferBytesBound, checked against free memory

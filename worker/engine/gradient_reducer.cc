@@ -77,11 +77,8 @@ void GradientReducer::IssueStepReduction(int u, bool direct) {
   EngineUnit& unit = ctx_.unit(u);
   PendingReduce pending;
   pending.all_reduce = ctx_.stage().reduction == GradReduction::kAllReduceAtStep;
-  ReducePiece piece{u, ctx_.Buffer(MemoryKind::kBuffers), direct};
-  if (!direct) {
-    piece.staging = std::move(unit.grad_view);
-    unit.grad_view = ctx_.Buffer(MemoryKind::kBuffers);
-  }
+  ReducePiece piece{u, direct ? ctx_.Buffer(MemoryKind::kBuffers) : ctx_.TakeGradView(unit),
+                    direct};
   if (ctx_.tracker->failed()) return;  // Nothing is reduced after a failure.
   const DeviceBuffer& full = direct ? unit.grads : piece.staging;
   const int64_t P = unit.plan->padded_numel, S = unit.plan->shard_numel;
@@ -105,8 +102,7 @@ void GradientReducer::IssueReduceGroup(const std::vector<int>& units) {
     EngineUnit& unit = ctx_.unit(u);
     ReducePiece piece{u, ctx_.Buffer(MemoryKind::kBuffers)};
     if (reduce_dtype == DType::kFp32) {
-      piece.staging = std::move(unit.grad_view);
-      unit.grad_view = ctx_.Buffer(MemoryKind::kBuffers);
+      piece.staging = ctx_.TakeGradView(unit);
     } else {
       ctx_.MustAllocate(piece.staging, unit.plan->padded_numel * 2);
       ctx_.tracker->Fail(ctx_.device->Convert(unit.grad_view.data(), DType::kFp32,

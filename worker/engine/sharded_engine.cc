@@ -119,13 +119,7 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
   if (options_.offload.cpu_threads == 0) options_.offload.cpu_threads = options_.optimizer_threads;
   ctx_ = EngineContext{&plan_,    &options_, device_, comm_,      &accountant_,
                        &tracker_, &units_,   rank_,   world_size_};
-  for (EngineUnit& unit : units_) {
-    unit.params = ctx_.Buffer(MemoryKind::kParams);
-    unit.grads = ctx_.Buffer(MemoryKind::kGrads);
-    for (DeviceBuffer* b : {&unit.gathered, &unit.view, &unit.grad_view}) {
-      *b = ctx_.Buffer(MemoryKind::kBuffers);
-    }
-  }
+  for (EngineUnit& unit : units_) ctx_.InitBuffers(unit);
 }
 
 // Model state and the transient bound (common/memory_model.h, the model
