@@ -40,19 +40,9 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(const std::string& dir,
   return workers;
 }
 
-// Waits (on the log's file events) for a record at `world_size`; the time
-// it took since `since`.
+// The first record at `world_size` ranks within 30 s of `since`; the time it took.
 absl::Duration TimeToStepAt(const std::string& log, int world_size, absl::Time since) {
-  const bool seen = testing::WaitForFiles(
-      testing::DirOf(log),
-      [&] {
-        for (const StepRecord& r : ReadStepRecords(log)) {
-          if (r.world_size == world_size) return true;
-        }
-        return false;
-      },
-      since + absl::Seconds(30) - absl::Now());
-  return seen ? absl::Now() - since : absl::InfiniteDuration();
+  return testing::TimeToStepAt(log, world_size, /*after=*/0, since, since + absl::Seconds(30));
 }
 
 void ExpectFinishedWithOneFewer(const JobConfig& job, const std::string& status) {

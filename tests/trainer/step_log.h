@@ -55,4 +55,21 @@ inline bool WaitForStep(const std::string& log, int64_t step, int world_size = 0
       timeout);
 }
 
+// Waits (on the log's file events) for a record at `world_size` ranks past
+// step `after`, until `deadline`; the time from `since` to when it was
+// seen, InfiniteDuration if it was not.
+inline absl::Duration TimeToStepAt(const std::string& log, int world_size, int64_t after,
+                                   absl::Time since, absl::Time deadline) {
+  const bool seen = WaitForFiles(
+      DirOf(log),
+      [&] {
+        for (const StepRecord& r : ReadStepRecords(log)) {
+          if (r.world_size == world_size && r.step > after) return true;
+        }
+        return false;
+      },
+      deadline - absl::Now());
+  return seen ? absl::Now() - since : absl::InfiniteDuration();
+}
+
 }  // namespace zeroshard::testing
