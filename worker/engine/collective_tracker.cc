@@ -47,12 +47,15 @@ absl::Status CollectiveTracker::AwaitInFlight() {
   return status_;
 }
 
+bool SettleWork(std::unique_ptr<Work>& work, absl::Duration wait) {
+  const bool ok = work == nullptr || work->Wait(wait).ok();
+  work.reset();
+  return ok;
+}
+
 bool CollectiveTracker::SettleInFlight(absl::Duration wait) {
   bool all = true;
-  for (std::unique_ptr<Work>& work : in_flight_) {
-    if (work != nullptr && !work->Wait(wait).ok()) all = false;
-    work.reset();
-  }
+  for (std::unique_ptr<Work>& work : in_flight_) all = SettleWork(work, wait) && all;
   in_flight_.clear();
   return all;
 }

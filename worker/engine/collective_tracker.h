@@ -32,6 +32,10 @@
 
 namespace zeroshard {
 
+// Teardown: waits up to `wait` for `work` (if any) and drops it; false if
+// it did not finish well.
+bool SettleWork(std::unique_ptr<Work>& work, absl::Duration wait);
+
 class CollectiveTracker {
  public:
   CollectiveTracker(Communicator* comm, absl::Duration timeout) : comm_(comm), timeout_(timeout) {}

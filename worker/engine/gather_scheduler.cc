@@ -172,10 +172,7 @@ bool GatherScheduler::Settle(absl::Duration wait) {
     EngineUnit& unit = ctx_.unit(u);
     if (unit.gather == nullptr) continue;
     // A group another member already waited for in vain counts as lost too.
-    std::unique_ptr<Work>& work = unit.gather->work;
-    if (work != nullptr && !work->Wait(wait).ok()) lost = true;
-    work.reset();
-    if (unit.gather->failed) lost = true;
+    if (!SettleWork(unit.gather->work, wait) || unit.gather->failed) lost = true;
   }
   return !lost;
 }

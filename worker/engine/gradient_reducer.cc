@@ -213,10 +213,7 @@ void GradientReducer::Zero() {
 
 bool GradientReducer::Settle(absl::Duration wait) {
   bool all = true;
-  for (PendingReduce& p : pending_) {
-    if (p.work != nullptr && !p.work->Wait(wait).ok()) all = false;
-    p.work.reset();
-  }
+  for (PendingReduce& p : pending_) all = SettleWork(p.work, wait) && all;
   return all;
 }
 
