@@ -77,12 +77,10 @@ absl::StatusOr<std::unique_ptr<GenerationRun>> GenerationRun::Start(
   return run;
 }
 
-LifecycleEvent GenerationRun::Failed(absl::Status s) const { return {Kind::kFailed, std::move(s)}; }
-
 LifecycleEvent GenerationRun::Load() {
   absl::StatusOr<GenerationStart> start =
       LoadBestState(ctx_, job_.held, units_, *engine_, *control_);
-  if (!start.ok()) return Failed(start.status());
+  if (!start.ok()) return {Kind::kFailed, start.status()};
   start_ = *std::move(start);
   return {Kind::kStateLoaded};
 }
@@ -92,7 +90,7 @@ LifecycleEvent GenerationRun::Train() {
   // the engine's buffers.
   GenerationTrainer trainer(ctx_, control_, engine_.get(), engine_.get());
   const absl::Status trained = trainer.Run(start_);
-  if (!trained.ok()) return Failed(trained);
+  if (!trained.ok()) return {Kind::kFailed, trained};
   yielded_ = trainer.yielded();
   return {yielded_ ? Kind::kYielded : Kind::kLastStepTrained};
 }
@@ -100,7 +98,7 @@ LifecycleEvent GenerationRun::Train() {
 LifecycleEvent GenerationRun::HandOff() {
   absl::StatusOr<YieldOutcome> outcome =
       HandOffAtYield(ctx_, *yielded_, units_, *engine_, *control_, job_.held);
-  if (!outcome.ok()) return Failed(outcome.status());
+  if (!outcome.ok()) return {Kind::kFailed, outcome.status()};
   if (*outcome == YieldOutcome::kGaveAway) return {Kind::kGaveShardAway};
   LifecycleEvent e{Kind::kKeptHandoff};
   e.first_survivor = *outcome == YieldOutcome::kKeptFirstSurvivor;

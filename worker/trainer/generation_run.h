@@ -50,7 +50,6 @@ class GenerationRun {
  private:
   GenerationRun(JobContext& job, WorkerSession& session, const v1::GenerationInfo& info,
                 std::shared_ptr<CoordinatorClient> client);
-  LifecycleEvent Failed(absl::Status s) const;
 
   JobContext& job_;
   WorkerSession& session_;

@@ -95,21 +95,20 @@ LifecycleDecision AfterFailure(const LifecycleEvent& event) {
 LifecycleDecision AtStepBoundary(const LifecycleEvent& event) {
   LifecycleDecision d = Go(Phase::kTraining);
   bool stopped = false, yield = false;
+  std::vector<int> leaving;
   for (size_t r = 0; r < event.flags.size(); ++r) {
     const StepFlags& f = event.flags[r];
     stopped |= f.job_stopped;
     yield |= f.member_waiting || f.leave;
-    if (f.leave) d.leaving.push_back(static_cast<int>(r));
+    if (f.leave) leaving.push_back(static_cast<int>(r));
   }
   // The operator's stop wins: the step is saved and is the job's last. At
   // the job's last step nobody yields: the job ends there anyway.
   if (stopped) {
     d.actions.push_back(Action::kStopTraining);
-    d.leaving.clear();
   } else if (yield && !event.last_step) {
     d.actions.push_back(Action::kYield);
-  } else {
-    d.leaving.clear();
+    d.leaving = std::move(leaving);
   }
   return d;
 }
