@@ -95,10 +95,10 @@ absl::StatusOr<ModelConfig> ResolveLaunchModel(JobConfig& job) {
 
 absl::Status PrepareLaunch(LaunchOptions& o) {
   ZS_ASSIGN_OR_RETURN(o.job.compute_dtype, ParseDType(o.compute_dtype));
-  const bool auto_stage = o.stage == "auto";
-  if (!auto_stage && !absl::SimpleAtoi(o.stage, &o.job.stage)) {
+  const bool auto_stage = o.stage_flag == "auto";
+  if (!auto_stage && !absl::SimpleAtoi(o.stage_flag, &o.job.stage)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--stage: '", o.stage, "' (expected 0..3 or auto)"));
+        absl::StrCat("--stage: '", o.stage_flag, "' (expected 0..3 or auto)"));
   }
   ZS_ASSIGN_OR_RETURN(o.job.reduce_dtype, ParseDType(o.reduce_dtype));
   // Parsed here, not by the job's Validate, so the error names the flag.

@@ -62,7 +62,7 @@ void AddJobFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--workers,-n", o.workers, "local worker processes to start")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  sub->add_option("--stage", o.stage,
+  sub->add_option("--stage", o.stage_flag,
                   "ZeRO stage: 0 (data parallel), 1, 2, 3, or auto (the lowest stage that fits "
                   "this machine's memory, by the model `zeroshard plan` prints)")
       ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}))

@@ -320,9 +320,9 @@ int RunLaunch(LaunchOptions o) {
     std::cerr << "zeroshard launch: " << coordinator.status().message() << "\n";
     return 1;
   }
-  std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model << ", stage "
-            << o.job.stage << ", " << o.job.steps << " steps, global batch " << o.job.global_batch
-            << ", " << DTypeName(o.job.compute_dtype) << " compute"
+  std::cout << "zeroshard launch: " << o.workers << " workers, model " << o.job.model
+            << absl::StrCat(", stage ", o.job.stage, ", ") << o.job.steps << " steps, global batch "
+            << o.job.global_batch << ", " << DTypeName(o.job.compute_dtype) << " compute"
             << (o.job.activation_checkpointing == ActivationCheckpointing::kBlocks
                     ? ", activation checkpointing blocks"
                     : "")

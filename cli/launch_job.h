@@ -13,7 +13,7 @@ namespace zeroshard::cli {
 struct LaunchOptions {
   JobConfig job;
   int workers = 4;
-  std::string stage = "3";  // "0".."3" or "auto" (cli/launch_plan.h).
+  std::string stage_flag = "3";  // --stage as given: "0".."3" or "auto" (cli/launch_plan.h).
   std::string compute_dtype = "fp32";
   std::string reduce_dtype = "fp32";
   std::string activation_checkpointing = "none";  // --activation-checkpointing none|blocks.

@@ -1,8 +1,10 @@
 #include "cli/launch_plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <ranges>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -63,6 +65,34 @@ std::string Breakdown(const PlanChoice& c, const PlanMachine& m, const PlanModel
   return absl::StrCat(s, " = ", b(c.device_need), " per worker");
 }
 
+// The plan's choices for the job's own checkpointing and offload: the one
+// --stage auto chooses (the lowest stage that fits) and the stage under it,
+// and the one reported when it does not fit (the stage asked for; under
+// auto, the stage that shards the most).
+struct PickedChoices {
+  const PlanChoice* chosen = nullptr;
+  const PlanChoice* wanted = nullptr;
+  const PlanChoice* below = nullptr;
+};
+
+PickedChoices PickChoice(const RunPlan& plan, const JobConfig& job, bool auto_stage) {
+  const bool checkpointing = job.activation_checkpointing == ActivationCheckpointing::kBlocks;
+  auto same_setup = plan.choices | std::views::filter([&](const PlanChoice& c) {
+                      return c.checkpointing == checkpointing && c.offload == job.offload_optimizer;
+                    });
+  PickedChoices p;
+  if (!auto_stage) {
+    auto it = std::ranges::find(same_setup, job.stage, &PlanChoice::stage);
+    if (it != same_setup.end()) p.wanted = &*it;
+    return p;
+  }
+  for (const PlanChoice& c : same_setup) {  // Stage by stage, lowest first.
+    if (p.chosen == nullptr) (c.fits ? p.chosen : p.below) = &c;
+    if (ZeroStageOf(c.stage).shards_params) p.wanted = &c;
+  }
+  return p;
+}
+
 }  // namespace
 
 absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool auto_stage) {
@@ -75,35 +105,18 @@ absl::Status PlanLaunchMemory(LaunchOptions& o, const ModelConfig& model, bool a
   pm.gather_prefetch = o.job.gather_prefetch;
   pm.bucket_bytes = o.job.bucket_bytes();
   ZS_ASSIGN_OR_RETURN(const RunPlan plan, MakeRunPlan(pm, m));
-  const OptimizerOffload offload = o.job.offload_optimizer;
-  // The job's own checkpointing mode (parsed from the flag by PrepareLaunch).
-  const bool checkpointing = o.job.activation_checkpointing == ActivationCheckpointing::kBlocks;
-  const PlanChoice* chosen = nullptr;
-  const PlanChoice* wanted = nullptr;
-  const PlanChoice* below = nullptr;  // The stage under the chosen one.
-  for (const PlanChoice& c : plan.choices) {
-    if (c.checkpointing != checkpointing || c.offload != offload) continue;
-    if (!auto_stage && c.stage == o.job.stage) wanted = &c;
-    if (auto_stage && chosen == nullptr) {
-      if (c.fits)
-        chosen = &c;
-      else
-        below = &c;
-    }
-    // Reported when nothing fits: the stage that shards the most.
-    if (auto_stage && ZeroStageOf(c.stage).shards_params) wanted = &c;
-  }
+  const auto [chosen, wanted, below] = PickChoice(plan, o.job, auto_stage);
   ZS_CHECK(wanted != nullptr);
   const std::string have = m.cuda
                                ? absl::StrCat(FormatBinaryBytes(m.device_memory), " free per GPU")
                                : absl::StrCat(FormatBinaryBytes(m.host_memory), " available");
   if (auto_stage && chosen != nullptr) {
     o.job.stage = chosen->stage;
-    std::cout << "zeroshard launch: --stage auto chose stage " << chosen->stage << ": it is the "
-              << "lowest stage that fits " << o.workers << " workers in " << have << "\n  "
-              << Breakdown(*chosen, m, pm) << "\n";
+    std::cout << "zeroshard launch: --stage auto chose "
+              << absl::StrCat("stage ", chosen->stage, ": it is the lowest stage that fits ")
+              << o.workers << " workers in " << have << "\n  " << Breakdown(*chosen, m, pm) << "\n";
     if (below != nullptr) {
-      std::cout << "  stage " << below->stage << " would need "
+      std::cout << absl::StrCat("  stage ", below->stage, " would need ")
                 << FormatBinaryBytes(below->device_need) << " per worker"
                 << (m.cuda ? absl::StrCat(" (", below->why_not, ")")
                            : absl::StrCat(", ", FormatBinaryBytes(below->host_need), " for ",
