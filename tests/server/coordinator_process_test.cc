@@ -11,6 +11,7 @@
 
 #include "common/rpc/coordinator_client.h"
 #include "gtest/gtest.h"
+#include "tests/server/await_generation_rpc.h"
 #include "tests/server/http_get.h"
 #include "tests/support/subprocess.h"
 
@@ -56,27 +57,20 @@ uint64_t JoinWorker(CoordinatorClient& client, const std::string& worker) {
   return r.ok() ? r->member_id() : 0;
 }
 
-// Heartbeats both members until a generation runs; returns it (0 on timeout).
+// The generation the members are in once one runs with all of them (0 on
+// timeout), seen on the WatchGeneration stream; a heartbeat of each
+// member confirms it.
 uint64_t WaitRunning(CoordinatorClient& client, const std::vector<uint64_t>& members) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    uint64_t generation = 0;
-    bool all_in = true;
-    for (uint64_t m : members) {
-      v1::HeartbeatRequest h;
-      h.set_job_id("proc");
-      h.set_member_id(m);
-      auto r = client.Heartbeat(h);
-      if (!r.ok() || !r->in_generation()) {
-        all_in = false;
-        continue;
-      }
-      generation = r->generation();
-    }
-    if (all_in) return generation;
-    absl::SleepFor(absl::Milliseconds(50));
+  const uint64_t generation = server::testing::AwaitRunningGeneration(
+      client, "proc", absl::Seconds(10), static_cast<int>(members.size()));
+  for (uint64_t m : members) {
+    v1::HeartbeatRequest h;
+    h.set_job_id("proc");
+    h.set_member_id(m);
+    auto r = client.Heartbeat(h);
+    if (!r.ok() || !r->in_generation() || r->generation() != generation) return 0;
   }
-  return 0;
+  return generation;
 }
 
 // Every member reports step 42 with loss 1.75 for `generation`; member i is rank i.

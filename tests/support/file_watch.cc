@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <vector>
 
 #include "absl/time/clock.h"
 
@@ -20,6 +22,25 @@ bool PollEvery20Ms(const std::function<bool()>& done, absl::Time deadline) {
   return true;
 }
 
+enum class Armed { kDir, kAncestor, kFailed };
+
+// Watches `dir` or, while it does not exist yet, its nearest existing
+// ancestor and every level below that exists by the time it is tried, so
+// a level created after its parent's watch was set is seen as an event.
+Armed Arm(int fd, const std::string& dir) {
+  constexpr uint32_t kChanges = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO;
+  std::vector<std::string> chain = {dir};  // dir, its parent, ..., the first that exists.
+  while (inotify_add_watch(fd, chain.back().c_str(), kChanges) < 0) {
+    const std::string up = DirOf(chain.back());
+    if (errno != ENOENT || up == chain.back()) return Armed::kFailed;
+    chain.push_back(up);
+  }
+  for (size_t level = chain.size() - 1; level > 0; --level) {
+    if (inotify_add_watch(fd, chain[level - 1].c_str(), kChanges) < 0) return Armed::kAncestor;
+  }
+  return Armed::kDir;
+}
+
 }  // namespace
 
 std::string DirOf(const std::string& path) {
@@ -32,8 +53,8 @@ bool WaitForFiles(const std::string& dir, const std::function<bool()>& done, abs
                   absl::Duration recheck) {
   const absl::Time deadline = absl::Now() + timeout;
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0 || inotify_add_watch(fd, dir.c_str(),
-                                  IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
+  Armed armed = fd < 0 ? Armed::kFailed : Arm(fd, dir);
+  if (armed == Armed::kFailed) {
     if (fd >= 0) close(fd);
     std::fprintf(stderr, "WaitForFiles: no inotify watch on %s: checking every 20 ms\n",
                  dir.c_str());
@@ -50,6 +71,7 @@ bool WaitForFiles(const std::string& dir, const std::function<bool()>& done, abs
       while (read(fd, events, sizeof(events)) > 0) {
       }
     }
+    if (armed == Armed::kAncestor) armed = Arm(fd, dir);  // A level may have appeared.
     held = done();
   }
   close(fd);

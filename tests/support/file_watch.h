@@ -1,9 +1,10 @@
 // Waiting on files another process writes, on the kernel's inotify events
 // instead of sleeps: the condition is checked at once, then after each
 // change in the watched directory (a file created, written, closed or
-// moved in), until it holds or the timeout passes. Where inotify cannot be
-// had (no such directory yet, the watch limit reached) it checks every
-// 20 ms instead, and says so once on stderr.
+// moved in), until it holds or the timeout passes. A directory that does
+// not exist yet is waited for on its nearest existing ancestor's events.
+// Where inotify cannot be had (no inotify instance, the watch limit
+// reached) it checks every 20 ms instead, and says so once on stderr.
 //
 // Thread safety: each call has its own inotify instance.
 #pragma once

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/file_watch.h"
 #include "tests/support/subprocess.h"
 #include "tests/trainer/step_log.h"
 #include "worker/trainer/step_record.h"
@@ -129,17 +130,13 @@ TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
        "--checkpoint-dir", dir + "/ckpt", "--run-dir", dir + "/run"},
       dir + "/launch.out");
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  // The launch prints the coordinator's address before any worker starts.
+  ASSERT_TRUE(testing::WaitForStep(dir + "/run/steps.jsonl", 1, 0, deadline - absl::Now()))
+      << testing::ReadFile(dir + "/launch.out");
   std::smatch address;
-  std::string text;
-  while (absl::Now() < deadline) {
-    text = testing::ReadFile(dir + "/launch.out");
-    if (std::regex_search(text, address, std::regex("coordinator on (127.0.0.1:[0-9]+)")) &&
-        !testing::ReadFile(dir + "/run/steps.jsonl").empty()) {
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  ASSERT_FALSE(address.empty()) << text;
+  const std::string text = testing::ReadFile(dir + "/launch.out");
+  ASSERT_TRUE(std::regex_search(text, address, std::regex("coordinator on (127.0.0.1:[0-9]+)")))
+      << text;
   // The launch's tokens are its own: the user's CLI presents the admin one.
   const std::string coordinator =
       absl::StrCat(address[1].str(), " --token-file ", dir, "/run/admin-token");
@@ -150,14 +147,17 @@ TEST(CheckpointResumeTest, CheckpointNowSavesAtTheNextStep) {
       absl::StrCat(BinPath("zeroshard"), " checkpoint now --coordinator ", address[1].str()));
   EXPECT_NE(anonymous.exit_code, 0) << anonymous.output;
   EXPECT_NE(anonymous.output.find("bearer token"), std::string::npos) << anonymous.output;
+  // A checkpoint commits by its directory's rename into --checkpoint-dir.
   CommandResult list;
-  while (absl::Now() < deadline) {
-    list = RunCommand(
-        absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ", coordinator));
-    if (list.exit_code == 0 && list.output.find("step-") != std::string::npos) break;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  EXPECT_NE(list.output.find("step-"), std::string::npos) << list.output;
+  EXPECT_TRUE(testing::WaitForFiles(
+      dir + "/ckpt",
+      [&] {
+        list = RunCommand(
+            absl::StrCat(BinPath("zeroshard"), " checkpoint list --coordinator ", coordinator));
+        return list.exit_code == 0 && list.output.find("step-") != std::string::npos;
+      },
+      deadline - absl::Now()))
+      << list.output;
   launch.Signal(SIGINT);
   EXPECT_EQ(launch.Wait(absl::Seconds(30)), 130);
 }

@@ -162,11 +162,8 @@ TEST(LaunchTest, InterruptStopsEveryProcess) {
   ChildProcess launch({BinPath("zeroshard"), "launch", "--workers", "2", "--model", "tiny",
                        "--steps", "100000", "--run-dir", dir + "/run"},
                       out);
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (ReadFile(dir + "/run/steps.jsonl").empty() && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  ASSERT_FALSE(ReadFile(dir + "/run/steps.jsonl").empty()) << ReadFile(out);
+  ASSERT_TRUE(testing::WaitForStep(dir + "/run/steps.jsonl", 1, 0, absl::Seconds(60)))
+      << ReadFile(out);
   std::smatch port;
   const std::string text = ReadFile(out);
   ASSERT_TRUE(std::regex_search(text, port, std::regex("coordinator on (127.0.0.1:[0-9]+)")));

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_service.h"
 #include "tests/server/checkpoint/checkpoint_test_util.h"
+#include "tests/support/file_watch.h"
 #include "tests/support/subprocess.h"
 #include "worker/checkpoint/checkpoint_client.h"
 
@@ -63,11 +64,11 @@ TEST_F(ProcessTest, WorkerKilledMidUploadLeavesPreviousAsLatest) {
   ASSERT_EQ(UploadRank(4, 1, 8), 0);
   const std::string log = dir_ + "/slow.log";
   ChildProcess slow({BinPath("checkpoint_upload_tool"), addr_, "4", "0", "2", "8", "20"}, log);
-  const absl::Time give_up = absl::Now() + absl::Seconds(20);
-  while (ReadFile(log).find("sent 10\n") == std::string::npos && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  ASSERT_NE(ReadFile(log).find("sent 10\n"), std::string::npos) << ReadFile(log);
+  // The tool prints "sent N" after each chunk (its own protocol, not a log).
+  ASSERT_TRUE(testing::WaitForFiles(
+      dir_, [&] { return ReadFile(log).find("sent 10\n") != std::string::npos; },
+      absl::Seconds(20)))
+      << ReadFile(log);
   slow.Signal(SIGKILL);
   EXPECT_EQ(slow.Wait(absl::Seconds(10)), 128 + SIGKILL);
   EXPECT_EQ(ReadFile(log).find("finished"), std::string::npos);

@@ -18,6 +18,7 @@
 #include "common/rpc/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/server/await_generation_rpc.h"
 #include "tests/server/http_get.h"
 #include "tests/support/subprocess.h"
 #include "zeroshard/v1/coordinator.grpc.pb.h"
@@ -76,12 +77,10 @@ class KvWaitLoadTest : public ::testing::Test {
     hb_.set_job_id("load");
     hb_.set_member_id(joined->member_id());
     credential_ = absl::StrCat(joined->member_id(), ":", joined->member_secret());
-    for (int i = 0; i < 200 && generation_ == 0; ++i) {
-      auto r = client_->Heartbeat(hb_);
-      if (r.ok() && r->in_generation()) generation_ = r->generation();
-      absl::SleepFor(absl::Milliseconds(50));
-    }
+    generation_ = server::testing::AwaitRunningGeneration(*client_, "load", absl::Seconds(10), 1);
     ASSERT_GT(generation_, 0u);
+    auto beat = client_->Heartbeat(hb_);
+    ASSERT_TRUE(beat.ok() && beat->in_generation() && beat->generation() == generation_);
     stub_ =
         v1::Coordinator::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   }
