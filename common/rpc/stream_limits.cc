@@ -50,6 +50,16 @@ int StreamLimits::open_by(const std::string& peer) const {
   return it == open_.end() ? 0 : it->second;
 }
 
+bool StreamLimits::AwaitOpenBy(const std::string& peer, int count, absl::Duration timeout) const {
+  const std::string host = PeerHost(peer);
+  absl::MutexLock lock(&mu_);
+  auto holds = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {  // Evaluated under mu_ by Await.
+    auto it = open_.find(host);
+    return (it == open_.end() ? 0 : it->second) == count;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&holds), timeout);
+}
+
 void StreamLimits::Release(const std::string& caller) {
   absl::MutexLock lock(&mu_);
   auto it = open_.find(caller);

@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace zeroshard {
 
@@ -70,6 +71,10 @@ class StreamLimits {
   }
 
   int open_by(const std::string& peer) const;  // Streams open for peer's host.
+  // Whether peer's host has exactly `count` streams open within `timeout`,
+  // woken by each open and release (a finished stream's slot is released
+  // on the server's threads, after its client saw the stream end).
+  bool AwaitOpenBy(const std::string& peer, int count, absl::Duration timeout) const;
   int max_per_caller() const { return max_per_caller_; }
 
  private:

@@ -88,9 +88,7 @@ class HeartbeatStreamTest : public ::testing::Test {
   // The stream slots this host holds, once the server's queue threads
   // settled (a finished stream frees its slot on their time).
   int OpenSoon(int want) {
-    for (int i = 0; i < 200 && limits_->open_by(kLocalCaller) != want; ++i) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    limits_->AwaitOpenBy(kLocalCaller, want, absl::Seconds(2));
     return limits_->open_by(kLocalCaller);
   }
 
