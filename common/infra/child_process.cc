@@ -1,10 +1,15 @@
 #include "common/infra/child_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 
 #include "absl/time/clock.h"
 
@@ -57,15 +62,33 @@ bool ChildProcess::Running() {
 }
 
 int ChildProcess::Wait(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (Running()) {
-    if (absl::Now() >= deadline) return -1;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
   if (pid_ <= 0) return -1;
+  if (!reaped_) {
+    if (!ReapBy(pid_, absl::Now() + timeout, &status_)) return -1;
+    reaped_ = true;
+  }
   if (WIFEXITED(status_)) return WEXITSTATUS(status_);
   if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
   return -1;
+}
+
+bool ReapBy(pid_t pid, absl::Time deadline, int* status) {
+  // pidfd_open(2), through syscall(2): glibc 2.36 declares it without C linkage.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // Readable on exit.
+  pid_t reaped = 0;
+  while ((reaped = waitpid(pid, status, WNOHANG)) == 0) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    if (pidfd >= 0) {
+      pollfd exited{pidfd, POLLIN, 0};
+      poll(&exited, 1,
+           static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 1 << 30) + 1));
+    } else {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return reaped == pid;
 }
 
 int ChildProcess::Stop(absl::Duration grace) {

@@ -29,8 +29,8 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   void Signal(int sig);
-  // Waits up to `timeout`; returns the exit code, 128+signal if killed by a
-  // signal, or -1 if still running at the deadline.
+  // Waits up to `timeout` (ReapBy); returns the exit code, 128+signal if
+  // killed by a signal, or -1 if still running at the deadline.
   int Wait(absl::Duration timeout);
   bool Running();
   // SIGTERM, wait up to `grace`, then SIGKILL; returns the exit status as Wait.
@@ -41,5 +41,11 @@ class ChildProcess {
   int status_ = 0;
   bool reaped_ = false;
 };
+
+// Reaps `pid`, a child of this process, by `deadline`, woken by the kernel
+// when it exits (pidfd_open(2); where the kernel has none, checking every
+// 5 ms). True with its wait status in *status; false if it still runs at
+// the deadline, or is no child of this process.
+bool ReapBy(pid_t pid, absl::Time deadline, int* status);
 
 }  // namespace zeroshard

@@ -112,14 +112,11 @@ int RankMain(const std::string& dir, int rank, int n) {
   const absl::Time deadline = absl::Now() + absl::Seconds(50);
   for (pid_t pid : pids) {
     int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (absl::Now() > deadline) {
-        for (pid_t p : pids) kill(p, SIGKILL);
-        waitpid(pid, &status, 0);
-        return ::testing::AssertionFailure()
-               << "rank pid " << pid << " did not finish within the deadline";
-      }
-      absl::SleepFor(absl::Milliseconds(5));
+    if (!ReapBy(pid, deadline, &status)) {
+      for (pid_t p : pids) kill(p, SIGKILL);
+      waitpid(pid, &status, 0);
+      return ::testing::AssertionFailure()
+             << "rank pid " << pid << " did not finish within the deadline";
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return ::testing::AssertionFailure() << "rank pid " << pid << " failed, status " << status;

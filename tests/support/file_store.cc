@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/support/file_watch.h"
 
 namespace zeroshard::testing {
 
@@ -43,23 +44,21 @@ absl::StatusOr<std::vector<uint8_t>> FileStore::Get(const std::string& key) {
 }
 
 absl::Status FileStore::Wait(const std::vector<std::string>& keys, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
-    const std::string* missing = nullptr;
+  const std::string* missing = nullptr;
+  auto all_there = [&] {
+    missing = nullptr;
     for (const auto& k : keys) {
       if (access(PathOf(k).c_str(), F_OK) != 0) {
         missing = &k;
-        break;
+        return false;
       }
     }
-    if (missing == nullptr) return absl::OkStatus();
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("store wait timed out after ",
-                                                      absl::FormatDuration(timeout),
-                                                      "; missing key: ", *missing));
-    }
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+    return true;
+  };
+  // Keys appear by rename into the directory (Set): its file events wake us.
+  if (WaitForFiles(dir_, all_there, timeout)) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "store wait timed out after ", absl::FormatDuration(timeout), "; missing key: ", *missing));
 }
 
 absl::StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {
