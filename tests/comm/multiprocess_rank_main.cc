@@ -7,8 +7,11 @@
 // closing anything (a crashed rank); "survive": connect, then expect the
 // next all-reduce to fail (a peer vanished) within the bound, exit 0 if so; on
 // shm the failure must be UNAVAILABLE (the peer's exit seen), not a timeout.
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -60,6 +63,24 @@ int Check(Communicator& comm, DType dtype, int64_t count) {
   return 0;
 }
 
+// Until the process whose pid the vanishing rank left in the store has
+// exited, woken by its pidfd (pidfd_open(2) takes any process, not only a
+// child). False after 20 s.
+bool AwaitVanished(FileStore& store) {
+  if (!store.Wait({"mp/vanished"}, absl::Seconds(20)).ok()) return false;
+  auto bytes = store.Get("mp/vanished");
+  int pid = 0;
+  if (!bytes.ok() || !absl::SimpleAtoi(std::string(bytes->begin(), bytes->end()), &pid)) {
+    return false;
+  }
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno == ESRCH;  // Already gone.
+  pollfd exited{pidfd, POLLIN, 0};
+  const bool gone = poll(&exited, 1, 20000) == 1;
+  close(pidfd);
+  return gone;
+}
+
 int Run(int argc, char** argv) {
   int rank = 0, world = 0;
   if ((argc != 5 && argc != 6) || !absl::SimpleAtoi(argv[2], &rank) ||
@@ -76,21 +97,21 @@ int Run(int argc, char** argv) {
   // Everyone is connected before anyone vanishes (else a late rank's
   // rendezvous, not its all-reduce, would see the closed socket).
   if (mode != "check") {
-    if (!store.Add("mp/connected", 1).ok()) return Fail("store add");
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    for (;;) {
-      auto v = store.Add("mp/connected", 0);
-      if (v.ok() && *v >= world) break;
-      if (absl::Now() > deadline) return Fail("peers did not connect");
-      absl::SleepFor(absl::Milliseconds(5));
+    auto arrived = store.Add("mp/connected", 1);
+    if (!arrived.ok()) return Fail("store add");
+    if (*arrived == world && !store.Set("mp/all_connected", {1}).ok()) return Fail("store set");
+    if (!store.Wait({"mp/all_connected"}, absl::Seconds(20)).ok()) {
+      return Fail("peers did not connect");
     }
   }
   if (mode == "vanish") {
+    const std::string pid = std::to_string(getpid());
+    if (!store.Set("mp/vanished", {pid.begin(), pid.end()}).ok()) return Fail("store set");
     std::fprintf(stderr, "rank %d vanishing\n", rank);
     _exit(0);
   }
   if (mode == "survive") {
-    absl::SleepFor(absl::Milliseconds(200));  // Let the vanishing rank go.
+    if (!AwaitVanished(store)) return Fail("the vanishing rank did not go");
     float x = 1.0f;
     CollectiveOptions op_opts;
     op_opts.timeout = absl::Seconds(10);
