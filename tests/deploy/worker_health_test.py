@@ -19,9 +19,12 @@ import subprocess
 import tempfile
 import time
 import pathlib
+import sys
 
-import deploy_common as dc
-import k8s_local as kl
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import deploy_common as dc  # noqa: E402
+from file_events import wait_for_files  # noqa: E402
+import k8s_local as kl  # noqa: E402
 
 STALE_S = 2
 
@@ -40,13 +43,13 @@ def start(argv, log):
 
 
 def health_port(log, proc, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
+    """The port the worker prints to `log`, read on the log's file events
+    (None if it exits or the timeout passes first)."""
+    def port():
         m = re.search(r"^health on 127\.0\.0\.1:(\d+) ", pathlib.Path(log).read_text(), re.M)
-        if m:
-            return int(m.group(1))
-        time.sleep(0.1)
-    return None
+        return int(m.group(1)) if m else (proc.poll() is not None and -1)
+    found = wait_for_files(pathlib.Path(log).parent, port, timeout, recheck=0.5)
+    return found if found and found > 0 else None
 
 
 def wait_status(port, path, want, timeout):
@@ -119,10 +122,8 @@ with tempfile.TemporaryDirectory() as d:
         dup_log = pathlib.Path(d) / "a-dup.log"
         dup = start([worker_bin, f"--coordinator=127.0.0.1:{grpc}", "--worker-id=a",
                      "--threads=1"], dup_log)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "still held" not in dup_log.read_text():
-            time.sleep(0.1)
-        time.sleep(0.5)  # Its Join is refused while "a" holds the id: it retries.
+        # Its Join is refused while "a" holds the id: it says so, then retries.
+        wait_for_files(d, lambda: "still held" in dup_log.read_text(), 20)
         dup.send_signal(signal.SIGTERM)
         rc = dup.wait(timeout=30)
         c.check(rc == 0, f"SIGTERM while waiting to join exits 0 (exit {rc}: "

@@ -31,6 +31,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from file_events import wait_for_files  # noqa: E402
+
 try:
     import grpc
 except ImportError:
@@ -226,14 +229,15 @@ def start(bin_dir, tmp):
 
 
 def wait_address(proc, log, who, seconds=20):
-    """The gRPC address a starting coordinator prints to `log` (kills it if none)."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+    """The gRPC address a starting coordinator prints to `log` (kills it if none),
+    read on the log's file events."""
+    def address():
         log.seek(0)
         m = re.search(r"listening on (\S+) \(grpc\)", log.read())
-        if m:
-            return m.group(1)
-        time.sleep(0.1)
+        return m.group(1) if m else None
+    found = wait_for_files(os.path.dirname(log.name), address, seconds)
+    if found:
+        return found
     proc.kill()
     raise SystemExit(f"{who}: the coordinator printed no address")
 

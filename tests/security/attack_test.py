@@ -23,6 +23,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import certs  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from file_events import wait_for_files  # noqa: E402
+
 BIN = pathlib.Path(os.environ.get("ZEROSHARD_BIN_DIR", "build/bin"))
 PROTO = pathlib.Path(__file__).resolve().parents[2] / "proto"
 TOKENS = {"worker": "attack-worker-token-0123456789", "reader": "attack-reader-token-0123456789",
@@ -118,7 +121,7 @@ def run(d, tmp, grpc, pb, rpc):
                     d, tmp / "coordinator.log")
     procs = [coord]
     try:
-        wait_for(lambda: " (grpc)" in coord.text(), 20)
+        wait_for_files(tmp, lambda: " (grpc)" in coord.text(), 20)
         m = re.search(r"listening on (\S+) \(grpc\)", coord.text())
         check(m is not None, "the coordinator starts with mTLS, tokens and a checkpoint dir")
         if not m:
