@@ -70,8 +70,8 @@ void AdamWReference(const AdamWHyperparams& hp, int64_t step, float grad_scale,
                     const AdamWShard& shard);
 
 // The fast CPU version: AVX-512 or AVX2, whichever streams faster on this
-// CPU (adamw_isa.h: measured once, or set with --adamw-isa), scalar where
-// it has neither; the shard is split
+// kind of CPU (adamw_isa.h: by vendor, or set with --adamw-isa), scalar
+// where it has neither; the shard is split
 // into chunks over up to `num_threads` threads (0 = hardware concurrency,
 // capped at 16; small shards stay on the calling thread). Bit-identical to
 // AdamWReference.
@@ -79,7 +79,7 @@ void AdamWCpu(const AdamWHyperparams& hp, int64_t step, float grad_scale, const 
               int num_threads = 0);
 
 // Which SIMD path AdamWCpu takes on this CPU: "avx512", "avx2" or "scalar"
-// (the first call may run adamw_isa.h's calibration).
+// (adamw_isa.h's ChosenAdamWIsa).
 const char* AdamWCpuIsa();
 
 // Sum of squares of x[0..n), accumulated in double; multi-threaded like

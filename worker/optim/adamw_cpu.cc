@@ -1,4 +1,4 @@
-// AdamWCpu: takes the SIMD path adamw_isa.h chooses (measured, or set),
+// AdamWCpu: takes the SIMD path adamw_isa.h chooses (by CPU, or set),
 // once, and splits the shard over threads. See adamw.h.
 #include <atomic>
 #include <cstdlib>
