@@ -10,7 +10,14 @@
 //   yield, the first survivor reports the handoff (ReportHandoff), and the
 //   bigger generation reshards live from the step they stopped at;
 // - an operator's StopJob: the ranks agree on a step, end there with the
-//   "stopped" event, and every worker exits OK.
+//   "stopped" event, and every worker exits OK;
+// - a worker that vanishes (WorkerOptions::crash, elastic_redundancy_test's
+//   kill -9): the others' collectives fail, the coordinator names the lost
+//   member, and the survivors go on from their peer copies, with no
+//   checkpoint read;
+// - job_lifecycle_test's ends: past max_failures a vanished rank fails the
+//   job and the survivors end FAILED_PRECONDITION naming it; workers that
+//   come to a completed or failed job end at once and form no generation.
 #include <memory>
 #include <thread>
 #include <vector>
@@ -49,6 +56,7 @@ std::unique_ptr<CoordinatorServer> StartCoordinator(const JobConfig& job, int mi
 
 struct WorkerThread {
   StopSource stop;
+  StopSource crash;
   absl::Status result = absl::UnknownError("still running");
   std::thread thread;
 };
@@ -58,6 +66,7 @@ void StartWorker(WorkerThread& w, const std::string& address, int i) {
   options.coordinator = address;
   options.worker_id = absl::StrCat("w", i);
   options.stop = w.stop.token();
+  options.crash = w.crash.token();
   w.thread = std::thread([&w, options] { w.result = RunWorker(options); });
 }
 
@@ -137,6 +146,101 @@ TEST(WorkerInProcessTest, AnOperatorsStopEndsTheJobAtOneAgreedStep) {
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].step, records.back().step) << "the stopped step is the last";
   EXPECT_LT(records.back().step, job.steps);
+  server->Shutdown();
+}
+
+TEST(WorkerInProcessTest, AVanishedRankIsRecoveredFromItsPeersCopies) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_crash");
+  JobConfig job = testing::SmallJob(dir, 120);
+  job.redundancy = 1;
+  job.backend = BackendChoice::kGloo;  // A closed socket is the lost peer here.
+  job.collective_timeout_s = 20;
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
+  if (trained) workers[kLeaver].crash.RequestStop();
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  EXPECT_TRUE(absl::IsAborted(workers[kLeaver].result)) << workers[kLeaver].result;
+  for (int i = 0; i < kWorkers; ++i) {
+    if (i != kLeaver) {
+      EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
+    }
+  }
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers - 1);
+  for (const StepRecord& r : records) EXPECT_EQ(r.live_refused, "") << "step " << r.step;
+  EXPECT_TRUE(WithEvent(records, "restored_checkpoint").empty());
+  const std::vector<StepRecord> resharded = WithEvent(records, "resharded_live");
+  ASSERT_FALSE(resharded.empty()) << "the survivors did not go on from their peer copies";
+  EXPECT_EQ(resharded.back().world_size, kWorkers - 1);
+  auto status = server->core()->GetJobStatus({});
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->last_lost().worker_id(), absl::StrCat("w", kLeaver)) << status->DebugString();
+  server->Shutdown();
+}
+
+// Workers that come once the job has ended: OK (completed) or the job's
+// failure, at once, and no generation forms for them.
+void ExpectLateWorkersEndAtOnce(CoordinatorServer& server, bool failed) {
+  const uint64_t generation = server.generation();
+  std::vector<WorkerThread> late(2);
+  for (int i = 0; i < 2; ++i) StartWorker(late[i], server.address(), 10 + i);
+  for (WorkerThread& w : late) w.thread.join();
+  for (WorkerThread& w : late) {
+    if (failed) {
+      EXPECT_TRUE(absl::IsFailedPrecondition(w.result)) << w.result;
+    } else {
+      EXPECT_TRUE(w.result.ok()) << w.result;
+    }
+  }
+  EXPECT_EQ(server.generation(), generation);
+}
+
+TEST(WorkerInProcessTest, ACompletedJobSendsLateWorkersAway) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_done");
+  const JobConfig job = testing::SmallJob(dir, 8);
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, 2);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(2);
+  for (int i = 0; i < 2; ++i) StartWorker(workers[i], server->address(), i);
+  for (WorkerThread& w : workers) w.thread.join();
+  for (WorkerThread& w : workers) ASSERT_TRUE(w.result.ok()) << w.result;
+  auto status = server->core()->GetJobStatus({});
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->job_state(), v1::JOB_STATE_COMPLETED);
+  ExpectLateWorkersEndAtOnce(*server, /*failed=*/false);
+  server->Shutdown();
+}
+
+TEST(WorkerInProcessTest, PastMaxFailuresAVanishedRankFailsTheJob) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_failed");
+  JobConfig job = testing::SmallJob(dir, 100000);  // Ends only by the failure.
+  job.max_failures = 0;
+  job.backend = BackendChoice::kGloo;
+  job.collective_timeout_s = 20;
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 4, kWorkers);
+  if (trained) workers[kLeaver].crash.RequestStop();
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  for (int i = 0; i < kWorkers; ++i) {
+    if (i == kLeaver) continue;
+    EXPECT_TRUE(absl::IsFailedPrecondition(workers[i].result)) << workers[i].result;
+    EXPECT_NE(workers[i].result.message().find("max_failures 0"), std::string::npos)
+        << workers[i].result;
+  }
+  auto status = server->core()->GetJobStatus({});
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->job_state(), v1::JOB_STATE_FAILED);
+  ExpectLateWorkersEndAtOnce(*server, /*failed=*/true);
   server->Shutdown();
 }
 

@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<GenerationRun>> GenerationRun::Start(
                                 info.rank(),
                                 info.world_size(),
                                 options.stop,
+                                options.crash,
                                 job.job.redundancy > 0 ? job.replica.get() : nullptr,
                                 job.kernels.kernels,
                                 job.device.get()};

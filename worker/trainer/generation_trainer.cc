@@ -157,6 +157,7 @@ absl::Status GenerationTrainer::Run(const GenerationStart& start) {
     if (ctx_.session->Ended(ctx_.generation)) {
       return absl::AbortedError(absl::StrCat("generation ", ctx_.generation, " ended"));
     }
+    if (ctx_.crash.stop_requested()) return absl::AbortedError("crashed (fault injection)");
     const absl::Time start = absl::Now();
     ZS_ASSIGN_OR_RETURN(const StepOutcome outcome, TrainStep(step));
     // Step time covers the optimizer step only, not the evaluation below.

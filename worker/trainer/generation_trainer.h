@@ -57,6 +57,9 @@ struct GenerationContext {
   // Set when this rank is to leave the job (SIGTERM): it says so at the
   // next step boundary (StepFlags::leave).
   StopToken stop;
+  // Set: this rank stops at the start of its next step as a killed process
+  // would (WorkerOptions::crash, fault injection).
+  StopToken crash;
   // Peer redundancy's copies, refreshed as the generation starts and every
   // job.redundancy_every steps; null = off.
   PeerReplica* replica = nullptr;

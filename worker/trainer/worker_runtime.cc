@@ -192,6 +192,17 @@ void Narrate(const Runtime& r, const LifecycleState& from, const LifecycleEvent&
   }
 }
 
+// WorkerOptions::crash: what a killed process leaves behind, and nothing
+// more. A killed process decides nothing, so this is no lifecycle event:
+// the communicators close with the generation's resources, the heartbeats
+// stop with the session, and no RPC is sent.
+absl::Status Vanish(Runtime& r) {
+  r.run.reset();
+  r.session.reset();
+  Say("vanished (fault injection)");
+  return absl::AbortedError("vanished (fault injection: WorkerOptions::crash)");
+}
+
 // Generation after generation until the job is done, this worker leaves, or
 // an error that is not a lost generation. The coordinator keeps the restart
 // budget (the job's max_failures): a worker goes on while the job does, and
@@ -200,6 +211,7 @@ absl::Status RunLifecycle(Runtime& r) {
   LifecycleState state;
   while (true) {
     LifecycleEvent event = Observe(r, state.phase);
+    if (r.options.crash.stop_requested()) return Vanish(r);
     event.stop = r.options.stop.stop_requested();
     const LifecycleDecision d = Decide(state, event);
     Narrate(r, state, event);

@@ -53,6 +53,12 @@ struct WorkerOptions {
   // (SIGTERM; stop_signal.h's SignalStopToken in the worker process), or
   // leave at once while joining or waiting for a generation. Default: never.
   StopToken stop;
+  // Fault injection, for tests that run workers as threads: once set, the
+  // worker vanishes as a killed process would, at the start of its next
+  // step (or when its current wait ends). It sends nothing more (no Leave,
+  // no failure report, no heartbeat), its connections close, and RunWorker
+  // returns ABORTED. Default: never.
+  StopToken crash;
 };
 
 // Returns OK when the job's steps are done, the job had completed already,
