@@ -93,8 +93,13 @@ std::string Legend(const PlanHeader& h, const ByteUnit& u, const ByteUnit& t) {
 std::string FormatPlanText(const PlanHeader& h, const RunPlan& plan) {
   const ByteUnit u = TableUnit(plan), t = TrafficUnit(plan);
   std::string s = absl::StrCat("zeroshard plan: ", h.model, "; ", Machine(h), "\n");
-  absl::StrAppend(&s, "  ", h.compute_dtype, " compute, ", h.reduce_dtype,
-                  " gradients, AdamW (fp32 master, m, v: 12 bytes a parameter)");
+  // fp32 compute: the parameters are the master weights unless offloaded
+  // (common/memory_model.h).
+  absl::StrAppend(&s, "  ", h.compute_dtype, " compute, ", h.reduce_dtype, " gradients, AdamW ",
+                  h.compute_dtype == "fp32"
+                      ? "(m, v: 8 bytes a parameter, the fp32 parameters being the master; "
+                        "fp32 master, m, v: 12 when offloaded)"
+                      : "(fp32 master, m, v: 12 bytes a parameter)");
   if (!h.params_only) {
     absl::StrAppend(&s, ", micro-batch ", h.micro_batch, " x ", h.seq_len, " tokens, ",
                     h.micro_batches, " micro-batch(es) a step, ",

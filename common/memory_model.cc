@@ -58,6 +58,16 @@ void AddOptimizer(const MemoryModelInputs& in, int world_size, int64_t opt_elems
   out.state.redundancy = in.redundancy == 0 ? 0 : (own_only ? 1 : 3) * state;
 }
 
+// The engine's EngineContext::master_is_params: with fp32 compute, state
+// resident and no parameter offload the master weights are part of the
+// compute copy, so the optimizer holds only m and v (8 bytes an element).
+void ShareMasterWithParams(const MemoryModelInputs& in, int64_t opt_elems, MemoryPrediction& out) {
+  if (in.compute_dtype == DType::kFp32 && in.offload_optimizer == OptimizerOffload::kNone &&
+      !in.offload_params_nvme) {
+    out.state.optimizer -= 4 * opt_elems;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<OptimizerOffload> ParseOptimizerOffload(const std::string& text) {
@@ -118,6 +128,7 @@ absl::StatusOr<MemoryPrediction> PredictMemory(const ShardPlan& plan, const Memo
   out.state.params = c * (z.shards_params ? shard : padded);
   out.state.grads = g * (z.shards_grads ? shard : padded);
   AddOptimizer(in, plan.world_size, opt_elems, max_n, aligned, out);
+  ShareMasterWithParams(in, opt_elems, out);
   if (in.offload_params_nvme) {
     // Only the staging slots stay resident; each unit's shard is read into
     // them ahead of its all-gather.
@@ -145,6 +156,7 @@ absl::StatusOr<MemoryPrediction> PredictMemoryFromParams(int64_t psi, int world_
   const int64_t opt_elems = paper.optimizer / kAdamStateBytesPerParam;
   // Staging depends on the unit sizes, unknown here: left 0.
   AddOptimizer(in, world_size, opt_elems, 0, kAdamStateBytesPerParam * opt_elems, out);
+  ShareMasterWithParams(in, opt_elems, out);
   if (in.offload_params_nvme) {
     out.nvme += out.state.params;
     out.state.params = 0;

@@ -15,7 +15,10 @@
 // ([Note: optimizer range]: P_u at stage 0, S_u at stages 1-3):
 //   params    c * sum(P_u)   (stages 0-2)     c * sum(S_u)   (stage 3)
 //   grads     g * sum(P_u)   (stages 0-1)     g * sum(S_u)   (stages 2-3)
-//   optimizer 12 * sum(n_u)  in device memory, or offloaded
+//   optimizer 12 * sum(n_u)  in device memory; 8 * sum(n_u) with fp32
+//             compute and no parameter offload, where the master weights
+//             are part of the compute copy (the engine's master_is_params,
+//             worker/engine/engine_context.h); or offloaded
 //             (ZeRO-Offload, Ren et al., ATC'21; ZeRO-Infinity, SC'21):
 //     host:   0 on the device; 12 sum(n_u) host bytes ("offloaded");
 //     nvme:   3 staging slots of 3 * AlignUp(4 max n_u) host bytes stay

@@ -60,7 +60,15 @@ TEST(MemoryModelTest, PaddingByKind) {
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(p->state.params, 4 * (stage == 3 ? 6 : 24)) << stage;
     EXPECT_EQ(p->state.grads, 4 * (stage >= 2 ? 6 : 24)) << stage;
-    EXPECT_EQ(p->state.optimizer, 12 * (stage >= 1 ? 6 : 24)) << stage;
+    // fp32 compute with the state resident: the master weights are part of
+    // the compute copy, so the optimizer holds m and v only.
+    EXPECT_EQ(p->state.optimizer, 8 * (stage >= 1 ? 6 : 24)) << stage;
+    MemoryModelInputs bf16 = in;  // A separate master beside a bf16 compute copy.
+    bf16.compute_dtype = DType::kBf16;
+    const auto b = PredictMemory(plan, bf16);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->state.params, 2 * (stage == 3 ? 6 : 24)) << stage;
+    EXPECT_EQ(b->state.optimizer, 12 * (stage >= 1 ? 6 : 24)) << stage;
   }
   // Largest padded unit 16. Stage 3, bf16 compute, fp32 reduce, prefetch 1:
   // 2 gathers of 2 bytes, the 4-byte view, the 4-byte gradient view, a

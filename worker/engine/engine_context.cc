@@ -35,4 +35,9 @@ uint8_t* EngineContext::Slice(const DeviceBuffer& full, int64_t shard_numel,
   return full.as<uint8_t>() + static_cast<int64_t>(rank) * shard_numel * elem_bytes;
 }
 
+void* EngineContext::ParamsShard(const EngineUnit& unit) const {
+  if (!stage().gathers_after_step) return unit.params.data();
+  return Slice(unit.params, unit.plan->shard_numel, cbytes());
+}
+
 }  // namespace zeroshard

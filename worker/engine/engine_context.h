@@ -63,6 +63,12 @@ struct EngineContext {
   std::vector<EngineUnit>* units = nullptr;
   int rank = 0;
   int world_size = 1;
+  // fp32 compute with the optimizer state in device memory and no
+  // parameter offload: each unit's master weights are ParamsShard(unit),
+  // part of the compute copy itself, which AdamW then updates in place; no
+  // separate compute copy is written (28 bytes a parameter, where the master
+  // is the parameter, as in PyTorch's fp32 AdamW).
+  bool master_is_params = false;
 
   EngineUnit& unit(int u) const { return (*units)[static_cast<size_t>(u)]; }
   int num_units() const { return static_cast<int>(units->size()); }
@@ -85,6 +91,10 @@ struct EngineContext {
   void MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed = true) const;
   // The rank's slice of a full buffer of `elem_bytes`-sized elements.
   uint8_t* Slice(const DeviceBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
+  // The part of unit's compute copy (`params`) the rank's optimizer updates:
+  // its slice where the stage gathers after the step (1-2), else the whole
+  // buffer (stage 0's, stage 3's shard).
+  void* ParamsShard(const EngineUnit& unit) const;
 };
 
 }  // namespace zeroshard

@@ -122,8 +122,8 @@ absl::Status ShardedEngine::RebuildComputeCopy() {
       continue;
     }
     const bool gathers = zero_stage().gathers_after_step;
-    void* dst = gathers ? ctx_.Slice(unit.params, n, cbytes()) : unit.params.data();
-    ZS_RETURN_IF_ERROR(convert(dst));
+    void* dst = ctx_.ParamsShard(unit);
+    if (!ctx_.master_is_params) ZS_RETURN_IF_ERROR(convert(dst));  // Else dst is the master.
     if (gathers) {
       works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
                                        {options_.collective_timeout}));

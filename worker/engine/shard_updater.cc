@@ -52,11 +52,12 @@ absl::Status ShardUpdater::Update(int64_t step, float multiplier) {
           ctx_.device->Convert(shard_grad, DType::kBf16, grad32.data(), DType::kFp32, n));
       g = grad32.as<float>();
     }
-    void* out = gathers ? ctx_.Slice(unit.params, S, ctx_.cbytes()) : unit.params.data();
-    // The store streams units: u + 1 is read ahead while u is updated.
+    void* out = ctx_.ParamsShard(unit);
+    // The store streams units: u + 1 is read ahead while u is updated. Where
+    // the master is `out` itself, updating it is the whole write.
     auto update = [&](void* dst) {
-      return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, o.adamw, step, multiplier, g, dst,
-                          o.compute_dtype);
+      return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, o.adamw, step, multiplier, g,
+                          ctx_.master_is_params ? nullptr : dst, o.compute_dtype);
     };
     // With params offload the new shard goes to the parameter store.
     ZS_RETURN_IF_ERROR(params_ != nullptr ? WriteParamShard(u, update) : update(out));

@@ -120,6 +120,9 @@ ShardedEngine::ShardedEngine(const ShardPlan& plan, Communicator* comm,
   ctx_ = EngineContext{&plan_,    &options_, device_, comm_,      &accountant_,
                        &tracker_, &units_,   rank_,   world_size_};
   for (EngineUnit& unit : units_) ctx_.InitBuffers(unit);
+  ctx_.master_is_params = options_.compute_dtype == DType::kFp32 &&
+                          options_.offload.target == OffloadTarget::kDevice &&
+                          !options_.params_offload.enabled;
 }
 
 // Model state and the transient bound (common/memory_model.h, the model
@@ -169,7 +172,19 @@ absl::Status ShardedEngine::InitStore() {
   OptimizerStoreOptions o = options_.offload;
   if (o.file_prefix.empty())
     o.file_prefix = absl::StrCat("zeroshard-", ::getpid(), "-r", rank_, "-");
-  ZS_ASSIGN_OR_RETURN(opt_, CreateOptimizerStore(o, OptimizerSizes(), device_, &accountant_));
+  std::vector<float*> masters;  // Empty: the store's own (EngineContext::master_is_params).
+  if (ctx_.master_is_params) {
+    for (size_t u = 0; u < units_.size(); ++u) {
+      EngineUnit& unit = units_[u];
+      unit.plan = &plan_.units[u];
+      const int64_t held =
+          zero_stage().shards_params ? unit.plan->shard_numel : unit.plan->padded_numel;
+      ZS_RETURN_IF_ERROR(unit.params.Allocate(held * 4));
+      masters.push_back(static_cast<float*>(ctx_.ParamsShard(unit)));
+    }
+  }
+  ZS_ASSIGN_OR_RETURN(
+      opt_, CreateOptimizerStore(o, OptimizerSizes(), device_, &accountant_, std::move(masters)));
   if (!options_.params_offload.enabled) return absl::OkStatus();
   ParamStoreOptions p = options_.params_offload;
   if (p.file_prefix.empty()) p.file_prefix = o.file_prefix;
@@ -214,7 +229,8 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
   if (params_ != nullptr) {
     ZS_RETURN_IF_ERROR(updater_->WriteParamShard(u, convert));
   } else {
-    ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
+    // Allocated by InitStore where it holds the master (loaded above).
+    if (!unit.params.allocated()) ZS_RETURN_IF_ERROR(unit.params.Allocate(held * cbytes()));
     ZS_RETURN_IF_ERROR(convert(unit.params.data()));
   }
   ZS_RETURN_IF_ERROR(

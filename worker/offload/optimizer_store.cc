@@ -42,11 +42,16 @@ absl::Status OptimizerStore::CheckRange(int u, int64_t offset, int64_t length) c
 
 absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateOptimizerStore(
     const OptimizerStoreOptions& options, std::vector<int64_t> sizes, Device* device,
-    MemoryAccountant* accountant) {
+    MemoryAccountant* accountant, std::vector<float*> masters) {
+  if (!masters.empty() &&
+      (options.target != OffloadTarget::kDevice || masters.size() != sizes.size())) {
+    return absl::InvalidArgumentError(
+        "optimizer store: external masters are for device-resident state, one per unit");
+  }
   switch (options.target) {
     case OffloadTarget::kDevice:
       return offload_internal::CreateDeviceStore(std::move(sizes), device, accountant,
-                                                 options.timeout);
+                                                 options.timeout, std::move(masters));
     case OffloadTarget::kHost:
       return offload_internal::CreateHostStore(options, std::move(sizes), device, accountant);
     case OffloadTarget::kNvme:

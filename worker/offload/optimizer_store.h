@@ -112,11 +112,17 @@ class OptimizerStore {
 };
 
 // `sizes[u]` elements per unit, zero-initialised; `device` and `accountant`
-// must outlive the store. Errors: FAILED_PRECONDITION for kNvme without an
-// existing writable dir; RESOURCE_EXHAUSTED when memory runs out; I/O errors.
+// must outlive the store. `masters` (kDevice only; empty: the store
+// allocates its own): unit u's fp32 master lives at masters[u], size(u)
+// floats of device memory the caller owns, counts and keeps alive (the
+// engine's compute copy under fp32 compute, which Update then writes in
+// place: pass `out` null). Errors: INVALID_ARGUMENT for `masters` with
+// another target or of another length; FAILED_PRECONDITION for kNvme
+// without an existing writable dir; RESOURCE_EXHAUSTED when memory runs
+// out; I/O errors.
 absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateOptimizerStore(
     const OptimizerStoreOptions& options, std::vector<int64_t> sizes, Device* device,
-    MemoryAccountant* accountant);
+    MemoryAccountant* accountant, std::vector<float*> masters = {});
 
 // The bound on StagingBytes for these sizes (for the engine's fit check).
 int64_t StagingBytesFor(const OptimizerStoreOptions& options, const std::vector<int64_t>& sizes,

@@ -14,7 +14,8 @@ namespace zeroshard::offload_internal {
 absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateDeviceStore(std::vector<int64_t> sizes,
                                                                   Device* device,
                                                                   MemoryAccountant* accountant,
-                                                                  absl::Duration timeout);
+                                                                  absl::Duration timeout,
+                                                                  std::vector<float*> masters);
 absl::StatusOr<std::unique_ptr<OptimizerStore>> CreateHostStore(
     const OptimizerStoreOptions& options, std::vector<int64_t> sizes, Device* device,
     MemoryAccountant* accountant);
