@@ -14,10 +14,12 @@
 // - a worker that vanishes (WorkerOptions::crash, elastic_redundancy_test's
 //   kill -9): the others' collectives fail, the coordinator names the lost
 //   member, and the survivors go on from their peer copies, with no
-//   checkpoint read;
+//   checkpoint read; without copies or a checkpoint (elastic_leave_test's
+//   kill -9 with no checkpoint) they start again from the seeded init;
 // - job_lifecycle_test's ends: past max_failures a vanished rank fails the
 //   job and the survivors end FAILED_PRECONDITION naming it; workers that
 //   come to a completed or failed job end at once and form no generation.
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -181,6 +183,35 @@ TEST(WorkerInProcessTest, AVanishedRankIsRecoveredFromItsPeersCopies) {
   auto status = server->core()->GetJobStatus({});
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->last_lost().worker_id(), absl::StrCat("w", kLeaver)) << status->DebugString();
+  server->Shutdown();
+}
+
+TEST(WorkerInProcessTest, WithoutCopiesOrACheckpointTheSurvivorsStartAgain) {
+  const std::string dir = testing::MakeTempDir("zs_in_process_crash_init");
+  JobConfig job = testing::SmallJob(dir, 60);
+  job.backend = BackendChoice::kGloo;
+  job.collective_timeout_s = 20;
+  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
+  ASSERT_NE(server, nullptr);
+  std::vector<WorkerThread> workers(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
+  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
+  const uint64_t before = server->generation();
+  if (trained) workers[kLeaver].crash.RequestStop();
+  for (WorkerThread& w : workers) w.thread.join();
+  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  EXPECT_TRUE(absl::IsAborted(workers[kLeaver].result)) << workers[kLeaver].result;
+  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers - 1);
+  EXPECT_EQ(server->generation(), before + 1) << "exactly one generation of two";
+  const auto first_of_two = std::find_if(records.begin(), records.end(), [](const StepRecord& r) {
+    return r.world_size == kWorkers - 1;
+  });
+  ASSERT_NE(first_of_two, records.end());
+  EXPECT_EQ(first_of_two->step, 1);
+  EXPECT_EQ(first_of_two->events, std::vector<std::string>{"initialized"});
   server->Shutdown();
 }
 
