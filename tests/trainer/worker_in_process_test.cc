@@ -72,23 +72,50 @@ void StartWorker(WorkerThread& w, const std::string& address, int i) {
   w.thread = std::thread([&w, options] { w.result = RunWorker(options); });
 }
 
+// kWorkers worker threads on `job` (a generation needs `min_workers`):
+// once the step log shows step `at` at kWorkers ranks, worker kLeaver's
+// `fault` source (its stop or its crash) is set; then every worker is
+// joined. The source picks the worker, whatever its rank. `trained` says
+// whether step `at` came (else no fault was set).
+struct FaultRun {
+  FaultRun() : workers(kWorkers) {}
+  std::unique_ptr<CoordinatorServer> server;
+  std::vector<WorkerThread> workers;
+  bool trained = false;
+  uint64_t generation_at_fault = 0;
+};
+
+void RunWithFault(FaultRun& run, const JobConfig& job, int min_workers, int64_t at,
+                  StopSource WorkerThread::*fault) {
+  run.server = StartCoordinator(job, min_workers);
+  if (run.server == nullptr) return;
+  for (int i = 0; i < kWorkers; ++i) StartWorker(run.workers[i], run.server->address(), i);
+  run.trained = WaitForStep(job.log_path, at, kWorkers);
+  run.generation_at_fault = run.server->generation();
+  if (run.trained) (run.workers[kLeaver].*fault).RequestStop();
+  for (WorkerThread& w : run.workers) w.thread.join();
+}
+
+// The step log of a job the survivors finished at kWorkers - 1 ranks.
+std::vector<StepRecord> FinishedWithOneFewer(const JobConfig& job) {
+  std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  EXPECT_FALSE(records.empty());
+  if (records.empty()) return records;
+  EXPECT_EQ(records.back().step, job.steps);
+  EXPECT_EQ(records.back().world_size, kWorkers - 1);
+  return records;
+}
+
 TEST(WorkerInProcessTest, AStopTokenHandsTheShardOverAndTheOthersFinish) {
   const std::string dir = testing::MakeTempDir("zs_in_process");
   const JobConfig job = testing::SmallJob(dir, 120);  // Steps to spare after the stop.
-  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
-  ASSERT_NE(server, nullptr);
-  std::vector<WorkerThread> workers(kWorkers);
-  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
-  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
-  // The token picks the worker, whatever its rank.
-  if (trained) workers[kLeaver].stop.RequestStop();
-  for (WorkerThread& w : workers) w.thread.join();
-  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
-  for (int i = 0; i < kWorkers; ++i) EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
-  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  FaultRun run;
+  RunWithFault(run, job, kWorkers - 1, 6, &WorkerThread::stop);
+  ASSERT_TRUE(run.trained) << "no step at world size " << kWorkers;
+  for (int i = 0; i < kWorkers; ++i)
+    EXPECT_TRUE(run.workers[i].result.ok()) << run.workers[i].result;
+  const std::vector<StepRecord> records = FinishedWithOneFewer(job);
   ASSERT_FALSE(records.empty());
-  EXPECT_EQ(records.back().step, job.steps);
-  EXPECT_EQ(records.back().world_size, kWorkers - 1);
   const std::vector<StepRecord> left = WithEvent(records, "left");
   ASSERT_EQ(left.size(), 1u);
   ASSERT_EQ(left[0].leaving.size(), 1u);
@@ -98,7 +125,7 @@ TEST(WorkerInProcessTest, AStopTokenHandsTheShardOverAndTheOthersFinish) {
   EXPECT_EQ(resharded.back().world_size, kWorkers - 1);
   // Every step once: the records' steps strictly increase.
   for (size_t i = 1; i < records.size(); ++i) EXPECT_GT(records[i].step, records[i - 1].step);
-  server->Shutdown();
+  run.server->Shutdown();
 }
 
 TEST(WorkerInProcessTest, AJoiningWorkerMakesTheRanksHandOffAndReshardLive) {
@@ -157,33 +184,26 @@ TEST(WorkerInProcessTest, AVanishedRankIsRecoveredFromItsPeersCopies) {
   job.redundancy = 1;
   job.backend = BackendChoice::kGloo;  // A closed socket is the lost peer here.
   job.collective_timeout_s = 20;
-  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
-  ASSERT_NE(server, nullptr);
-  std::vector<WorkerThread> workers(kWorkers);
-  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
-  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
-  if (trained) workers[kLeaver].crash.RequestStop();
-  for (WorkerThread& w : workers) w.thread.join();
-  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
-  EXPECT_TRUE(absl::IsAborted(workers[kLeaver].result)) << workers[kLeaver].result;
+  FaultRun run;
+  RunWithFault(run, job, kWorkers - 1, 6, &WorkerThread::crash);
+  ASSERT_TRUE(run.trained) << "no step at world size " << kWorkers;
+  EXPECT_TRUE(absl::IsAborted(run.workers[kLeaver].result)) << run.workers[kLeaver].result;
   for (int i = 0; i < kWorkers; ++i) {
     if (i != kLeaver) {
-      EXPECT_TRUE(workers[i].result.ok()) << workers[i].result;
+      EXPECT_TRUE(run.workers[i].result.ok()) << run.workers[i].result;
     }
   }
-  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  const std::vector<StepRecord> records = FinishedWithOneFewer(job);
   ASSERT_FALSE(records.empty());
-  EXPECT_EQ(records.back().step, job.steps);
-  EXPECT_EQ(records.back().world_size, kWorkers - 1);
   for (const StepRecord& r : records) EXPECT_EQ(r.live_refused, "") << "step " << r.step;
   EXPECT_TRUE(WithEvent(records, "restored_checkpoint").empty());
   const std::vector<StepRecord> resharded = WithEvent(records, "resharded_live");
   ASSERT_FALSE(resharded.empty()) << "the survivors did not go on from their peer copies";
   EXPECT_EQ(resharded.back().world_size, kWorkers - 1);
-  auto status = server->core()->GetJobStatus({});
+  auto status = run.server->core()->GetJobStatus({});
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->last_lost().worker_id(), absl::StrCat("w", kLeaver)) << status->DebugString();
-  server->Shutdown();
+  run.server->Shutdown();
 }
 
 TEST(WorkerInProcessTest, WithoutCopiesOrACheckpointTheSurvivorsStartAgain) {
@@ -191,28 +211,21 @@ TEST(WorkerInProcessTest, WithoutCopiesOrACheckpointTheSurvivorsStartAgain) {
   JobConfig job = testing::SmallJob(dir, 60);
   job.backend = BackendChoice::kGloo;
   job.collective_timeout_s = 20;
-  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers - 1);
-  ASSERT_NE(server, nullptr);
-  std::vector<WorkerThread> workers(kWorkers);
-  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
-  const bool trained = WaitForStep(job.log_path, 6, kWorkers);
-  const uint64_t before = server->generation();
-  if (trained) workers[kLeaver].crash.RequestStop();
-  for (WorkerThread& w : workers) w.thread.join();
-  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
-  EXPECT_TRUE(absl::IsAborted(workers[kLeaver].result)) << workers[kLeaver].result;
-  const std::vector<StepRecord> records = ReadStepRecords(job.log_path);
+  FaultRun run;
+  RunWithFault(run, job, kWorkers - 1, 6, &WorkerThread::crash);
+  ASSERT_TRUE(run.trained) << "no step at world size " << kWorkers;
+  EXPECT_TRUE(absl::IsAborted(run.workers[kLeaver].result)) << run.workers[kLeaver].result;
+  const std::vector<StepRecord> records = FinishedWithOneFewer(job);
   ASSERT_FALSE(records.empty());
-  EXPECT_EQ(records.back().step, job.steps);
-  EXPECT_EQ(records.back().world_size, kWorkers - 1);
-  EXPECT_EQ(server->generation(), before + 1) << "exactly one generation of two";
+  EXPECT_EQ(run.server->generation(), run.generation_at_fault + 1)
+      << "exactly one generation of two";
   const auto first_of_two = std::find_if(records.begin(), records.end(), [](const StepRecord& r) {
     return r.world_size == kWorkers - 1;
   });
   ASSERT_NE(first_of_two, records.end());
   EXPECT_EQ(first_of_two->step, 1);
   EXPECT_EQ(first_of_two->events, std::vector<std::string>{"initialized"});
-  server->Shutdown();
+  run.server->Shutdown();
 }
 
 // Workers that come once the job has ended: OK (completed) or the job's
@@ -254,25 +267,20 @@ TEST(WorkerInProcessTest, PastMaxFailuresAVanishedRankFailsTheJob) {
   job.max_failures = 0;
   job.backend = BackendChoice::kGloo;
   job.collective_timeout_s = 20;
-  std::unique_ptr<CoordinatorServer> server = StartCoordinator(job, kWorkers);
-  ASSERT_NE(server, nullptr);
-  std::vector<WorkerThread> workers(kWorkers);
-  for (int i = 0; i < kWorkers; ++i) StartWorker(workers[i], server->address(), i);
-  const bool trained = WaitForStep(job.log_path, 4, kWorkers);
-  if (trained) workers[kLeaver].crash.RequestStop();
-  for (WorkerThread& w : workers) w.thread.join();
-  ASSERT_TRUE(trained) << "no step at world size " << kWorkers;
+  FaultRun run;
+  RunWithFault(run, job, kWorkers, 4, &WorkerThread::crash);
+  ASSERT_TRUE(run.trained) << "no step at world size " << kWorkers;
   for (int i = 0; i < kWorkers; ++i) {
     if (i == kLeaver) continue;
-    EXPECT_TRUE(absl::IsFailedPrecondition(workers[i].result)) << workers[i].result;
-    EXPECT_NE(workers[i].result.message().find("max_failures 0"), std::string::npos)
-        << workers[i].result;
+    EXPECT_TRUE(absl::IsFailedPrecondition(run.workers[i].result)) << run.workers[i].result;
+    EXPECT_NE(run.workers[i].result.message().find("max_failures 0"), std::string::npos)
+        << run.workers[i].result;
   }
-  auto status = server->core()->GetJobStatus({});
+  auto status = run.server->core()->GetJobStatus({});
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->job_state(), v1::JOB_STATE_FAILED);
-  ExpectLateWorkersEndAtOnce(*server, /*failed=*/true);
-  server->Shutdown();
+  ExpectLateWorkersEndAtOnce(*run.server, /*failed=*/true);
+  run.server->Shutdown();
 }
 
 }  // namespace
