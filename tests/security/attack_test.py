@@ -18,7 +18,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import certs  # noqa: E402
@@ -96,15 +95,6 @@ class Client:
             return e.code().name, None
 
 
-def wait_for(pred, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def run(d, tmp, grpc, pb, rpc):
     (d / "tokens").write_text("".join(f"{r} {t}\n" for r, t in TOKENS.items()))
     (d / "tokens").chmod(0o600)
@@ -140,7 +130,8 @@ def run(d, tmp, grpc, pb, rpc):
             code, st = admin.call(admin.coord, "GetJobStatus", pb["coordinator"].GetJobStatusRequest())
             return st
 
-        check(wait_for(lambda: (status() or pb["coordinator"].JobStatus()).step >= 5, 90),
+        # Re-checked on each write to the step log in d (the job's log_path).
+        check(wait_for_files(d, lambda: (status() or pb["coordinator"].JobStatus()).step >= 5, 90),
               "the two workers train")
         attacks(d, attacker, admin, pb, status, workers)
         check(all(w.proc.wait(timeout=180) == 0 for w in workers),
@@ -184,10 +175,11 @@ def attacks(d, attacker, admin, pb, status, workers):
         job_id=job, generation=gen, key="fill/9", value=b"x" * (1 << 20)))
     check(code == "ABORTED", f"a 1 MiB KvSet by a member without a rank: {code}")
     # Checkpoints: replace a committed one, commit one far ahead, begin eight.
-    wait_for(lambda: admin.call(admin.ckpt, "ListCheckpoints", k.ListCheckpointsRequest(job_id=job))[1]
-             and len(admin.call(admin.ckpt, "ListCheckpoints",
-                                k.ListCheckpointsRequest(job_id=job))[1].checkpoints) > 0, 90)
-    listed = admin.call(admin.ckpt, "ListCheckpoints", k.ListCheckpointsRequest(job_id=job))[1]
+    # A checkpoint commits by its directory's rename into d / "ckpt".
+    def committed():
+        got = admin.call(admin.ckpt, "ListCheckpoints", k.ListCheckpointsRequest(job_id=job))[1]
+        return got if got is not None and len(got.checkpoints) > 0 else None
+    listed = wait_for_files(d / "ckpt", committed, 90)
     check(listed is not None and len(listed.checkpoints) > 0, "the workers committed a checkpoint")
     for step in ([listed.checkpoints[0].step] if listed and listed.checkpoints else []) + [99980] + \
             list(range(1000, 1008)):

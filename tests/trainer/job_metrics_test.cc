@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/exposition.h"
+#include "tests/support/file_watch.h"
 #include "tests/trainer/job_processes.h"
 
 namespace zeroshard {
@@ -123,17 +124,17 @@ TEST(JobMetricsTest, MetricsMatchWhatTheJobDid) {
   auto b = testing::StartWorker(dir, c.address, "b");
   // While running (a scrape after both ranks reported a step): one
   // rank_info series per rank, pod from POD_NAME, host the machine's.
-  const absl::Time deadline = absl::Now() + absl::Seconds(40);
-  while (absl::Now() < deadline) {
-    m = Scrape(c.metrics_port);
-    // Each rank's first report may land a moment after the other's.
-    if (Sample(m, "zeroshard_step").value_or(0) >= 1 &&
-        testing::CountSeries(m, "zeroshard_rank_info") > 0 &&
-        testing::CountSeries(m, "zeroshard_worker_rss_bytes") >= 2) {
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  // Scraped again on each write to the step log: each rank's first report
+  // may land a moment after its step's record, and the next records follow.
+  testing::WaitForFiles(
+      testing::DirOf(job.log_path),
+      [&] {
+        m = Scrape(c.metrics_port);
+        return Sample(m, "zeroshard_step").value_or(0) >= 1 &&
+               testing::CountSeries(m, "zeroshard_rank_info") > 0 &&
+               testing::CountSeries(m, "zeroshard_worker_rss_bytes") >= 2;
+      },
+      absl::Seconds(40));
   CheckRunningSeries(m);
 
   ASSERT_EQ(a->Wait(absl::Seconds(60)), 0) << ReadFile(dir + "/a.log");
