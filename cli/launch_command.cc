@@ -13,6 +13,7 @@
 #include "common/infra/cli.h"
 #include "common/model/model_config.h"
 #include "common/rpc/security_flags.h"
+#include "worker/optim/adamw_isa.h"
 
 namespace zeroshard::cli {
 namespace {
@@ -137,10 +138,8 @@ void AddRunFlags(CLI::App* sub, LaunchOptions& o) {
   sub->add_option("--threads", o.threads, "compute threads per worker (0: cores / workers)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
-  sub->add_option("--adamw-isa", o.adamw_isa,
-                  "auto|avx512|avx2|scalar: the workers' CPU AdamW path (auto: avx2 on AMD, "
-                  "else the widest)")
-      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))
+  sub->add_option("--adamw-isa", o.adamw_isa, kAdamWIsaHelp)
+      ->check(CLI::IsMember(std::vector<std::string>(kAdamWIsaNames.begin(), kAdamWIsaNames.end())))
       ->capture_default_str();
   sub->add_option("--coordinator", o.coordinator,
                   "use this coordinator HOST:PORT instead of an embedded one");

@@ -54,10 +54,9 @@ void AddOptions(CLI::App& app, Flags& f) {
   app.add_option("--threads", o.threads, "compute threads (0: the job's setting)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
-  app.add_option("--adamw-isa", f.adamw_isa,
-                 "auto|avx512|avx2|scalar: the CPU AdamW's SIMD path (auto: avx2 on AMD, "
-                 "else the widest the CPU has)")
-      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))
+  app.add_option("--adamw-isa", f.adamw_isa, zeroshard::kAdamWIsaHelp)
+      ->check(CLI::IsMember(std::vector<std::string>(zeroshard::kAdamWIsaNames.begin(),
+                                                     zeroshard::kAdamWIsaNames.end())))
       ->capture_default_str();
   AddOffloadOptions(app, o);
   app.add_option("--health-listen", f.health_listen,

@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "fp32", "bf16"}))
       ->capture_default_str();
   std::string isa = "auto";
-  app.add_option("--adamw-isa", isa, "auto (by CPU, as the workers do), avx512, avx2, scalar")
+  app.add_option("--adamw-isa", isa, zeroshard::kAdamWIsaHelp)
+      ->check(CLI::IsMember(std::vector<std::string>(zeroshard::kAdamWIsaNames.begin(),
+                                                     zeroshard::kAdamWIsaNames.end())))
       ->capture_default_str();
   if (std::optional<int> code = zeroshard::ParseCommandLine(app, argc, argv)) return *code;
   if (absl::Status s = zeroshard::SetAdamWIsa(isa); !s.ok()) {

@@ -11,6 +11,7 @@
 // thread-safe (computed once).
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "absl/status/status.h"
@@ -18,6 +19,12 @@
 namespace zeroshard {
 
 enum class AdamWIsa { kScalar, kAvx2, kAvx512 };
+
+// The names SetAdamWIsa takes, and their meaning, for a command line's
+// --adamw-isa (the worker's, launch's, adamw_bench's).
+inline constexpr std::array<const char*, 4> kAdamWIsaNames = {"auto", "avx512", "avx2", "scalar"};
+inline constexpr char kAdamWIsaHelp[] =
+    "the CPU AdamW's SIMD path (auto: avx2 on AMD, else the widest the CPU has)";
 const char* AdamWIsaName(AdamWIsa isa);
 
 // Fixes the path for this process: "auto" (by CPU), "avx512", "avx2" or
