@@ -35,6 +35,10 @@ uint8_t* EngineContext::Slice(const DeviceBuffer& full, int64_t shard_numel,
   return full.as<uint8_t>() + static_cast<int64_t>(rank) * shard_numel * elem_bytes;
 }
 
+int64_t EngineContext::ParamsNumel(const EngineUnit& unit) const {
+  return stage().shards_params ? unit.plan->shard_numel : unit.plan->padded_numel;
+}
+
 void* EngineContext::ParamsShard(const EngineUnit& unit) const {
   if (!stage().gathers_after_step) return unit.params.data();
   return Slice(unit.params, unit.plan->shard_numel, cbytes());

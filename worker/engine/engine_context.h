@@ -91,6 +91,9 @@ struct EngineContext {
   void MustAllocate(DeviceBuffer& buffer, int64_t bytes, bool zeroed = true) const;
   // The rank's slice of a full buffer of `elem_bytes`-sized elements.
   uint8_t* Slice(const DeviceBuffer& full, int64_t shard_numel, int64_t elem_bytes) const;
+  // Elements of unit's compute copy (`params`): its shard at stage 3, else
+  // the whole padded unit.
+  int64_t ParamsNumel(const EngineUnit& unit) const;
   // The part of unit's compute copy (`params`) the rank's optimizer updates:
   // its slice where the stage gathers after the step (1-2), else the whole
   // buffer (stage 0's, stage 3's shard).

@@ -177,9 +177,7 @@ absl::Status ShardedEngine::InitStore() {
     for (size_t u = 0; u < units_.size(); ++u) {
       EngineUnit& unit = units_[u];
       unit.plan = &plan_.units[u];
-      const int64_t held =
-          zero_stage().shards_params ? unit.plan->shard_numel : unit.plan->padded_numel;
-      ZS_RETURN_IF_ERROR(unit.params.Allocate(held * 4));
+      ZS_RETURN_IF_ERROR(unit.params.Allocate(ctx_.ParamsNumel(unit) * cbytes()));
       masters.push_back(static_cast<float*>(ctx_.ParamsShard(unit)));
     }
   }
@@ -221,7 +219,7 @@ absl::Status ShardedEngine::InitUnit(int u, const std::vector<float>& initial) {
     master[i - unit.opt_range.offset] = initial[i];
   }
   ZS_RETURN_IF_ERROR(opt_->Load(u, master.data(), nullptr, nullptr));
-  const int64_t held = z.shards_params ? S : P;  // Compute copy: the shard at stage 3, else full.
+  const int64_t held = ctx_.ParamsNumel(unit);
   const float* from = all + (z.shards_params ? unit.opt_range.offset : 0);
   auto convert = [&](void* out) {
     return device_->Convert(from, DType::kFp32, out, options_.compute_dtype, held);
