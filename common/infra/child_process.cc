@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
 #include "absl/time/clock.h"
@@ -72,22 +73,27 @@ int ChildProcess::Wait(absl::Duration timeout) {
   return -1;
 }
 
-bool ReapBy(pid_t pid, absl::Time deadline, int* status) {
+std::optional<bool> AwaitExit(pid_t pid, absl::Time deadline) {
   // pidfd_open(2), through syscall(2): glibc 2.36 declares it without C linkage.
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // Readable on exit.
-  pid_t reaped = 0;
-  while ((reaped = waitpid(pid, status, WNOHANG)) == 0) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) break;
-    if (pidfd >= 0) {
-      pollfd exited{pidfd, POLLIN, 0};
-      poll(&exited, 1,
-           static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 1 << 30) + 1));
-    } else {
-      absl::SleepFor(absl::Milliseconds(5));
-    }
+  if (pidfd < 0) {
+    if (errno == ESRCH) return true;
+    return std::nullopt;
   }
-  if (pidfd >= 0) close(pidfd);
+  pollfd exited{pidfd, POLLIN, 0};
+  const int64_t ms =
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()) + 1, 0, 1 << 30);
+  const bool ended = poll(&exited, 1, static_cast<int>(ms)) == 1;
+  close(pidfd);
+  return ended;
+}
+
+bool ReapBy(pid_t pid, absl::Time deadline, int* status) {
+  pid_t reaped = 0;
+  while ((reaped = waitpid(pid, status, WNOHANG)) == 0 && absl::Now() < deadline) {
+    // Where the kernel has no pidfd, checked every 5 ms.
+    if (!AwaitExit(pid, deadline).has_value()) absl::SleepFor(absl::Milliseconds(5));
+  }
   return reaped == pid;
 }
 

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ class ChildProcess {
   int status_ = 0;
   bool reaped_ = false;
 };
+
+// Whether process `pid` (any process, not only a child) has ended by
+// `deadline`, woken by the kernel when it does (pidfd_open(2)); a pid that
+// names no process has ended. nullopt where the kernel has no pidfd_open.
+std::optional<bool> AwaitExit(pid_t pid, absl::Time deadline);
 
 // Reaps `pid`, a child of this process, by `deadline`, woken by the kernel
 // when it exits (pidfd_open(2); where the kernel has none, checking every

@@ -7,15 +7,14 @@
 // closing anything (a crashed rank); "survive": connect, then expect the
 // next all-reduce to fail (a peer vanished) within the bound, exit 0 if so; on
 // shm the failure must be UNAVAILABLE (the peer's exit seen), not a timeout.
-#include <poll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "common/infra/child_process.h"
 #include "tests/comm/rank_threads.h"
 #include "tests/support/file_store.h"
 #include "worker/comm/communicator_factory.h"
@@ -64,8 +63,8 @@ int Check(Communicator& comm, DType dtype, int64_t count) {
 }
 
 // Until the process whose pid the vanishing rank left in the store has
-// exited, woken by its pidfd (pidfd_open(2) takes any process, not only a
-// child). False after 20 s.
+// exited (AwaitExit, child_process.h: any process, not only a child).
+// False after 20 s.
 bool AwaitVanished(FileStore& store) {
   if (!store.Wait({"mp/vanished"}, absl::Seconds(20)).ok()) return false;
   auto bytes = store.Get("mp/vanished");
@@ -73,12 +72,7 @@ bool AwaitVanished(FileStore& store) {
   if (!bytes.ok() || !absl::SimpleAtoi(std::string(bytes->begin(), bytes->end()), &pid)) {
     return false;
   }
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return errno == ESRCH;  // Already gone.
-  pollfd exited{pidfd, POLLIN, 0};
-  const bool gone = poll(&exited, 1, 20000) == 1;
-  close(pidfd);
-  return gone;
+  return AwaitExit(pid, absl::Now() + absl::Seconds(20)).value_or(false);
 }
 
 int Run(int argc, char** argv) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -47,6 +48,23 @@ TEST(ReapByTest, ReturnsOnceTheChildIsKilled) {
   ASSERT_TRUE(ReapBy(pid, absl::Now() + absl::Seconds(20), &status));
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+// AwaitExit takes any process: init runs on; a killed child has ended
+// (a zombie until reaped), and so has a pid that names no process.
+TEST(AwaitExitTest, EndedOrStillRunningAtTheDeadline) {
+  EXPECT_EQ(AwaitExit(1, absl::Now() + absl::Milliseconds(50)), std::optional<bool>(false));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  EXPECT_EQ(AwaitExit(pid, absl::Now() + absl::Seconds(20)), std::optional<bool>(true));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(AwaitExit(pid, absl::Now() + absl::Seconds(20)), std::optional<bool>(true));
 }
 
 TEST(ReapByTest, NoChildOfThisProcessIsFalseAtOnce) {
