@@ -17,7 +17,7 @@ namespace zeroshard::server {
 absl::StatusOr<ExportResult> ExportSafetensors(const std::string& checkpoint_path,
                                                const std::string& out_path) {
   ZS_ASSIGN_OR_RETURN(std::string dir, ResolveCheckpointDir(checkpoint_path));
-  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/true));
+  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, HashCheck::kWhole));
   std::map<std::string, std::string> master_file;  // Unit -> file path.
   for (const v1::CheckpointFile& f : m.manifest.files()) {
     if (f.kind() == v1::TENSOR_KIND_MASTER) master_file[f.unit()] = dir + "/" + f.path();

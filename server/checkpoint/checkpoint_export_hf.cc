@@ -113,7 +113,7 @@ absl::StatusOr<ExportResult> ExportHf(const std::string& checkpoint_path,
                                       const std::string& out_dir, const HfExportOptions& o) {
   if (o.max_shard_bytes < 1) return absl::InvalidArgumentError("--max-shard-size must be > 0");
   ZS_ASSIGN_OR_RETURN(std::string dir, ResolveCheckpointDir(checkpoint_path));
-  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/true));
+  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, HashCheck::kWhole));
   absl::StatusOr<ModelConfig> config = ModelConfigOfJob(m.manifest.model_config_json());
   absl::Status fits = config.ok() ? CheckPlanIsModel(m.plan, *config) : config.status();
   absl::StatusOr<Plan> plan = fits.ok() ? PlanExport(*config, o.bf16) : fits;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -150,24 +151,42 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_b
   return out;
 }
 
-absl::StatusOr<uint64_t> HashFile(const std::string& path) {
+absl::StatusOr<FileHashes> HashFileBlocks(const std::string& path, int64_t block_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);
   FdCloser closer{fd};
-  Xxh64Stream hash;
   (void)::posix_fadvise(fd, 0, 0,
                         POSIX_FADV_SEQUENTIAL);  // Advice only; the read works without it.
+  FileHashes out;
+  Xxh64Stream whole;
+  std::optional<Xxh64Stream> block;  // The block being read (block_bytes > 0).
+  int64_t in_block = 0;              // Its bytes so far.
   std::vector<char> buf(kXxhashCopyBlockBytes);
   for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    // A read never crosses a block's end, so each block's hash ends there.
+    const size_t want =
+        block_bytes > 0 ? std::min<size_t>(buf.size(), static_cast<size_t>(block_bytes - in_block))
+                        : buf.size();
+    ssize_t n = ::read(fd, buf.data(), want);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus(errno, "read", path);
     }
     if (n == 0) break;
-    hash.Update(buf.data(), static_cast<size_t>(n));
+    whole.Update(buf.data(), static_cast<size_t>(n));
+    if (block_bytes <= 0) continue;
+    if (!block.has_value()) block.emplace();
+    block->Update(buf.data(), static_cast<size_t>(n));
+    in_block += n;
+    if (in_block == block_bytes) {
+      out.blocks.push_back(block->Digest());
+      block.reset();
+      in_block = 0;
+    }
   }
-  return hash.Digest();
+  if (block.has_value()) out.blocks.push_back(block->Digest());  // A shorter last block.
+  out.whole = whole.Digest();
+  return out;
 }
 
 absl::StatusOr<int64_t> FileSize(const std::string& path) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,9 +51,16 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes);
 
-// XXH64 (seed 0) of a whole file, read in kXxhashCopyBlockBytes blocks:
-// each block stays in the core's cache between the read's copy and the hash.
-absl::StatusOr<uint64_t> HashFile(const std::string& path);
+// A file's XXH64 (seed 0) and, in the same read, that of each of its blocks
+// of `block_bytes` bytes (the last may be shorter; none for an empty file
+// or block_bytes <= 0): CheckpointFile's xxhash64 and block_xxhash64. Read
+// in kXxhashCopyBlockBytes pieces, each hashed while still in the core's
+// cache.
+struct FileHashes {
+  uint64_t whole = 0;
+  std::vector<uint64_t> blocks;
+};
+absl::StatusOr<FileHashes> HashFileBlocks(const std::string& path, int64_t block_bytes);
 
 // Size of a regular file in bytes; NOT_FOUND if absent.
 absl::StatusOr<int64_t> FileSize(const std::string& path);

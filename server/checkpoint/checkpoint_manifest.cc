@@ -67,9 +67,39 @@ absl::Status Mismatch(const std::string& dir, absl::string_view what) {
       absl::StrCat("checkpoint ", dir, ": manifest does not match its files: ", what));
 }
 
+// The block hashes' shape: none, or ceil(bytes / block_bytes) of them with
+// block_bytes a positive multiple of 4.
+absl::Status CheckBlockShape(const std::string& dir, const v1::CheckpointFile& f) {
+  const int64_t b = f.block_bytes();
+  const int64_t want = b > 0 ? (f.bytes() + b - 1) / b : 0;
+  if (b < 0 || b % 4 != 0 || f.block_xxhash64_size() != want) {
+    return Mismatch(dir, absl::StrCat("file ", f.path(), " records ", f.block_xxhash64_size(),
+                                      " block hashes of ", b, " bytes for ", f.bytes(), " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the file at `path` and compares its hashes with f's.
+absl::Status VerifyFileHashes(const std::string& dir, const std::string& path,
+                              const v1::CheckpointFile& f) {
+  ZS_ASSIGN_OR_RETURN(const FileHashes h, HashFileBlocks(path, f.block_bytes()));
+  for (int i = 0; i < f.block_xxhash64_size() && i < static_cast<int>(h.blocks.size()); ++i) {
+    if (h.blocks[i] != f.block_xxhash64(i)) {
+      return Mismatch(
+          dir, absl::StrFormat("file %s block %d has xxhash64 %016x, manifest says %016x", f.path(),
+                               i, h.blocks[i], f.block_xxhash64(i)));
+    }
+  }
+  if (h.whole != f.xxhash64()) {
+    return Mismatch(dir, absl::StrFormat("file %s has xxhash64 %016x, manifest says %016x",
+                                         f.path(), h.whole, f.xxhash64()));
+  }
+  return absl::OkStatus();
+}
+
 // Every unit has exactly one file per kind, sized to its padded buffer.
 absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
-                        const ShardPlan& plan, bool verify_hashes) {
+                        const ShardPlan& plan, HashCheck check) {
   std::set<std::pair<std::string, int>> seen;
   for (const v1::CheckpointFile& f : m.files()) {
     const UnitPlan* unit = plan.FindUnit(f.unit());
@@ -95,13 +125,9 @@ absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
       return Mismatch(
           dir, absl::StrCat("file ", f.path(), " is ", *size, " bytes, manifest says ", f.bytes()));
     }
-    if (verify_hashes) {
-      ZS_ASSIGN_OR_RETURN(uint64_t h, HashFile(path));
-      if (h != f.xxhash64()) {
-        return Mismatch(dir, absl::StrFormat("file %s has xxhash64 %016x, manifest says %016x",
-                                             f.path(), h, f.xxhash64()));
-      }
-    }
+    ZS_RETURN_IF_ERROR(CheckBlockShape(dir, f));
+    const bool deferred = check == HashCheck::kDeferBlocks && f.block_bytes() > 0;
+    if (check != HashCheck::kNone && !deferred) ZS_RETURN_IF_ERROR(VerifyFileHashes(dir, path, f));
   }
   for (const UnitPlan& u : plan.units) {
     for (v1::TensorKind k : kAllKinds) {
@@ -116,7 +142,7 @@ absl::Status CheckFiles(const std::string& dir, const v1::CheckpointManifest& m,
 
 }  // namespace
 
-absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, bool verify_hashes) {
+absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, HashCheck check) {
   const std::string path = (fs::path(ckpt_dir) / kManifestName).string();
   ZS_ASSIGN_OR_RETURN(std::string json, ReadSmallFile(path, kMaxManifestBytes));
   LoadedManifest out;
@@ -136,7 +162,7 @@ absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, bool ve
   if (out.plan.world_size != out.manifest.summary().world_size()) {
     return Mismatch(ckpt_dir, "summary.world_size differs from plan.world_size");
   }
-  ZS_RETURN_IF_ERROR(CheckFiles(ckpt_dir, out.manifest, out.plan, verify_hashes));
+  ZS_RETURN_IF_ERROR(CheckFiles(ckpt_dir, out.manifest, out.plan, check));
   return out;
 }
 
@@ -151,7 +177,7 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& path) {
   for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
     absl::StatusOr<int64_t> step = StepFromCheckpointId(e.path().filename().string());
     if (!step.ok() || *step <= best_step) continue;
-    absl::StatusOr<LoadedManifest> m = LoadManifest(e.path().string(), /*verify_hashes=*/false);
+    absl::StatusOr<LoadedManifest> m = LoadManifest(e.path().string(), HashCheck::kNone);
     if (!m.ok()) {
       if (!absl::IsNotFound(m.status())) last_error = std::string(m.status().message());
       continue;

@@ -21,6 +21,10 @@ namespace zeroshard::server {
 
 inline constexpr char kManifestName[] = "manifest.json";
 inline constexpr int64_t kMaxManifestBytes = int64_t{256} << 20;
+// CheckpointFile.block_bytes of the checkpoints this store writes: the
+// default DownloadRange chunk, so a restore's chunk is one block and its
+// hash both verifies the disk's bytes and travels with them (bytes).
+inline constexpr int64_t kCheckpointBlockBytes = int64_t{1} << 20;
 inline constexpr v1::TensorKind kAllKinds[] = {v1::TENSOR_KIND_MASTER, v1::TENSOR_KIND_EXP_AVG,
                                                v1::TENSOR_KIND_EXP_AVG_SQ};
 
@@ -44,12 +48,22 @@ struct LoadedManifest {
   ShardPlan plan;  // Parsed from manifest.plan.
 };
 
+// How much of the files' contents LoadManifest checks against the hashes.
+enum class HashCheck {
+  kNone,   // Sizes and the hashes' shape only.
+  kWhole,  // Every file read now: its xxhash64 and each recorded block hash.
+  // Files with block hashes as kNone (their reader verifies each block as
+  // it reads it: CheckpointStore::ReadRange); the others as kWhole.
+  kDeferBlocks,
+};
+
 // Reads <ckpt_dir>/manifest.json and checks it against the files: the plan is
 // self-consistent, every unit has exactly one file per kind, each file exists
-// with bytes == padded_numel * 4, and, when `verify_hashes`, each file's
-// XXH64 equals the manifest's. DATA_LOSS naming the directory and the first
-// mismatch otherwise; NOT_FOUND when there is no manifest.
-absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, bool verify_hashes);
+// with bytes == padded_numel * 4 and as many block hashes as blocks, and its
+// contents match the hashes as far as `check` says. DATA_LOSS naming the
+// directory and the first mismatch (file, and block where there is one)
+// otherwise; NOT_FOUND when there is no manifest.
+absl::StatusOr<LoadedManifest> LoadManifest(const std::string& ckpt_dir, HashCheck check);
 
 // Resolves a user-supplied path: a checkpoint's own directory (it holds
 // manifest.json) or a checkpoint dir, meaning its latest committed checkpoint

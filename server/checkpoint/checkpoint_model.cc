@@ -15,7 +15,7 @@ namespace zeroshard::server {
 
 absl::StatusOr<CheckpointModel> ReadCheckpointModel(const std::string& checkpoint_path) {
   ZS_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpointDir(checkpoint_path));
-  ZS_ASSIGN_OR_RETURN(const LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/true));
+  ZS_ASSIGN_OR_RETURN(const LoadedManifest m, LoadManifest(dir, HashCheck::kWhole));
   CheckpointModel out;
   ZS_ASSIGN_OR_RETURN(out.job, JobConfig::FromJson(m.manifest.model_config_json()));
   ZS_ASSIGN_OR_RETURN(out.config, ModelConfigOfJob(m.manifest.model_config_json()));

@@ -131,6 +131,10 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
     CheckpointStoreOptions options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("checkpoint dir is empty");
   if (options.keep_last < 0) return absl::InvalidArgumentError("keep_last must be >= 0");
+  if (options.block_bytes <= 0 || options.block_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block_bytes must be a positive multiple of 4, got ", options.block_bytes));
+  }
   if (!options.now_unix_ms) options.now_unix_ms = DefaultNowMs;
   std::error_code ec;
   fs::create_directories(options.dir, ec);
@@ -190,7 +194,7 @@ absl::Status CheckpointStore::Scan() {
 absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> LoadCommitted(int64_t step,
                                                                           const std::string& dir,
                                                                           bool verified) {
-  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, /*verify_hashes=*/false));
+  ZS_ASSIGN_OR_RETURN(LoadedManifest m, LoadManifest(dir, HashCheck::kNone));
   auto c = std::make_shared<CheckpointStore::Committed>();
   c->step = step;
   c->dir = dir;

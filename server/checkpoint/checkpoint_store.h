@@ -46,7 +46,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/formats/hf_weights.h"
+#include "common/formats/read_only_file.h"
 #include "common/shard_plan.h"
+#include "server/checkpoint/checkpoint_manifest.h"
 #include "server/checkpoint/dir_reaper.h"
 #include "zeroshard/v1/checkpoint.pb.h"
 
@@ -99,6 +101,10 @@ using CheckpointJobSource = std::function<absl::StatusOr<CheckpointJob>()>;
 struct CheckpointStoreOptions {
   std::string dir;    // Created if absent.
   int keep_last = 0;  // Committed checkpoints kept; 0 = all.
+  // The block size of the block hashes a commit records
+  // (CheckpointFile.block_bytes): a positive multiple of 4, bytes. Tests use
+  // small ones to cover many blocks with small models.
+  int64_t block_bytes = kCheckpointBlockBytes;
   // Fault seam for tests: called before each data write with its size in
   // bytes; a nonzero return is taken as that write's errno (e.g. ENOSPC).
   std::function<int(int64_t bytes)> write_fault;
@@ -203,6 +209,16 @@ class CheckpointStore {
   absl::StatusOr<std::shared_ptr<Committed>> FindCommitted(absl::string_view job_id,
                                                            std::optional<int64_t> step);
   absl::Status EnsureVerified(const std::shared_ptr<Committed>& c);
+  // Drops `c` from the index and lists it as rejected for `why`; returns `why`.
+  absl::Status Reject(const std::shared_ptr<Committed>& c, const absl::Status& why);
+  // ReadRange of a file with block hashes: chunks never cross a block's
+  // edge, and each block is verified against its hash as it is read
+  // (DATA_LOSS naming the file and block, and `c` rejected, on a mismatch).
+  absl::Status ReadVerifiedBlocks(const std::shared_ptr<Committed>& c,
+                                  const v1::CheckpointFile& file, const ReadOnlyFile& in,
+                                  ElementRange range, int64_t chunk_elems, const RangeSink& sink);
+  absl::Status CheckBlock(const std::shared_ptr<Committed>& c, const v1::CheckpointFile& file,
+                          int64_t block, uint64_t hash);
   absl::Status CreateFilesLocked(Pending& p);
   // Commit of an id no longer pending: committed if an earlier Commit did
   // it, else `not_pending`.

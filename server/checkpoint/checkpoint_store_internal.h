@@ -74,7 +74,9 @@ struct CheckpointStore::Committed {
   v1::CheckpointSummary summary;
 
   absl::Mutex mu;
-  bool verified ABSL_GUARDED_BY(mu) = false;  // Hashes checked (or just written).
+  // Checked before any read: hashes (or just written), or, where files have
+  // block hashes, sizes only (each block is verified as it is read).
+  bool verified ABSL_GUARDED_BY(mu) = false;
   absl::Status verify_status ABSL_GUARDED_BY(mu);
   std::shared_ptr<const LoadedManifest> loaded ABSL_GUARDED_BY(mu);
 };

@@ -252,6 +252,39 @@ absl::Status CheckpointStore::Install(const Pending& p) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// fsync + hash each of `paths`, 8 files at a time: concurrent fsyncs share
+// the file system's journal commits and keep the device queue full while
+// the hashing uses the cores (the data is mostly on disk already: each
+// chunk started its writeback when it arrived).
+absl::StatusOr<std::vector<FileHashes>> SyncAndHashFiles(const std::vector<std::string>& paths,
+                                                         int64_t block_bytes) {
+  const size_t n = paths.size();
+  std::vector<FileHashes> hashes(n);
+  std::vector<absl::Status> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      errors[i] = FsyncPath(paths[i]);
+      if (!errors[i].ok()) continue;
+      absl::StatusOr<FileHashes> h = HashFileBlocks(paths[i], block_bytes);
+      if (h.ok())
+        hashes[i] = *std::move(h);
+      else
+        errors[i] = h.status();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < std::min<size_t>(8, n); ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (const absl::Status& e : errors) ZS_RETURN_IF_ERROR(e);
+  return hashes;
+}
+
+}  // namespace
+
 absl::Status CheckpointStore::CommitLocked(Pending& p) {
   v1::CheckpointManifest m;
   m.set_format_version(1);
@@ -262,33 +295,13 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   t->set_data_cursor(p.meta.data_cursor());
   for (const std::string& rng : p.rng_state) t->add_rng_state(rng);
   int64_t total = 0;
-  // fsync + hash every file, 8 files at a time: concurrent fsyncs share
-  // the file system's journal commits and keep the device queue full while
-  // the hashing uses the cores (the data is mostly on disk already: each
-  // chunk started its writeback when it arrived).
-  const size_t n = p.plan.units.size() * kNumKinds;
-  std::vector<uint64_t> hashes(n);
-  std::vector<absl::Status> errors(n);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      const std::string path =
-          p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]);
-      errors[i] = FsyncPath(path);
-      if (!errors[i].ok()) continue;
-      absl::StatusOr<uint64_t> h = HashFile(path);
-      if (h.ok())
-        hashes[i] = *h;
-      else
-        errors[i] = h.status();
-    }
-  };
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < std::min<size_t>(8, n); ++t) workers.emplace_back(work);
-  work();
-  for (std::thread& t : workers) t.join();
+  const size_t n = p.plan.units.size() * kNumKinds;  // Unit-major, then kAllKinds.
+  std::vector<std::string> paths;
   for (size_t i = 0; i < n; ++i) {
-    ZS_RETURN_IF_ERROR(errors[i]);
+    paths.push_back(p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]));
+  }
+  ZS_ASSIGN_OR_RETURN(const std::vector<FileHashes> hashes, SyncAndHashFiles(paths, options_.block_bytes));
+  for (size_t i = 0; i < n; ++i) {
     const int u = static_cast<int>(i / kNumKinds);
     v1::CheckpointFile* f = m.add_files();
     f->set_path(DataFileName(u, kAllKinds[i % kNumKinds]));
@@ -296,7 +309,9 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
     f->set_kind(kAllKinds[i % kNumKinds]);
     f->set_numel(p.plan.units[u].padded_numel);
     f->set_bytes(p.plan.units[u].padded_numel * 4);
-    f->set_xxhash64(hashes[i]);
+    f->set_xxhash64(hashes[i].whole);
+    f->set_block_bytes(options_.block_bytes);
+    for (uint64_t h : hashes[i].blocks) f->add_block_xxhash64(h);
     total += f->bytes();
   }
   ZS_RETURN_IF_ERROR(FsyncPath(p.dir));

@@ -79,7 +79,8 @@ absl::StatusOr<std::vector<std::vector<float>>> LoadUnits(const server::LoadedMa
 
 absl::Status Run(const Flags& f) {
   ZS_ASSIGN_OR_RETURN(std::string dir, server::ResolveCheckpointDir(f.checkpoint));
-  ZS_ASSIGN_OR_RETURN(server::LoadedManifest m, server::LoadManifest(dir, true));
+  ZS_ASSIGN_OR_RETURN(server::LoadedManifest m,
+                      server::LoadManifest(dir, server::HashCheck::kWhole));
   ZS_ASSIGN_OR_RETURN(ModelConfig config,
                       f.model.empty() ? server::ModelConfigOfJob(m.manifest.model_config_json())
                                       : ModelPreset(f.model));

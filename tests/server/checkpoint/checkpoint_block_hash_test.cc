@@ -1,0 +1,180 @@
+// Block hashes (CheckpointFile.block_bytes / block_xxhash64): recorded at
+// commit from the files' bytes; a restarted store serves a checkpoint without
+// reading it whole first and verifies each block as a range reads it; a
+// changed byte is found in the block that holds it, and the checkpoint is
+// dropped; manifests without block hashes are still verified whole.
+#include <xxhash.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "gtest/gtest.h"
+#include "server/checkpoint/checkpoint_manifest.h"
+#include "tests/server/checkpoint/store_test_fixture.h"
+
+namespace zeroshard::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void FlipByte(const std::string& path, int64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  const char c = static_cast<char>(f.get());
+  f.seekp(offset);
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+class BlockHashTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    block_bytes_ = 64;  // 16 elements: OddUnits' files span 2-19 blocks.
+  }
+  std::string Dir(int64_t step) const { return dir_ + "/" + server::CheckpointIdForStep(step); }
+};
+
+TEST_F(BlockHashTest, CommitRecordsEachBlocksHash) {
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, RandomState(OddUnits(), 1)).committed());
+  auto m = server::LoadManifest(Dir(1), server::HashCheck::kNone);
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (const v1::CheckpointFile& f : m->manifest.files()) {
+    const std::string bytes = FileBytes(Dir(1) + "/" + f.path());
+    ASSERT_EQ(static_cast<int64_t>(bytes.size()), f.bytes());
+    EXPECT_EQ(f.xxhash64(), XXH64(bytes.data(), bytes.size(), 0));
+    EXPECT_EQ(f.block_bytes(), 64);
+    ASSERT_EQ(f.block_xxhash64_size(), (f.bytes() + 63) / 64) << f.path();
+    for (int i = 0; i < f.block_xxhash64_size(); ++i) {
+      const size_t begin = static_cast<size_t>(i) * 64;
+      const size_t n = std::min<size_t>(64, bytes.size() - begin);
+      EXPECT_EQ(f.block_xxhash64(i), XXH64(bytes.data() + begin, n, 0)) << f.path() << " " << i;
+    }
+  }
+}
+
+// Any range and chunk size, after a restart (blocks verified as read):
+// the saved values, in chunks that never cross a block's edge.
+TEST_F(BlockHashTest, RangesReadBackAcrossBlockEdgesAfterARestart) {
+  const ModelState st = RandomState(OddUnits(), 2);
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, st).committed());
+  s = OpenStore();
+  for (const UnitPlan& u : plan_.units) {
+    const int64_t n = u.padded_numel;
+    for (int64_t chunk_bytes : {20, 64, 1000}) {
+      for (auto [off, len] : {std::pair<int64_t, int64_t>{0, n}, {1, n - 1}, {17, n - 30}}) {
+        if (len < 1) continue;
+        for (int k = 0; k < 3; ++k) {
+          auto got = ReadStatus(*s, 1, u.name, kKinds[k], off, len, chunk_bytes);
+          ASSERT_TRUE(got.ok()) << got.status();
+          ASSERT_EQ(static_cast<int64_t>(got->size()), len);
+          for (int64_t e = 0; e < len; ++e) {
+            ASSERT_EQ((*got)[static_cast<size_t>(e)], At(st.at(u.name), k, off + e))
+                << u.name << " kind " << k << " element " << off + e << " chunk " << chunk_bytes;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(BlockHashTest, AChangedByteIsFoundInItsBlockWhenReadAndTheCheckpointIsDropped) {
+  const ModelState st = RandomState(OddUnits(), 3);
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, st).committed());
+  ASSERT_TRUE(SaveAll(*s, 2, st).committed());
+  s = OpenStore();
+  const UnitPlan& u = plan_.units[0];
+  ASSERT_GE(u.padded_numel, 48);
+  FlipByte(Dir(2) + "/u0000.master.bin", 2 * 64 + 3);  // Block 2: elements 32-47.
+  // Served without a whole read: Get and the blocks before it pass.
+  ASSERT_TRUE(s->Get("", std::nullopt).ok());
+  auto before = ReadStatus(*s, 2, u.name, v1::TENSOR_KIND_MASTER, 0, 32);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ((*before)[31], At(st.at(u.name), 0, 31));
+  auto bad = ReadStatus(*s, 2, u.name, v1::TENSOR_KIND_MASTER, 40, 2);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("u0000.master.bin block 2 (bytes from 128)"),
+            std::string::npos)
+      << bad.status();
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{1});
+  ASSERT_EQ(s->List("").rejected_size(), 1);
+  EXPECT_EQ(s->Get("", std::nullopt)->summary().step(), 1);
+  // A whole check (export's) names the block too.
+  auto whole = server::LoadManifest(Dir(2), server::HashCheck::kWhole);
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(whole.status().message().find("u0000.master.bin block 2 has xxhash64"),
+            std::string::npos)
+      << whole.status();
+}
+
+// Rewrites step `step`'s manifest through `edit`.
+void EditManifest(const std::string& dir, const std::function<void(v1::CheckpointFile&)>& edit) {
+  auto m = server::LoadManifest(dir, server::HashCheck::kNone);
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (v1::CheckpointFile& f : *m->manifest.mutable_files()) edit(f);
+  auto json = server::ManifestToJson(m->manifest);
+  ASSERT_TRUE(json.ok());
+  std::ofstream(dir + "/" + server::kManifestName, std::ios::trunc) << *json;
+}
+
+TEST_F(BlockHashTest, AManifestWithoutBlockHashesIsVerifiedWholeOnFirstRead) {
+  const ModelState st = RandomState(OddUnits(), 4);
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, st).committed());
+  ASSERT_TRUE(SaveAll(*s, 2, st).committed());
+  s.reset();
+  for (int64_t step : {1, 2}) {
+    EditManifest(Dir(step), [](v1::CheckpointFile& f) {
+      f.clear_block_bytes();
+      f.clear_block_xxhash64();
+    });
+  }
+  FlipByte(Dir(2) + "/u0001.exp_avg.bin", 9);
+  s = OpenStore();
+  auto got = s->Get("", std::nullopt);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(got.status().message().find("u0001.exp_avg.bin has xxhash64"), std::string::npos)
+      << got.status();
+  EXPECT_EQ(s->Get("", std::nullopt)->summary().step(), 1);
+  const UnitPlan& u = plan_.units[1];
+  auto back = ReadStatus(*s, 1, u.name, v1::TENSOR_KIND_EXP_AVG, 0, u.padded_numel, 64);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[2], At(st.at(u.name), 1, 2));
+}
+
+TEST_F(BlockHashTest, BlockHashesOfTheWrongShapeAreRejectedAtOpen) {
+  auto s = OpenStore();
+  ASSERT_TRUE(SaveAll(*s, 1, RandomState(OddUnits(), 5)).committed());
+  ASSERT_TRUE(SaveAll(*s, 2, RandomState(OddUnits(), 6)).committed());
+  s.reset();
+  EditManifest(Dir(2), [](v1::CheckpointFile& f) {
+    if (f.path() == "u0000.exp_avg_sq.bin") f.mutable_block_xxhash64()->RemoveLast();
+  });
+  s = OpenStore();
+  EXPECT_EQ(ListedSteps(*s), std::vector<int64_t>{1});
+  ASSERT_EQ(s->List("").rejected_size(), 1);
+  EXPECT_NE(s->List("").rejected(0).find("u0000.exp_avg_sq.bin records"), std::string::npos)
+      << s->List("").rejected(0);
+}
+
+TEST(CheckpointStoreOptionsTest, BlockBytesMustBeAPositiveMultipleOf4) {
+  for (int64_t bad : {0, -4, 6}) {
+    server::CheckpointStoreOptions o;
+    o.dir = MakeTempDir("ckpt_block_opts");
+    o.block_bytes = bad;
+    auto s = server::CheckpointStore::Open(o);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.status().message().find("block_bytes"), std::string::npos) << s.status();
+  }
+}
+
+}  // namespace
+}  // namespace zeroshard::testing
