@@ -10,7 +10,11 @@
 //            the same bytes to a file in the same dir, then fsync.
 //   restore: the N ranks Restore their shards (GetInfo + Restore, chunk
 //            XXH64 checked, bytes compared); vs one sequential read of the
-//            baseline file.
+//            baseline file. Then the same restore from a service restarted
+//            on the same dir (its first read of the checkpoint: each block
+//            verified as it is read), and again with the manifest stripped
+//            of its block hashes (the format before them: the files are
+//            read and hashed whole first).
 // --cache cold (the default) evicts the files from the page cache
 // (posix_fadvise DONTNEED; they are fsynced, so clean) before every restore
 // and plain read: both then read the disk, the limit this measures.
@@ -32,12 +36,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "bench/checkpoint/bench_report.h"
+#include "bench/checkpoint/manifest_format.h"
 #include "bench/checkpoint/plain_io.h"
 #include "bench/checkpoint/server_child.h"
 #include "bench/support/proc_stat.h"
@@ -50,22 +57,17 @@ namespace zs = zeroshard;
 
 namespace {
 
+using zs::bench::CpuSeconds;
 using zs::bench::Die;
 using zs::bench::DirectRead;
 using zs::bench::EvictTree;
+using zs::bench::Median;
 using zs::bench::PlainRead;
 using zs::bench::PlainWrite;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using zs::bench::Timings;
 
 // CPU seconds used so far by the bench's process (the ranks' side) and by
 // the service's.
-struct CpuSeconds {
-  double ranks = 0, service = 0;
-};
 CpuSeconds TakeCpu(pid_t service) {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -246,70 +248,61 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
   return seconds;
 }
 
-// Per-run seconds of each measurement (tls_*: the mTLS service's).
-struct Timings {
-  std::vector<double> save_s, write_s, restore_s, read_s, direct_read_s, tls_save_s, tls_restore_s;
-  std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
-};
-
-// Median CPU seconds per GB (10^9 bytes) of each side; the service's
-// figure counts /proc's 10 ms clock ticks.
-void PrintCpu(const char* what, int64_t total_bytes, const std::vector<CpuSeconds>& runs) {
-  std::vector<double> ranks, service;
-  for (const CpuSeconds& c : runs) {
-    ranks.push_back(c.ranks);
-    service.push_back(c.service);
-  }
-  const double gb = static_cast<double>(total_bytes) / 1e9;
-  std::printf("  %s CPU s per GB: service process %.3f, ranks' process %.3f\n", what,
-              Median(service) / gb, Median(ranks) / gb);
+// A fresh plaintext service on dir/ckpt, as a coordinator restarting: it
+// has read no checkpoint file yet.
+void RestartService(const std::string& dir, const Flags& flags,
+                    std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients) {
+  static int restarts = 0;  // A log of its own: the last one names the old address.
+  clients.clear();
+  service.reset();
+  service = std::make_unique<zs::bench::ServerChild>(
+      dir + "/ckpt", zs::TlsFiles{},
+      dir + "/server-restart-" + std::to_string(++restarts) + ".log");
+  clients = MakeClients(service->port(), flags, {});
 }
 
-void PrintServiceMemory(const zs::bench::ProcessMemory& m) {
-  std::printf("  service process memory after the runs: VmRSS %.1f MB, VmHWM %.1f MB\n",
-              m.rss_bytes / 1e6, m.hwm_bytes / 1e6);
+// Checkpoint `step`'s restore by a service just restarted, with its
+// manifest's block hashes and then without them (the format before: the
+// whole files are read and hashed on first access), each from the disk
+// with --cache cold.
+void TimeRestartRestores(const std::string& dir, const Flags& flags, const zs::ShardPlan& plan,
+                         const Shards& shards, int step,
+                         std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients,
+                         Timings& t) {
+  const bool cold = flags.cache == "cold";
+  RestartService(dir, flags, service, clients);
+  if (cold) EvictTree(dir);
+  t.restart_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
+                                            &t.restart_restore_cpu.emplace_back()));
+  char id[32];
+  std::snprintf(id, sizeof(id), "/ckpt/step-%08d", step);
+  zs::bench::StripBlockHashes(dir + id);
+  RestartService(dir, flags, service, clients);
+  if (cold) EvictTree(dir);
+  t.restart_whole_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
+                                                  &t.restart_whole_restore_cpu.emplace_back()));
 }
 
-void PrintTls(int64_t total_bytes, const Timings& t) {
-  if (t.tls_save_s.empty()) return;
-  const double mb = static_cast<double>(total_bytes) / 1e6;
-  const double save = mb / Median(t.save_s), restore = mb / Median(t.restore_s);
-  const double tls_save = mb / Median(t.tls_save_s), tls_restore = mb / Median(t.tls_restore_s);
-  std::printf(
-      "  save    over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
-      tls_save, save, tls_save / save);
-  std::printf(
-      "  restore over mTLS:        %8.1f MB/s   plaintext:         %8.1f MB/s   ratio %.2f\n",
-      tls_restore, restore, tls_restore / restore);
-  std::printf("  save runs (s) plaintext:");
-  for (double v : t.save_s) std::printf(" %.3f", v);
-  std::printf("  mTLS:");
-  for (double v : t.tls_save_s) std::printf(" %.3f", v);
-  std::printf("\n");
+// The second service, on mTLS with the certificates in --tls-dir.
+void StartTlsService(const std::string& dir, const Flags& flags,
+                     std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients) {
+  const std::string& td = flags.tls_dir;
+  service = std::make_unique<zs::bench::ServerChild>(
+      dir + "/ckpt-tls", zs::TlsFiles{td + "/ca.pem", td + "/server.pem", td + "/server.key"},
+      dir + "/server-tls.log");
+  clients = MakeClients(service->port(), flags,
+                        {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
 }
 
-void Print(const Flags& flags, int64_t total_bytes, const Timings& t) {
-  const double mb = static_cast<double>(total_bytes) / 1e6;
-  const double save = mb / Median(t.save_s), write = mb / Median(t.write_s);
-  const double restore = mb / Median(t.restore_s), read = mb / Median(t.read_s);
-  std::printf(
-      "checkpoint_bench: %.1f MB state, %d ranks x %d streams, chunk %lld KiB, %d runs (medians), "
-      "%s cache\n",
-      mb, flags.ranks, flags.streams, static_cast<long long>(flags.chunk_kib), flags.runs,
-      flags.cache.c_str());
-  std::printf(
-      "  save    through service: %8.1f MB/s   plain write+fsync: %8.1f MB/s   ratio %.2f\n", save,
-      write, save / write);
-  std::printf(
-      "  restore through service: %8.1f MB/s   plain read:        %8.1f MB/s   ratio %.2f\n",
-      restore, read, restore / read);
-  const double direct = mb / Median(t.direct_read_s);
-  std::printf(
-      "                                               O_DIRECT read:     %8.1f MB/s   ratio %.2f\n",
-      direct, restore / direct);
-  PrintCpu("save   ", total_bytes, t.save_cpu);
-  PrintCpu("restore", total_bytes, t.restore_cpu);
-  PrintTls(total_bytes, t);
+// The report's first line: the run's shape.
+std::string Header(const Flags& flags, int64_t total_bytes) {
+  char header[256];
+  std::snprintf(header, sizeof(header),
+                "checkpoint_bench: %.1f MB state, %d ranks x %d streams, chunk %lld KiB, %d runs "
+                "(medians), %s cache",
+                static_cast<double>(total_bytes) / 1e6, flags.ranks, flags.streams,
+                static_cast<long long>(flags.chunk_kib), flags.runs, flags.cache.c_str());
+  return header;
 }
 
 }  // namespace
@@ -326,16 +319,9 @@ int main(int argc, char** argv) {
       std::make_unique<zs::bench::ServerChild>(dir + "/ckpt", zs::TlsFiles{}, dir + "/server.log");
   Clients clients = MakeClients(service->port(), flags, {});
   const bool tls = !flags.tls_dir.empty();
-  const std::string& td = flags.tls_dir;
   std::unique_ptr<zs::bench::ServerChild> tls_service;
   Clients tls_clients;
-  if (tls) {
-    tls_service = std::make_unique<zs::bench::ServerChild>(
-        dir + "/ckpt-tls", zs::TlsFiles{td + "/ca.pem", td + "/server.pem", td + "/server.key"},
-        dir + "/server-tls.log");
-    tls_clients = MakeClients(tls_service->port(), flags,
-                              {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
-  }
+  if (tls) StartTlsService(dir, flags, tls_service, tls_clients);
   const Shards shards = FillShards(plan, flags.ranks);
 
   Timings t;
@@ -357,6 +343,7 @@ int main(int argc, char** argv) {
     t.read_s.push_back(PlainRead(plain, buf));
     if (cold) EvictTree(dir);
     t.direct_read_s.push_back(DirectRead(plain, buf));
+    TimeRestartRestores(dir, flags, plan, shards, run + 1, service, clients, t);
     if (tls) {
       CpuSeconds unused;
       const pid_t tls_pid = tls_service->pid();
@@ -365,8 +352,8 @@ int main(int argc, char** argv) {
       t.tls_restore_s.push_back(TimeRestore(plan, tls_clients, shards, run + 1, tls_pid, &unused));
     }
   }
-  Print(flags, total_bytes, t);
-  PrintServiceMemory(zs::bench::ReadProcessMemory(service->pid()));
+  zs::bench::PrintReport(Header(flags, total_bytes), total_bytes, t);
+  zs::bench::PrintServiceMemory(zs::bench::ReadProcessMemory(service->pid()));
   clients.clear();
   tls_clients.clear();
   service.reset();

@@ -101,22 +101,24 @@ using CheckpointJobSource = std::function<absl::StatusOr<CheckpointJob>()>;
 struct CheckpointStoreOptions {
   std::string dir;    // Created if absent.
   int keep_last = 0;  // Committed checkpoints kept; 0 = all.
-  // The block size of the block hashes a commit records
-  // (CheckpointFile.block_bytes): a positive multiple of 4, bytes. Tests use
-  // small ones to cover many blocks with small models.
-  int64_t block_bytes = kCheckpointBlockBytes;
   // Fault seam for tests: called before each data write with its size in
   // bytes; a nonzero return is taken as that write's errno (e.g. ENOSPC).
   std::function<int(int64_t bytes)> write_fault;
   // Wall clock in ms since the Unix epoch (commit times); default absl::Now.
   std::function<int64_t()> now_unix_ms;
+  // The block size of the block hashes a commit records
+  // (CheckpointFile.block_bytes): a positive multiple of 4, bytes. Tests use
+  // small ones to cover many blocks with small models.
+  int64_t block_bytes = kCheckpointBlockBytes;
 };
 
 class CheckpointStore {
  public:
   // Creates the dir, removes partial checkpoints (directories without a
-  // manifest), and indexes the committed ones (sizes checked; hashes are
-  // checked on first read). Mismatching ones are reported by List, not loaded.
+  // manifest), and indexes the committed ones (sizes checked; contents on
+  // first read: block by block as ReadRange reads them, or whole first
+  // where a manifest has no block hashes). Mismatching ones are reported by
+  // List, not loaded.
   static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(CheckpointStoreOptions options);
   ~CheckpointStore();
 
@@ -152,11 +154,14 @@ class CheckpointStore {
   // job_id with CheckReadJob (the service does).
   v1::ListCheckpointsResponse List(absl::string_view job_id) const;
   // The checkpoint at `step`, or the latest (job_id checked by
-  // CheckReadJob, as ReadRange's); verifies its files' hashes on
-  // first access (DATA_LOSS, and it is dropped from the listing, if they fail).
+  // CheckReadJob, as ReadRange's); on first access verifies the whole files
+  // of a manifest without block hashes (DATA_LOSS, and it is dropped from
+  // the listing, if they fail).
   absl::StatusOr<v1::CheckpointInfo> Get(absl::string_view job_id, std::optional<int64_t> step);
-  // Reads req's range in chunks of req.chunk_bytes and hands each to `sink`
-  // in order; stops at the first error `sink` returns.
+  // Reads req's range in chunks of at most req.chunk_bytes and hands each to
+  // `sink` in order; stops at the first error `sink` returns. With block
+  // hashes, chunks end at block edges and each block read is verified
+  // (ReadVerifiedBlocks).
   absl::Status ReadRange(const v1::DownloadRangeRequest& req,
                          const std::function<absl::Status(const v1::RangeChunk&)>& sink);
   // Where ReadRange puts chunks without a message holding their data:

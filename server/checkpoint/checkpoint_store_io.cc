@@ -300,7 +300,8 @@ absl::Status CheckpointStore::CommitLocked(Pending& p) {
   for (size_t i = 0; i < n; ++i) {
     paths.push_back(p.DataPath(static_cast<int>(i / kNumKinds), kAllKinds[i % kNumKinds]));
   }
-  ZS_ASSIGN_OR_RETURN(const std::vector<FileHashes> hashes, SyncAndHashFiles(paths, options_.block_bytes));
+  ZS_ASSIGN_OR_RETURN(const std::vector<FileHashes> hashes,
+                      SyncAndHashFiles(paths, options_.block_bytes));
   for (size_t i = 0; i < n; ++i) {
     const int u = static_cast<int>(i / kNumKinds);
     v1::CheckpointFile* f = m.add_files();
