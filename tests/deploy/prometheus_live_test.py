@@ -73,6 +73,13 @@ def world_size(coord):
     return int(lj.field(coord.status(), "world_size") or 0)
 
 
+def scraped_workers(prom):
+    """zeroshard_workers as Prometheus last scraped it (-1: no sample)."""
+    r = prom.query("max(zeroshard_workers)")
+    result = r.get("data", {}).get("result", [])
+    return float(result[0]["value"][1]) if result else -1
+
+
 def run_scenario(coord, tmp):
     """Join, leave, failure, join. Returns the workers still running."""
     workers = [lj.start_worker(coord, f"w{i}", tmp) for i in range(2)]
@@ -181,6 +188,10 @@ def main(tmp):
         lj.wait_for("Prometheus scrapes the coordinator", prom.up, 60)
         start = time.time()
         workers = run_scenario(coord, tmp)
+        # The alerts are judged on the final state as Prometheus scraped it:
+        # the second joiner can be admitted and its 45 steps run within one
+        # 1 s scrape, so the last sample may still count 1 worker.
+        lj.wait_for("Prometheus sees the 2 workers", lambda: scraped_workers(prom) == 2, 30)
         at = time.time()
         time.sleep(3)  # a few more scrapes and rule evaluations
         changes = check_generation_count(prom, coord, start)
