@@ -133,6 +133,35 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, AdamWPathTest,
                                             ::testing::Values(1, 7, 1000, 10007, 300007),
                                             ::testing::Values(0, 1, 2)));
 
+// Ranges long enough for non-temporal stores of the compute copy
+// (kStreamingStoreElements), split at offsets that leave the copy unaligned
+// (the kernels peel elements up to an aligned address): the reference's bits.
+TEST(AdamWStreamingTest, LongRangesFromAnyOffsetMatchTheReference) {
+  using Range = void (*)(const AdamWScalars&, const AdamWShard&, int64_t, int64_t);
+  const struct {
+    const char* name;
+    bool (*supported)();
+    Range range;
+  } kernels[] = {{"avx512", optim_internal::CpuHasAvx512, optim_internal::AdamWAvx512Range},
+                 {"avx2", optim_internal::CpuHasAvx2, optim_internal::AdamWAvx2Range}};
+  const int64_t n = optim_internal::kStreamingStoreElements + 37;
+  const AdamWScalars scalars = MakeAdamWScalars(Hp(), 2, 0.5f);
+  for (const auto& k : kernels) {
+    if (!k.supported()) continue;
+    for (DType dtype : {DType::kFp32, DType::kBf16}) {
+      for (int64_t split : {0, 1, 3, 6}) {
+        State ref(n, 11), got(n, 11);
+        AdamWReference(Hp(), 2, 0.5f, ref.Shard(dtype, true));
+        k.range(scalars, got.Shard(dtype, true), 0, split);
+        k.range(scalars, got.Shard(dtype, true), split, n);
+        EXPECT_TRUE(BitEqual(ref.master, got.master)) << k.name << " split " << split;
+        EXPECT_TRUE(BitEqual(ref.out32, got.out32)) << k.name << " split " << split;
+        EXPECT_EQ(ref.out16, got.out16) << k.name << " split " << split;
+      }
+    }
+  }
+}
+
 TEST(AdamWBf16Test, SpecialValuesRoundLikeDtypeH) {
   // Values chosen to hit ties, denormals, infinities and NaN in the bf16 path.
   std::vector<float> specials = {1.0f,     1.00390625f, 1.01171875f, -2.5f,         1e-40f, -1e-41f,

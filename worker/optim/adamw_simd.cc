@@ -6,7 +6,17 @@
 // would otherwise be contracted), so results are bit-identical to the
 // reference. bf16 rounding uses the integer round-to-nearest-even of
 // common/dtype.h (not vcvtneps2bf16, which flushes denormals).
+//
+// A range of at least kStreamingStoreElements writes its compute copy with
+// non-temporal stores: the copy is only written here, so a plain store
+// first reads each line it fills (write-allocate), and a range that large
+// streams more than a last-level cache holds, so the copy would not be in
+// cache when it is next read anyway. The elements before the copy's first
+// aligned address go through the reference. Measured: bf16 copy, 64 Mi
+// parameters, AVX2 on AMD EPYC, 1 thread 1,781 -> 1,956-1,985 M params/s.
 #include <immintrin.h>
+
+#include <cstdint>
 
 // GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
 // _mm512_undefined_* placeholders once inlined; the warning is about the
@@ -23,6 +33,28 @@ namespace zeroshard::optim_internal {
 bool CpuHasAvx512() { return __builtin_cpu_supports("avx512f"); }
 bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
 
+namespace {
+
+// Where [begin, end) starts its vector loop with `align`-byte stores into
+// the compute copy: `begin` for plain stores; for non-temporal ones the
+// first element whose compute-copy address is aligned (the elements before
+// it run through the reference here). `stream` says which.
+int64_t VectorStart(const AdamWScalars& s, const AdamWShard& sh, int64_t begin, int64_t end,
+                    size_t align, bool* stream) {
+  *stream = false;
+  if (sh.compute_out == nullptr || end - begin < kStreamingStoreElements) return begin;
+  const size_t elem = sh.compute_dtype == DType::kBf16 ? 2 : 4;
+  const auto at = reinterpret_cast<uintptr_t>(sh.compute_out) + begin * elem;
+  const size_t gap = (align - at % align) % align;
+  if (gap % elem != 0) return begin;  // The copy is not aligned to its element size.
+  const int64_t start = begin + static_cast<int64_t>(gap / elem);
+  AdamWReferenceRange(s, sh, begin, start);
+  *stream = true;
+  return start;
+}
+
+}  // namespace
+
 __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
                                                          const AdamWShard& sh, int64_t begin,
                                                          int64_t end) {
@@ -36,7 +68,8 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
                 quiet = _mm512_set1_epi32(0x40);
   float* out32 = sh.compute_dtype == DType::kFp32 ? static_cast<float*>(sh.compute_out) : nullptr;
   bf16* out16 = sh.compute_dtype == DType::kBf16 ? static_cast<bf16*>(sh.compute_out) : nullptr;
-  int64_t i = begin;
+  bool stream = false;  // out32: 64-byte stores; out16: 32-byte ones.
+  int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 32 : 64, &stream);
   for (; i + 16 <= end; i += 16) {
     const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(sh.grad + i), gs);
     const __m512 m =
@@ -49,7 +82,12 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
     _mm512_storeu_ps(sh.m + i, m);
     _mm512_storeu_ps(sh.v + i, v);
     _mm512_storeu_ps(sh.master + i, p);
-    if (out32 != nullptr) _mm512_storeu_ps(out32 + i, p);
+    if (out32 != nullptr) {
+      if (stream)
+        _mm512_stream_ps(out32 + i, p);
+      else
+        _mm512_storeu_ps(out32 + i, p);
+    }
     if (out16 != nullptr) {
       const __m512i u = _mm512_castps_si512(p);
       const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
@@ -58,9 +96,14 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
       const __m512i nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), quiet);
       const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs_mask), inf);
       const __m512i h = _mm512_mask_blend_epi32(is_nan, rounded, nan);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out16 + i), _mm512_cvtepi32_epi16(h));
+      auto* to = reinterpret_cast<__m256i*>(out16 + i);
+      if (stream)
+        _mm256_stream_si256(to, _mm512_cvtepi32_epi16(h));
+      else
+        _mm256_storeu_si256(to, _mm512_cvtepi32_epi16(h));
     }
   }
+  if (stream) _mm_sfence();  // Ordered before whatever reads the copy next.
   AdamWReferenceRange(s, sh, i, end);
 }
 
@@ -76,7 +119,8 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
                 quiet = _mm256_set1_epi32(0x40);
   float* out32 = sh.compute_dtype == DType::kFp32 ? static_cast<float*>(sh.compute_out) : nullptr;
   bf16* out16 = sh.compute_dtype == DType::kBf16 ? static_cast<bf16*>(sh.compute_out) : nullptr;
-  int64_t i = begin;
+  bool stream = false;  // out32: 32-byte stores; out16: 16-byte ones.
+  int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 16 : 32, &stream);
   for (; i + 8 <= end; i += 8) {
     const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(sh.grad + i), gs);
     const __m256 m =
@@ -89,7 +133,12 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
     _mm256_storeu_ps(sh.m + i, m);
     _mm256_storeu_ps(sh.v + i, v);
     _mm256_storeu_ps(sh.master + i, p);
-    if (out32 != nullptr) _mm256_storeu_ps(out32 + i, p);
+    if (out32 != nullptr) {
+      if (stream)
+        _mm256_stream_ps(out32 + i, p);
+      else
+        _mm256_storeu_ps(out32 + i, p);
+    }
     if (out16 != nullptr) {
       const __m256i u = _mm256_castps_si256(p);
       const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
@@ -101,9 +150,14 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
       // Values fit in 16 bits, so unsigned-saturating packs are exact.
       const __m128i packed =
           _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out16 + i), packed);
+      auto* to = reinterpret_cast<__m128i*>(out16 + i);
+      if (stream)
+        _mm_stream_si128(to, packed);
+      else
+        _mm_storeu_si128(to, packed);
     }
   }
+  if (stream) _mm_sfence();  // Ordered before whatever reads the copy next.
   AdamWReferenceRange(s, sh, i, end);
 }
 

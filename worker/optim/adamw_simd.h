@@ -10,6 +10,11 @@
 
 namespace zeroshard::optim_internal {
 
+// Ranges of at least this many elements write their compute copy with
+// non-temporal stores (adamw_simd.cc): 30 bytes an element streamed at
+// bf16, past a last-level cache's size.
+inline constexpr int64_t kStreamingStoreElements = int64_t{1} << 20;
+
 bool CpuHasAvx512();  // avx512f
 bool CpuHasAvx2();    // avx2
 
