@@ -110,10 +110,8 @@ def test_rotation(d):
         for src, dst in [("wrongserver.key", "live.key"), ("wrongserver.pem", "live.pem")]:
             shutil.copy(d / src, d / (dst + ".tmp"))
             os.replace(d / (dst + ".tmp"), d / dst)
-        deadline, rotated = time.time() + 15, False
-        while time.time() < deadline and not rotated:
-            rotated = status(c.address, d, *client_flags(ca="wrongca", cert=None))[0] == 0
-            time.sleep(0.5)
+        rotated = eventually(
+            lambda: status(c.address, d, *client_flags(ca="wrongca", cert=None))[0] == 0)
         check(rotated, "after rotation a new connection sees the new certificate (no restart)")
         check(status(c.address, d, *client_flags(cert=None))[0] == 1,
               "after rotation the old CA no longer verifies the server")
@@ -148,6 +146,16 @@ def test_safe_defaults(d):
         c.stop()
 
 
+def eventually(predicate, timeout=15, poll=0.2):
+    """predicate() until it is true or `timeout` seconds pass; its last value.
+    For states the coordinator exposes without an event (its metrics and
+    what a new connection sees)."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()) and time.monotonic() < deadline:
+        time.sleep(poll)
+    return value
+
+
 def reloads(c, result):
     with urllib.request.urlopen(f"http://{c.metrics}/metrics", timeout=5) as r:
         m = re.search(rf'^zeroshard_tls_reloads_total{{result="{result}"}} (\S+)$',
@@ -167,21 +175,19 @@ def test_broken_rotation(d):
         if c.address is None or c.metrics is None:
             return
         (d / "live2.key").write_text("")  # Truncated in place, as `cp` does first.
-        time.sleep(3)
+        eventually(lambda: reloads(c, "refused") >= 1)
         check(c.proc.poll() is None, "an empty key does not stop the coordinator")
         check(status(c.address, d, *client_flags(cert=None))[0] == 0,
               "with an empty key file the old pair still serves")
         check(reloads(c, "refused") >= 1, f"the refused reload is counted ({reloads(c, 'refused')})")
         shutil.copy(d / "wrongserver.key", d / "live2.key")  # Not the certificate's key.
-        time.sleep(3)
+        eventually(lambda: reloads(c, "refused") >= 2)
         check(c.proc.poll() is None and status(c.address, d, *client_flags(cert=None))[0] == 0,
               "a key that does not match the certificate is refused; the old pair serves")
         check(reloads(c, "refused") >= 2, f"both refusals counted ({reloads(c, 'refused')})")
         shutil.copy(d / "wrongserver.pem", d / "live2.pem")  # Now the pair matches.
-        deadline, rotated = time.time() + 15, False
-        while time.time() < deadline and not rotated:
-            rotated = status(c.address, d, *client_flags(ca="wrongca", cert=None))[0] == 0
-            time.sleep(0.5)
+        rotated = eventually(
+            lambda: status(c.address, d, *client_flags(ca="wrongca", cert=None))[0] == 0)
         check(rotated and reloads(c, "applied") >= 1, "the valid pair after them is applied")
     finally:
         c.stop()
