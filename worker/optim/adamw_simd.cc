@@ -35,6 +35,26 @@ bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
 
 namespace {
 
+// How far ahead of the element being updated the loops ask for the lines
+// of the four streams they read (gradient, m, v, master): 16 KiB of each.
+// The hardware prefetchers alone leave the loop at 0.90-0.97 of
+// adamw_bench's streaming limit. Measured on AMD EPYC (Zen 5), AVX2, 64 Mi
+// parameters, alternating with and without: no compute copy 2,125-2,162 ->
+// 2,320-2,440 M params/s at 1 thread, 4,071-4,227 -> 4,491-4,636 at 2;
+// bf16 copy 1,878-1,946 -> 1,975-2,121 and 3,534-3,663 -> 3,866-4,014
+// (1 KiB ahead gave nothing, 64 KiB less than 16).
+constexpr int64_t kPrefetchElements = 4096;
+
+// Asks for the line `kPrefetchElements` past element i of each stream read.
+inline void PrefetchAhead(const AdamWShard& sh, int64_t i, int64_t end) {
+  if (i + kPrefetchElements >= end) return;
+  const int64_t at = i + kPrefetchElements;
+  _mm_prefetch(reinterpret_cast<const char*>(sh.grad + at), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(sh.m + at), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(sh.v + at), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(sh.master + at), _MM_HINT_T0);
+}
+
 // Where [begin, end) starts its vector loop with `align`-byte stores into
 // the compute copy: `begin` for plain stores; for non-temporal ones the
 // first element whose compute-copy address is aligned (the elements before
@@ -71,6 +91,7 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
   bool stream = false;  // out32: 64-byte stores; out16: 32-byte ones.
   int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 32 : 64, &stream);
   for (; i + 16 <= end; i += 16) {
+    PrefetchAhead(sh, i, end);  // One 64-byte line of each stream per 16 elements.
     const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(sh.grad + i), gs);
     const __m512 m =
         _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(sh.m + i)), _mm512_mul_ps(omb1, g));
@@ -122,6 +143,7 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
   bool stream = false;  // out32: 32-byte stores; out16: 16-byte ones.
   int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 16 : 32, &stream);
   for (; i + 8 <= end; i += 8) {
+    if ((i - begin) % 16 == 0) PrefetchAhead(sh, i, end);  // A line per 16 elements.
     const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(sh.grad + i), gs);
     const __m256 m =
         _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(sh.m + i)), _mm256_mul_ps(omb1, g));
