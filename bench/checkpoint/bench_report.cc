@@ -84,8 +84,10 @@ void PrintReport(const std::string& header, int64_t total_bytes, const Timings& 
 }
 
 void PrintServiceMemory(const ProcessMemory& m) {
-  std::printf("  service process memory after the runs: VmRSS %.1f MB, VmHWM %.1f MB\n",
-              m.rss_bytes / 1e6, m.hwm_bytes / 1e6);
+  std::printf(
+      "  service process memory after the last run's save and restore: VmRSS %.1f MB, VmHWM "
+      "%.1f MB\n",
+      m.rss_bytes / 1e6, m.hwm_bytes / 1e6);
 }
 
 }  // namespace zeroshard::bench

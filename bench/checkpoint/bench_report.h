@@ -25,6 +25,9 @@ struct Timings {
   std::vector<double> restart_restore_s, restart_whole_restore_s;
   std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
   std::vector<CpuSeconds> restart_restore_cpu, restart_whole_restore_cpu;
+  // The plaintext service's memory after the last run's save and restore,
+  // read before it was restarted for the restart_* restores.
+  ProcessMemory service_memory;
 };
 
 double Median(std::vector<double> v);

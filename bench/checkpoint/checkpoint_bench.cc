@@ -3,7 +3,7 @@
 // The service runs in a process of its own (checkpoint_bench_server, linked
 // with the coordinator's malloc, server_child.h); this process is the ranks'
 // side, on the workers' malloc. Each side's CPU seconds per GB are printed,
-// and the service's VmRSS / VmHWM after the runs.
+// and the service's VmRSS / VmHWM after the last run's save and restore.
 //   save:    N ranks (threads, one channel each) Save their shards of fp32
 //            master/m/v (Begin, chunked upload with XXH64, commit = fsync +
 //            hash read-back + renames + manifest); vs one sequential write of
@@ -270,6 +270,7 @@ void TimeRestartRestores(const std::string& dir, const Flags& flags, const zs::S
                          std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients,
                          Timings& t) {
   const bool cold = flags.cache == "cold";
+  t.service_memory = zs::bench::ReadProcessMemory(service->pid());
   RestartService(dir, flags, service, clients);
   if (cold) EvictTree(dir);
   t.restart_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
@@ -353,7 +354,7 @@ int main(int argc, char** argv) {
     }
   }
   zs::bench::PrintReport(Header(flags, total_bytes), total_bytes, t);
-  zs::bench::PrintServiceMemory(zs::bench::ReadProcessMemory(service->pid()));
+  zs::bench::PrintServiceMemory(t.service_memory);
   clients.clear();
   tls_clients.clear();
   service.reset();

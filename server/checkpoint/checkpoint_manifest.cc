@@ -68,11 +68,13 @@ absl::Status Mismatch(const std::string& dir, absl::string_view what) {
 }
 
 // The block hashes' shape: none, or ceil(bytes / block_bytes) of them with
-// block_bytes a positive multiple of 4.
+// block_bytes a multiple of 4 in [4, kMaxCheckpointBlockBytes] (a reader
+// holds one block per stream).
 absl::Status CheckBlockShape(const std::string& dir, const v1::CheckpointFile& f) {
   const int64_t b = f.block_bytes();
-  const int64_t want = b > 0 ? (f.bytes() + b - 1) / b : 0;
-  if (b < 0 || b % 4 != 0 || f.block_xxhash64_size() != want) {
+  const bool sized = b == 0 || (b > 0 && b <= kMaxCheckpointBlockBytes && b % 4 == 0);
+  const int64_t want = sized && b > 0 ? f.bytes() / b + (f.bytes() % b != 0 ? 1 : 0) : 0;
+  if (!sized || f.block_xxhash64_size() != want) {
     return Mismatch(dir, absl::StrCat("file ", f.path(), " records ", f.block_xxhash64_size(),
                                       " block hashes of ", b, " bytes for ", f.bytes(), " bytes"));
   }

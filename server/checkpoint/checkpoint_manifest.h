@@ -25,6 +25,9 @@ inline constexpr int64_t kMaxManifestBytes = int64_t{256} << 20;
 // default DownloadRange chunk, so a restore's chunk is one block and its
 // hash both verifies the disk's bytes and travels with them (bytes).
 inline constexpr int64_t kCheckpointBlockBytes = int64_t{1} << 20;
+// The largest CheckpointFile.block_bytes a manifest may record: a restore
+// reads a block whole into memory where a range covers part of it.
+inline constexpr int64_t kMaxCheckpointBlockBytes = int64_t{64} << 20;
 inline constexpr v1::TensorKind kAllKinds[] = {v1::TENSOR_KIND_MASTER, v1::TENSOR_KIND_EXP_AVG,
                                                v1::TENSOR_KIND_EXP_AVG_SQ};
 

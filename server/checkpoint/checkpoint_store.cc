@@ -131,9 +131,11 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
     CheckpointStoreOptions options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("checkpoint dir is empty");
   if (options.keep_last < 0) return absl::InvalidArgumentError("keep_last must be >= 0");
-  if (options.block_bytes <= 0 || options.block_bytes % 4 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("block_bytes must be a positive multiple of 4, got ", options.block_bytes));
+  if (options.block_bytes <= 0 || options.block_bytes > kMaxCheckpointBlockBytes ||
+      options.block_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("block_bytes must be a multiple of 4 in [4, ",
+                                                   kMaxCheckpointBlockBytes, "], got ",
+                                                   options.block_bytes));
   }
   if (!options.now_unix_ms) options.now_unix_ms = DefaultNowMs;
   std::error_code ec;

@@ -107,8 +107,9 @@ struct CheckpointStoreOptions {
   // Wall clock in ms since the Unix epoch (commit times); default absl::Now.
   std::function<int64_t()> now_unix_ms;
   // The block size of the block hashes a commit records
-  // (CheckpointFile.block_bytes): a positive multiple of 4, bytes. Tests use
-  // small ones to cover many blocks with small models.
+  // (CheckpointFile.block_bytes): a multiple of 4 in [4,
+  // kMaxCheckpointBlockBytes], bytes. Tests use small ones to cover many
+  // blocks with small models.
   int64_t block_bytes = kCheckpointBlockBytes;
 };
 

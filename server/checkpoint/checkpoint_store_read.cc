@@ -230,6 +230,10 @@ absl::Status CheckpointStore::ReadVerifiedBlocks(const std::shared_ptr<Committed
 absl::Status CheckpointStore::CheckBlock(const std::shared_ptr<Committed>& c,
                                          const v1::CheckpointFile& file, int64_t block,
                                          uint64_t hash) {
+  if (block >= file.block_xxhash64_size()) {  // LoadManifest checked the shape; kept safe.
+    return absl::DataLossError(absl::StrCat("checkpoint ", c->dir, ": file ", file.path(),
+                                            " has no hash for block ", block));
+  }
   if (hash == file.block_xxhash64(static_cast<int>(block))) return absl::OkStatus();
   return Reject(c, absl::DataLossError(absl::StrFormat(
                        "checkpoint %s: file %s block %d (bytes from %d) has xxhash64 %016x, "

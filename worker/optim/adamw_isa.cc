@@ -38,7 +38,11 @@ std::optional<AdamWIsa> Parse(const std::string& name) {
 // AVX-512 buys no width; on the AMD EPYC these sessions run on it streamed
 // slower: 1,666-2,064 against AVX2's 1,972-2,141 M params/s at 1 thread,
 // 2,312 against 2,532-2,560 at 2 (adamw_bench, 16M parameters, medians of 7,
-// alternating runs). Elsewhere the widest path the CPU has.
+// alternating runs). Elsewhere the widest path the CPU has. On a Zen 5
+// EPYC (full 512-bit datapaths), with the loops' 16 KiB prefetch, AVX2
+// still leads without a compute copy (2,320-2,415 against 2,191-2,224 M
+// params/s, 1 thread, 64 Mi) and AVX-512 leads with a bf16 one (2,123-2,223
+// against 1,975-2,065): one path per process, so AVX2 stays.
 AdamWIsa Default() {
   if (!Supported(AdamWIsa::kAvx2)) return AdamWIsa::kScalar;
   if (!Supported(AdamWIsa::kAvx512) || __builtin_cpu_is("amd")) return AdamWIsa::kAvx2;

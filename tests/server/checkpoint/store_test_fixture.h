@@ -57,7 +57,7 @@ class StoreTest : public ::testing::Test {
     return last;
   }
   // ReadRange's data, each chunk checked to continue the range, to carry
-  // its data's XXH64 and to hold at most chunk_bytes.
+  // its data's XXH64, to hold at most chunk_bytes and to stay in a block.
   absl::StatusOr<std::vector<float>> ReadStatus(server::CheckpointStore& s,
                                                 std::optional<int64_t> step,
                                                 const std::string& unit, v1::TensorKind k,
@@ -76,6 +76,10 @@ class StoreTest : public ::testing::Test {
     absl::Status st = s.ReadRange(req, [&](const v1::RangeChunk& c) {
       EXPECT_EQ(c.offset(), next);
       EXPECT_LE(c.length() * 4, chunk_bytes);
+      if (chunks_within_blocks_) {  // A chunk never crosses a block's edge.
+        EXPECT_EQ(c.offset() * 4 / block_bytes_, ((c.offset() + c.length()) * 4 - 1) / block_bytes_)
+            << "chunk at " << c.offset() << " of " << c.length();
+      }
       EXPECT_EQ(c.xxhash64(), XXH64(c.data().data(), c.data().size(), 0));
       next += c.length();
       const float* f = reinterpret_cast<const float*>(c.data().data());
@@ -102,6 +106,9 @@ class StoreTest : public ::testing::Test {
   std::string dir_;
   ShardPlan plan_;
   int64_t block_bytes_ = server::kCheckpointBlockBytes;  // OpenStore's.
+  // ReadStatus checks that chunks end at block edges (false for a
+  // checkpoint whose manifest has no block hashes).
+  bool chunks_within_blocks_ = true;
 };
 
 }  // namespace zeroshard::testing
