@@ -45,14 +45,15 @@ namespace {
 // (1 KiB ahead gave nothing, 64 KiB less than 16).
 constexpr int64_t kPrefetchElements = 4096;
 
-// Asks for the line `kPrefetchElements` past element i of each stream read.
-inline void PrefetchAhead(const AdamWShard& sh, int64_t i, int64_t end) {
-  if (i + kPrefetchElements >= end) return;
-  const int64_t at = i + kPrefetchElements;
-  _mm_prefetch(reinterpret_cast<const char*>(sh.grad + at), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(sh.m + at), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(sh.v + at), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(sh.master + at), _MM_HINT_T0);
+// Asks for the line holding element `at` of each stream the loops read
+// (read, keep in all levels). Always inlined: without it GCC 12 did not
+// inline it into the target("avx2"/"avx512f") loops, judged the call free
+// of side effects and deleted it, so no prefetch was left at all.
+__attribute__((always_inline)) inline void PrefetchAt(const AdamWShard& sh, int64_t at) {
+  __builtin_prefetch(sh.grad + at, 0, 3);
+  __builtin_prefetch(sh.m + at, 0, 3);
+  __builtin_prefetch(sh.v + at, 0, 3);
+  __builtin_prefetch(sh.master + at, 0, 3);
 }
 
 // Where [begin, end) starts its vector loop with `align`-byte stores into
@@ -91,7 +92,8 @@ __attribute__((target("avx512f"))) void AdamWAvx512Range(const AdamWScalars& s,
   bool stream = false;  // out32: 64-byte stores; out16: 32-byte ones.
   int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 32 : 64, &stream);
   for (; i + 16 <= end; i += 16) {
-    PrefetchAhead(sh, i, end);  // One 64-byte line of each stream per 16 elements.
+    // One 64-byte line of each stream per 16 elements.
+    if (i + kPrefetchElements < end) PrefetchAt(sh, i + kPrefetchElements);
     const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(sh.grad + i), gs);
     const __m512 m =
         _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(sh.m + i)), _mm512_mul_ps(omb1, g));
@@ -143,7 +145,9 @@ __attribute__((target("avx2"))) void AdamWAvx2Range(const AdamWScalars& s, const
   bool stream = false;  // out32: 32-byte stores; out16: 16-byte ones.
   int64_t i = VectorStart(s, sh, begin, end, out16 != nullptr ? 16 : 32, &stream);
   for (; i + 8 <= end; i += 8) {
-    if ((i - begin) % 16 == 0) PrefetchAhead(sh, i, end);  // A line per 16 elements.
+    if (((i - begin) & 15) == 0 && i + kPrefetchElements < end) {
+      PrefetchAt(sh, i + kPrefetchElements);  // A line of each stream per 16 elements.
+    }
     const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(sh.grad + i), gs);
     const __m256 m =
         _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(sh.m + i)), _mm256_mul_ps(omb1, g));
