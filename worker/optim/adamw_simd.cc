@@ -42,7 +42,7 @@ namespace {
 // parameters, alternating with and without: no compute copy 2,125-2,162 ->
 // 2,320-2,440 M params/s at 1 thread, 4,071-4,227 -> 4,491-4,636 at 2;
 // bf16 copy 1,878-1,946 -> 1,975-2,121 and 3,534-3,663 -> 3,866-4,014
-// (1 KiB ahead gave nothing, 64 KiB less than 16).
+// (1 KiB ahead was slower, 4 KiB gained little, 64 KiB less than 16).
 constexpr int64_t kPrefetchElements = 4096;
 
 // Asks for the line holding element `at` of each stream the loops read
