@@ -275,9 +275,7 @@ void TimeRestartRestores(const std::string& dir, const Flags& flags, const zs::S
   if (cold) EvictTree(dir);
   t.restart_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
                                             &t.restart_restore_cpu.emplace_back()));
-  char id[32];
-  std::snprintf(id, sizeof(id), "/ckpt/step-%08d", step);
-  zs::bench::StripBlockHashes(dir + id);
+  zs::bench::StripBlockHashes(dir + "/ckpt", step);
   RestartService(dir, flags, service, clients);
   if (cold) EvictTree(dir);
   t.restart_whole_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),

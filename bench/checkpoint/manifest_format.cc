@@ -2,31 +2,29 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 
-#include "google/protobuf/util/json_util.h"
-#include "zeroshard/v1/checkpoint.pb.h"
+#include "absl/status/status.h"
+#include "server/checkpoint/checkpoint_files.h"
+#include "server/checkpoint/checkpoint_manifest.h"
 
 namespace zeroshard::bench {
 
-void StripBlockHashes(const std::string& step_dir) {
-  const std::string path = step_dir + "/manifest.json";
-  std::ifstream in(path);
-  const std::string json((std::istreambuf_iterator<char>(in)), {});
-  v1::CheckpointManifest m;
-  std::string out;
-  if (!in || !google::protobuf::util::JsonStringToMessage(json, &m).ok()) {
-    std::fprintf(stderr, "cannot parse %s\n", path.c_str());
-    std::exit(1);
+void StripBlockHashes(const std::string& store_dir, int64_t step) {
+  const std::string dir = store_dir + "/" + server::CheckpointIdForStep(step);
+  absl::StatusOr<server::LoadedManifest> m = server::LoadManifest(dir, server::HashCheck::kNone);
+  absl::Status st = m.status();
+  if (st.ok()) {
+    for (v1::CheckpointFile& f : *m->manifest.mutable_files()) {
+      f.clear_block_bytes();
+      f.clear_block_xxhash64();
+    }
+    absl::StatusOr<std::string> json = server::ManifestToJson(m->manifest);
+    st = json.ok() ? server::WriteFileAtomic(dir + "/" + server::kManifestName, *json)
+                   : json.status();
   }
-  for (v1::CheckpointFile& f : *m.mutable_files()) {
-    f.clear_block_bytes();
-    f.clear_block_xxhash64();
-  }
-  if (!google::protobuf::util::MessageToJsonString(m, &out).ok() ||
-      !(std::ofstream(path, std::ios::trunc) << out)) {
-    std::fprintf(stderr, "cannot rewrite %s\n", path.c_str());
+  if (!st.ok()) {
+    std::fprintf(stderr, "checkpoint_bench: stripping block hashes in %s: %s\n", dir.c_str(),
+                 st.ToString().c_str());
     std::exit(1);
   }
 }

@@ -5,12 +5,14 @@
 // access, then read again to be served.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace zeroshard::bench {
 
-// `step_dir`: a committed checkpoint's directory (it holds manifest.json).
-// Exits the process with the reason on any error (a bench helper).
-void StripBlockHashes(const std::string& step_dir);
+// The checkpoint of `step` in the store directory `store_dir`, through the
+// store's own manifest reader and writer. Exits the process with the reason
+// on any error (a bench helper).
+void StripBlockHashes(const std::string& store_dir, int64_t step);
 
 }  // namespace zeroshard::bench
