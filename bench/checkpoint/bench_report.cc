@@ -57,11 +57,6 @@ void PrintRestarts(int64_t total_bytes, const Timings& t) {
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void PrintReport(const std::string& header, int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
   const double save = mb / Median(t.save_s), write = mb / Median(t.write_s);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/median.h"
 #include "bench/support/proc_stat.h"
 
 namespace zeroshard::bench {
@@ -29,8 +30,6 @@ struct Timings {
   // read before it was restarted for the restart_* restores.
   ProcessMemory service_memory;
 };
-
-double Median(std::vector<double> v);
 
 // `header`: the first line (the run's shape); `total_bytes`: state bytes
 // saved and restored per run.

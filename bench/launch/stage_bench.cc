@@ -20,6 +20,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "bench/support/median.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
@@ -31,16 +32,13 @@
 namespace zeroshard {
 namespace {
 
+using bench::Median;
+
 struct Options {
   std::string model = "small";
   int workers = 2, steps = 30, repeats = 3, skip = 5, global_batch = 16;
   std::string launch_flags;  // Appended to every sharded run's command line.
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 struct StageRun {
   std::vector<double> step_seconds;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "bench/support/median.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 #include "worker/model/model_init.h"
@@ -26,10 +27,7 @@
 namespace zeroshard {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Median;
 
 struct Timed {
   std::vector<double> seconds;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "bench/support/median.h"
 #include "worker/model/gpt_model.h"
 #include "worker/model/local_params.h"
 #include "worker/model/model_init.h"
@@ -24,13 +25,10 @@
 namespace zeroshard {
 namespace {
 
+using bench::Median;
+
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 double SgemmGflops(int reps) {

@@ -33,11 +33,6 @@
 
 namespace zeroshard::bench {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 namespace {
 
 struct Args {

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/median.h"
 #include "worker/comm/communicator.h"
 
 namespace zeroshard::bench {
 
-double Median(std::vector<double> v);
 // The NVMe store's write and read throughput (GB/s) over `units` units of
 // `elements` each against plain sequential O_DIRECT pwrite/pread of the
 // same bytes, `reps` runs each, in `dir`; prints the table.

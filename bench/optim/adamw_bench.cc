@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/median.h"
 #include "common/infra/cli.h"
 #include "common/parallel_for.h"
 #include "worker/optim/adamw.h"
@@ -39,10 +40,7 @@
 namespace zeroshard {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Median;
 
 template <typename Fn>
 double TimeMedian(int reps, Fn&& fn) {
