@@ -2,6 +2,7 @@
 deploy tests: start them, scale the workers, read `zeroshard status --json`,
 and query Prometheus's HTTP API. Every process is started here and stopped
 by PID (SIGTERM, then SIGKILL after a bounded wait)."""
+import datetime
 import json
 import re
 import select
@@ -127,6 +128,16 @@ class Prometheus:
         if at is not None:
             params["time"] = f"{at:.3f}"
         return self.api("query", **params)
+
+    def evaluated_since(self, t):
+        """Whether every target was scraped and every rule group evaluated
+        at or after `t` (seconds since the epoch), by the API's own
+        lastScrape and lastEvaluation stamps."""
+        targets = self.api("targets").get("data", {}).get("activeTargets", [])
+        groups = self.api("rules").get("data", {}).get("groups", [])
+        stamps = [x.get("lastScrape") for x in targets] + [g.get("lastEvaluation") for g in groups]
+        return bool(targets and groups) and all(
+            s and datetime.datetime.fromisoformat(s).timestamp() >= t for s in stamps)
 
     def up(self):
         r = self.query("up")

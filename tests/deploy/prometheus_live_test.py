@@ -193,7 +193,9 @@ def main(tmp):
         # 1 s scrape, so the last sample may still count 1 worker.
         lj.wait_for("Prometheus sees the 2 workers", lambda: scraped_workers(prom) == 2, 30)
         at = time.time()
-        time.sleep(3)  # a few more scrapes and rule evaluations
+        # Two more scrapes and rule evaluations (1 s apart) after `at`.
+        lj.wait_for("Prometheus scrapes and evaluates twice more",
+                    lambda: prom.evaluated_since(at + 1.0), 30)
         changes = check_generation_count(prom, coord, start)
         # The dashboard is read after those scrapes, the workers still
         # training: the last generation's per-rank series are cleared when
