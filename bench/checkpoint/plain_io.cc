@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,14 +19,35 @@ namespace zeroshard::bench {
   std::exit(1);
 }
 
-void EvictTree(const std::string& root) {
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
-    int fd = ::open(e.path().c_str(), O_RDONLY);
+// A file or folder that vanishes meanwhile is skipped: the store removes
+// retired pending checkpoints while the bench walks the tree. A walk cut
+// short by a vanished folder starts again (evicting twice is harmless).
+namespace {
+
+std::error_code EvictWalk(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY);
+    if (fd < 0 && errno == ENOENT) continue;
     if (fd < 0 || ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
-      Die("evict " + e.path().string());
+      Die("evict " + it->path().string());
     ::close(fd);
   }
+  return ec;
+}
+
+}  // namespace
+
+void EvictTree(const std::string& root) {
+  std::error_code ec;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    ec = EvictWalk(root);
+    if (ec != std::errc::no_such_file_or_directory) break;
+  }
+  if (ec) Die("evict " + root + ": " + ec.message());
 }
 
 double PlainWrite(const std::string& path, const std::vector<char>& buf, int64_t bytes) {
