@@ -2,7 +2,8 @@
 # profiler; Debian libgoogle-perftools-dev, runtime libtcmalloc-minimal4).
 # Why, and what it changed: common/infra/allocator.h and bench/README.md
 # (checkpoint/). Workers and tests keep glibc's malloc: the planner's
-# per-worker RSS figures are measured with it (common/run_plan.h).
+# per-worker RSS figures are measured with it (common/run_plan.h). The worker
+# runs it on one arena (SetUpWorkerMalloc in common/infra/allocator.h).
 # Off with the sanitizers, which bring their own allocator.
 option(ZEROSHARD_TCMALLOC "Link the coordinator's binaries with tcmalloc (gperftools)" ON)
 set(ZEROSHARD_COORDINATOR_MALLOC glibc)

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/infra/allocator.h"
 #include "common/infra/cli.h"
 #include "common/infra/process_memory.h"
 #include "common/infra/process_setup.h"
@@ -107,6 +108,8 @@ std::optional<int> CheckFlags(const Flags& f) {
 
 int main(int argc, char** argv) {
   zeroshard::SetUpProcess();
+  if (!zeroshard::SetUpWorkerMalloc())
+    std::cerr << "zeroshard-worker: mallopt(M_ARENA_MAX, 1) refused\n";
   zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard worker: joins a coordinator and trains its shard", "zeroshard-worker"};
   zeroshard::AddVersionFlag(app);

@@ -48,6 +48,7 @@
 #include "bench/checkpoint/plain_io.h"
 #include "bench/checkpoint/server_child.h"
 #include "bench/support/proc_stat.h"
+#include "common/infra/allocator.h"
 #include "common/infra/cli.h"
 #include "common/rpc/rpc_security.h"
 #include "worker/checkpoint/checkpoint_client.h"
@@ -307,6 +308,7 @@ std::string Header(const Flags& flags, int64_t total_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  zs::SetUpWorkerMalloc();  // This process is the ranks' side: the worker's malloc.
   Flags flags;
   if (std::optional<int> code = ParseFlags(argc, argv, flags)) return *code;
   const std::string dir = flags.base + "/zeroshard_ckpt_bench_" + std::to_string(::getpid());

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/formats/hf_weights.h"
+#include "common/infra/allocator.h"
 #include "common/infra/cli.h"
 #include "common/model/job_model.h"
 #include "common/status_macros.h"
@@ -85,6 +86,7 @@ absl::Status Run(const Flags& f) {
 }  // namespace zeroshard
 
 int main(int argc, char** argv) {
+  zeroshard::SetUpWorkerMalloc();  // As the worker runs: its ranks' side.
   zeroshard::Flags f;
   CLI::App app{"Every rank's ZeRO-3 shard of a model directory from a coordinator",
                "model_load_client"};
