@@ -47,25 +47,42 @@ std::pair<int, int> Connect() {
   return {writer, reader};
 }
 
+// Each pair's source and destination: `bytes` apart in memory for
+// kFullSize, one reused 4 MiB block for kReused4MiB (both touched before the
+// clock starts).
+struct PairBuffers {
+  PairBuffers(size_t bytes, LoopbackBuffers kind)
+      : out(kind == LoopbackBuffers::kFullSize ? bytes : std::min<size_t>(bytes, kBufferBytes), 1),
+        in(out.size(), 0) {}
+  std::vector<char> out, in;
+};
+
 // Every pair's writer sends `bytes` while its reader takes them, all pairs
 // at once; seconds until the last is done, negative if one fell short.
-double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes) {
-  std::vector<char> out(std::min<size_t>(bytes, kBufferBytes), 1);
+// Writes and reads move at most 4 MiB a call, through `buffers[p]`, from
+// the offset reached where the buffers are full size.
+double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes,
+                   std::vector<PairBuffers>& buffers) {
   std::vector<size_t> got(pairs.size(), 0);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (size_t p = 0; p < pairs.size(); ++p) {
+    std::vector<char>& out = buffers[p].out;
+    std::vector<char>& in = buffers[p].in;
     threads.emplace_back([&, p] {
       for (size_t sent = 0; sent < bytes;) {
-        const ssize_t n = write(pairs[p].first, out.data(), std::min(out.size(), bytes - sent));
+        const size_t at = out.size() == bytes ? sent : 0;
+        const size_t len = std::min<size_t>({out.size() - at, bytes - sent, size_t{kBufferBytes}});
+        const ssize_t n = write(pairs[p].first, out.data() + at, len);
         if (n <= 0) return;
         sent += static_cast<size_t>(n);
       }
     });
     threads.emplace_back([&, p] {
-      std::vector<char> in(kBufferBytes);
       while (got[p] < bytes) {
-        const ssize_t n = read(pairs[p].second, in.data(), in.size());
+        const size_t at = in.size() == bytes ? got[p] : 0;
+        const size_t len = std::min<size_t>({in.size() - at, bytes - got[p], size_t{kBufferBytes}});
+        const ssize_t n = read(pairs[p].second, in.data() + at, len);
         if (n <= 0) break;
         got[p] += static_cast<size_t>(n);
       }
@@ -81,7 +98,9 @@ double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes) 
 
 }  // namespace
 
-double LoopbackLinksSeconds(size_t bytes, int links, int runs) {
+double LoopbackLinksSeconds(size_t bytes, int links, int runs, LoopbackBuffers kind) {
+  std::vector<PairBuffers> buffers;
+  for (int l = 0; l < links; ++l) buffers.emplace_back(bytes, kind);
   std::vector<std::pair<int, int>> pairs;
   for (int l = 0; l < links; ++l) {
     pairs.push_back(Connect());
@@ -89,7 +108,7 @@ double LoopbackLinksSeconds(size_t bytes, int links, int runs) {
   }
   std::vector<double> t;
   for (int i = 0; i <= runs; ++i) {
-    const double s = OneTransfer(pairs, bytes);
+    const double s = OneTransfer(pairs, bytes, buffers);
     if (s < 0) break;
     if (i > 0) t.push_back(s);  // First is warm-up.
   }
@@ -102,12 +121,14 @@ double LoopbackLinksSeconds(size_t bytes, int links, int runs) {
   return t[t.size() / 2];
 }
 
-double LoopbackTcpSeconds(size_t bytes, int runs) { return LoopbackLinksSeconds(bytes, 1, runs); }
+double LoopbackTcpSeconds(size_t bytes, int runs, LoopbackBuffers kind) {
+  return LoopbackLinksSeconds(bytes, 1, runs, kind);
+}
 
-double LoopbackAggregateBytesPerSecond(size_t bytes, int runs) {
+double LoopbackAggregateBytesPerSecond(size_t bytes, int runs, LoopbackBuffers kind) {
   double best = -1.0;
   for (int links : {1, 2, 4, 8}) {
-    const double s = LoopbackLinksSeconds(bytes / links, links, runs);
+    const double s = LoopbackLinksSeconds(bytes / links, links, runs, kind);
     if (s < 0) return -1.0;
     best = std::max(best, static_cast<double>(bytes / links * links) / s);
   }

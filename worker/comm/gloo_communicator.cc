@@ -17,6 +17,7 @@
 #include "gloo/common/error.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/device.h"
+#include "worker/comm/gloo_links.h"
 #include "worker/comm/gloo_ring_all_gather.h"
 #include "worker/comm/gloo_ring_all_reduce.h"
 #include "worker/comm/gloo_ring_reduce_scatter.h"
@@ -79,9 +80,9 @@ void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device,
-                   std::shared_ptr<gloo::Context> context)
-      : device_(std::move(device)), context_(std::move(context)) {}
+  // `devices` own the contexts' connections and loop threads.
+  GlooCommunicator(std::vector<std::shared_ptr<gloo::transport::Device>> devices, GlooLinks links)
+      : devices_(std::move(devices)), links_(std::move(links)), context_(links_.main) {}
   // Closes the pairs so a running op returns, then queue_'s destructor joins.
   ~GlooCommunicator() override { Abort(); }
 
@@ -116,7 +117,7 @@ class GlooCommunicator final : public Communicator {
       bodies.push_back([this, send = a.send, args] {
         char* own = static_cast<char*>(args.out) + rank() * args.block_bytes;
         if (send != own) std::memmove(own, send, args.block_bytes);  // Not in place.
-        RingAllGather(context_, args);
+        RingAllGather(links_, args);
       });
     }
     return SubmitAll(CommOp::kAllGather, GroupStatsBytes(group, dtype, n), std::move(bodies));
@@ -132,7 +133,7 @@ class GlooCommunicator final : public Communicator {
           a.send,         a.recv, a.count, dtype, op, NextRingSlot(), GlooTimeout(opts.timeout),
           &pending_waits_};
       bodies.push_back([this, args] {
-        if (args.count > 0) RingReduceScatter(context_, args, ring_scratch_);
+        if (args.count > 0) RingReduceScatter(links_, args, ring_scratch_);
       });
     }
     return SubmitAll(CommOp::kReduceScatter, GroupStatsBytes(group, dtype, world_size()),
@@ -166,7 +167,7 @@ class GlooCommunicator final : public Communicator {
         return;
       }
       // fp32 / bf16: zeroshard's rings (bf16 reduced in fp32, rounded once).
-      RingAllReduce(context_, args, all_reduce_scratch_);
+      RingAllReduce(links_, args, all_reduce_scratch_);
     });
   }
 
@@ -193,7 +194,7 @@ class GlooCommunicator final : public Communicator {
     const uint64_t slot = NextRingSlot();
     const auto timeout = GlooTimeout(opts.timeout);
     return Submit(CommOp::kRingShift, static_cast<int64_t>(bytes), [=, this] {
-      if (bytes > 0) RingShiftBytes(context_, send, recv, bytes, slot, timeout, &pending_waits_);
+      if (bytes > 0) RingShiftBytes(links_, send, recv, bytes, slot, timeout, &pending_waits_);
     });
   }
 
@@ -211,7 +212,8 @@ class GlooCommunicator final : public Communicator {
     aborted_.store(true);
     queue_.Abort(absl::AbortedError("communicator aborted"));
     pending_waits_.AbortAll();
-    AbortGlooContext(*context_);
+    AbortGlooContext(*links_.main);
+    if (links_.reverse != nullptr) AbortGlooContext(*links_.reverse);
   }
 
   CommStats stats() const override { return queue_.stats(); }
@@ -238,8 +240,9 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
-  std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<gloo::Context> context_;
+  std::vector<std::shared_ptr<gloo::transport::Device>> devices_;
+  GlooLinks links_;
+  const std::shared_ptr<gloo::Context>& context_;  // links_.main: Gloo's own collectives.
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;               // Issue thread only; equal on every rank.
   RingScratch ring_scratch_;                 // Queue thread only.
@@ -247,6 +250,30 @@ class GlooCommunicator final : public Communicator {
   PendingWaits pending_waits_;               // The rings' waits, for Abort.
   OpQueue queue_;                            // Last: destroyed (joined) before the context.
 };
+
+// A context connected to every rank through the store under `prefix`, on a
+// device (its own loop thread) appended to `devices`.
+absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectContext(
+    Store& store, const std::string& prefix, int rank, int world_size, const GlooOptions& opts,
+    std::vector<std::shared_ptr<gloo::transport::Device>>& devices) {
+  GlooStoreAdapter adapter(store, prefix, opts.timeout);
+  try {
+    devices.push_back(CreateTcpDevice(opts.hostname));
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
+    context->setTimeout(GlooTimeout(opts.timeout));
+    context->connectFullMesh(adapter, devices.back());
+    return std::shared_ptr<gloo::Context>(std::move(context));
+  } catch (const std::exception& e) {
+    absl::Status store_error = adapter.last_error();
+    if (!store_error.ok()) {
+      return absl::Status(store_error.code(),
+                          absl::StrCat("gloo rendezvous (prefix ", prefix, ", rank ", rank, "/",
+                                       world_size, "): ", store_error.message()));
+    }
+    const bool is_io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
+    return StatusFromGloo(e, is_io, /*aborted=*/false);
+  }
+}
 
 }  // namespace
 
@@ -258,24 +285,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store& stor
   if (opts.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("GlooOptions.timeout must be positive");
   }
-  GlooStoreAdapter adapter(store, prefix, opts.timeout);
-  try {
-    std::shared_ptr<gloo::transport::Device> device = CreateTcpDevice(opts.hostname);
-    auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
-    context->setTimeout(GlooTimeout(opts.timeout));
-    context->connectFullMesh(adapter, device);
-    return std::unique_ptr<Communicator>(
-        std::make_unique<GlooCommunicator>(std::move(device), std::move(context)));
-  } catch (const std::exception& e) {
-    absl::Status store_error = adapter.last_error();
-    if (!store_error.ok()) {
-      return absl::Status(store_error.code(),
-                          absl::StrCat("gloo rendezvous (prefix ", prefix, ", rank ", rank, "/",
-                                       world_size, "): ", store_error.message()));
-    }
-    const bool is_io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
-    return StatusFromGloo(e, is_io, /*aborted=*/false);
+  std::vector<std::shared_ptr<gloo::transport::Device>> devices;
+  GlooLinks links;
+  ZS_ASSIGN_OR_RETURN(links.main, ConnectContext(store, prefix, rank, world_size, opts, devices));
+  if (world_size == 2) {  // One connection per direction (gloo_links.h).
+    ZS_ASSIGN_OR_RETURN(
+        links.reverse, ConnectContext(store, prefix + "/reverse", rank, world_size, opts, devices));
   }
+  return std::unique_ptr<Communicator>(
+      std::make_unique<GlooCommunicator>(std::move(devices), std::move(links)));
 }
 
 }  // namespace zeroshard

@@ -29,8 +29,8 @@ int64_t RingAllGatherSegments(size_t block_bytes) {
   return static_cast<int64_t>((block_bytes + kSegmentBytes - 1) / kSegmentBytes);
 }
 
-void RingAllGather(const std::shared_ptr<gloo::Context>& context, const RingAllGatherArgs& args) {
-  const int n = context->size, r = context->rank;
+void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
+  const int n = links.size(), r = links.rank();
   if (n == 1 || args.block_bytes == 0) return;
   const int next = (r + 1) % n, prev = (r + n - 1) % n;
   const int64_t segments = RingAllGatherSegments(args.block_bytes);
@@ -38,23 +38,25 @@ void RingAllGather(const std::shared_ptr<gloo::Context>& context, const RingAllG
   auto seg_len = [&](int64_t k) { return std::min(kSegmentBytes, block - k * kSegmentBytes); };
   auto offset = [&](int64_t b, int64_t k) { return b * block + k * kSegmentBytes; };
   auto slot = [&](int s, int64_t k) { return args.slot + s * segments + k; };
-  auto buf = context->createUnboundBuffer(args.out, block * n);
-  const PendingWaitScope scope(args.waits, {buf.get()});
+  // One buffer over the output per direction's context (the same memory).
+  auto in = links.Edge(prev, r)->createUnboundBuffer(args.out, block * n);
+  auto out = links.Edge(r, next)->createUnboundBuffer(args.out, block * n);
+  const PendingWaitScope scope(args.waits, {in.get(), out.get()});
   const OpDeadline deadline(args.timeout);
   for (int s = 0; s < n - 1; ++s) {
     const int64_t b = Mod(r - s - 1, n);
-    for (int64_t k = 0; k < segments; ++k) buf->recv(prev, slot(s, k), offset(b, k), seg_len(k));
+    for (int64_t k = 0; k < segments; ++k) in->recv(prev, slot(s, k), offset(b, k), seg_len(k));
   }
-  for (int64_t k = 0; k < segments; ++k) buf->send(next, slot(0, k), offset(r, k), seg_len(k));
+  for (int64_t k = 0; k < segments; ++k) out->send(next, slot(0, k), offset(r, k), seg_len(k));
   for (int s = 0; s < n - 1; ++s) {
     const int64_t b = Mod(r - s - 1, n);
     for (int64_t k = 0; k < segments; ++k) {
-      ThrowIfWaitAborted(buf->waitRecv(deadline.Remaining()), "all-gather recv");
-      if (s + 1 < n - 1) buf->send(next, slot(s + 1, k), offset(b, k), seg_len(k));
+      ThrowIfWaitAborted(in->waitRecv(deadline.Remaining()), "all-gather recv");
+      if (s + 1 < n - 1) out->send(next, slot(s + 1, k), offset(b, k), seg_len(k));
     }
   }
   for (int64_t i = 0; i < (n - 1) * segments; ++i) {
-    ThrowIfWaitAborted(buf->waitSend(deadline.Remaining()), "all-gather send");
+    ThrowIfWaitAborted(out->waitSend(deadline.Remaining()), "all-gather send");
   }
 }
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "gloo/context.h"
+#include "worker/comm/gloo_links.h"
 #include "worker/comm/gloo_transport.h"
 
 namespace zeroshard {
@@ -37,9 +37,10 @@ struct RingAllGatherArgs {
 // slots per step the op takes.
 int64_t RingAllGatherSegments(size_t block_bytes);
 
-// Runs the ring on `context`. Throws gloo::IoException on transport failure,
+// Runs the ring over `links` (sends to next on links.Edge(rank, next)).
+// Throws gloo::IoException on transport failure,
 // abort or timeout (the caller maps exceptions to absl::Status). Allocates
 // nothing beyond Gloo's per-message bookkeeping.
-void RingAllGather(const std::shared_ptr<gloo::Context>& context, const RingAllGatherArgs& args);
+void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args);
 
 }  // namespace zeroshard

@@ -6,9 +6,9 @@
 
 namespace zeroshard {
 
-void RingAllReduce(const std::shared_ptr<gloo::Context>& context, const RingAllReduceArgs& args,
+void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
                    RingAllReduceScratch& scratch) {
-  const int n = context->size, r = context->rank;
+  const int n = links.size(), r = links.rank();
   const int64_t elem = DTypeSize(args.dtype);
   const size_t bytes = static_cast<size_t>(args.count * elem);
   if (args.recv != args.send) std::memmove(args.recv, args.send, bytes);
@@ -26,12 +26,12 @@ void RingAllReduce(const std::shared_ptr<gloo::Context>& context, const RingAllR
     data = scratch.padded.data();
   }
   char* own = data + r * chunk * elem;
-  RingReduceScatter(context,
+  RingReduceScatter(links,
                     RingReduceScatterArgs{data, own, chunk, args.dtype, args.op,
                                           args.reduce_scatter_slot, args.timeout, args.waits},
                     scratch.ring);
-  RingAllGather(context, RingAllGatherArgs{data, static_cast<size_t>(chunk * elem),
-                                           args.all_gather_slot, args.timeout, args.waits});
+  RingAllGather(links, RingAllGatherArgs{data, static_cast<size_t>(chunk * elem),
+                                         args.all_gather_slot, args.timeout, args.waits});
   if (data != args.recv) std::memcpy(args.recv, data, bytes);
 }
 

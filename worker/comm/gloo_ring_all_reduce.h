@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "gloo/context.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/gloo_links.h"
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 #include "worker/comm/gloo_transport.h"
 
@@ -39,11 +39,11 @@ struct RingAllReduceScratch {
   std::vector<char> padded;
 };
 
-// Runs both rings on `context`; every rank ends with the same bits. Throws
+// Runs both rings over `links`; every rank ends with the same bits. Throws
 // gloo::IoException on transport failure, abort or timeout. Memory: the
 // reduce-scatter's scratch for count / world_size elements, plus a padded
 // copy of the data where count % world_size != 0.
-void RingAllReduce(const std::shared_ptr<gloo::Context>& context, const RingAllReduceArgs& args,
+void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
                    RingAllReduceScratch& scratch);
 
 }  // namespace zeroshard

@@ -37,8 +37,7 @@ int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 // One op's state; the steps of "How it works" as its methods.
 class Ring {
  public:
-  Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatterArgs& args,
-       RingScratch& scratch);
+  Ring(const GlooLinks& links, const RingReduceScatterArgs& args, RingScratch& scratch);
   void Run();
 
  private:
@@ -49,7 +48,7 @@ class Ring {
   int64_t SegLen(int64_t k) const { return std::min(kSegmentElements, args_.count - SegBegin(k)); }
   std::chrono::milliseconds Remaining() const { return deadline_.Remaining(); }
 
-  const std::shared_ptr<gloo::Context>& context_;
+  const GlooLinks& links_;
   const RingReduceScatterArgs& args_;
   RingScratch& scratch_;
   const int world_, rank_;
@@ -62,13 +61,12 @@ class Ring {
   float* incoming_ = nullptr;
 };
 
-Ring::Ring(const std::shared_ptr<gloo::Context>& context, const RingReduceScatterArgs& args,
-           RingScratch& scratch)
-    : context_(context),
+Ring::Ring(const GlooLinks& links, const RingReduceScatterArgs& args, RingScratch& scratch)
+    : links_(links),
       args_(args),
       scratch_(scratch),
-      world_(context->size),
-      rank_(context->rank),
+      world_(links.size()),
+      rank_(links.rank()),
       elem_(DTypeSize(args.dtype)),
       fp32_(args.dtype == DType::kFp32),
       send_(static_cast<const char*>(args.send)),
@@ -117,8 +115,8 @@ void Ring::Exchange(int step, const float* sending) {
   const int prev = (rank_ + world_ - 1) % world_;
   const size_t bytes = static_cast<size_t>(args_.count) * sizeof(float);
   // Gloo only reads a send buffer.
-  auto out_buf = context_->createUnboundBuffer(const_cast<float*>(sending), bytes);
-  auto in_buf = context_->createUnboundBuffer(incoming_, bytes);
+  auto out_buf = links_.Edge(rank_, next)->createUnboundBuffer(const_cast<float*>(sending), bytes);
+  auto in_buf = links_.Edge(prev, rank_)->createUnboundBuffer(incoming_, bytes);
   const PendingWaitScope scope(args_.waits, {in_buf.get(), out_buf.get()});
   for (int64_t k = 0; k < segments_; ++k) {
     in_buf->recv(prev, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
@@ -141,25 +139,25 @@ void Ring::Exchange(int step, const float* sending) {
 
 }  // namespace
 
-void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
-                       const RingReduceScatterArgs& args, RingScratch& scratch) {
-  Ring(context, args, scratch).Run();
+void RingReduceScatter(const GlooLinks& links, const RingReduceScatterArgs& args,
+                       RingScratch& scratch) {
+  Ring(links, args, scratch).Run();
 }
 
-void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
-                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout,
-                    PendingWaits* waits) {
-  const int n = context->size, r = context->rank;
+void RingShiftBytes(const GlooLinks& links, const void* send, void* recv, size_t bytes,
+                    uint64_t slot, std::chrono::milliseconds timeout, PendingWaits* waits) {
+  const int n = links.size(), r = links.rank();
+  const int left = (r + n - 1) % n, right = (r + 1) % n;
   if (n == 1) {
     std::memcpy(recv, send, bytes);
     return;
   }
   // Gloo only reads a send buffer.
-  auto out_buf = context->createUnboundBuffer(const_cast<void*>(send), bytes);
-  auto in_buf = context->createUnboundBuffer(recv, bytes);
+  auto out_buf = links.Edge(r, left)->createUnboundBuffer(const_cast<void*>(send), bytes);
+  auto in_buf = links.Edge(right, r)->createUnboundBuffer(recv, bytes);
   const PendingWaitScope scope(waits, {in_buf.get(), out_buf.get()});
-  in_buf->recv((r + 1) % n, slot, 0, bytes);
-  out_buf->send((r + n - 1) % n, slot, 0, bytes);
+  in_buf->recv(right, slot, 0, bytes);
+  out_buf->send(left, slot, 0, bytes);
   ThrowIfWaitAborted(in_buf->waitRecv(timeout), "recv");
   ThrowIfWaitAborted(out_buf->waitSend(timeout), "send");
 }

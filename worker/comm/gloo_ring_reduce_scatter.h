@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "common/dtype.h"
-#include "gloo/context.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/gloo_links.h"
 #include "worker/comm/gloo_transport.h"
 
 namespace zeroshard {
@@ -35,19 +35,20 @@ struct RingReduceScatterArgs {
   PendingWaits* waits = nullptr;             // Abort wakes the ring's waits (may be null).
 };
 
-// Runs the ring on `context`. Throws gloo::IoException on transport failure or
+// Runs the ring over `links` (sends to next on links.Edge(rank, next)).
+// Throws gloo::IoException on transport failure or
 // timeout (the caller maps exceptions to absl::Status); returns OK otherwise.
 // Memory: `scratch` grows to two fp32 blocks of `count` elements (three for
 // bf16) and keeps them.
-void RingReduceScatter(const std::shared_ptr<gloo::Context>& context,
-                       const RingReduceScatterArgs& args, RingScratch& scratch);
+void RingReduceScatter(const GlooLinks& links, const RingReduceScatterArgs& args,
+                       RingScratch& scratch);
 
 // Ring shift (Communicator::RingShift): `bytes` from `send` to rank - 1,
 // rank + 1's into `recv`, as one unbound-buffer message tagged `slot`.
 // Throws gloo::IoException on transport failure or timeout.
 // `waits` (may be null): Abort wakes this shift's waits through it.
-void RingShiftBytes(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
-                    size_t bytes, uint64_t slot, std::chrono::milliseconds timeout,
+void RingShiftBytes(const GlooLinks& links, const void* send, void* recv, size_t bytes,
+                    uint64_t slot, std::chrono::milliseconds timeout,
                     PendingWaits* waits = nullptr);
 
 }  // namespace zeroshard
