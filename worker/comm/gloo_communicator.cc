@@ -290,7 +290,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store& stor
   ZS_ASSIGN_OR_RETURN(links.main, ConnectContext(store, prefix, rank, world_size, opts, devices));
   if (world_size == 2) {  // One connection per direction (gloo_links.h).
     ZS_ASSIGN_OR_RETURN(
-        links.reverse, ConnectContext(store, prefix + "/reverse", rank, world_size, opts, devices));
+        links.reverse, ConnectContext(store, prefix + "reverse/", rank, world_size, opts, devices));
   }
   return std::unique_ptr<Communicator>(
       std::make_unique<GlooCommunicator>(std::move(devices), std::move(links)));
