@@ -19,6 +19,9 @@
 //                  (gloo_ring_all_reduce.h), so Abort always wakes it;
 //                  int64, fp64 (control values): gloo::allreduce. Sum, max.
 //   Broadcast:     gloo::broadcast, any dtype (bytes).
+//   At world size 2 the rings (all-gather, reduce-scatter, the fp32 / bf16
+//   all-reduce, ring shift) run over two contexts, one per direction
+//   (gloo_links.h); Gloo's own collectives over the first.
 //   Barrier:       gloo::barrier, queued in order with the other ops; its
 //                  opts.timeout bounds the wait for earlier ops too. A Barrier
 //                  that returns DEADLINE_EXCEEDED may still run later: Abort
