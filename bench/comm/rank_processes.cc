@@ -1,8 +1,10 @@
 #include "bench/comm/rank_processes.h"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,7 +41,8 @@ std::vector<double> ReadValues(const std::string& path) {
   const std::streamsize size = in ? static_cast<std::streamsize>(in.tellg()) : 0;
   std::vector<double> values(static_cast<size_t>(size) / sizeof(double));
   in.seekg(0);
-  in.read(reinterpret_cast<char*>(values.data()), size);
+  in.read(reinterpret_cast<char*>(values.data()),
+          static_cast<std::streamsize>(values.size() * sizeof(double)));
   return values;
 }
 
@@ -49,13 +52,20 @@ std::vector<std::vector<double>> RunRankProcesses(
     const std::string& backend, int world_size,
     const std::function<std::vector<double>(Communicator&)>& body) {
   char tmpl[] = "/tmp/zeroshard_comm_bench_XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return {};
+  std::error_code ec;
+  if (mkdtemp(tmpl) == nullptr ||
+      !std::filesystem::create_directories(std::string(tmpl) + "/store", ec)) {
+    std::perror("comm_bandwidth_bench: a directory for the ranks' store");
+    return {};
+  }
   const std::string dir = tmpl;
-  std::filesystem::create_directories(dir + "/store");
   std::vector<pid_t> pids;
   for (int r = 0; r < world_size; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) RunChild(dir, backend, r, world_size, body);
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the bench.
+      RunChild(dir, backend, r, world_size, body);
+    }
     pids.push_back(pid);
   }
   bool ok = true;

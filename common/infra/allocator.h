@@ -21,7 +21,7 @@ const char* MallocName();
 // The worker's malloc settings, applied first thing in main by the worker and
 // by the benches that stand in for its ranks (model_load_client,
 // checkpoint_bench). On glibc: one arena for every thread (mallopt
-// M_ARENA_MAX 1); on tcmalloc, nothing.
+// M_ARENA_MAX 1); on tcmalloc or in a sanitizer build, nothing.
 //
 // Why: a rank receives its model weights and checkpoint ranges as gRPC
 // messages, whose buffers gRPC's threads allocate and the rank's threads
@@ -29,13 +29,15 @@ const char* MallocName();
 // once all of it is free, so every load faults the next buffers in again,
 // page by page. On the main arena alone freed memory is reused, and
 // glibc's dynamic mmap and trim thresholds stay as they are (the mallopt
-// thresholds would freeze them). Measured (bench/README.md, model/): a
-// 2 GB model directory loads in 0.89-0.98 s against 1.28-1.43 s, as fast
-// as tcmalloc; step times and every worker's VmHWM (peak_rss_test) are
-// unchanged within noise.
+// thresholds would freeze them). Measured (bench/README.md, "The workers
+// on one malloc arena"): a 2 GB model directory loads in 0.92-1.06 s
+// against 1.26-1.94 s (the two builds alternating), as fast as tcmalloc;
+// step times and every worker's VmHWM (peak_rss_test) are unchanged
+// within noise.
 //
 // Returns false where glibc refused the setting. Call before any other
-// thread starts: threads that already have an arena keep it.
+// thread starts: arenas made before it stay in use, by the threads that
+// have them and by new threads glibc hands them to.
 bool SetUpWorkerMalloc();
 
 }  // namespace zeroshard

@@ -54,7 +54,10 @@ int ArenasInThisProcess() {
 int ArenasAfterThreads(bool worker_settings) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (worker_settings && !SetUpWorkerMalloc()) _exit(100);
+    // Without the worker's settings, a limit above the thread count, so an
+    // arena limit from the environment (MALLOC_ARENA_MAX) does not decide.
+    if (worker_settings ? !SetUpWorkerMalloc() : mallopt(M_ARENA_MAX, 8 * kThreads) != 1)
+      _exit(100);
     std::barrier all(kThreads);
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i)

@@ -212,8 +212,7 @@ class GlooCommunicator final : public Communicator {
     aborted_.store(true);
     queue_.Abort(absl::AbortedError("communicator aborted"));
     pending_waits_.AbortAll();
-    AbortGlooContext(*links_.main);
-    if (links_.reverse != nullptr) AbortGlooContext(*links_.reverse);
+    CloseLinks();
   }
 
   CommStats stats() const override { return queue_.stats(); }
@@ -229,15 +228,25 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<Work> Submit(CommOp op, int64_t bytes, std::function<void()> body) {
     return queue_.Submit(op, bytes, [this, body = std::move(body)]() -> absl::Status {
       if (aborted_.load()) return absl::AbortedError("communicator aborted");
+      absl::Status failed;
       try {
         body();
         return absl::OkStatus();
       } catch (const gloo::IoException& e) {
-        return StatusFromGloo(e, /*is_io=*/true, aborted_.load());
+        failed = StatusFromGloo(e, /*is_io=*/true, aborted_.load());
       } catch (const std::exception& e) {
-        return StatusFromGloo(e, /*is_io=*/false, aborted_.load());
+        failed = StatusFromGloo(e, /*is_io=*/false, aborted_.load());
       }
+      // Unusable after any failure: every connection closes, so peers
+      // waiting on either context learn it at once (Gloo closes only the
+      // failed context's own pairs).
+      CloseLinks();
+      return failed;
     });
+  }
+  void CloseLinks() {
+    AbortGlooContext(*links_.main);
+    if (links_.reverse != nullptr) AbortGlooContext(*links_.reverse);
   }
 
   std::vector<std::shared_ptr<gloo::transport::Device>> devices_;

@@ -21,7 +21,8 @@
 //   Broadcast:     gloo::broadcast, any dtype (bytes).
 //   At world size 2 the rings (all-gather, reduce-scatter, the fp32 / bf16
 //   all-reduce, ring shift) run over two contexts, one per direction
-//   (gloo_links.h); Gloo's own collectives over the first.
+//   (gloo_links.h); Gloo's own collectives over the first. Connecting then
+//   takes two rendezvous, each bounded by GlooOptions::timeout.
 //   Barrier:       gloo::barrier, queued in order with the other ops; its
 //                  opts.timeout bounds the wait for earlier ops too. A Barrier
 //                  that returns DEADLINE_EXCEEDED may still run later: Abort
@@ -38,7 +39,7 @@
 // op's CollectiveOptions::timeout passed: DEADLINE_EXCEEDED; after Abort:
 // ABORTED; bad arguments: INVALID_ARGUMENT (without running). Gloo
 // exceptions never escape. After any failure the communicator is unusable
-// (Gloo closes its pairs): later ops fail with the first failure's status.
+// (it closes every connection): later ops fail with the first failure's status.
 //
 // Stats: per op, calls, bytes (nccl-tests sizes: all-gather and
 // reduce-scatter count world_size*count elements, all-reduce and broadcast
