@@ -67,9 +67,7 @@ double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes,
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (size_t p = 0; p < pairs.size(); ++p) {
-    std::vector<char>& out = buffers[p].out;
-    std::vector<char>& in = buffers[p].in;
-    threads.emplace_back([&, p] {
+    threads.emplace_back([&, p, &out = buffers[p].out] {
       for (size_t sent = 0; sent < bytes;) {
         const size_t at = out.size() == bytes ? sent : 0;
         const size_t len = std::min<size_t>({out.size() - at, bytes - sent, size_t{kBufferBytes}});
@@ -78,7 +76,7 @@ double OneTransfer(const std::vector<std::pair<int, int>>& pairs, size_t bytes,
         sent += static_cast<size_t>(n);
       }
     });
-    threads.emplace_back([&, p] {
+    threads.emplace_back([&, p, &in = buffers[p].in] {
       while (got[p] < bytes) {
         const size_t at = in.size() == bytes ? got[p] : 0;
         const size_t len = std::min<size_t>({in.size() - at, bytes - got[p], size_t{kBufferBytes}});

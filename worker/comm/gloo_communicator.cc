@@ -82,12 +82,12 @@ class GlooCommunicator final : public Communicator {
  public:
   // `devices` own the contexts' connections and loop threads.
   GlooCommunicator(std::vector<std::shared_ptr<gloo::transport::Device>> devices, GlooLinks links)
-      : devices_(std::move(devices)), links_(std::move(links)), context_(links_.main) {}
+      : devices_(std::move(devices)), links_(std::move(links)) {}
   // Closes the pairs so a running op returns, then queue_'s destructor joins.
   ~GlooCommunicator() override { Abort(); }
 
-  int rank() const override { return context_->rank; }
-  int world_size() const override { return context_->size; }
+  int rank() const override { return links_.rank(); }
+  int world_size() const override { return links_.size(); }
 
   std::unique_ptr<Work> AllGather(const void* send, void* recv, int64_t count, DType dtype,
                                   const CollectiveOptions& opts) override {
@@ -160,9 +160,9 @@ class GlooCommunicator final : public Communicator {
         if (send != recv) std::memmove(recv, send, static_cast<size_t>(count * DTypeSize(dtype)));
         if (world_size() == 1) return;
         if (dtype == DType::kInt64) {
-          GlooAllReduce(context_, static_cast<int64_t*>(recv), count, op, opts.timeout);
+          GlooAllReduce(links_.main, static_cast<int64_t*>(recv), count, op, opts.timeout);
         } else {
-          GlooAllReduce(context_, static_cast<double*>(recv), count, op, opts.timeout);
+          GlooAllReduce(links_.main, static_cast<double*>(recv), count, op, opts.timeout);
         }
         return;
       }
@@ -179,7 +179,7 @@ class GlooCommunicator final : public Communicator {
       if (bytes == 0) return;
       if (rank() == root) std::memmove(recv, send, bytes);
       if (world_size() == 1) return;
-      gloo::BroadcastOptions o(context_);
+      gloo::BroadcastOptions o(links_.main);
       o.setOutput(static_cast<char*>(recv), bytes);
       o.setRoot(root);
       o.setTimeout(GlooTimeout(opts.timeout));
@@ -201,7 +201,7 @@ class GlooCommunicator final : public Communicator {
   absl::Status Barrier(const CollectiveOptions& opts) override {
     auto work = Submit(CommOp::kBarrier, 0, [=, this] {
       if (world_size() == 1) return;
-      gloo::BarrierOptions o(context_);
+      gloo::BarrierOptions o(links_.main);
       o.setTimeout(GlooTimeout(opts.timeout));
       gloo::barrier(o);
     });
@@ -250,8 +250,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::vector<std::shared_ptr<gloo::transport::Device>> devices_;
-  GlooLinks links_;
-  const std::shared_ptr<gloo::Context>& context_;  // links_.main: Gloo's own collectives.
+  GlooLinks links_;  // Gloo's own collectives run on links_.main.
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;               // Issue thread only; equal on every rank.
   RingScratch ring_scratch_;                 // Queue thread only.
