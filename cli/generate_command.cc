@@ -24,6 +24,7 @@
 #include "common/shard_plan.h"
 #include "common/status_macros.h"
 #include "common/tokenizer/byte_level.h"
+#include "common/tokenizer/incremental_decode.h"
 #include "common/tokenizer/job_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "server/checkpoint/checkpoint_model.h"
@@ -98,6 +99,9 @@ absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int contex
   TokenSampler sampler(o.sampling);
   const size_t prompt_len = ids.size();
   std::vector<float> logits;
+  // The completion's text as Decode of all its ids gives it (a SentencePiece
+  // word's space survives; a character split over ids is whole).
+  tokenizer::IncrementalDecoder text(tok);
   std::string out;
   size_t printed = 0;
   const absl::Time start = absl::Now();
@@ -110,7 +114,7 @@ absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int contex
     if (!o.ids) {
       // An id past the tokenizer's vocabulary (a model's padding rows) has
       // no text: it prints nothing, as HF's decode skips it.
-      const absl::StatusOr<std::string> piece = tok.Decode({next});
+      const absl::StatusOr<std::string> piece = text.Append({next});
       if (piece.ok()) out += *piece;
       Stream(out, &printed, /*final=*/false);
     }
@@ -120,6 +124,7 @@ absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int contex
     }
     ZS_RETURN_IF_ERROR(decoder->Append({next}, &logits));
   }
+  if (absl::StatusOr<std::string> rest = text.Finish(); rest.ok()) out += *rest;
   Stream(out, &printed, /*final=*/true);
   const size_t made = ids.size() - prompt_len;
   if (o.ids) {

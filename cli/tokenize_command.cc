@@ -16,6 +16,7 @@
 #include "cli/tokenize_progress.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
+#include "common/tokenizer/incremental_decode.h"
 #include "common/tokenizer/tokenizer.h"
 #include "worker/data/document_tokens.h"
 #include "worker/data/documents.h"
@@ -86,7 +87,8 @@ absl::Status Tokenize(const TokenizeOptions& o) {
   return absl::OkStatus();
 }
 
-// A shard's text, 1M tokens at a time, to --out or standard output.
+// A shard's text, 1M tokens at a time (equal to decoding them all at once), to --out or standard
+// output.
 absl::Status Decode(const TokenizeOptions& o) {
   ZS_ASSIGN_OR_RETURN(const std::unique_ptr<Tokenizer> tok, FindTokenizer(o));
   ZS_ASSIGN_OR_RETURN(const TokenFile file, ReadTokenFile(o.decode, tok->vocab_size()));
@@ -95,10 +97,12 @@ absl::Status Decode(const TokenizeOptions& o) {
   constexpr int64_t kChunk = 1 << 20;
   std::vector<int32_t> ids;
   absl::Status status;
-  for (int64_t at = 0; at < file.count() && status.ok(); at += kChunk) {
+  // Runs decoded apart would each lose a SentencePiece word's space.
+  tokenizer::IncrementalDecoder decoder(*tok);
+  for (int64_t at = 0; at <= file.count() && status.ok(); at += kChunk) {
     ids.clear();
     for (int64_t i = at; i < std::min(file.count(), at + kChunk); ++i) ids.push_back(file.at(i));
-    absl::StatusOr<std::string> text = tok->Decode(ids);
+    absl::StatusOr<std::string> text = at < file.count() ? decoder.Append(ids) : decoder.Finish();
     status = text.status();
     if (status.ok() && std::fwrite(text->data(), 1, text->size(), out) != text->size()) {
       status = absl::InvalidArgumentError("write failed");
