@@ -138,12 +138,25 @@ def sentencepiece_check(docs, jsonl, tmp):
     check(text == sp.decode(ours.tolist()), "sentencepiece: decode equals the package's")
 
 
+def reference_versions():
+    """The installed references' versions (PyPI, unpinned): a failure names them."""
+    from importlib import metadata
+    found = []
+    for name in ("tokenizers", "tiktoken", "sentencepiece"):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} missing")
+    return ", ".join(found)
+
+
 def main():
     try:
         import numpy  # noqa: F401
         import tokenizers  # noqa: F401
     except ImportError as e:
         skip(f"a reference is missing: {e}")
+    print(f"references: {reference_versions()}")
     got, missing = assets.all_vocabularies()
     for name, why in missing.items():
         print(f"note: vocabulary {name} unavailable: {why}")
