@@ -99,15 +99,18 @@ absl::Status Decode(const TokenizeOptions& o) {
   absl::Status status;
   // Runs decoded apart would each lose a SentencePiece word's space.
   tokenizer::IncrementalDecoder decoder(*tok);
-  for (int64_t at = 0; at <= file.count() && status.ok(); at += kChunk) {
-    ids.clear();
-    for (int64_t i = at; i < std::min(file.count(), at + kChunk); ++i) ids.push_back(file.at(i));
-    absl::StatusOr<std::string> text = at < file.count() ? decoder.Append(ids) : decoder.Finish();
+  auto write = [&](const absl::StatusOr<std::string>& text) {
     status = text.status();
     if (status.ok() && std::fwrite(text->data(), 1, text->size(), out) != text->size()) {
       status = absl::InvalidArgumentError("write failed");
     }
+  };
+  for (int64_t at = 0; at < file.count() && status.ok(); at += kChunk) {
+    ids.clear();
+    for (int64_t i = at; i < std::min(file.count(), at + kChunk); ++i) ids.push_back(file.at(i));
+    write(decoder.Append(ids));
   }
+  if (status.ok()) write(decoder.Finish());  // The ids it held back, if any.
   if (out != stdout) std::fclose(out);
   return status;
 }

@@ -116,6 +116,23 @@ TEST(IncrementalDecoder, RunsDecodedApartWouldNotBe) {
   EXPECT_EQ(*decoder.Finish(), "");
 }
 
+TEST(IncrementalDecoder, TextThatEndsInReplacementCharactersIsGivenOutAfterTheHoldLimit) {
+  // Lone first bytes of "€": each decodes to U+FFFD, so every run's text
+  // ends in one; the ids are held until kMaxHeldIds, then given as they are.
+  const SentencePieceLike sp;
+  IncrementalDecoder decoder(sp);
+  const std::vector<int32_t> ids(IncrementalDecoder::kMaxHeldIds + 10, 5);
+  std::string text;
+  size_t first_text_at = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    text += *decoder.Append({ids[i]});
+    if (first_text_at == 0 && !text.empty()) first_text_at = i + 1;
+  }
+  EXPECT_EQ(first_text_at, IncrementalDecoder::kMaxHeldIds);
+  text += *decoder.Finish();
+  EXPECT_EQ(text, *sp.Decode(ids));
+}
+
 TEST(IncrementalDecoder, AnUnknownIdIsAnErrorAndTheStreamGoesOn) {
   const SentencePieceLike sp;
   IncrementalDecoder decoder(sp);
