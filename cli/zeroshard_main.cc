@@ -7,7 +7,7 @@
 #include "common/rpc/grpc_log_limit.h"
 
 int main(int argc, char** argv) {
-  zeroshard::SetUpProcess();
+  zeroshard::SetUpProcess(argv[0]);
   zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard: ZeRO-style sharded training", "zeroshard"};
   zeroshard::AddVersionFlag(app);

@@ -176,7 +176,7 @@ void PrintAddresses(const zeroshard::CoordinatorOptions& o,
 }  // namespace
 
 int main(int argc, char** argv) {
-  zeroshard::SetUpProcess();
+  zeroshard::SetUpProcess(argv[0]);
   zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.
   CLI::App app{"zeroshard coordinator: membership, shard plan, rendezvous, state, metrics",
                "zeroshard-coordinator"};

@@ -107,7 +107,7 @@ std::optional<int> CheckFlags(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  zeroshard::SetUpProcess();
+  zeroshard::SetUpProcess(argv[0]);
   if (!zeroshard::SetUpWorkerMalloc())
     std::cerr << "zeroshard-worker: mallopt(M_ARENA_MAX, 1) refused\n";
   zeroshard::InstallGrpcLogLimit();  // No log flood from connections anyone can open.

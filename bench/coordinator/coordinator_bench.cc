@@ -310,7 +310,7 @@ int Run(const Flags& f) {
 }  // namespace zeroshard
 
 int main(int argc, char** argv) {
-  zeroshard::SetUpProcess();
+  zeroshard::SetUpProcess(argv[0]);
   CLI::App app{"coordinator benchmark: heartbeat rate and failure propagation",
                "coordinator_bench"};
   zeroshard::bench::Flags f;

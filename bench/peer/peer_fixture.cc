@@ -123,7 +123,7 @@ absl::Status Run(const JobConfig& job, const std::string& dir) {
 }  // namespace zeroshard
 
 int main(int argc, char** argv) {
-  zeroshard::SetUpProcess();
+  zeroshard::SetUpProcess(argv[0]);
   CLI::App app{"Writes the initial weights, batches and job settings the PyTorch peer trains on"};
   zeroshard::JobConfig job;
   std::string dir;

@@ -4,10 +4,12 @@
 #include <sys/resource.h>
 
 #include "absl/synchronization/mutex.h"
+#include "common/infra/crash_report.h"
 
 namespace zeroshard {
 
-void SetUpProcess() {
+void SetUpProcess(const char* argv0) {
+  InstallCrashReport(argv0);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Every connection, stream and file takes a descriptor; a soft limit of
   // 1,024 would let idle connections starve the server of new ones.

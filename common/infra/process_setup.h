@@ -11,6 +11,8 @@
 // The soft limit on open files is raised to the hard one: a server's
 // connections, streams and files each take a descriptor.
 //
+// A crash writes its signal and stack to stderr (crash_report.h).
+//
 // Thread safety: call once, before any other thread starts.
 #pragma once
 
@@ -18,7 +20,8 @@
 
 namespace zeroshard {
 
-void SetUpProcess();
+// `argv0`: main's argv[0], for naming the binary in a crash report.
+void SetUpProcess(const char* argv0);
 
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it starts
 // afterwards, so only the caller's sigwait on the returned set sees them
