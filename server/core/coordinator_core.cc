@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/rpc/plan_proto.h"
 #include "common/status_macros.h"
 #include "server/core/validation.h"
@@ -127,9 +128,11 @@ absl::StatusOr<v1::ReportHandoffResponse> CoordinatorCore::ReportHandoff(
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
   EffectsLock lock(this);
-  ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now()));
-  effects_.log.push_back(absl::StrCat("member ", r.member_id(), " reports a handoff of generation ",
-                                      r.generation(), " at step ", r.step()));
+  const std::vector<int> leaving(r.leaving_ranks().begin(), r.leaving_ranks().end());
+  ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now(), leaving));
+  effects_.log.push_back(absl::StrCat(
+      "member ", r.member_id(), " reports a handoff of generation ", r.generation(), " at step ",
+      r.step(), leaving.empty() ? "" : "; leaving ranks ", absl::StrJoin(leaving, ", ")));
   DrainEventsLocked();
   v1::ReportHandoffResponse out;
   out.set_generation(membership_.generation());

@@ -115,12 +115,23 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
   return absl::OkStatus();
 }
 
-absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::Time now) {
+absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::Time now,
+                                 const std::vector<int>& leaving_ranks) {
   if (members_.count(member_id) == 0) {
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
   ZS_RETURN_IF_ERROR(CheckRanked(member_id, "report a handoff"));
+  for (int rank : leaving_ranks) {
+    if (rank < 0 || rank >= world_size() || ranked_[rank] == member_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "leaving rank ", rank, " is not another rank of generation ", generation_,
+          " (world size ", world_size(), ", reporter's rank ", members_.at(member_id).rank, ")"));
+    }
+  }
+  // A leaver's Leave may arrive after the next Tick: without this mark the
+  // next generation would rank it, and its Leave would end that one too.
+  for (int rank : leaving_ranks) members_.at(ranked_[rank]).departing = true;
   EndGeneration(ChangeReason::kHandoff, now);
   last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
   return absl::OkStatus();
@@ -183,6 +194,7 @@ void Membership::Remove(uint64_t member_id, ChangeReason reason, absl::Time now)
   auto it = members_.find(member_id);
   if (it == members_.end()) return;
   const bool ranked = it->second.rank >= 0;
+  const bool departing = it->second.departing;
   MembershipEvent removed{MembershipEvent::Kind::kMemberRemoved,
                           generation_,
                           reason,
@@ -195,7 +207,9 @@ void Membership::Remove(uint64_t member_id, ChangeReason reason, absl::Time now)
   suspects_.erase(member_id);
   suspect_ranks_.erase(member_id);
   events_.push_back(std::move(removed));
-  last_change_ = now;
+  // A departing member was already left out of the next generation: its
+  // going changes nothing to settle.
+  if (!departing) last_change_ = now;
   if (ranked) {
     EndGeneration(reason, now);
   } else if (state_ == GenerationState::kWaiting && !pending_reason_) {
@@ -225,6 +239,7 @@ void Membership::Form(absl::Time now) {
   // Deterministic ranks: join order, capped at max_workers.
   for (auto& [id, m] : members_) {
     if (static_cast<int>(ranked_.size()) >= options_.max_workers) break;
+    if (m.departing) continue;
     m.rank = static_cast<int>(ranked_.size());
     ranked_.push_back(id);
   }
@@ -246,8 +261,7 @@ void Membership::Tick(absl::Time now) {
 
   const bool settled = now - last_change_ >= options_.settle;
   if (state_ == GenerationState::kRunning) {
-    const bool joiner_admissible =
-        members_.size() > ranked_.size() && static_cast<int>(ranked_.size()) < options_.max_workers;
+    const bool joiner_admissible = Eligible() > world_size() && world_size() < options_.max_workers;
     if (!joiner_admissible || !settled) return;
     if (!change_pending()) change_pending_since_ = now;
     if (now - change_pending_since_ < options_.handoff_grace) return;
@@ -255,10 +269,14 @@ void Membership::Tick(absl::Time now) {
     last_change_ = now - options_.settle;  // Already settled: form right away.
   }
   if (state_ == GenerationState::kWaiting && suspects_.empty() &&
-      static_cast<int>(members_.size()) >= options_.min_workers &&
-      now - last_change_ >= options_.settle) {
+      Eligible() >= options_.min_workers && now - last_change_ >= options_.settle) {
     Form(now);
   }
+}
+
+int Membership::Eligible() const {
+  return static_cast<int>(std::count_if(members_.begin(), members_.end(),
+                                        [](const auto& m) { return !m.second.departing; }));
 }
 
 std::vector<MembershipEvent> Membership::TakeEvents() {

@@ -27,7 +27,10 @@
 //   "handoff", neither a failure nor a settle wait); the next one forms in
 //   the next Tick. Ranks that do not hand off within `handoff_grace` have
 //   the generation ended under them (reason "join"). handoff_grace = 0
-//   ends it at once.
+//   ends it at once. The Handoff names the ranks that gave their shards
+//   away to leave the job (a worker's stop signal): they become departing,
+//   so the next generation forms without them even when their Leave comes
+//   after the next Tick, and it forms once.
 //
 // Failure reports ([Note: suspects after a failure]): a member whose
 // collective failed cannot reliably name the dead peer (in a ring, the
@@ -142,6 +145,9 @@ struct Member {
   absl::Time joined;
   absl::Time last_heartbeat;
   int rank = -1;  // Rank in the running generation; -1 if waiting.
+  // Handed its shard away at a handoff and is leaving: never ranked again,
+  // and not a joiner to admit; its Leave (or lease expiry) removes it.
+  bool departing = false;
 };
 
 // Something that happened, for the owner to act on (drop KV keys, persist
@@ -194,10 +200,15 @@ class Membership {
   // no-op once the job has ended. The running generation is left running.
   void Complete(const std::string& reason, absl::Time now);
   // The ranks stopped at a step boundary with their state handed over:
-  // ends the running generation `generation` (reason "handoff"). NOT_FOUND
-  // for an unknown member; ABORTED if `generation` is not the running one;
-  // PERMISSION_DENIED for a member without a rank in it.
-  absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now);
+  // ends the running generation `generation` (reason "handoff"). The
+  // members at `leaving_ranks` of it become departing (Member::departing),
+  // so the next generation forms without them whether or not their Leave
+  // has arrived. NOT_FOUND for an unknown member; ABORTED if `generation`
+  // is not the running one; PERMISSION_DENIED for a member without a rank
+  // in it; INVALID_ARGUMENT for a leaving rank outside [0, world size) or
+  // equal to the reporter's (nothing changes then).
+  absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now,
+                       const std::vector<int>& leaving_ranks = {});
   // Whether the running generation should stop at its next step boundary
   // for a membership change.
   bool change_pending() const { return change_pending_since_ != absl::InfiniteFuture(); }
@@ -240,6 +251,8 @@ class Membership {
   void EndJob(JobState state, const std::string& reason);
   void ExpireSuspects(absl::Time now);
   void Form(absl::Time now);
+  // Members that may get a rank: all but the departing.
+  int Eligible() const;
 
   const MembershipOptions options_;
   uint64_t generation_;  // Running, or the last one that ran (0 = none yet).

@@ -50,7 +50,7 @@ METHODS = {
     COORD + "Heartbeat": ((1, "s"), (2, "v"), (3, "v")),
     COORD + "Leave": ((1, "s"), (2, "v"), (3, "v")),
     COORD + "ReportFailure": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "s"), (6, "v")),
-    COORD + "ReportHandoff": ((1, "s"), (2, "v"), (3, "v"), (4, "v")),
+    COORD + "ReportHandoff": ((1, "s"), (2, "v"), (3, "v"), (4, "v"), (5, "v")),
     COORD + "GetGeneration": ((1, "s"), (2, "v")),
     COORD + "KvSet": KV,
     COORD + "KvGet": KV,

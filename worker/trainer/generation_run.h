@@ -46,6 +46,10 @@ class GenerationRun {
 
   // The step the ranks yielded at (after kYielded).
   int64_t yield_step() const { return yielded_ ? yielded_->step : -1; }
+  // The ranks that gave their shards away at that yield, to leave the job.
+  std::vector<int> yield_leaving() const {
+    return yielded_ ? yielded_->leaving : std::vector<int>{};
+  }
 
  private:
   GenerationRun(JobContext& job, WorkerSession& session, const v1::GenerationInfo& info,

@@ -116,7 +116,7 @@ void Apply(Runtime& r, Action action, const LifecycleEvent& event) {
       r.session->ReportFailure(generation, -1, std::string(event.status.message()));
       return;
     case Action::kReportHandoff:
-      r.session->ReportHandoff(generation, r.run->yield_step());
+      r.session->ReportHandoff(generation, r.run->yield_step(), r.run->yield_leaving());
       return;
     case Action::kLeave:
       r.session->Leave();

@@ -190,12 +190,14 @@ void WorkerSession::ReportFailure(uint64_t generation, int failed_rank, const st
   (void)client_.ReportFailure(request);  // Best effort: the lease covers a lost report.
 }
 
-void WorkerSession::ReportHandoff(uint64_t generation, int64_t step) {
+void WorkerSession::ReportHandoff(uint64_t generation, int64_t step,
+                                  const std::vector<int>& leaving_ranks) {
   v1::ReportHandoffRequest request;
   request.set_job_id(identity_.job_id);
   request.set_member_id(member_id_);
   request.set_generation(generation);
   request.set_step(step);
+  for (int rank : leaving_ranks) request.add_leaving_ranks(rank);
   (void)client_.ReportHandoff(request);  // Best effort: the handoff grace covers a lost one.
 }
 

@@ -73,8 +73,10 @@ class WorkerSession {
 
   void ReportFailure(uint64_t generation, int failed_rank, const std::string& reason);
   // The ranks of `generation` stopped at a step boundary and handed their
-  // state over: ends it as a handoff, not a failure. Best effort.
-  void ReportHandoff(uint64_t generation, int64_t step);
+  // state over: ends it as a handoff, not a failure; `leaving_ranks` gave
+  // theirs away to leave, so the next generation forms without them.
+  // Best effort.
+  void ReportHandoff(uint64_t generation, int64_t step, const std::vector<int>& leaving_ranks);
   // The last heartbeat reply said a member waits to be admitted: the
   // running generation should stop at its next step boundary.
   bool ChangePending() const;
