@@ -66,6 +66,42 @@ void CollectiveTracker::Retire(DeviceBuffer& buffer) {
   buffer = std::move(empty);
 }
 
+absl::Status CollectiveTracker::FinishEach(std::vector<std::unique_ptr<Work>>& works,
+                                           const std::vector<DeviceBuffer*>& into, bool sequence) {
+  ZS_CHECK(works.size() == into.size());
+  for (size_t i = 0; i < works.size(); ++i) {
+    absl::Status s = sequence ? Sequence(works[i]) : Await(works[i]);
+    if (s.ok()) continue;
+    Retire(*into[i]);  // [Note: failed collective buffers]
+    AbandonIssued(works, into);
+    return s;
+  }
+  works.clear();
+  return absl::OkStatus();
+}
+
+absl::Status CollectiveTracker::AwaitEach(std::vector<std::unique_ptr<Work>>& works,
+                                          const std::vector<DeviceBuffer*>& into) {
+  return FinishEach(works, into, /*sequence=*/false);
+}
+
+absl::Status CollectiveTracker::SequenceEach(std::vector<std::unique_ptr<Work>>& works,
+                                             const std::vector<DeviceBuffer*>& into) {
+  return FinishEach(works, into, /*sequence=*/true);
+}
+
+void CollectiveTracker::AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
+                                      const std::vector<DeviceBuffer*>& into) {
+  bool any = false;
+  for (size_t i = 0; i < works.size(); ++i) {
+    if (works[i] == nullptr) continue;
+    any = true;
+    Retire(*into[i]);  // [Note: failed collective buffers]
+  }
+  if (any) comm_->Abort();
+  works.clear();
+}
+
 void CollectiveTracker::AbandonRetired() {
   for (DeviceBuffer& b : retired_) KeepForever(b.Abandon());
   retired_.clear();

@@ -47,6 +47,14 @@ class CollectiveTracker {
 
   absl::Status Await(std::unique_ptr<Work>& work);
   absl::Status Sequence(std::unique_ptr<Work>& work);
+  // Await or Sequence each of `works` in order, each writing into the
+  // buffer at the same index of `into`. At the first error that buffer and
+  // those of the works after it go through AbandonIssued, and the error is
+  // returned.
+  absl::Status AwaitEach(std::vector<std::unique_ptr<Work>>& works,
+                         const std::vector<DeviceBuffer*>& into);
+  absl::Status SequenceEach(std::vector<std::unique_ptr<Work>>& works,
+                            const std::vector<DeviceBuffer*>& into);
   // The first error of any stream-ordered Work (it aborts the communicator
   // and becomes status()), or status().
   absl::Status AwaitInFlight();
@@ -56,11 +64,21 @@ class CollectiveTracker {
 
   // Replaces `buffer` by an empty one of its kind; the old one is kept.
   void Retire(DeviceBuffer& buffer);
+  // An early return (an error) while `works` are still issued, each
+  // writing into the buffer at the same index of `into`: the communicator
+  // is aborted, so nothing more arrives, every such buffer is retired (the
+  // queue may still be inside one of the ops) and the works are dropped.
+  // Null works (already waited) are skipped with their buffers.
+  void AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
+                     const std::vector<DeviceBuffer*>& into);
   void Keep(DeviceBuffer buffer) { retired_.push_back(std::move(buffer)); }
   // Teardown: every retired buffer to KeepForever (wait_or_abort.h).
   void AbandonRetired();
 
  private:
+  absl::Status FinishEach(std::vector<std::unique_ptr<Work>>& works,
+                          const std::vector<DeviceBuffer*>& into, bool sequence);
+
   Communicator* comm_;
   absl::Duration timeout_;
   absl::Status status_;

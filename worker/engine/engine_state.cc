@@ -109,28 +109,40 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
 absl::Status ShardedEngine::RebuildComputeCopy() {
   ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());
   std::vector<std::unique_ptr<Work>> works;
+  std::vector<DeviceBuffer*> into;  // Each work's destination.
   DeviceBuffer staging = ctx_.Buffer(MemoryKind::kBuffers);
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    EngineUnit& unit = units_[u];
-    const int64_t n = unit.opt_range.length;
-    ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
-    auto convert = [&](void* out) {
-      return device_->Convert(master, DType::kFp32, out, options_.compute_dtype, n);
-    };
-    if (params_ != nullptr) {  // Stage 3: the store holds the compute shard.
-      ZS_RETURN_IF_ERROR(updater_->WriteParamShard(u, convert));
-      continue;
-    }
-    const bool gathers = zero_stage().gathers_after_step;
-    void* dst = ctx_.ParamsShard(unit);
-    if (!ctx_.master_is_params) ZS_RETURN_IF_ERROR(convert(dst));  // Else dst is the master.
-    if (gathers) {
-      works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
-                                       {options_.collective_timeout}));
+    absl::Status s = RebuildUnit(u, staging, works, into);
+    if (!s.ok()) {
+      tracker_.AbandonIssued(works, into);  // Issued gathers may still write.
+      return s;
     }
   }
-  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(tracker_.Await(w));
+  ZS_RETURN_IF_ERROR(tracker_.AwaitEach(works, into));
   compute_copy_stale_ = false;
+  return absl::OkStatus();
+}
+
+// Unit u's compute copy from its master shard; at stages 1-2 the all-gather
+// that spreads it (issued into `works`, its destination into `into`).
+absl::Status ShardedEngine::RebuildUnit(int u, DeviceBuffer& staging,
+                                        std::vector<std::unique_ptr<Work>>& works,
+                                        std::vector<DeviceBuffer*>& into) {
+  EngineUnit& unit = units_[u];
+  const int64_t n = unit.opt_range.length;
+  ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
+  auto convert = [&](void* out) {
+    return device_->Convert(master, DType::kFp32, out, options_.compute_dtype, n);
+  };
+  // Stage 3: the store holds the compute shard.
+  if (params_ != nullptr) return updater_->WriteParamShard(u, convert);
+  void* dst = ctx_.ParamsShard(unit);
+  if (!ctx_.master_is_params) ZS_RETURN_IF_ERROR(convert(dst));  // Else dst is the master.
+  if (zero_stage().gathers_after_step) {
+    works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
+                                     {options_.collective_timeout}));
+    into.push_back(&unit.params);
+  }
   return absl::OkStatus();
 }
 

@@ -36,38 +36,51 @@ absl::StatusOr<double> ShardUpdater::GlobalSumSquares() {
 }
 
 absl::Status ShardUpdater::Update(int64_t step, float multiplier) {
-  const EngineOptions& o = *ctx_.options;
-  const bool gathers = ctx_.stage().gathers_after_step;
   DeviceBuffer grad32 = ctx_.Buffer(MemoryKind::kBuffers);
   std::vector<std::unique_ptr<Work>> works;
-  const int num_units = ctx_.num_units();
-  for (int u = 0; u < num_units; ++u) {
-    EngineUnit& unit = ctx_.unit(u);
-    const int64_t n = unit.opt_range.length, S = unit.plan->shard_numel;
-    void* shard_grad = reducer_->ShardGrad(unit);
-    const float* g = static_cast<const float*>(shard_grad);
-    if (o.reduce_dtype != DType::kFp32) {
-      ZS_RETURN_IF_ERROR(grad32.Allocate(n * 4));
-      ZS_RETURN_IF_ERROR(
-          ctx_.device->Convert(shard_grad, DType::kBf16, grad32.data(), DType::kFp32, n));
-      g = grad32.as<float>();
+  std::vector<DeviceBuffer*> into;  // Each all-gather's destination.
+  for (int u = 0; u < ctx_.num_units(); ++u) {
+    absl::Status s = UpdateUnit(u, step, multiplier, grad32);
+    if (!s.ok()) {
+      ctx_.tracker->AbandonIssued(works, into);  // Earlier units' gathers may still write.
+      return s;
     }
-    void* out = ctx_.ParamsShard(unit);
-    // The store streams units: u + 1 is read ahead while u is updated. Where
-    // the master is `out` itself, updating it is the whole write.
-    auto update = [&](void* dst) {
-      return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, o.adamw, step, multiplier, g,
-                          ctx_.master_is_params ? nullptr : dst, o.compute_dtype);
-    };
-    // With params offload the new shard goes to the parameter store.
-    ZS_RETURN_IF_ERROR(params_ != nullptr ? WriteParamShard(u, update) : update(out));
-    grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
-    if (gathers) {
-      works.push_back(ctx_.comm->AllGather(out, unit.params.data(), S, o.compute_dtype,
-                                           {o.collective_timeout}));
+    if (ctx_.stage().gathers_after_step) {
+      EngineUnit& unit = ctx_.unit(u);
+      works.push_back(ctx_.comm->AllGather(ctx_.ParamsShard(unit), unit.params.data(),
+                                           unit.plan->shard_numel, ctx_.options->compute_dtype,
+                                           {ctx_.options->collective_timeout}));
+      into.push_back(&unit.params);
     }
   }
-  for (std::unique_ptr<Work>& w : works) ZS_RETURN_IF_ERROR(ctx_.tracker->Sequence(w));
+  return ctx_.tracker->SequenceEach(works, into);
+}
+
+// AdamW on unit u's shard: the new master, and the compute shard written
+// where the master is not it (to the parameter store with params offload).
+absl::Status ShardUpdater::UpdateUnit(int u, int64_t step, float multiplier, DeviceBuffer& grad32) {
+  const EngineOptions& o = *ctx_.options;
+  const int num_units = ctx_.num_units();
+  EngineUnit& unit = ctx_.unit(u);
+  const int64_t n = unit.opt_range.length;
+  void* shard_grad = reducer_->ShardGrad(unit);
+  const float* g = static_cast<const float*>(shard_grad);
+  if (o.reduce_dtype != DType::kFp32) {
+    ZS_RETURN_IF_ERROR(grad32.Allocate(n * 4));
+    ZS_RETURN_IF_ERROR(
+        ctx_.device->Convert(shard_grad, DType::kBf16, grad32.data(), DType::kFp32, n));
+    g = grad32.as<float>();
+  }
+  // The store streams units: u + 1 is read ahead while u is updated. Where
+  // the master is the compute shard itself, updating it is the whole write.
+  auto update = [&](void* dst) {
+    return opt_->Update(u, u + 1 < num_units ? u + 1 : 0, o.adamw, step, multiplier, g,
+                        ctx_.master_is_params ? nullptr : dst, o.compute_dtype);
+  };
+  // With params offload the new shard goes to the parameter store.
+  ZS_RETURN_IF_ERROR(params_ != nullptr ? WriteParamShard(u, update)
+                                        : update(ctx_.ParamsShard(unit)));
+  grad32.Free();  // Stream-ordered on CUDA: after the update that reads it.
   return absl::OkStatus();
 }
 

@@ -50,6 +50,8 @@ class ShardUpdater {
   absl::Status WriteParamShard(int u, const std::function<absl::Status(void*)>& fill);
 
  private:
+  absl::Status UpdateUnit(int u, int64_t step, float multiplier, DeviceBuffer& grad32);
+
   EngineContext ctx_;
   Communicator* control_;
   OptimizerStore* opt_;
