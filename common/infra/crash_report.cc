@@ -21,11 +21,15 @@ constexpr bool kUnderSanitizer = true;
 constexpr bool kUnderSanitizer = false;
 #endif
 
+// A sanitizer reports faults itself (handle_segv, handle_sigbus,
+// handle_sigfpe) but not aborts or illegal instructions.
 constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+constexpr int kSanitizerLeavesSignals[] = {SIGILL, SIGABRT};
 constexpr int kMaxFrames = 64;
 
 const char* g_program = "zeroshard";
-std::atomic<bool> g_crashing{false};
+// The thread writing the report (0: none yet).
+std::atomic<long> g_reporter{0};
 
 void Write(const char* text) { (void)!::write(STDERR_FILENO, text, strlen(text)); }
 
@@ -48,7 +52,9 @@ void WriteStack(const void* fault_pc) {
   const int n = ::backtrace(frames, kMaxFrames);
   int first = 0;
   for (int i = 0; i < n; ++i) {
-    if (frames[i] == fault_pc) first = i;
+    if (frames[i] != fault_pc) continue;
+    first = i;  // The first match: outer frames may return to the same address.
+    break;
   }
   for (int i = first; i < n; ++i) {
     char name[512];
@@ -75,22 +81,31 @@ const void* FaultPc(const void* context) {
 #endif
 }
 
+// Dies of `sig` at once: its default action, and SA_NODEFER left it unblocked.
+[[noreturn]] void DieOf(int sig) {
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+  ::_exit(128 + sig);  // Only if the signal did not end the process.
+}
+
 void OnCrash(int sig, siginfo_t*, void* context) {
-  if (g_crashing.exchange(true)) {
-    // Another thread is already writing its report and will end the process.
+  const long me = ::syscall(SYS_gettid);
+  long none = 0;
+  if (!g_reporter.compare_exchange_strong(none, me)) {
+    // The reporter itself crashed while writing (a stack too corrupt to
+    // walk): it dies now. Any other thread waits for the reporter, which
+    // ends the process.
+    if (none == me) DieOf(sig);
     for (;;) ::pause();
   }
   WriteHeader(sig);
   WriteStack(context != nullptr ? FaultPc(context) : nullptr);
-  // Die of the same signal: SA_RESETHAND put the default action back, and
-  // the signal is unblocked again once this handler returns.
-  ::raise(sig);
+  DieOf(sig);
 }
 
 }  // namespace
 
 bool InstallCrashReport(const char* argv0) {
-  if (kUnderSanitizer) return false;
   if (argv0 != nullptr) {
     const char* slash = strrchr(argv0, '/');
     g_program = slash != nullptr ? slash + 1 : argv0;
@@ -101,9 +116,15 @@ bool InstallCrashReport(const char* argv0) {
   struct sigaction action = {};
   action.sa_sigaction = OnCrash;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
-  for (int sig : kCrashSignals) ::sigaction(sig, &action, nullptr);
-  return true;
+  // The handler stays installed (no SA_RESETHAND): a second thread that
+  // crashes meanwhile must wait in it, not die before the report is out.
+  action.sa_flags = SA_SIGINFO | SA_NODEFER;
+  if (kUnderSanitizer) {
+    for (int sig : kSanitizerLeavesSignals) ::sigaction(sig, &action, nullptr);
+  } else {
+    for (int sig : kCrashSignals) ::sigaction(sig, &action, nullptr);
+  }
+  return !kUnderSanitizer;
 }
 
 }  // namespace zeroshard

@@ -19,20 +19,27 @@
 // pointers only, which these builds and glibc omit: its stack ends at the
 // first frame.
 //
-// Not covered: a stack overflow (the handler runs on the overflowed stack);
-// a crash inside the handler itself. Under AddressSanitizer the sanitizer's
-// handlers stay and this installs nothing: its reports say more.
+// Several threads: the first to crash writes its report; any other that
+// crashes meanwhile waits in the handler until the first ends the process.
+// A crash inside the report itself (a stack too corrupt to walk) ends the
+// process at once with the report cut short. Not covered: a stack overflow
+// (the handler runs on the overflowed stack). Under a sanitizer (ASan,
+// TSan) the sanitizer keeps the faults it reports (SIGSEGV, SIGBUS, SIGFPE)
+// and this takes only SIGABRT and SIGILL, which it leaves alone.
 //
 // Thread safety: call once, from main, before other threads start. The
-// handler is async-signal-safe apart from backtrace() loading libgcc_s on
-// its first call, which InstallCrashReport makes happen up front.
+// handler calls nothing that allocates or takes a lock of this process's
+// own: write(2), snprintf with %s/%d/%ld, Abseil's symbolizer, and glibc's
+// backtrace() (libgcc_s loaded up front by InstallCrashReport) and
+// backtrace_symbols_fd (which may take the dynamic loader's lock; a crash
+// inside the loader would hang there, a risk glibc's own handlers share).
 #pragma once
 
 namespace zeroshard {
 
 // `argv0`: main's argv[0] (the symbolizer finds the binary through
 // /proc/self/exe; argv0 is only its fallback). Returns false under a
-// sanitizer, where nothing is installed.
+// sanitizer, where only SIGABRT and SIGILL are taken.
 bool InstallCrashReport(const char* argv0);
 
 }  // namespace zeroshard

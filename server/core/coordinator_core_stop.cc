@@ -39,7 +39,7 @@ absl::StatusOr<v1::StopJobResponse> CoordinatorCore::StopJob(const v1::StopJobRe
 void CoordinatorCore::MaybeCompleteStopLocked() {
   if (!stop_requested_ || membership_.job_ended()) return;
   if (membership_.state() != GenerationState::kRunning &&
-      membership_.live_members() < static_cast<size_t>(options_.min_workers)) {
+      membership_.Eligible() < options_.min_workers) {
     CompleteStoppedLocked();
   }
 }

@@ -122,18 +122,32 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
   }
   ZS_RETURN_IF_ERROR(CheckRunning(generation, "generation"));
   ZS_RETURN_IF_ERROR(CheckRanked(member_id, "report a handoff"));
-  for (int rank : leaving_ranks) {
-    if (rank < 0 || rank >= world_size() || ranked_[rank] == member_id) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "leaving rank ", rank, " is not another rank of generation ", generation_,
-          " (world size ", world_size(), ", reporter's rank ", members_.at(member_id).rank, ")"));
-    }
-  }
+  ZS_RETURN_IF_ERROR(CheckLeavingRanks(member_id, leaving_ranks));
   // A leaver's Leave may arrive after the next Tick: without this mark the
   // next generation would rank it, and its Leave would end that one too.
-  for (int rank : leaving_ranks) members_.at(ranked_[rank]).departing = true;
+  for (int rank : leaving_ranks) {
+    Member& m = members_.at(ranked_[rank]);
+    m.departing = true;
+    m.departing_since = now;
+  }
   EndGeneration(ChangeReason::kHandoff, now);
   last_change_ = now - options_.settle;  // The change has settled: form at the next Tick.
+  return absl::OkStatus();
+}
+
+// Distinct ranks of the running generation, none the reporter's.
+absl::Status Membership::CheckLeavingRanks(uint64_t member_id,
+                                           const std::vector<int>& leaving_ranks) const {
+  std::vector<bool> seen(static_cast<size_t>(world_size()), false);
+  for (int rank : leaving_ranks) {
+    if (rank < 0 || rank >= world_size() || ranked_[rank] == member_id || seen[rank]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("leaving rank ", rank, " is not another rank of generation ", generation_,
+                       " named once (world size ", world_size(), ", reporter's rank ",
+                       members_.at(member_id).rank, ")"));
+    }
+    seen[rank] = true;
+  }
   return absl::OkStatus();
 }
 
@@ -257,6 +271,7 @@ void Membership::Tick(absl::Time now) {
   }
   for (uint64_t id : expired) Remove(id, ChangeReason::kLeaseExpired, now);
   ExpireSuspects(now);
+  ExpireDepartures(now);
   if (job_ended()) return;  // No generation forms again.
 
   const bool settled = now - last_change_ >= options_.settle;
@@ -271,6 +286,18 @@ void Membership::Tick(absl::Time now) {
   if (state_ == GenerationState::kWaiting && suspects_.empty() &&
       Eligible() >= options_.min_workers && now - last_change_ >= options_.settle) {
     Form(now);
+  }
+}
+
+// A departing member still heartbeating a lease after its mark did not
+// leave (a worker that named it wrongly): it waits as a joiner again.
+void Membership::ExpireDepartures(absl::Time now) {
+  for (auto& [id, m] : members_) {
+    if (!m.departing || now - m.departing_since <= options_.lease_timeout) continue;
+    m.departing = false;
+    last_change_ = now;
+    if (state_ == GenerationState::kWaiting && !pending_reason_)
+      pending_reason_ = ChangeReason::kJoin;
   }
 }
 

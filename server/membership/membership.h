@@ -14,7 +14,7 @@
 //   The state goes back to WAITING; the generation number stays until the
 //   next one forms, and requests naming it are refused (CheckRunning).
 // - A generation forms in Tick when the state is WAITING, at least
-//   min_workers members are live, and `settle` has passed since the last
+//   min_workers members are live and not departing (below), and `settle` has passed since the last
 //   membership change (so a burst of joins or losses forms one generation).
 //   Ranks are dense 0..N-1, assigned in member_id (= join) order; at most
 //   max_workers members get a rank, the rest keep waiting.
@@ -145,9 +145,11 @@ struct Member {
   absl::Time joined;
   absl::Time last_heartbeat;
   int rank = -1;  // Rank in the running generation; -1 if waiting.
-  // Handed its shard away at a handoff and is leaving: never ranked again,
-  // and not a joiner to admit; its Leave (or lease expiry) removes it.
+  // Handed its shard away at a handoff and is leaving: not ranked, not a
+  // joiner to admit; its Leave (or lease expiry) removes it. One still
+  // heartbeating lease_timeout after departing_since becomes a joiner.
   bool departing = false;
+  absl::Time departing_since;
 };
 
 // Something that happened, for the owner to act on (drop KV keys, persist
@@ -239,9 +241,11 @@ class Membership {
   const Member* Find(uint64_t member_id) const;
   // Members of the running generation, by rank (empty while waiting).
   std::vector<const Member*> Ranked() const;
-  // Live members without a rank, by member_id.
+  // Live members without a rank, by member_id (departing ones included).
   std::vector<const Member*> Waiting() const;
   size_t live_members() const { return members_.size(); }
+  // Members that may get a rank: the live ones but the departing.
+  int Eligible() const;
   const MembershipOptions& options() const { return options_; }
 
  private:
@@ -251,8 +255,8 @@ class Membership {
   void EndJob(JobState state, const std::string& reason);
   void ExpireSuspects(absl::Time now);
   void Form(absl::Time now);
-  // Members that may get a rank: all but the departing.
-  int Eligible() const;
+  absl::Status CheckLeavingRanks(uint64_t member_id, const std::vector<int>& leaving_ranks) const;
+  void ExpireDepartures(absl::Time now);
 
   const MembershipOptions options_;
   uint64_t generation_;  // Running, or the last one that ran (0 = none yet).

@@ -6,7 +6,9 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <latch>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -21,6 +23,19 @@ namespace {
 
 void AbortInWorkerThread() { std::thread(&AbortHere).join(); }
 
+// Four threads abort at the same moment: one writes the whole report.
+void AbortInFourThreadsAtOnce() {
+  std::latch start(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&start] {
+      start.arrive_and_wait();
+      AbortHere();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 [[gnu::noinline]] int WriteThroughNull(volatile int* p) {
   *p = 1;
   return *p + 1;
@@ -34,14 +49,15 @@ void AbortInWorkerThread() { std::thread(&AbortHere).join(); }
   asm volatile("");
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kUnderSanitizer = true;
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+
 class CrashReportTest : public testing::Test {
  protected:
-  void SetUp() override {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    GTEST_SKIP() << "under a sanitizer the sanitizer's own crash reports stay installed";
-#endif
-  }
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
 };
 
 TEST_F(CrashReportTest, AbortInAThreadNamesTheSignalAndTheThreadsFunction) {
@@ -55,7 +71,19 @@ TEST_F(CrashReportTest, AbortInAThreadNamesTheSignalAndTheThreadsFunction) {
       "abort(.|\n)*AbortHere");
 }
 
+TEST_F(CrashReportTest, ThreadsCrashingTogetherLeaveOneWholeReport) {
+  EXPECT_EXIT(
+      {
+        InstallCrashReport("crash_report_test");
+        AbortInFourThreadsAtOnce();
+      },
+      testing::KilledBySignal(SIGABRT),
+      "SIGABRT \\(Aborted\\) in thread [0-9]+; stack:(.|\n)*AbortHere(.|\n)*"
+      "std::thread::_State_impl");
+}
+
 TEST_F(CrashReportTest, SegfaultNamesTheFaultingFunction) {
+  if (kUnderSanitizer) GTEST_SKIP() << "the sanitizer reports this itself";
   EXPECT_EXIT(
       {
         InstallCrashReport("crash_report_test");
@@ -68,6 +96,7 @@ TEST_F(CrashReportTest, SegfaultNamesTheFaultingFunction) {
 }
 
 TEST_F(CrashReportTest, HeapCorruptionFoundByGlibcReachesTheCaller) {
+  if (kUnderSanitizer) GTEST_SKIP() << "the sanitizer reports this itself";
   EXPECT_EXIT(
       {
         InstallCrashReport("crash_report_test");

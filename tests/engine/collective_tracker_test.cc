@@ -109,11 +109,13 @@ TEST(CollectiveTrackerTest, EveryWaitOkKeepsEveryBufferAndAbortsNothing) {
 
 TEST(CollectiveTrackerTest, AbandoningIssuedOpsRetiresEachBufferOnce) {
   Rig rig({}, 3);
-  rig.tracker.AbandonIssued(rig.works, rig.into);
+  const absl::Status cause = absl::InternalError("the optimizer store failed");
+  rig.tracker.AbandonIssued(rig.works, rig.into, cause);
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(rig.buffers[i].allocated());
   EXPECT_EQ(rig.comm.aborts, 1);
   EXPECT_TRUE(rig.works.empty());
-  rig.tracker.AbandonIssued(rig.works, rig.into);  // Nothing issued: nothing to do.
+  EXPECT_EQ(rig.tracker.status(), cause) << "the cause is kept: teardown waits briefly";
+  rig.tracker.AbandonIssued(rig.works, rig.into, cause);  // Nothing issued: nothing to do.
   EXPECT_EQ(rig.comm.aborts, 1);
 }
 

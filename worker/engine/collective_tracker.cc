@@ -73,7 +73,7 @@ absl::Status CollectiveTracker::FinishEach(std::vector<std::unique_ptr<Work>>& w
     absl::Status s = sequence ? Sequence(works[i]) : Await(works[i]);
     if (s.ok()) continue;
     Retire(*into[i]);  // [Note: failed collective buffers]
-    AbandonIssued(works, into);
+    AbandonIssued(works, into, s);
     return s;
   }
   works.clear();
@@ -91,14 +91,18 @@ absl::Status CollectiveTracker::SequenceEach(std::vector<std::unique_ptr<Work>>&
 }
 
 void CollectiveTracker::AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
-                                      const std::vector<DeviceBuffer*>& into) {
+                                      const std::vector<DeviceBuffer*>& into,
+                                      const absl::Status& cause) {
   bool any = false;
   for (size_t i = 0; i < works.size(); ++i) {
     if (works[i] == nullptr) continue;
     any = true;
     Retire(*into[i]);  // [Note: failed collective buffers]
   }
-  if (any) comm_->Abort();
+  if (any) {
+    comm_->Abort();
+    Fail(cause);
+  }
   works.clear();
 }
 

@@ -64,13 +64,15 @@ class CollectiveTracker {
 
   // Replaces `buffer` by an empty one of its kind; the old one is kept.
   void Retire(DeviceBuffer& buffer);
-  // An early return (an error) while `works` are still issued, each
+  // An early return for `cause` while `works` are still issued, each
   // writing into the buffer at the same index of `into`: the communicator
   // is aborted, so nothing more arrives, every such buffer is retired (the
-  // queue may still be inside one of the ops) and the works are dropped.
-  // Null works (already waited) are skipped with their buffers.
+  // queue may still be inside one of the ops), the works are dropped and
+  // `cause` becomes the first error if none was kept (teardown then waits
+  // briefly, as after any failure). Null works (already waited) are
+  // skipped with their buffers; with none left this does nothing.
   void AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
-                     const std::vector<DeviceBuffer*>& into);
+                     const std::vector<DeviceBuffer*>& into, const absl::Status& cause);
   void Keep(DeviceBuffer buffer) { retired_.push_back(std::move(buffer)); }
   // Teardown: every retired buffer to KeepForever (wait_or_abort.h).
   void AbandonRetired();

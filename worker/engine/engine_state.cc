@@ -114,7 +114,7 @@ absl::Status ShardedEngine::RebuildComputeCopy() {
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     absl::Status s = RebuildUnit(u, staging, works, into);
     if (!s.ok()) {
-      tracker_.AbandonIssued(works, into);  // Issued gathers may still write.
+      tracker_.AbandonIssued(works, into, s);  // Issued gathers may still write.
       return s;
     }
   }

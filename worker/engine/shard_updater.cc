@@ -42,7 +42,7 @@ absl::Status ShardUpdater::Update(int64_t step, float multiplier) {
   for (int u = 0; u < ctx_.num_units(); ++u) {
     absl::Status s = UpdateUnit(u, step, multiplier, grad32);
     if (!s.ok()) {
-      ctx_.tracker->AbandonIssued(works, into);  // Earlier units' gathers may still write.
+      ctx_.tracker->AbandonIssued(works, into, s);  // Earlier units' gathers may still write.
       return s;
     }
     if (ctx_.stage().gathers_after_step) {
