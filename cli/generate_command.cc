@@ -99,9 +99,12 @@ absl::Status Run(const GenerateOptions& o, const ModelConfig& config, int contex
   TokenSampler sampler(o.sampling);
   const size_t prompt_len = ids.size();
   std::vector<float> logits;
-  // The completion's text as Decode of all its ids gives it (a SentencePiece
-  // word's space survives; a character split over ids is whole).
+  // The completion's text as it continues the prompt's: what Decode of
+  // prompt and completion adds to Decode of the prompt (a SentencePiece
+  // word's space survives, the first one's too; a character split over ids
+  // is whole).
   tokenizer::IncrementalDecoder text(tok);
+  text.ContinueAfter(ids);
   std::string out;
   size_t printed = 0;
   const absl::Time start = absl::Now();

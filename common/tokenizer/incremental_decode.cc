@@ -20,6 +20,11 @@ absl::StatusOr<std::string> IncrementalDecoder::Append(absl::Span<const int32_t>
   return text;
 }
 
+void IncrementalDecoder::ContinueAfter(absl::Span<const int32_t> shown) {
+  const size_t keep = std::min(shown.size(), kContextIds);
+  context_.assign(shown.end() - static_cast<std::ptrdiff_t>(keep), shown.end());
+}
+
 absl::StatusOr<std::string> IncrementalDecoder::Finish() { return Emit(/*force=*/true); }
 
 // How many held ids end on a whole character: the most whose last

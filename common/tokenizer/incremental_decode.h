@@ -37,6 +37,12 @@ class IncrementalDecoder {
 
   explicit IncrementalDecoder(const Tokenizer& tok) : tok_(tok) {}
 
+  // Makes the stream continue text already shown: its last kContextIds ids
+  // become the context, so Append gives what Decode(shown + ids) adds to
+  // Decode(shown) (a SentencePiece completion's first word keeps its
+  // space, as vLLM's detokenizer gives it). Call before the first Append.
+  void ContinueAfter(absl::Span<const int32_t> shown);
+
   // The bytes `ids` add to the text (may be empty while ids are held). On
   // an error `ids` are dropped, and the stream goes on without them.
   absl::StatusOr<std::string> Append(absl::Span<const int32_t> ids);

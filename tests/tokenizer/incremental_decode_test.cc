@@ -116,6 +116,30 @@ TEST(IncrementalDecoder, RunsDecodedApartWouldNotBe) {
   EXPECT_EQ(*decoder.Finish(), "");
 }
 
+TEST(IncrementalDecoder, ACompletionContinuesThePromptsText) {
+  // Decoded alone the completion " cat sat" loses its first space; after
+  // the prompt it is what the prompt's text is followed by in the whole.
+  const SentencePieceLike sp;
+  const std::vector<int32_t> prompt = {0, 1, 0}, completion = {1, 2, 5, 6, 7};
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), completion.begin(), completion.end());
+  const std::string whole = *sp.Decode(all), shown = *sp.Decode(prompt);
+  ASSERT_EQ(whole.substr(0, shown.size()), shown);
+  for (int max_run : {1, 3}) {
+    IncrementalDecoder decoder(sp);
+    decoder.ContinueAfter(prompt);
+    std::string text;
+    for (size_t at = 0; at < completion.size(); at += max_run) {
+      const size_t n = std::min<size_t>(max_run, completion.size() - at);
+      text += *decoder.Append(absl::MakeConstSpan(completion).subspan(at, n));
+    }
+    text += *decoder.Finish();
+    EXPECT_EQ(text, whole.substr(shown.size())) << "runs of " << max_run;
+    EXPECT_EQ(text, " cat sat\xE2\x82\xAC");
+  }
+  EXPECT_EQ(*sp.Decode(completion), "cat sat\xE2\x82\xAC") << "alone: no first space";
+}
+
 TEST(IncrementalDecoder, TextThatEndsInReplacementCharactersIsGivenOutAfterTheHoldLimit) {
   // Lone first bytes of "€": each decodes to U+FFFD, so every run's text
   // ends in one; the ids are held until kMaxHeldIds, then given as they are.
