@@ -14,8 +14,9 @@
 //   The state goes back to WAITING; the generation number stays until the
 //   next one forms, and requests naming it are refused (CheckRunning).
 // - A generation forms in Tick when the state is WAITING, at least
-//   min_workers members are live and not departing (below), and `settle` has passed since the last
-//   membership change (so a burst of joins or losses forms one generation).
+//   min_workers members are live and not departing (below), and `settle`
+//   has passed since the last membership change (so a burst of joins or
+//   losses forms one generation).
 //   Ranks are dense 0..N-1, assigned in member_id (= join) order; at most
 //   max_workers members get a rank, the rest keep waiting.
 // - While a generation runs, a waiting joiner that could be admitted
@@ -207,8 +208,8 @@ class Membership {
   // so the next generation forms without them whether or not their Leave
   // has arrived. NOT_FOUND for an unknown member; ABORTED if `generation`
   // is not the running one; PERMISSION_DENIED for a member without a rank
-  // in it; INVALID_ARGUMENT for a leaving rank outside [0, world size) or
-  // equal to the reporter's (nothing changes then).
+  // in it; INVALID_ARGUMENT for a leaving rank outside [0, world size),
+  // equal to the reporter's or named twice (nothing changes then).
   absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now,
                        const std::vector<int>& leaving_ranks = {});
   // Whether the running generation should stop at its next step boundary
