@@ -69,21 +69,27 @@ def main():
                    collective_timeout_s=300)
         os.makedirs(job["offload_dir"])
         port = free_port()
+        logs = [open(os.path.join(work, f"{name}.log"), "w")
+                for name in ["coordinator", "w0", "w1", "w2", "w3"]]
         coordinator = subprocess.Popen(
             [os.path.join(BIN, "zeroshard-coordinator"), "--listen", f"127.0.0.1:{port}",
              "--metrics-listen", "", "--state-dir", os.path.join(work, "state"),
              "--checkpoint-dir", os.path.join(work, "ckpt"), "--min-workers", "4",
              "--max-workers", "4", "--job-config-json", json.dumps(job)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=logs[0], stderr=subprocess.STDOUT, text=True)
+        # Output to files, not pipes: a process whose unread pipe filled
+        # would block while another one is waited for.
         workers = [subprocess.Popen(
             ["prlimit", f"--data={limit}", os.path.join(BIN, "zeroshard-worker"),
              "--coordinator", f"127.0.0.1:{port}", "--worker-id", f"w{i}"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(4)]
+            stdout=logs[1 + i], stderr=subprocess.STDOUT, text=True) for i in range(4)]
         deadline, outputs, peak = time.monotonic() + 400, [], 0
         try:
-            for w in workers:  # Their output is read while they run.
+            for i, w in enumerate(workers):
                 try:
-                    outputs.append(w.communicate(timeout=max(1, deadline - time.monotonic()))[0])
+                    w.wait(timeout=max(1, deadline - time.monotonic()))
+                    with open(logs[1 + i].name) as f:
+                        outputs.append(f.read())
                 except subprocess.TimeoutExpired:
                     outputs.append("(still running at the deadline)")
             # VmHWM is the coordinator's high-water mark: read once, before it exits.
