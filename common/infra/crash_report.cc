@@ -33,14 +33,13 @@ std::atomic<long> g_reporter{0};
 
 void Write(const char* text) { (void)!::write(STDERR_FILENO, text, strlen(text)); }
 
-// "SIGABRT (Aborted) in thread 4711": snprintf with %d and %s only, which
+// "SIGABRT (Aborted) in thread 4711": snprintf with %s and %ld only, which
 // glibc formats without allocating.
-void WriteHeader(int sig) {
+void WriteHeader(int sig, long thread) {
   char line[256];
   const char* abbrev = sigabbrev_np(sig);
   std::snprintf(line, sizeof(line), "\n*** %s: SIG%s (%s) in thread %ld; stack: ***\n", g_program,
-                abbrev != nullptr ? abbrev : "?", sigdescr_np(sig),
-                static_cast<long>(::syscall(SYS_gettid)));
+                abbrev != nullptr ? abbrev : "?", sigdescr_np(sig), thread);
   Write(line);
 }
 
@@ -98,7 +97,7 @@ void OnCrash(int sig, siginfo_t*, void* context) {
     if (none == me) DieOf(sig);
     for (;;) ::pause();
   }
-  WriteHeader(sig);
+  WriteHeader(sig, me);
   WriteStack(context != nullptr ? FaultPc(context) : nullptr);
   DieOf(sig);
 }

@@ -3,7 +3,6 @@
 // training-state RPCs in coordinator_core_kv.cc.
 #include "server/core/coordinator_core.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/escaping.h"
@@ -129,11 +128,9 @@ absl::StatusOr<v1::ReportHandoffResponse> CoordinatorCore::ReportHandoff(
   ZS_RETURN_IF_ERROR(CheckJobId(r.job_id(), options_.job_id));
   ZS_RETURN_IF_ERROR(CheckMemberId(r.member_id()));
   EffectsLock lock(this);
-  if (r.leaving_ranks_size() >= std::max(1, membership_.world_size())) {  // Before any copy.
-    return absl::InvalidArgumentError(absl::StrCat("leaving_ranks has ", r.leaving_ranks_size(),
-                                                   " entries; at most world size - 1 may leave"));
-  }
-  const std::vector<int> leaving(r.leaving_ranks().begin(), r.leaving_ranks().end());
+  // Checked there (in range, distinct: at most world size - 1) before the
+  // log line joins them.
+  const absl::Span<const int32_t> leaving(r.leaving_ranks().data(), r.leaving_ranks_size());
   ZS_RETURN_IF_ERROR(membership_.Handoff(r.member_id(), r.generation(), clock_->Now(), leaving));
   effects_.log.push_back(absl::StrCat(
       "member ", r.member_id(), " reports a handoff of generation ", r.generation(), " at step ",

@@ -116,7 +116,7 @@ absl::Status Membership::ReportFailure(uint64_t member_id, uint64_t generation,
 }
 
 absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::Time now,
-                                 const std::vector<int>& leaving_ranks) {
+                                 absl::Span<const int32_t> leaving_ranks) {
   if (members_.count(member_id) == 0) {
     return absl::NotFoundError(absl::StrCat("member_id ", member_id, " is not a member"));
   }
@@ -137,7 +137,7 @@ absl::Status Membership::Handoff(uint64_t member_id, uint64_t generation, absl::
 
 // Distinct ranks of the running generation, none the reporter's.
 absl::Status Membership::CheckLeavingRanks(uint64_t member_id,
-                                           const std::vector<int>& leaving_ranks) const {
+                                           absl::Span<const int32_t> leaving_ranks) const {
   std::vector<bool> seen(static_cast<size_t>(world_size()), false);
   for (int rank : leaving_ranks) {
     if (rank < 0 || rank >= world_size() || ranked_[rank] == member_id || seen[rank]) {

@@ -71,6 +71,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/enum_words.h"
 
 namespace zeroshard::server {
@@ -211,7 +212,7 @@ class Membership {
   // in it; INVALID_ARGUMENT for a leaving rank outside [0, world size),
   // equal to the reporter's or named twice (nothing changes then).
   absl::Status Handoff(uint64_t member_id, uint64_t generation, absl::Time now,
-                       const std::vector<int>& leaving_ranks = {});
+                       absl::Span<const int32_t> leaving_ranks = {});
   // Whether the running generation should stop at its next step boundary
   // for a membership change.
   bool change_pending() const { return change_pending_since_ != absl::InfiniteFuture(); }
@@ -256,7 +257,7 @@ class Membership {
   void EndJob(JobState state, const std::string& reason);
   void ExpireSuspects(absl::Time now);
   void Form(absl::Time now);
-  absl::Status CheckLeavingRanks(uint64_t member_id, const std::vector<int>& leaving_ranks) const;
+  absl::Status CheckLeavingRanks(uint64_t member_id, absl::Span<const int32_t> leaving_ranks) const;
   void ExpireDepartures(absl::Time now);
 
   const MembershipOptions options_;

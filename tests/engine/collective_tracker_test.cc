@@ -70,8 +70,8 @@ struct Rig {
       EXPECT_TRUE(buffers.back().Allocate(4096).ok());
     }
     for (int i = 0; i < ops; ++i) {
-      works.push_back(comm.AllGather(nullptr, buffers[i].data(), 1, DType::kFp32, {}));
-      into.push_back(&buffers[i]);
+      issued.push_back(
+          {comm.AllGather(nullptr, buffers[i].data(), 1, DType::kFp32, {}), &buffers[i]});
     }
   }
   ~Rig() { tracker.AbandonRetired(); }
@@ -81,41 +81,40 @@ struct Rig {
   ScriptedComm comm;
   CollectiveTracker tracker;
   std::vector<DeviceBuffer> buffers;
-  std::vector<std::unique_ptr<Work>> works;
-  std::vector<DeviceBuffer*> into;
+  std::vector<IssuedWork> issued;
 };
 
 TEST(CollectiveTrackerTest, AFailedWaitRetiresItsBufferAndEveryLaterOnesAndAborts) {
   for (const bool sequence : {false, true}) {
     Rig rig({absl::OkStatus(), absl::DeadlineExceededError("op 1 timed out")}, 4);
-    const absl::Status s = sequence ? rig.tracker.SequenceEach(rig.works, rig.into)
-                                    : rig.tracker.AwaitEach(rig.works, rig.into);
+    const absl::Status s =
+        sequence ? rig.tracker.SequenceEach(rig.issued) : rig.tracker.AwaitEach(rig.issued);
     EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
     EXPECT_TRUE(rig.buffers[0].allocated()) << "op 0 finished: its buffer stays";
     for (int i = 1; i < 4; ++i) EXPECT_FALSE(rig.buffers[i].allocated()) << "op " << i;
     EXPECT_GE(rig.comm.aborts, 1);
-    EXPECT_TRUE(rig.works.empty());
+    EXPECT_TRUE(rig.issued.empty());
     EXPECT_TRUE(rig.tracker.failed());
   }
 }
 
 TEST(CollectiveTrackerTest, EveryWaitOkKeepsEveryBufferAndAbortsNothing) {
   Rig rig({}, 3);
-  EXPECT_TRUE(rig.tracker.AwaitEach(rig.works, rig.into).ok());
+  EXPECT_TRUE(rig.tracker.AwaitEach(rig.issued).ok());
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(rig.buffers[i].allocated());
   EXPECT_EQ(rig.comm.aborts, 0);
-  EXPECT_TRUE(rig.works.empty());
+  EXPECT_TRUE(rig.issued.empty());
 }
 
 TEST(CollectiveTrackerTest, AbandoningIssuedOpsRetiresEachBufferOnce) {
   Rig rig({}, 3);
   const absl::Status cause = absl::InternalError("the optimizer store failed");
-  rig.tracker.AbandonIssued(rig.works, rig.into, cause);
+  rig.tracker.AbandonIssued(rig.issued, cause);
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(rig.buffers[i].allocated());
   EXPECT_EQ(rig.comm.aborts, 1);
-  EXPECT_TRUE(rig.works.empty());
+  EXPECT_TRUE(rig.issued.empty());
   EXPECT_EQ(rig.tracker.status(), cause) << "the cause is kept: teardown waits briefly";
-  rig.tracker.AbandonIssued(rig.works, rig.into, cause);  // Nothing issued: nothing to do.
+  rig.tracker.AbandonIssued(rig.issued, cause);  // Nothing issued: nothing to do.
   EXPECT_EQ(rig.comm.aborts, 1);
 }
 

@@ -66,44 +66,38 @@ void CollectiveTracker::Retire(DeviceBuffer& buffer) {
   buffer = std::move(empty);
 }
 
-absl::Status CollectiveTracker::FinishEach(std::vector<std::unique_ptr<Work>>& works,
-                                           const std::vector<DeviceBuffer*>& into, bool sequence) {
-  ZS_CHECK(works.size() == into.size());
-  for (size_t i = 0; i < works.size(); ++i) {
-    absl::Status s = sequence ? Sequence(works[i]) : Await(works[i]);
+absl::Status CollectiveTracker::FinishEach(std::vector<IssuedWork>& issued, bool sequence) {
+  for (IssuedWork& w : issued) {
+    absl::Status s = sequence ? Sequence(w.work) : Await(w.work);
     if (s.ok()) continue;
-    Retire(*into[i]);  // [Note: failed collective buffers]
-    AbandonIssued(works, into, s);
+    Retire(*w.into);  // [Note: failed collective buffers]
+    AbandonIssued(issued, s);
     return s;
   }
-  works.clear();
+  issued.clear();
   return absl::OkStatus();
 }
 
-absl::Status CollectiveTracker::AwaitEach(std::vector<std::unique_ptr<Work>>& works,
-                                          const std::vector<DeviceBuffer*>& into) {
-  return FinishEach(works, into, /*sequence=*/false);
+absl::Status CollectiveTracker::AwaitEach(std::vector<IssuedWork>& issued) {
+  return FinishEach(issued, /*sequence=*/false);
 }
 
-absl::Status CollectiveTracker::SequenceEach(std::vector<std::unique_ptr<Work>>& works,
-                                             const std::vector<DeviceBuffer*>& into) {
-  return FinishEach(works, into, /*sequence=*/true);
+absl::Status CollectiveTracker::SequenceEach(std::vector<IssuedWork>& issued) {
+  return FinishEach(issued, /*sequence=*/true);
 }
 
-void CollectiveTracker::AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
-                                      const std::vector<DeviceBuffer*>& into,
-                                      const absl::Status& cause) {
+void CollectiveTracker::AbandonIssued(std::vector<IssuedWork>& issued, const absl::Status& cause) {
   bool any = false;
-  for (size_t i = 0; i < works.size(); ++i) {
-    if (works[i] == nullptr) continue;
+  for (IssuedWork& w : issued) {
+    if (w.work == nullptr) continue;
     any = true;
-    Retire(*into[i]);  // [Note: failed collective buffers]
+    Retire(*w.into);  // [Note: failed collective buffers]
   }
   if (any) {
     comm_->Abort();
     Fail(cause);
   }
-  works.clear();
+  issued.clear();
 }
 
 void CollectiveTracker::AbandonRetired() {

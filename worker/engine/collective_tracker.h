@@ -36,6 +36,12 @@ namespace zeroshard {
 // it did not finish well.
 bool SettleWork(std::unique_ptr<Work>& work, absl::Duration wait);
 
+// A collective issued and not yet waited, with the buffer it writes into.
+struct IssuedWork {
+  std::unique_ptr<Work> work;
+  DeviceBuffer* into = nullptr;
+};
+
 class CollectiveTracker {
  public:
   CollectiveTracker(Communicator* comm, absl::Duration timeout) : comm_(comm), timeout_(timeout) {}
@@ -47,14 +53,11 @@ class CollectiveTracker {
 
   absl::Status Await(std::unique_ptr<Work>& work);
   absl::Status Sequence(std::unique_ptr<Work>& work);
-  // Await or Sequence each of `works` in order, each writing into the
-  // buffer at the same index of `into`. At the first error that buffer and
-  // those of the works after it go through AbandonIssued, and the error is
-  // returned.
-  absl::Status AwaitEach(std::vector<std::unique_ptr<Work>>& works,
-                         const std::vector<DeviceBuffer*>& into);
-  absl::Status SequenceEach(std::vector<std::unique_ptr<Work>>& works,
-                            const std::vector<DeviceBuffer*>& into);
+  // Await or Sequence each of `issued` in order. At the first error its
+  // buffer and those of the works after it go through AbandonIssued, and
+  // the error is returned. `issued` is empty after either.
+  absl::Status AwaitEach(std::vector<IssuedWork>& issued);
+  absl::Status SequenceEach(std::vector<IssuedWork>& issued);
   // The first error of any stream-ordered Work (it aborts the communicator
   // and becomes status()), or status().
   absl::Status AwaitInFlight();
@@ -64,22 +67,20 @@ class CollectiveTracker {
 
   // Replaces `buffer` by an empty one of its kind; the old one is kept.
   void Retire(DeviceBuffer& buffer);
-  // An early return for `cause` while `works` are still issued, each
-  // writing into the buffer at the same index of `into`: the communicator
-  // is aborted, so nothing more arrives, every such buffer is retired (the
-  // queue may still be inside one of the ops), the works are dropped and
-  // `cause` becomes the first error if none was kept (teardown then waits
-  // briefly, as after any failure). Null works (already waited) are
-  // skipped with their buffers; with none left this does nothing.
-  void AbandonIssued(std::vector<std::unique_ptr<Work>>& works,
-                     const std::vector<DeviceBuffer*>& into, const absl::Status& cause);
+  // An early return for `cause` while `issued` are not yet waited: the
+  // communicator is aborted, so nothing more arrives, the buffer of each
+  // is retired (the queue may still be inside one of the ops), the works
+  // are dropped and `cause` becomes the first error if none was kept
+  // (teardown then waits briefly, as after any failure). Null works
+  // (already waited) are skipped with their buffers; with none left this
+  // does nothing.
+  void AbandonIssued(std::vector<IssuedWork>& issued, const absl::Status& cause);
   void Keep(DeviceBuffer buffer) { retired_.push_back(std::move(buffer)); }
   // Teardown: every retired buffer to KeepForever (wait_or_abort.h).
   void AbandonRetired();
 
  private:
-  absl::Status FinishEach(std::vector<std::unique_ptr<Work>>& works,
-                          const std::vector<DeviceBuffer*>& into, bool sequence);
+  absl::Status FinishEach(std::vector<IssuedWork>& issued, bool sequence);
 
   Communicator* comm_;
   absl::Duration timeout_;

@@ -108,26 +108,24 @@ absl::Status ShardedEngine::CopyOptimizerState(int u, ElementRange sub, float* m
 
 absl::Status ShardedEngine::RebuildComputeCopy() {
   ZS_RETURN_IF_ERROR(tracker_.AwaitInFlight());
-  std::vector<std::unique_ptr<Work>> works;
-  std::vector<DeviceBuffer*> into;  // Each work's destination.
+  std::vector<IssuedWork> gathers;
   DeviceBuffer staging = ctx_.Buffer(MemoryKind::kBuffers);
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    absl::Status s = RebuildUnit(u, staging, works, into);
+    absl::Status s = RebuildUnit(u, staging, gathers);
     if (!s.ok()) {
-      tracker_.AbandonIssued(works, into, s);  // Issued gathers may still write.
+      tracker_.AbandonIssued(gathers, s);  // Issued gathers may still write.
       return s;
     }
   }
-  ZS_RETURN_IF_ERROR(tracker_.AwaitEach(works, into));
+  ZS_RETURN_IF_ERROR(tracker_.AwaitEach(gathers));
   compute_copy_stale_ = false;
   return absl::OkStatus();
 }
 
 // Unit u's compute copy from its master shard; at stages 1-2 the all-gather
-// that spreads it (issued into `works`, its destination into `into`).
+// that spreads it, added to `gathers`.
 absl::Status ShardedEngine::RebuildUnit(int u, DeviceBuffer& staging,
-                                        std::vector<std::unique_ptr<Work>>& works,
-                                        std::vector<DeviceBuffer*>& into) {
+                                        std::vector<IssuedWork>& gathers) {
   EngineUnit& unit = units_[u];
   const int64_t n = unit.opt_range.length;
   ZS_ASSIGN_OR_RETURN(const float* master, MasterOnDevice(u, staging));
@@ -139,9 +137,9 @@ absl::Status ShardedEngine::RebuildUnit(int u, DeviceBuffer& staging,
   void* dst = ctx_.ParamsShard(unit);
   if (!ctx_.master_is_params) ZS_RETURN_IF_ERROR(convert(dst));  // Else dst is the master.
   if (zero_stage().gathers_after_step) {
-    works.push_back(comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
-                                     {options_.collective_timeout}));
-    into.push_back(&unit.params);
+    gathers.push_back({comm_->AllGather(dst, unit.params.data(), n, options_.compute_dtype,
+                                        {options_.collective_timeout}),
+                       &unit.params});
   }
   return absl::OkStatus();
 }

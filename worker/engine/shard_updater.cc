@@ -37,23 +37,22 @@ absl::StatusOr<double> ShardUpdater::GlobalSumSquares() {
 
 absl::Status ShardUpdater::Update(int64_t step, float multiplier) {
   DeviceBuffer grad32 = ctx_.Buffer(MemoryKind::kBuffers);
-  std::vector<std::unique_ptr<Work>> works;
-  std::vector<DeviceBuffer*> into;  // Each all-gather's destination.
+  std::vector<IssuedWork> gathers;
   for (int u = 0; u < ctx_.num_units(); ++u) {
     absl::Status s = UpdateUnit(u, step, multiplier, grad32);
     if (!s.ok()) {
-      ctx_.tracker->AbandonIssued(works, into, s);  // Earlier units' gathers may still write.
+      ctx_.tracker->AbandonIssued(gathers, s);  // Earlier units' gathers may still write.
       return s;
     }
     if (ctx_.stage().gathers_after_step) {
       EngineUnit& unit = ctx_.unit(u);
-      works.push_back(ctx_.comm->AllGather(ctx_.ParamsShard(unit), unit.params.data(),
-                                           unit.plan->shard_numel, ctx_.options->compute_dtype,
-                                           {ctx_.options->collective_timeout}));
-      into.push_back(&unit.params);
+      gathers.push_back(
+          {ctx_.comm->AllGather(ctx_.ParamsShard(unit), unit.params.data(), unit.plan->shard_numel,
+                                ctx_.options->compute_dtype, {ctx_.options->collective_timeout}),
+           &unit.params});
     }
   }
-  return ctx_.tracker->SequenceEach(works, into);
+  return ctx_.tracker->SequenceEach(gathers);
 }
 
 // AdamW on unit u's shard: the new master, and the compute shard written

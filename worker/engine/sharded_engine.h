@@ -281,8 +281,7 @@ class ShardedEngine final : public UnitHooks {
   // Unit u's master weights in device memory: the store's own, or a copy
   // into `staging` (kBuffers) when offloaded.
   absl::StatusOr<const float*> MasterOnDevice(int u, DeviceBuffer& staging);
-  absl::Status RebuildUnit(int u, DeviceBuffer& staging, std::vector<std::unique_ptr<Work>>& works,
-                           std::vector<DeviceBuffer*>& into);
+  absl::Status RebuildUnit(int u, DeviceBuffer& staging, std::vector<IssuedWork>& gathers);
   absl::Status CheckFits() const;
 
   // Hook machinery (engine_hooks.cc).
