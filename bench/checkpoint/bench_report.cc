@@ -37,10 +37,17 @@ void PrintTls(int64_t total_bytes, const Timings& t) {
   std::printf("\n");
 }
 
-// A restore's MB/s against the same run's plain and O_DIRECT reads.
-void PrintRestoreRow(const char* what, double mb_s, double read, double direct) {
-  std::printf("  %-34s %8.1f MB/s   / plain read %.2f   / O_DIRECT read %.2f\n", what, mb_s,
+// A restore's MB/s against the same run's plain reads: of one file,
+// O_DIRECT, and of the checkpoint's files (`files` 0: not measured).
+void PrintRestoreRow(const char* what, double mb_s, double read, double direct, double files) {
+  std::printf("  %-34s %8.1f MB/s   / plain read %.2f   / O_DIRECT read %.2f", what, mb_s,
               mb_s / read, mb_s / direct);
+  if (files > 0) std::printf("   / its files read %.2f", mb_s / files);
+  std::printf("\n");
+}
+
+double FilesRead(double mb, const Timings& t) {
+  return t.files_read_s.empty() ? 0 : mb / Median(t.files_read_s);
 }
 
 void PrintRestarts(int64_t total_bytes, const Timings& t) {
@@ -48,9 +55,9 @@ void PrintRestarts(int64_t total_bytes, const Timings& t) {
   const double mb = static_cast<double>(total_bytes) / 1e6;
   const double read = mb / Median(t.read_s), direct = mb / Median(t.direct_read_s);
   PrintRestoreRow("restore after a restart, blocks:", mb / Median(t.restart_restore_s), read,
-                  direct);
+                  direct, FilesRead(mb, t));
   PrintRestoreRow("  the same, manifest without them:", mb / Median(t.restart_whole_restore_s),
-                  read, direct);
+                  read, direct, FilesRead(mb, t));
   PrintCpu("restart restore, blocks", total_bytes, t.restart_restore_cpu);
   PrintCpu("restart restore, whole ", total_bytes, t.restart_whole_restore_cpu);
 }
@@ -72,8 +79,19 @@ void PrintReport(const std::string& header, int64_t total_bytes, const Timings& 
   std::printf(
       "                                               O_DIRECT read:     %8.1f MB/s   ratio %.2f\n",
       direct, restore / direct);
+  if (!t.files_read_s.empty()) {
+    std::printf(
+        "  the checkpoint's files read plainly, as many at once as the restore's streams: %.1f "
+        "MB/s; restore / it %.2f\n",
+        FilesRead(mb, t), restore / FilesRead(mb, t));
+  }
   PrintCpu("save   ", total_bytes, t.save_cpu);
   PrintCpu("restore", total_bytes, t.restore_cpu);
+  if (!t.grpc_restore_s.empty()) {
+    PrintRestoreRow("restore all through DownloadRange:", mb / Median(t.grpc_restore_s), read,
+                    direct, FilesRead(mb, t));
+    PrintCpu("restore through DownloadRange", total_bytes, t.grpc_restore_cpu);
+  }
   PrintRestarts(total_bytes, t);
   PrintTls(total_bytes, t);
 }

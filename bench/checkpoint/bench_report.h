@@ -24,6 +24,12 @@ struct CpuSeconds {
 struct Timings {
   std::vector<double> save_s, write_s, restore_s, read_s, direct_read_s, tls_save_s, tls_restore_s;
   std::vector<double> restart_restore_s, restart_whole_restore_s;
+  // The same restore with every byte through DownloadRange (local reads off).
+  std::vector<double> grpc_restore_s;
+  // The checkpoint's own files read plainly, as many at once as the
+  // restore has streams (PlainReadFiles).
+  std::vector<double> files_read_s;
+  std::vector<CpuSeconds> grpc_restore_cpu;
   std::vector<CpuSeconds> save_cpu, restore_cpu;  // The plaintext service's runs.
   std::vector<CpuSeconds> restart_restore_cpu, restart_whole_restore_cpu;
   // The plaintext service's memory after the last run's save and restore,

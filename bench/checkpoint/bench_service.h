@@ -12,11 +12,14 @@
 #include "common/rpc/rpc_security.h"
 #include "grpcpp/server.h"
 #include "server/checkpoint/checkpoint_service.h"
+#include "server/checkpoint/local_read_server.h"
 
 namespace zeroshard::bench {
 
 struct CheckpointBenchService {
   std::unique_ptr<server::CheckpointStore> store;
+  // Local reads of the store (the coordinator offers them by default).
+  std::unique_ptr<server::LocalReadServer> local_reads;
   std::unique_ptr<server::CheckpointServiceImpl> impl;
   std::unique_ptr<grpc::Server> server;
   int port = 0;

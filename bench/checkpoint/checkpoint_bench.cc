@@ -64,6 +64,7 @@ using zs::bench::DirectRead;
 using zs::bench::EvictTree;
 using zs::bench::Median;
 using zs::bench::PlainRead;
+using zs::bench::PlainReadFiles;
 using zs::bench::PlainWrite;
 using zs::bench::Timings;
 
@@ -122,8 +123,9 @@ zs::ShardPlan BenchPlan(int64_t mib, int ranks) {
 }
 
 // `security` empty = plaintext; channels from the product's OpenChannel.
+// `local_reads`: restore through the service's local-read socket.
 std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
-    int port, const Flags& flags, const zs::ClientSecurity& security) {
+    int port, const Flags& flags, const zs::ClientSecurity& security, bool local_reads = true) {
   std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> clients;
   for (int r = 0; r < flags.ranks; ++r) {
     grpc::ChannelArguments args;
@@ -134,8 +136,11 @@ std::vector<std::unique_ptr<zs::checkpoint::CheckpointClient>> MakeClients(
       std::fprintf(stderr, "%s\n", channel.status().ToString().c_str());
       std::exit(1);
     }
-    clients.push_back(std::make_unique<zs::checkpoint::CheckpointClient>(
-        *channel, zs::checkpoint::CheckpointClientOptions{flags.chunk_kib << 10, flags.streams}));
+    zs::checkpoint::CheckpointClientOptions options;
+    options.chunk_bytes = flags.chunk_kib << 10;
+    options.streams = flags.streams;
+    options.local_reads = local_reads;
+    clients.push_back(std::make_unique<zs::checkpoint::CheckpointClient>(*channel, options));
   }
   return clients;
 }
@@ -252,14 +257,17 @@ double TimeRestore(const zs::ShardPlan& plan, Clients& clients, const Shards& sh
 // A fresh plaintext service on dir/ckpt, as a coordinator restarting: it
 // has read no checkpoint file yet.
 void RestartService(const std::string& dir, const Flags& flags,
-                    std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients) {
+                    std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients,
+                    Clients& grpc_clients) {
   static int restarts = 0;  // A log of its own: the last one names the old address.
   clients.clear();
+  grpc_clients.clear();
   service.reset();
   service = std::make_unique<zs::bench::ServerChild>(
       dir + "/ckpt", zs::TlsFiles{},
       dir + "/server-restart-" + std::to_string(++restarts) + ".log");
   clients = MakeClients(service->port(), flags, {});
+  grpc_clients = MakeClients(service->port(), flags, {}, /*local_reads=*/false);
 }
 
 // Checkpoint `step`'s restore by a service just restarted, with its
@@ -269,15 +277,15 @@ void RestartService(const std::string& dir, const Flags& flags,
 void TimeRestartRestores(const std::string& dir, const Flags& flags, const zs::ShardPlan& plan,
                          const Shards& shards, int step,
                          std::unique_ptr<zs::bench::ServerChild>& service, Clients& clients,
-                         Timings& t) {
+                         Clients& grpc_clients, Timings& t) {
   const bool cold = flags.cache == "cold";
   t.service_memory = zs::bench::ReadProcessMemory(service->pid());
-  RestartService(dir, flags, service, clients);
+  RestartService(dir, flags, service, clients, grpc_clients);
   if (cold) EvictTree(dir);
   t.restart_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
                                             &t.restart_restore_cpu.emplace_back()));
   zs::bench::StripBlockHashes(dir + "/ckpt", step);
-  RestartService(dir, flags, service, clients);
+  RestartService(dir, flags, service, clients, grpc_clients);
   if (cold) EvictTree(dir);
   t.restart_whole_restore_s.push_back(TimeRestore(plan, clients, shards, step, service->pid(),
                                                   &t.restart_whole_restore_cpu.emplace_back()));
@@ -291,7 +299,15 @@ void StartTlsService(const std::string& dir, const Flags& flags,
       dir + "/ckpt-tls", zs::TlsFiles{td + "/ca.pem", td + "/server.pem", td + "/server.key"},
       dir + "/server-tls.log");
   clients = MakeClients(service->port(), flags,
-                        {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""});
+                        {{td + "/ca.pem", td + "/client.pem", td + "/client.key"}, ""},
+                        /*local_reads=*/false);
+}
+
+// Checkpoint `step`'s directory name in the store (checkpoint_manifest.h).
+std::string StepDir(int step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08d", step);
+  return name;
 }
 
 // The report's first line: the run's shape.
@@ -319,6 +335,7 @@ int main(int argc, char** argv) {
   auto service =
       std::make_unique<zs::bench::ServerChild>(dir + "/ckpt", zs::TlsFiles{}, dir + "/server.log");
   Clients clients = MakeClients(service->port(), flags, {});
+  Clients grpc_clients = MakeClients(service->port(), flags, {}, /*local_reads=*/false);
   const bool tls = !flags.tls_dir.empty();
   std::unique_ptr<zs::bench::ServerChild> tls_service;
   Clients tls_clients;
@@ -341,10 +358,16 @@ int main(int argc, char** argv) {
     t.restore_s.push_back(
         TimeRestore(plan, clients, shards, run + 1, pid, &t.restore_cpu.emplace_back()));
     if (cold) EvictTree(dir);
+    t.grpc_restore_s.push_back(
+        TimeRestore(plan, grpc_clients, shards, run + 1, pid, &t.grpc_restore_cpu.emplace_back()));
+    if (cold) EvictTree(dir);
+    t.files_read_s.push_back(
+        PlainReadFiles(dir + "/ckpt/" + StepDir(run + 1), flags.ranks * flags.streams));
+    if (cold) EvictTree(dir);
     t.read_s.push_back(PlainRead(plain, buf));
     if (cold) EvictTree(dir);
     t.direct_read_s.push_back(DirectRead(plain, buf));
-    TimeRestartRestores(dir, flags, plan, shards, run + 1, service, clients, t);
+    TimeRestartRestores(dir, flags, plan, shards, run + 1, service, clients, grpc_clients, t);
     if (tls) {
       CpuSeconds unused;
       const pid_t tls_pid = tls_service->pid();
@@ -356,6 +379,7 @@ int main(int argc, char** argv) {
   zs::bench::PrintReport(Header(flags, total_bytes), total_bytes, t);
   zs::bench::PrintServiceMemory(t.service_memory);
   clients.clear();
+  grpc_clients.clear();
   tls_clients.clear();
   service.reset();
   tls_service.reset();

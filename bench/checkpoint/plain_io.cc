@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "common/formats/aligned_bytes.h"
@@ -71,6 +73,24 @@ double PlainRead(const std::string& path, std::vector<char>& buf) {
   while (::read(fd, buf.data(), buf.size()) > 0) {
   }
   ::close(fd);
+  return absl::ToDoubleSeconds(absl::Now() - t0);
+}
+
+double PlainReadFiles(const std::string& root, int threads) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.is_regular_file() && e.path().extension() == ".bin") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  absl::Time t0 = absl::Now();
+  std::vector<std::thread> readers;
+  for (int t = 0; t < threads; ++t) {
+    readers.emplace_back([&, t] {
+      std::vector<char> buf(1 << 20);
+      for (size_t i = t; i < files.size(); i += threads) PlainRead(files[i], buf);
+    });
+  }
+  for (std::thread& r : readers) r.join();
   return absl::ToDoubleSeconds(absl::Now() - t0);
 }
 

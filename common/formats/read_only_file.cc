@@ -76,20 +76,32 @@ absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset, absl::s
   return absl::OkStatus();
 }
 
+namespace {
+
+bool DirectReadsAllowed() {
+  const char* off = std::getenv("ZEROSHARD_DIRECT_READS");
+  return off == nullptr || std::string_view(off) != "0";
+}
+
+}  // namespace
+
 absl::StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);
   // Any failure here (EINVAL where the file system has no O_DIRECT) leaves
   // the buffered descriptor alone.
-  const char* off = std::getenv("ZEROSHARD_DIRECT_READS");
-  const bool allowed = off == nullptr || std::string_view(off) != "0";
-  int direct_fd = allowed ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  const int direct_fd =
+      DirectReadsAllowed() ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  return Adopt(path, fd, direct_fd);
+}
+
+ReadOnlyFile ReadOnlyFile::Adopt(std::string name, int fd, int direct_fd) {
   // Without cachestat no range would ever read direct: say so at once.
-  if (direct_fd >= 0 && CachedWhole(fd, 1, 0) < 0) {
+  if (direct_fd >= 0 && (!DirectReadsAllowed() || CachedWhole(fd, 1, 0) < 0)) {
     ::close(direct_fd);
     direct_fd = -1;
   }
-  return ReadOnlyFile(path, fd, direct_fd);
+  return ReadOnlyFile(std::move(name), fd, direct_fd);
 }
 
 ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
@@ -109,10 +121,6 @@ ReadOnlyFile& ReadOnlyFile::operator=(ReadOnlyFile&& other) noexcept {
 ReadOnlyFile::~ReadOnlyFile() {
   if (fd_ >= 0) ::close(fd_);
   if (direct_fd_ >= 0) ::close(direct_fd_);
-}
-
-void ReadOnlyFile::AdviseWillNeed(int64_t offset, int64_t size) const {
-  (void)::posix_fadvise(fd_, offset, size, POSIX_FADV_WILLNEED);
 }
 
 bool ReadOnlyFile::ReadsDirect(int64_t size, int64_t offset) const {

@@ -50,6 +50,11 @@ class ReadOnlyFile {
   static constexpr int64_t kMinDirectBytes = int64_t{64} << 10;
 
   static absl::StatusOr<ReadOnlyFile> Open(const std::string& path);
+  // Takes ownership of descriptors another process opened with Open and
+  // passed over a Unix socket (local reads, server/checkpoint/README.md):
+  // `fd` buffered, `direct_fd` O_DIRECT or -1. `name` labels errors. With
+  // ZEROSHARD_DIRECT_READS=0 here, or no cachestat, `direct_fd` is closed.
+  static ReadOnlyFile Adopt(std::string name, int fd, int direct_fd);
   ReadOnlyFile(ReadOnlyFile&& other) noexcept;
   ReadOnlyFile& operator=(ReadOnlyFile&& other) noexcept;
   ReadOnlyFile(const ReadOnlyFile&) = delete;
@@ -62,8 +67,6 @@ class ReadOnlyFile {
   absl::Status ReadCached(void* dst, int64_t size, int64_t offset) const {
     return PReadFull(fd_, dst, size, offset, path_);
   }
-  // posix_fadvise WILLNEED on the buffered descriptor (advice only).
-  void AdviseWillNeed(int64_t offset, int64_t size) const;
   // Whether a Read of that range would go to the disk directly (direct
   // reads are possible, the range is large enough and not cached whole).
   bool ReadsDirect(int64_t size, int64_t offset) const;
@@ -74,6 +77,9 @@ class ReadOnlyFile {
   // read was refused (EINVAL) yet.
   bool has_direct() const { return direct_fd_ >= 0 && !direct_refused_; }
   const std::string& path() const { return path_; }
+  // The buffered descriptor, still owned by this object: to pass to
+  // another process, which Adopts a duplicate of it.
+  int fd() const { return fd_; }
 
  private:
   ReadOnlyFile(std::string path, int fd, int direct_fd)

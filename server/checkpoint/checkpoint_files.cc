@@ -89,23 +89,6 @@ absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_v
   return hash.Digest();
 }
 
-absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,
-                                        int64_t offset) {
-  if (file.ReadsDirect(size, offset)) {  // From the disk: no cache to keep it in.
-    ZS_RETURN_IF_ERROR(file.ReadUncached(data, size, offset));
-    return XXH64(data, static_cast<size_t>(size), 0);
-  }
-  Xxh64Stream hash;
-  char* p = static_cast<char*>(data);
-  for (int64_t done = 0; done < size;) {
-    const int64_t n = std::min<int64_t>(static_cast<int64_t>(kXxhashCopyBlockBytes), size - done);
-    ZS_RETURN_IF_ERROR(file.ReadCached(p + done, n, offset + done));
-    hash.Update(p + done, static_cast<size_t>(n));
-    done += n;
-  }
-  return hash.Digest();
-}
-
 absl::Status FsyncPath(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);

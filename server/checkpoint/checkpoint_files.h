@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/formats/hashed_read.h"
 #include "common/formats/read_only_file.h"
 
 namespace zeroshard::server {
@@ -28,12 +29,7 @@ absl::Status PWriteFull(int fd, const void* data, int64_t size, int64_t offset,
 // still in cache.
 absl::StatusOr<uint64_t> PWriteWithXxh64(int fd, absl::Span<const absl::string_view> pieces,
                                          int64_t offset, absl::string_view path);
-// file.Read, returning XXH64 (seed 0) of the bytes read. From the page
-// cache: read and hashed block by block (common/formats/xxhash_copy.h), each block
-// while still in the CPU's cache; from the disk (ReadsDirect): read whole,
-// then hashed.
-absl::StatusOr<uint64_t> PReadWithXxh64(const ReadOnlyFile& file, void* data, int64_t size,
-                                        int64_t offset);
+// PReadWithXxh64: common/formats/hashed_read.h.
 
 absl::Status FsyncPath(const std::string& path);  // A file or a directory.
 

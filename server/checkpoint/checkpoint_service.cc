@@ -140,7 +140,12 @@ grpc::Status CheckpointServiceImpl::GetCheckpoint(grpc::ServerContext*,
                                                   v1::CheckpointInfo* resp) {
   std::optional<int64_t> step;
   if (req->has_step()) step = req->step();
-  return Reply(store_->Get(req->job_id(), step), resp);
+  absl::StatusOr<v1::CheckpointInfo> info = store_->Get(req->job_id(), step);
+  if (info.ok()) {
+    absl::MutexLock lock(&local_mu_);
+    info->set_local_read_socket(local_read_socket_);
+  }
+  return Reply(std::move(info), resp);
 }
 
 grpc::Status CheckpointServiceImpl::DownloadChunks(grpc::ServerContext* ctx,

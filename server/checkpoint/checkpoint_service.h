@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/synchronization/mutex.h"
 #include "common/rpc/stream_limits.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/checkpoint/framed_checkpoint_service.h"
@@ -47,6 +48,12 @@ class CheckpointServiceImpl final : public FramedCheckpointService {
   grpc::Status GetCheckpointTrigger(grpc::ServerContext* ctx,
                                     const v1::GetCheckpointTriggerRequest* req,
                                     v1::GetCheckpointTriggerResponse* resp) override;
+  // The local-read socket GetCheckpoint names (CheckpointInfo
+  // .local_read_socket; local_read_server.h); "" = none. Thread-safe.
+  void SetLocalReadSocket(std::string path) {
+    absl::MutexLock lock(&local_mu_);
+    local_read_socket_ = std::move(path);
+  }
 
  private:
   // For a write to pending `checkpoint_id` as `rank`: ABORTED when it was
@@ -59,6 +66,8 @@ class CheckpointServiceImpl final : public FramedCheckpointService {
   CheckpointStore* const store_;
   StreamLimits* const streams_;
   std::atomic<int64_t> request_seq_{0};
+  absl::Mutex local_mu_;
+  std::string local_read_socket_ ABSL_GUARDED_BY(local_mu_);
 };
 
 }  // namespace zeroshard::server

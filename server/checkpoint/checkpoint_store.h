@@ -45,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/formats/hashed_read.h"
 #include "common/formats/hf_weights.h"
 #include "common/formats/read_only_file.h"
 #include "common/shard_plan.h"
@@ -165,15 +166,25 @@ class CheckpointStore {
   // (ReadVerifiedBlocks).
   absl::Status ReadRange(const v1::DownloadRangeRequest& req,
                          const std::function<absl::Status(const v1::RangeChunk&)>& sink);
-  // Where ReadRange puts chunks without a message holding their data:
-  // `buffer(bytes)` returns memory for the next chunk's data, `send(header)`
-  // hands on that chunk (header.data() empty; the data is what was just
-  // read into the buffer), in order, stopping at its first error.
-  struct RangeSink {
-    std::function<char*(size_t bytes)> buffer;
-    std::function<absl::Status(const v1::RangeChunk& header)> send;
-  };
+  // Where ReadRange puts chunks without a message holding their data
+  // (common/formats/hashed_read.h): `buffer(bytes)` returns memory for the
+  // next chunk's data, `send(header)` hands on that chunk (header.data()
+  // empty; the data is what was just read into the buffer), in order,
+  // stopping at its first error.
+  using RangeSink = zeroshard::RangeSink;
   absl::Status ReadRange(const v1::DownloadRangeRequest& req, const RangeSink& sink);
+  // A committed checkpoint's file opened for a rank on this host that reads
+  // it itself (local_read_server.h), found and checked as ReadRange finds
+  // it (req's offset, length and chunk_bytes are not used). The reader
+  // verifies each block against file.block_xxhash64 (hashed_read.h).
+  // FAILED_PRECONDITION for model weights, and for a file without block
+  // hashes (ReadRange verifies those whole); ReadRange's other errors.
+  struct OpenedFile {
+    int64_t step = 0;
+    v1::CheckpointFile file;
+    ReadOnlyFile in;
+  };
+  absl::StatusOr<OpenedFile> OpenForLocalRead(const v1::DownloadRangeRequest& req);
   // The job's initial weights, served by ReadRange for requests with
   // model_weights set (checkpoint.proto DownloadRangeRequest): ranges of each
   // unit's flat buffer under the job's units, read and converted from the
@@ -215,14 +226,16 @@ class CheckpointStore {
   absl::StatusOr<std::shared_ptr<Committed>> FindCommitted(absl::string_view job_id,
                                                            std::optional<int64_t> step);
   absl::Status EnsureVerified(const std::shared_ptr<Committed>& c);
+  // The checkpoint and file a read names (job, step or the latest, unit,
+  // kind), verified as a first read does; `file` points into `manifest`.
+  struct FileOfRead {
+    std::shared_ptr<Committed> checkpoint;
+    std::shared_ptr<const LoadedManifest> manifest;
+    const v1::CheckpointFile* file = nullptr;
+  };
+  absl::StatusOr<FileOfRead> FindFile(const v1::DownloadRangeRequest& req);
   // Drops `c` from the index and lists it as rejected for `why`; returns `why`.
   absl::Status Reject(const std::shared_ptr<Committed>& c, const absl::Status& why);
-  // ReadRange of a file with block hashes: chunks never cross a block's
-  // edge, and each block is verified against its hash as it is read
-  // (DATA_LOSS naming the file and block, and `c` rejected, on a mismatch).
-  absl::Status ReadVerifiedBlocks(const std::shared_ptr<Committed>& c,
-                                  const v1::CheckpointFile& file, const ReadOnlyFile& in,
-                                  ElementRange range, int64_t chunk_elems, const RangeSink& sink);
   absl::Status CheckBlock(const std::shared_ptr<Committed>& c, const v1::CheckpointFile& file,
                           int64_t block, uint64_t hash);
   absl::Status CreateFilesLocked(Pending& p);

@@ -1,5 +1,5 @@
 // CheckpointStore: reads of committed checkpoints (lookup, first-read hash
-// verification, ranged reads with read-ahead).
+// verification, ranged reads, files opened for local reads).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/formats/xxhash_copy.h"
+#include "common/formats/hashed_read.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_store.h"
@@ -23,31 +23,6 @@ namespace {
 
 constexpr int64_t kDefaultChunkBytes = 1 << 20;
 constexpr int64_t kMaxChunkBytes = (4 << 20) - (64 << 10);
-// How far ReadRange asks the kernel to read ahead of the chunk it sends:
-// enough to keep a disk busy while the chunk before is hashed and sent (bytes).
-constexpr int64_t kReadAheadBytes = 16 << 20;
-
-// Asks the kernel to read up to kReadAheadBytes ahead of each read of a
-// range (without direct reads; with them the page cache is bypassed), so
-// the disk works while the chunk before is hashed and sent.
-class ReadAhead {
- public:
-  ReadAhead(const ReadOnlyFile& in, int64_t end_byte) : in_(in), end_byte_(end_byte) {}
-  void Before(int64_t byte) {
-    if (advised_ < 0) advised_ = byte;
-    const int64_t want = std::min(end_byte_, byte + kReadAheadBytes);
-    if (!in_.has_direct() && want > advised_) {
-      in_.AdviseWillNeed(advised_, want - advised_);
-      advised_ = want;
-    }
-  }
-
- private:
-  const ReadOnlyFile& in_;
-  const int64_t end_byte_;
-  int64_t advised_ = -1;  // Read-ahead asked for up to here.
-};
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<CheckpointStore::Committed>> CheckpointStore::FindCommitted(
@@ -124,6 +99,45 @@ absl::Status CheckpointStore::ReadRange(
                                   }});
 }
 
+absl::StatusOr<CheckpointStore::FileOfRead> CheckpointStore::FindFile(
+    const v1::DownloadRangeRequest& req) {
+  std::optional<int64_t> step;
+  if (req.has_step()) step = req.step();
+  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
+  FileOfRead found;
+  ZS_ASSIGN_OR_RETURN(found.checkpoint, FindCommitted(req.job_id(), step));
+  ZS_RETURN_IF_ERROR(EnsureVerified(found.checkpoint));
+  {
+    absl::MutexLock clock(&found.checkpoint->mu);
+    found.manifest = found.checkpoint->loaded;
+  }
+  for (const v1::CheckpointFile& f : found.manifest->manifest.files()) {
+    if (f.unit() == req.unit() && f.kind() == req.kind()) found.file = &f;
+  }
+  if (found.file == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unit \"", req.unit(),
+                                                   "\" is not in checkpoint ",
+                                                   found.checkpoint->summary.checkpoint_id()));
+  }
+  return found;
+}
+
+absl::StatusOr<CheckpointStore::OpenedFile> CheckpointStore::OpenForLocalRead(
+    const v1::DownloadRangeRequest& req) {
+  if (!ValidTensorKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
+  if (req.model_weights()) {
+    return absl::FailedPreconditionError("local reads serve checkpoints, not model weights");
+  }
+  ZS_ASSIGN_OR_RETURN(const FileOfRead found, FindFile(req));
+  if (found.file->block_bytes() <= 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("file ", found.file->path(), " has no block hashes (written before them)"));
+  }
+  ZS_ASSIGN_OR_RETURN(ReadOnlyFile in,
+                      ReadOnlyFile::Open(found.checkpoint->dir + "/" + found.file->path()));
+  return OpenedFile{found.checkpoint->step, *found.file, std::move(in)};
+}
+
 absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req,
                                         const RangeSink& sink) {
   if (!ValidTensorKind(req.kind())) return absl::InvalidArgumentError("kind is not valid");
@@ -138,35 +152,23 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req,
   }
   const int64_t chunk_elems = chunk_bytes / 4;
   if (req.model_weights()) return ReadModelWeights(req, chunk_elems, sink);
-  std::optional<int64_t> step;
-  if (req.has_step()) step = req.step();
-  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
-  ZS_ASSIGN_OR_RETURN(std::shared_ptr<Committed> c, FindCommitted(req.job_id(), step));
-  ZS_RETURN_IF_ERROR(EnsureVerified(c));
-  std::shared_ptr<const LoadedManifest> m;
-  {
-    absl::MutexLock clock(&c->mu);
-    m = c->loaded;
-  }
-  const v1::CheckpointFile* file = nullptr;
-  for (const v1::CheckpointFile& f : m->manifest.files()) {
-    if (f.unit() == req.unit() && f.kind() == req.kind()) file = &f;
-  }
-  if (file == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unit \"", req.unit(), "\" is not in checkpoint ", c->summary.checkpoint_id()));
+  ZS_ASSIGN_OR_RETURN(const FileOfRead found, FindFile(req));
+  const std::shared_ptr<Committed>& c = found.checkpoint;
+  const v1::CheckpointFile* file = found.file;
   ZS_RETURN_IF_ERROR(CheckRange(req.offset(), req.length(), file->numel(),
                                 absl::StrCat("unit ", req.unit(), "'s elements").c_str()));
   // Opened once: a retention delete during the read cannot pull it away.
   ZS_ASSIGN_OR_RETURN(const ReadOnlyFile in, ReadOnlyFile::Open(c->dir + "/" + file->path()));
   const ElementRange range{req.offset(), req.length()};
-  if (file->block_bytes() > 0) return ReadVerifiedBlocks(c, *file, in, range, chunk_elems, sink);
+  if (file->block_bytes() > 0) {
+    return ReadVerifiedBlocks(
+        *file, in, range, chunk_elems, c->step, sink,
+        [&](int64_t block, uint64_t hash) { return CheckBlock(c, *file, block, hash); });
+  }
   v1::RangeChunk chunk;
   chunk.set_step(c->step);
-  ReadAhead ahead(in, range.end() * 4);
   for (int64_t off = range.offset; off < range.end(); off += chunk_elems) {
     const int64_t n = std::min(chunk_elems, range.end() - off);
-    ahead.Before(off * 4);
     ZS_ASSIGN_OR_RETURN(
         const uint64_t hash,
         PReadWithXxh64(in, sink.buffer(static_cast<size_t>(n * 4)), n * 4, off * 4));
@@ -174,55 +176,6 @@ absl::Status CheckpointStore::ReadRange(const v1::DownloadRangeRequest& req,
     chunk.set_length(n);
     chunk.set_xxhash64(hash);
     ZS_RETURN_IF_ERROR(sink.send(chunk));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckpointStore::ReadVerifiedBlocks(const std::shared_ptr<Committed>& c,
-                                                 const v1::CheckpointFile& file,
-                                                 const ReadOnlyFile& in, ElementRange range,
-                                                 int64_t chunk_elems, const RangeSink& sink) {
-  const int64_t block_elems = file.block_bytes() / 4;
-  std::vector<char> whole_block;  // For chunks that cover part of a block.
-  v1::RangeChunk chunk;
-  chunk.set_step(c->step);
-  ReadAhead ahead(in, range.end() * 4);
-  auto send = [&](int64_t offset, int64_t length, uint64_t hash) {
-    chunk.set_offset(offset);
-    chunk.set_length(length);
-    chunk.set_xxhash64(hash);
-    return sink.send(chunk);
-  };
-  for (int64_t b = range.offset / block_elems; b * block_elems < range.end(); ++b) {
-    const ElementRange block{b * block_elems,
-                             std::min(block_elems, file.numel() - b * block_elems)};
-    const int64_t first = std::max(range.offset, block.offset);
-    const int64_t last = std::min(range.end(), block.end());
-    ahead.Before(block.offset * 4);
-    if (first == block.offset && last == block.end() && block.length <= chunk_elems) {
-      // The chunk is the block: one hash verifies the disk's bytes and
-      // travels with them.
-      const int64_t bytes = block.length * 4;
-      ZS_ASSIGN_OR_RETURN(
-          const uint64_t hash,
-          PReadWithXxh64(in, sink.buffer(static_cast<size_t>(bytes)), bytes, block.offset * 4));
-      ZS_RETURN_IF_ERROR(CheckBlock(c, file, b, hash));
-      ZS_RETURN_IF_ERROR(send(block.offset, block.length, hash));
-      continue;
-    }
-    // The range covers part of the block, or chunks are smaller than a
-    // block: the block is read whole to be verified, then sent from memory.
-    whole_block.resize(static_cast<size_t>(block.length * 4));
-    ZS_ASSIGN_OR_RETURN(const uint64_t hash,
-                        PReadWithXxh64(in, whole_block.data(), block.length * 4, block.offset * 4));
-    ZS_RETURN_IF_ERROR(CheckBlock(c, file, b, hash));
-    for (int64_t off = first; off < last; off += chunk_elems) {
-      const int64_t n = std::min(chunk_elems, last - off);
-      const size_t bytes = static_cast<size_t>(n * 4);
-      ZS_RETURN_IF_ERROR(send(
-          off, n,
-          CopyWithXxh64(sink.buffer(bytes), whole_block.data() + (off - block.offset) * 4, bytes)));
-    }
   }
   return absl::OkStatus();
 }

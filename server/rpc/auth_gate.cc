@@ -98,8 +98,12 @@ bool AuthGate::ActsAsAdmin(const grpc::ServerContextBase& ctx) const {
 
 absl::StatusOr<Role> AuthGate::CheckToken(const grpc::ServerContextBase& ctx,
                                           const RpcPolicy& p) const {
+  return CheckTokenValue(BearerToken(ctx), p);
+}
+
+absl::StatusOr<Role> AuthGate::CheckTokenValue(std::optional<absl::string_view> token,
+                                               const RpcPolicy& p) const {
   if (tokens_.empty()) return Role::kAdmin;
-  const std::optional<absl::string_view> token = BearerToken(ctx);
   if (!token.has_value()) {
     return absl::UnauthenticatedError(
         absl::StrCat(p.method,
@@ -118,6 +122,17 @@ absl::StatusOr<Role> AuthGate::CheckToken(const grpc::ServerContextBase& ctx,
                                                     RoleName(role->second)));
   }
   return role->second;
+}
+
+absl::Status AuthGate::AuthorizeToken(absl::string_view method, absl::string_view token) const {
+  const RpcPolicy* p = FindPolicy(method);
+  if (p == nullptr || p->member != MemberRule::kNone) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method, " cannot be authorized by a token alone"));
+  }
+  std::optional<absl::string_view> given;
+  if (!token.empty()) given = token;
+  return CheckTokenValue(given, *p).status();
 }
 
 absl::StatusOr<Role> AuthGate::Authorize(const grpc::ServerContextBase& ctx,

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,11 @@ class AuthGate {
   // (MemberRule::kSelf).
   absl::StatusOr<Role> Authorize(const grpc::ServerContextBase& ctx, absl::string_view method,
                                  uint64_t member_id = 0) const;
+  // For a call outside gRPC (local reads, local_read_server.h): OK when
+  // `token` ("" = none) may call `method`, a method that names no member;
+  // CheckToken's errors otherwise, PERMISSION_DENIED for a method that
+  // needs a member credential or that the policy lacks.
+  absl::Status AuthorizeToken(absl::string_view method, absl::string_view token) const;
   // Whether the call carries a valid credential of `member_id`.
   bool Proves(const grpc::ServerContextBase& ctx, uint64_t member_id) const;
   // Member ids with a valid credential on the call.
@@ -119,6 +125,8 @@ class AuthGate {
   AuthGate(absl::flat_hash_map<std::string, Role> tokens, std::function<bool(uint64_t)> is_live,
            bool bind_worker_identity);
   absl::StatusOr<Role> CheckToken(const grpc::ServerContextBase& ctx, const RpcPolicy& p) const;
+  absl::StatusOr<Role> CheckTokenValue(std::optional<absl::string_view> token,
+                                       const RpcPolicy& p) const;
 
   const absl::flat_hash_map<std::string, Role> tokens_;
   const std::function<bool(uint64_t)> is_live_;

@@ -47,6 +47,10 @@ struct CoordinatorOptions {
   // job_config_json (opaque JSON handed to workers; "" = the persisted one).
   server::CoreOptions core;
   std::string checkpoint_dir;  // For the checkpoint service; the core ignores it.
+  // With a checkpoint dir: ranks on this host may read checkpoints from
+  // their files themselves (server/checkpoint/local_read_server.h);
+  // CoordinatorStack starts that socket. --local-reads.
+  bool local_reads = true;
   // Largest request gRPC accepts, bytes (checkpoint chunks stay below this).
   int max_receive_message_bytes = 16 << 20;
   // How often the ticker applies the clock; 0 = min(heartbeat_interval,
@@ -112,6 +116,7 @@ class CoordinatorServer {
   server::CoordinatorCore* core() { return core_.get(); }
   server::DurableState* durable_state() { return core_->durable(); }
   MetricsRegistry* metrics() { return &metrics_; }
+  const server::AuthGate* gate() const { return gate_.get(); }  // Null before Start.
   uint64_t generation() const { return core_->generation(); }
 
   // Stops accepting calls, ends waits (KvWait, WatchGeneration) with

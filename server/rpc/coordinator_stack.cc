@@ -1,5 +1,7 @@
 #include "server/rpc/coordinator_stack.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "common/formats/hf_weights.h"
 #include "common/infra/listen_check.h"
@@ -49,6 +51,26 @@ absl::Status CheckStackOptions(const CoordinatorOptions& options) {
   return absl::OkStatus();
 }
 
+// The local-read socket over the stack's store, its requests checked as
+// DownloadRange's are. A failure only costs speed: ranks then read through
+// DownloadRange, so it is a warning.
+void StartLocalReads(CoordinatorStack& stack) {
+  const server::AuthGate* gate = stack.server->gate();
+  auto authorize = [gate](absl::string_view token) {
+    return gate == nullptr ? absl::OkStatus()
+                           : gate->AuthorizeToken("CheckpointService/DownloadRange", token);
+  };
+  absl::StatusOr<std::unique_ptr<server::LocalReadServer>> local =
+      server::LocalReadServer::Start(stack.checkpoints->store(), std::move(authorize));
+  if (!local.ok()) {
+    std::fprintf(stderr, "warning: no local checkpoint reads: %s\n",
+                 std::string(local.status().message()).c_str());
+    return;
+  }
+  stack.local_reads = *std::move(local);
+  stack.checkpoints->service()->SetLocalReadSocket(stack.local_reads->socket_path());
+}
+
 }  // namespace
 
 absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions& options,
@@ -94,6 +116,7 @@ absl::StatusOr<CoordinatorStack> StartCoordinatorStack(const CoordinatorOptions&
       return job;
     });
   }
+  if (stack.checkpoints != nullptr && options.local_reads) StartLocalReads(stack);
   if (stack.checkpoints != nullptr) {
     stack.checkpoint_metrics = std::make_unique<server::CheckpointMetrics>(stack.server->metrics());
     stack.checkpoint_metrics->Attach(stack.checkpoints->store());

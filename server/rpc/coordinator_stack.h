@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "server/checkpoint/checkpoint_host.h"
 #include "server/checkpoint/checkpoint_metrics.h"
+#include "server/checkpoint/local_read_server.h"
 #include "server/rpc/coordinator_server.h"
 
 namespace zeroshard {
@@ -20,6 +21,9 @@ struct CoordinatorStack {
   std::unique_ptr<StreamLimits> streams;
   // Declared first so it outlives the server that serves it.
   std::unique_ptr<server::CheckpointHost> checkpoints;  // Null without a checkpoint dir.
+  // Local reads of the store's checkpoints; null without a checkpoint dir
+  // or with options.local_reads off (then a warning says why it failed).
+  std::unique_ptr<server::LocalReadServer> local_reads;
   // The checkpoint metrics, over the server's registry; observed by the
   // store, so declared before the server (whose RPCs call it) and after the
   // store.

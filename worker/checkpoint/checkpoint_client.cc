@@ -77,6 +77,10 @@ absl::StatusOr<std::unique_ptr<CheckpointClient>> CheckpointClient::Connect(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, OpenChannel(target, security, args));
+  if (options.token.empty()) {
+    ZS_ASSIGN_OR_RETURN(std::shared_ptr<CallIdentity> identity, NewCallIdentity(security));
+    options.token = identity->token();
+  }
   return std::make_unique<CheckpointClient>(std::move(channel), options);
 }
 

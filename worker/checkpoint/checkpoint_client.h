@@ -23,6 +23,7 @@
 // concurrently; a SaveHandle is used by one thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,6 +41,7 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/impl/rpc_method.h"
+#include "worker/checkpoint/local_reads.h"
 #include "zeroshard/v1/checkpoint.grpc.pb.h"
 
 namespace zeroshard::checkpoint {
@@ -52,6 +54,14 @@ struct CheckpointClientOptions {
   // ([Note: parallel streams] in checkpoint_client.cc). The coordinator
   // allows 256 open streams per caller host.
   int streams = 4;
+  // Restore reads a checkpoint's ranges from its files itself where the
+  // coordinator offers local reads on a socket this process can reach
+  // (local_reads.h; CheckpointInfo.local_read_socket); false, or
+  // ZEROSHARD_LOCAL_READS=0 in the environment, always uses DownloadRange.
+  bool local_reads = true;
+  // The bearer token local-read requests carry (the one the channel sends;
+  // "" when the coordinator needs none). Connect fills it from its security.
+  std::string token;
 };
 
 // One unit's slice of this rank's state, as the engine holds it: three
@@ -154,9 +164,14 @@ class CheckpointClient {
  private:
   // Restore's work: targets under `current_plan` from data saved under
   // `saved` (a checkpoint's plan, or the current one for model weights).
+  // `local_socket`: CheckpointInfo.local_read_socket ("" for none).
   absl::Status RestoreFrom(const ShardPlan& saved, const std::string& job_id, int64_t step,
-                           bool model_weights, const ShardPlan& current_plan,
-                           const std::vector<RestoreTarget>& targets, absl::Time deadline);
+                           bool model_weights, const std::string& local_socket,
+                           const ShardPlan& current_plan, const std::vector<RestoreTarget>& targets,
+                           absl::Time deadline);
+  // Local reads through `socket` when options and the environment allow and
+  // it can be reached; null otherwise (the reason printed once per client).
+  std::unique_ptr<LocalReads> ConnectLocal(const std::string& socket, absl::Time deadline);
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Time deadline);
   void ForgetContext(grpc::ClientContext* ctx);
   // A unary call through a registered context, so CancelAll reaches it.
@@ -192,6 +207,7 @@ class CheckpointClient {
   absl::Mutex mu_;
   std::vector<grpc::ClientContext*> live_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> local_fallback_said_{false};  // A fallback to DownloadRange was printed.
 };
 
 // A background save. Destroying it joins the thread, which ends by the

@@ -2,6 +2,9 @@
 // current shard plan needs from a committed checkpoint or the job's model
 // weights (checkpoint_client.h).
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -130,19 +133,38 @@ absl::Status CheckpointClient::Restore(const v1::CheckpointInfo& info,
   absl::StatusOr<ShardPlan> saved = ShardPlanFromProto(info.plan());
   if (!saved.ok())
     return absl::DataLossError(absl::StrCat("checkpoint plan: ", saved.status().message()));
-  return RestoreFrom(*saved, info.summary().job_id(), info.summary().step(), false, current_plan,
-                     targets, deadline);
+  return RestoreFrom(*saved, info.summary().job_id(), info.summary().step(), false,
+                     info.local_read_socket(), current_plan, targets, deadline);
 }
 
 absl::Status CheckpointClient::RestoreModelWeights(const std::string& job_id,
                                                    const ShardPlan& current_plan,
                                                    const std::vector<RestoreTarget>& targets,
                                                    absl::Time deadline) {
-  return RestoreFrom(current_plan, job_id, 0, true, current_plan, targets, deadline);
+  return RestoreFrom(current_plan, job_id, 0, true, "", current_plan, targets, deadline);
+}
+
+std::unique_ptr<LocalReads> CheckpointClient::ConnectLocal(const std::string& socket,
+                                                           absl::Time deadline) {
+  const char* env = std::getenv("ZEROSHARD_LOCAL_READS");
+  if (socket.empty() || !options_.local_reads || (env != nullptr && std::string(env) == "0")) {
+    return nullptr;
+  }
+  const absl::Duration timeout = std::max(absl::Seconds(1), deadline - absl::Now());
+  absl::StatusOr<std::unique_ptr<LocalReads>> local =
+      LocalReads::Connect(socket, options_.token, timeout);
+  if (local.ok()) return *std::move(local);
+  // Another host, or another mount namespace: DownloadRange, as designed.
+  if (!local_fallback_said_.exchange(true)) {
+    std::fprintf(stderr, "checkpoint restore through DownloadRange: %s\n",
+                 std::string(local.status().message()).c_str());
+  }
+  return nullptr;
 }
 
 absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::string& job_id,
                                            int64_t step, bool model_weights,
+                                           const std::string& local_socket,
                                            const ShardPlan& current_plan,
                                            const std::vector<RestoreTarget>& targets,
                                            absl::Time deadline) {
@@ -162,14 +184,31 @@ absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::st
       }
     }
   }
+  const std::unique_ptr<LocalReads> local = ConnectLocal(local_socket, deadline);
+  // One segment: read locally where offered; a local failure (a block that
+  // fails its hash included) goes through DownloadRange, where the
+  // coordinator verifies the same bytes and drops a damaged checkpoint.
+  std::atomic<bool> fallback_said{false};  // One line per Restore.
+  auto fetch = [&](const RestoreTarget& t, const RestoreSegment& s) {
+    const ElementRange src{s.src_offset, s.dst.length};
+    float* dst = t.dst + s.dst.offset;
+    if (local != nullptr) {
+      absl::Status st = local->Read(job_id, step, t.unit, t.kind, src, dst);
+      if (st.ok()) return st;
+      if (!fallback_said.exchange(true)) {
+        std::fprintf(stderr, "%s; reading it through DownloadRange\n",
+                     std::string(st.message()).c_str());
+      }
+    }
+    return Download(job_id, step, t.unit, t.kind, src, dst, deadline, model_weights);
+  };
   // [Note: parallel streams] (Upload): the segments on up to options_.streams streams.
   FirstError error;
   ParallelFor(static_cast<int64_t>(downloads.size()), StreamsFor(downloads.size()), 1, 1,
               [&](int, int64_t b, int64_t e) {
                 for (int64_t i = b; i < e && error.Get().ok(); ++i) {
                   const auto& [t, s] = downloads[i];
-                  error.Note(Download(job_id, step, t->unit, t->kind, {s.src_offset, s.dst.length},
-                                      t->dst + s.dst.offset, deadline, model_weights));
+                  error.Note(fetch(*t, s));
                 }
               });
   return error.Get();

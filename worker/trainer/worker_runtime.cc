@@ -250,7 +250,12 @@ absl::Status RunWorker(const WorkerOptions& options) {
   std::unique_ptr<checkpoint::CheckpointClient> checkpoints;
   if (!job.job.checkpoint_dir.empty()) {
     // The coordinator client's channel: uploads carry this worker's member credential.
-    checkpoints = std::make_unique<checkpoint::CheckpointClient>(client->channel());
+    checkpoint::CheckpointClientOptions checkpoint_options;
+    if (client->options().identity != nullptr) {
+      checkpoint_options.token = client->options().identity->token();  // For local reads.
+    }
+    checkpoints =
+        std::make_unique<checkpoint::CheckpointClient>(client->channel(), checkpoint_options);
   }
   Runtime r{
       options, job, client, checkpoints.get(), {status.job_id(), options.worker_id, options.host},

@@ -81,13 +81,13 @@ TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {
   for (size_t n : kSizes) {
     std::vector<char> got(n);
     absl::StatusOr<uint64_t> h =
-        server::PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
+        PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ(*h, XXH64(file.data() + 50, n, 0)) << n;
     EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + 50)) << n;
   }
   std::vector<char> big(file.size());
-  EXPECT_EQ(server::PReadWithXxh64(*read, big.data(), static_cast<int64_t>(big.size()), 1)
+  EXPECT_EQ(PReadWithXxh64(*read, big.data(), static_cast<int64_t>(big.size()), 1)
                 .status()
                 .code(),
             absl::StatusCode::kDataLoss);  // One byte past the end.

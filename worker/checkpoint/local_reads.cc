@@ -1,0 +1,117 @@
+#include "worker/checkpoint/local_reads.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/formats/hashed_read.h"
+#include "common/rpc/fd_frames.h"
+#include "common/status_macros.h"
+
+namespace zeroshard::checkpoint {
+namespace {
+
+constexpr size_t kMaxReplyBytes = 16 << 20;  // A file's block hashes: 8 bytes a MiB.
+
+absl::Status ReplyStatus(const v1::LocalReadReply& reply) {
+  if (reply.code() == 0) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(reply.code()),
+                      absl::StrCat("local read: ", reply.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalReads>> LocalReads::Connect(const std::string& socket_path,
+                                                                std::string token,
+                                                                absl::Duration timeout) {
+  absl::StatusOr<UnixAddress> addr = MakeUnixAddress(socket_path);
+  if (!addr.ok())
+    return absl::UnavailableError(absl::StrCat("local reads: ", addr.status().message()));
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0)
+    return absl::UnavailableError(absl::StrCat("local reads: socket: ", strerror(errno)));
+  if (::connect(sock, reinterpret_cast<const sockaddr*>(&addr->addr), addr->size) != 0) {
+    const int err = errno;
+    ::close(sock);
+    return absl::UnavailableError(
+        absl::StrCat("local reads: connect ", socket_path, ": ", std::strerror(err)));
+  }
+  const timeval tv = absl::ToTimeval(timeout);
+  (void)::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  return std::unique_ptr<LocalReads>(new LocalReads(sock, std::move(token)));
+}
+
+LocalReads::~LocalReads() { ::close(sock_); }
+
+absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Open(
+    const std::string& job_id, int64_t step, const std::string& unit, v1::TensorKind kind) {
+  absl::MutexLock lock(&mu_);
+  auto key = std::make_tuple(step, unit, static_cast<int>(kind));
+  if (auto it = files_.find(key); it != files_.end()) return it->second;
+  v1::LocalReadRequest req;
+  req.set_token(token_);
+  req.mutable_file()->set_job_id(job_id);
+  req.mutable_file()->set_has_step(true);
+  req.mutable_file()->set_step(step);
+  req.mutable_file()->set_unit(unit);
+  req.mutable_file()->set_kind(kind);
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<const OpenFile> file, Ask(req, step));
+  files_.emplace(std::move(key), file);
+  return file;
+}
+
+absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
+    const v1::LocalReadRequest& req, int64_t step) {
+  ZS_RETURN_IF_ERROR(SendFrame(sock_, req.SerializeAsString()));
+  ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceiveFrame(sock_, kMaxReplyBytes));
+  v1::LocalReadReply reply;
+  if (!reply.ParseFromString(frame.bytes())) {
+    return absl::DataLossError("local read: the coordinator's reply did not parse");
+  }
+  ZS_RETURN_IF_ERROR(ReplyStatus(reply));
+  const v1::CheckpointFile& meta = reply.file();
+  if (reply.step() != step || frame.fd_count() != 1 || meta.block_bytes() <= 0 ||
+      meta.block_bytes() % 4 != 0 ||
+      meta.block_xxhash64_size() != (meta.bytes() + meta.block_bytes() - 1) / meta.block_bytes() ||
+      meta.bytes() != meta.numel() * 4) {
+    return absl::DataLossError(absl::StrCat("local read: the coordinator's answer for ",
+                                            req.file().unit(), " does not describe its file"));
+  }
+  // Through the page cache, whatever the coordinator's reads do: its
+  // readahead keeps the disk busier than direct reads here, and the
+  // kernel's copy costs the ranks' threads (local_reads.h).
+  return std::make_shared<const OpenFile>(OpenFile{
+      meta, ReadOnlyFile::Adopt(absl::StrCat(meta.path(), " (local read)"), frame.TakeFd(0), -1)});
+}
+
+absl::Status LocalReads::Read(const std::string& job_id, int64_t step, const std::string& unit,
+                              v1::TensorKind kind, ElementRange range, float* dst) {
+  if (range.length == 0) return absl::OkStatus();
+  ZS_ASSIGN_OR_RETURN(std::shared_ptr<const OpenFile> file, Open(job_id, step, unit, kind));
+  const v1::CheckpointFile& meta = file->meta;
+  if (range.offset < 0 || range.length < 0 || range.offset > meta.numel() - range.length) {
+    return absl::DataLossError(absl::StrCat("local read: elements [", range.offset, ", +",
+                                            range.length, ") are past ", meta.path(), "'s ",
+                                            meta.numel()));
+  }
+  int64_t next = range.offset;  // The element the next chunk starts at.
+  const RangeSink sink{[&](size_t) { return reinterpret_cast<char*>(dst + (next - range.offset)); },
+                       [&](const v1::RangeChunk& chunk) {
+                         next = chunk.offset() + chunk.length();
+                         return absl::OkStatus();
+                       }};
+  return ReadVerifiedBlocks(
+      meta, file->in, range, meta.block_bytes() / 4, step, sink, [&](int64_t b, uint64_t hash) {
+        if (hash == meta.block_xxhash64(static_cast<int>(b))) return absl::OkStatus();
+        return absl::DataLossError(
+            absl::StrFormat("local read: %s block %d has xxhash64 %016x, the manifest says %016x",
+                            meta.path(), b, hash, meta.block_xxhash64(static_cast<int>(b))));
+      });
+}
+
+}  // namespace zeroshard::checkpoint
