@@ -86,11 +86,6 @@ void AddJobFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-kv-waits", core.max_kv_waits, "KvWaits parked in all")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--local-reads", f.options.local_reads,
-                 "let workers on this host read checkpoint ranges from the files themselves, "
-                 "through descriptors handed over a Unix socket (false: every byte through "
-                 "DownloadRange)")
-      ->capture_default_str();
   app.add_option("--max-streams-per-caller", f.options.max_streams_per_caller,
                  "open WatchGeneration, HeartbeatStream, UploadShard and DownloadRange streams "
                  "one peer host may hold (RESOURCE_EXHAUSTED beyond)")
@@ -119,6 +114,11 @@ void AddJobFlags(CLI::App& app, Flags& f) {
 }
 
 void AddCheckpointFlags(CLI::App& app, Flags& f) {
+  app.add_option("--local-reads", f.options.local_reads,
+                 "let workers on this host read checkpoint ranges from the files themselves, "
+                 "through descriptors handed over a Unix socket (false: every byte through "
+                 "DownloadRange)")
+      ->capture_default_str();
   app.add_option("--checkpoint-dir", f.options.checkpoint_dir,
                  "where checkpoints are written (default: the job config's checkpoint_dir)");
   app.add_option("--keep-checkpoints", f.keep_checkpoints,

@@ -310,6 +310,21 @@ std::string StepDir(int step) {
   return name;
 }
 
+// The restore's plain baselines, each after an eviction with --cache cold:
+// checkpoint `step`'s own files with as many readers as the restore has
+// streams, then the plain file `plain` buffered and O_DIRECT.
+void TimePlainReads(const std::string& dir, const std::string& plain, const Flags& flags, int step,
+                    std::vector<char>& buf, Timings& t) {
+  const bool cold = flags.cache == "cold";
+  if (cold) EvictTree(dir);
+  t.files_read_s.push_back(
+      PlainReadFiles(dir + "/ckpt/" + StepDir(step), flags.ranks * flags.streams));
+  if (cold) EvictTree(dir);
+  t.read_s.push_back(PlainRead(plain, buf));
+  if (cold) EvictTree(dir);
+  t.direct_read_s.push_back(DirectRead(plain, buf));
+}
+
 // The report's first line: the run's shape.
 std::string Header(const Flags& flags, int64_t total_bytes) {
   char header[256];
@@ -360,13 +375,7 @@ int main(int argc, char** argv) {
     if (cold) EvictTree(dir);
     t.grpc_restore_s.push_back(
         TimeRestore(plan, grpc_clients, shards, run + 1, pid, &t.grpc_restore_cpu.emplace_back()));
-    if (cold) EvictTree(dir);
-    t.files_read_s.push_back(
-        PlainReadFiles(dir + "/ckpt/" + StepDir(run + 1), flags.ranks * flags.streams));
-    if (cold) EvictTree(dir);
-    t.read_s.push_back(PlainRead(plain, buf));
-    if (cold) EvictTree(dir);
-    t.direct_read_s.push_back(DirectRead(plain, buf));
+    TimePlainReads(dir, plain, flags, run + 1, buf, t);
     TimeRestartRestores(dir, flags, plan, shards, run + 1, service, clients, grpc_clients, t);
     if (tls) {
       CpuSeconds unused;

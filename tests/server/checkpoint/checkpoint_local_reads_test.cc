@@ -57,10 +57,29 @@ class LocalReadsTest : public StoreTest {
     return reads.Read("", 3, u.name, kKinds[k], r, out.data());
   }
   std::string Dir() const { return dir_ + "/" + server::CheckpointIdForStep(3); }
+  // The CheckpointService over the store, naming the socket, and a client.
+  void StartService() {
+    service_ = std::make_unique<server::CheckpointServiceImpl>(store_.get());
+    service_->SetLocalReadSocket(server_->socket_path());
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(service_.get());
+    grpc_server_ = b.BuildAndStart();
+    auto client = checkpoint::CheckpointClient::Connect("127.0.0.1:" + std::to_string(port));
+    ASSERT_TRUE(client.ok());
+    client_ = *std::move(client);
+  }
+  void TearDown() override {
+    if (grpc_server_ != nullptr) grpc_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  }
 
   ModelState state_;
   std::unique_ptr<server::CheckpointStore> store_;
   std::unique_ptr<server::LocalReadServer> server_;
+  std::unique_ptr<server::CheckpointServiceImpl> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<checkpoint::CheckpointClient> client_;
 };
 
 TEST_F(LocalReadsTest, RangesAcrossBlockEdgesEqualTheSavedState) {
@@ -98,42 +117,25 @@ TEST_F(LocalReadsTest, AChangedByteIsDataLossAndTheRestoreThenDropsTheCheckpoint
 
   // The client falls back to DownloadRange, where the store finds the same
   // block and drops the checkpoint.
-  server::CheckpointServiceImpl service(store_.get());
-  service.SetLocalReadSocket(server_->socket_path());
-  int port = 0;
-  grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  b.RegisterService(&service);
-  std::unique_ptr<grpc::Server> grpc_server = b.BuildAndStart();
-  auto client = checkpoint::CheckpointClient::Connect("127.0.0.1:" + std::to_string(port));
-  ASSERT_TRUE(client.ok());
-  auto info = (*client)->GetInfo("", 3, Soon());
+  StartService();
+  auto info = client_->GetInfo("", 3, Soon());
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->local_read_socket(), server_->socket_path());
   std::vector<float> dst(static_cast<size_t>(plan_.units[0].padded_numel));
-  absl::Status st = (*client)->Restore(
+  absl::Status st = client_->Restore(
       *info, plan_,
       {{plan_.units[0].name, kKinds[0], {0, plan_.units[0].padded_numel}, dst.data()}}, Soon());
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_TRUE(ListedSteps(*store_).empty());
-  grpc_server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
 
 TEST_F(LocalReadsTest, TheClientsRestoreReadsLocallyWithNoDownloadRangeToFallBackOn) {
   // A service that answers GetCheckpoint and then goes away: the restore
   // can only have come through the socket.
-  server::CheckpointServiceImpl service(store_.get());
-  service.SetLocalReadSocket(server_->socket_path());
-  int port = 0;
-  grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  b.RegisterService(&service);
-  std::unique_ptr<grpc::Server> grpc_server = b.BuildAndStart();
-  auto client = checkpoint::CheckpointClient::Connect("127.0.0.1:" + std::to_string(port));
-  ASSERT_TRUE(client.ok());
-  auto info = (*client)->GetInfo("", 3, Soon());
+  StartService();
+  auto info = client_->GetInfo("", 3, Soon());
   ASSERT_TRUE(info.ok()) << info.status();
-  grpc_server->Shutdown(absl::ToChronoTime(absl::Now()));
+  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now()));
   const ShardPlan now = *MakeShardPlan(OddUnits(), 3, 8);
   std::vector<std::vector<float>> dst;
   std::vector<checkpoint::RestoreTarget> targets;
@@ -144,7 +146,7 @@ TEST_F(LocalReadsTest, TheClientsRestoreReadsLocallyWithNoDownloadRangeToFallBac
       targets.push_back({u.name, kKinds[k], r, dst.emplace_back(r.length, -99.f).data()});
     }
   }
-  ASSERT_TRUE((*client)->Restore(*info, now, targets, Soon()).ok());
+  ASSERT_TRUE(client_->Restore(*info, now, targets, Soon()).ok());
   for (size_t i = 0; i < targets.size(); ++i) {
     for (int64_t e = 0; e < targets[i].range.length; ++e) {
       ASSERT_EQ(dst[i][e], At(state_.at(targets[i].unit), static_cast<int>(i % 3),

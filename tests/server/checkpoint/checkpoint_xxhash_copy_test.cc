@@ -80,16 +80,13 @@ TEST(XxhashCopyTest, PReadHashesTheBytesAtTheOffset) {
   ASSERT_TRUE(read.ok()) << read.status();
   for (size_t n : kSizes) {
     std::vector<char> got(n);
-    absl::StatusOr<uint64_t> h =
-        PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
+    absl::StatusOr<uint64_t> h = PReadWithXxh64(*read, got.data(), static_cast<int64_t>(n), 50);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ(*h, XXH64(file.data() + 50, n, 0)) << n;
     EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + 50)) << n;
   }
   std::vector<char> big(file.size());
-  EXPECT_EQ(PReadWithXxh64(*read, big.data(), static_cast<int64_t>(big.size()), 1)
-                .status()
-                .code(),
+  EXPECT_EQ(PReadWithXxh64(*read, big.data(), static_cast<int64_t>(big.size()), 1).status().code(),
             absl::StatusCode::kDataLoss);  // One byte past the end.
   EXPECT_TRUE(server::StartWriteback(fd, 0, static_cast<int64_t>(file.size()), path).ok());
   ::close(fd);
