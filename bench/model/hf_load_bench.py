@@ -8,10 +8,12 @@ job does), and per run, with the files evicted from the page cache first
 (posix_fadvise DONTNEED) each time:
   - plain read: every file read start to end in 8 MiB blocks, one thread,
     through the page cache and again with O_DIRECT (the disk alone);
-  - zeroshard: model_load_client, N ranks each downloading its ZeRO-3 shard
-    as fp32 master weights through the coordinator (read, xxhash64, gRPC,
-    the client's hash check and BF16 -> fp32 widening) into arrays zeroed
-    before the clock starts, as a worker loads into its engine's shards;
+  - zeroshard: model_load_client, N ranks each loading its ZeRO-3 shard as
+    fp32 master weights into arrays zeroed before the clock starts, as a
+    worker loads into its engine's shards: through the coordinator's
+    local-read socket (the ranks read the files with descriptors it hands
+    them and widen BF16 themselves), then again all through DownloadRange
+    (read, xxhash64, gRPC, the client's hash check and widening);
 and prints the medians of --runs runs: seconds, GB/s of safetensors data,
 and the ratios plain / zeroshard against each plain read (goal >= 0.8),
 plus the coordinator's VmHWM. They alternate so machine noise falls on all.
@@ -39,6 +41,20 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "peer"))
 
 def files_of(model):
     return sorted(os.path.join(model, f) for f in os.listdir(model) if f.endswith(".safetensors"))
+
+
+def load(args, port, model, local):
+    """Seconds for model_load_client's ranks to load their shards: through
+    the coordinator's local-read socket (the default for ranks on its
+    host), or with ZEROSHARD_LOCAL_READS=0 all through DownloadRange."""
+    env = dict(os.environ)
+    if not local:
+        env["ZEROSHARD_LOCAL_READS"] = "0"
+    out = subprocess.run(
+        [os.path.join(args.bin, "model_load_client"), "--coordinator", f"127.0.0.1:{port}",
+         "--model", model, "--ranks", str(args.ranks)],
+        capture_output=True, text=True, check=True, timeout=3600, env=env)
+    return json.loads(out.stdout)["seconds"]
 
 
 def evict(model):
@@ -108,7 +124,7 @@ def main():
              "--checkpoint-dir", os.path.join(work, "ckpt"), "--job-config-json",
              json.dumps(job)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(1.0)
-        plain, direct, loads = [], [], []
+        plain, direct, loads, grpc_loads = [], [], [], []
         try:
             for run in range(args.runs):
                 evict(model)
@@ -116,19 +132,18 @@ def main():
                 evict(model)
                 direct.append(direct_read(model))
                 evict(model)
-                out = subprocess.run(
-                    [os.path.join(args.bin, "model_load_client"), "--coordinator",
-                     f"127.0.0.1:{port}", "--model", model, "--ranks", str(args.ranks)],
-                    capture_output=True, text=True, check=True, timeout=3600)
-                loads.append(json.loads(out.stdout)["seconds"])
+                loads.append(load(args, port, model, local=True))
+                evict(model)
+                grpc_loads.append(load(args, port, model, local=False))
                 print(f"run {run + 1}: plain read {plain[-1]:.2f} s, O_DIRECT read {direct[-1]:.2f} s, "
-                      f"zeroshard {loads[-1]:.2f} s",
+                      f"zeroshard {loads[-1]:.2f} s, all through DownloadRange {grpc_loads[-1]:.2f} s",
                       file=sys.stderr, flush=True)
             hwm = vm_hwm(coordinator.pid)
         finally:
             coordinator.send_signal(signal.SIGTERM)
             coordinator.wait(timeout=30)
         pr, dr, ld = statistics.median(plain), statistics.median(direct), statistics.median(loads)
+        gl = statistics.median(grpc_loads)
         print(f"model: {params / 1e9:.2f}B parameters, {data / 1e9:.2f} GB of BF16 safetensors in "
               f"{len(files_of(model))} files; {args.ranks} ranks, ZeRO-3 shards as fp32; "
               f"median of {args.runs} cold runs; CPU: {peer_bench.cpu_model()}")
@@ -136,11 +151,14 @@ def main():
         print("| --- | --- | --- | --- | --- |")
         print(f"| plain read (page cache) | {pr:.2f} | {data / pr / 1e9:.2f} | | |")
         print(f"| plain read (O_DIRECT) | {dr:.2f} | {data / dr / 1e9:.2f} | | |")
-        print(f"| zeroshard load | {ld:.2f} | {data / ld / 1e9:.2f} | **{pr / ld:.2f}** | "
+        print(f"| zeroshard load (local reads) | {ld:.2f} | {data / ld / 1e9:.2f} | **{pr / ld:.2f}** | "
               f"**{dr / ld:.2f}** |")
+        print(f"| zeroshard load, all through DownloadRange | {gl:.2f} | {data / gl / 1e9:.2f} | "
+              f"{pr / gl:.2f} | {dr / gl:.2f} |")
         print(f"coordinator VmHWM while serving: {hwm / 1e6:.0f} MB; runs: plain "
               f"{[round(x, 2) for x in plain]}, O_DIRECT {[round(x, 2) for x in direct]}, "
-              f"zeroshard {[round(x, 2) for x in loads]}")
+              f"zeroshard {[round(x, 2) for x in loads]}, through DownloadRange "
+              f"{[round(x, 2) for x in grpc_loads]}")
 
 
 if __name__ == "__main__":

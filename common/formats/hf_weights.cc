@@ -65,11 +65,8 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const fs::path& dir,
   return std::vector<std::string>(files.begin(), files.end());
 }
 
+// BF16 or F16 bits to fp32 (F32 is read into place: HfWeights::Read).
 void Convert(const std::string& dtype, const char* raw, int64_t n, float* dst) {
-  if (dtype == "F32") {
-    std::memcpy(dst, raw, n * 4);
-    return;
-  }
   const bool bf16 = dtype == "BF16";
   for (int64_t i = 0; i < n; ++i) {
     uint16_t h;
@@ -112,6 +109,36 @@ absl::StatusOr<HfWeights> HfWeights::Open(const std::string& dir_text) {
       if (mapped != weight_map.end() && mapped->second != w.files_[f]) continue;  // Not its home.
       w.tensors_[t.name] = Source{static_cast<int>(f), t, info.data_offset};
     }
+  }
+  return w;
+}
+
+std::vector<HfWeights::TensorSource> HfWeights::Sources() const {
+  std::vector<TensorSource> out;
+  for (const auto& [name, s] : tensors_) out.push_back({name, s.file, s.info, s.data_offset});
+  return out;
+}
+
+const ReadOnlyFile& HfWeights::File(int i) const { return fds_->files.at(static_cast<size_t>(i)); }
+
+absl::StatusOr<HfWeights> HfWeights::FromParts(std::vector<std::string> files,
+                                               std::vector<ReadOnlyFile> opened,
+                                               const std::vector<TensorSource>& sources) {
+  if (files.size() != opened.size()) {
+    return absl::InvalidArgumentError("model weights: files and descriptors differ in number");
+  }
+  HfWeights w;
+  w.files_ = std::move(files);
+  w.fds_ = std::make_shared<Fds>();
+  w.fds_->files = std::move(opened);
+  for (const TensorSource& t : sources) {
+    if (t.file < 0 || t.file >= static_cast<int>(w.files_.size()) || Bytes(t.info.dtype) == 0 ||
+        t.info.begin < 0 || t.info.end < t.info.begin || t.data_offset < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model weights: tensor ", t.name, " is described wrongly"));
+    }
+    w.tensors_[t.name] = Source{t.file, t.info, t.data_offset};
+    w.data_bytes_ += t.info.end - t.info.begin;
   }
   return w;
 }
@@ -171,7 +198,12 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
     return absl::InvalidArgumentError(
         absl::StrCat("model weights: cannot read [", first, ", ", first + count, ") of ", name));
   }
-  std::vector<char> raw(static_cast<size_t>(std::min(count, kReadElements) * esize));
+  if (s.info.dtype == "F32") {  // Already the destination's bytes.
+    return ReadBytes(s, name, dst, count * 4, s.data_offset + s.info.begin + first * 4);
+  }
+  // Kept per thread: a fresh buffer each call would be faulted in anew.
+  thread_local std::vector<char> raw;
+  raw.resize(static_cast<size_t>(kReadElements * 4));
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(count - done, kReadElements);
     const int64_t at = s.data_offset + s.info.begin + (first + done) * esize;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/formats/read_only_file.h"
 #include "common/formats/safetensors.h"
 #include "common/shard_plan.h"
 
@@ -56,6 +57,23 @@ class HfWeights {
                                  uint16_t* dst) const;
   // The tensor's dtype ("BF16", ...), or "" when absent.
   std::string DType(const std::string& name) const;
+  // Where each tensor lies, and the open files: for handing the weights to
+  // another process (local reads), which rebuilds them with FromParts.
+  struct TensorSource {
+    std::string name;
+    int file = 0;  // Index into files().
+    SafetensorsTensorInfo info;
+    int64_t data_offset = 0;  // The file's data section.
+  };
+  std::vector<TensorSource> Sources() const;
+  const ReadOnlyFile& File(int i) const;  // files()[i]; 0 <= i < files().size().
+  // Weights over `opened[i]` holding `files[i]`, with tensors as Sources
+  // described them (checked where they came from: no CheckUnits here).
+  // INVALID_ARGUMENT for a source naming a file out of range or a tensor
+  // whose dtype cannot be read.
+  static absl::StatusOr<HfWeights> FromParts(std::vector<std::string> files,
+                                             std::vector<ReadOnlyFile> opened,
+                                             const std::vector<TensorSource>& sources);
   // Bytes of tensor data in all files (what a plain read of them moves).
   int64_t data_bytes() const { return data_bytes_; }
   const std::vector<std::string>& files() const { return files_; }

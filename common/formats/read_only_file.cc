@@ -139,8 +139,11 @@ absl::Status ReadOnlyFile::ReadUncached(void* dst, int64_t size, int64_t offset)
 }
 
 absl::Status ReadOnlyFile::ReadDirect(char* dst, int64_t size, int64_t offset) const {
-  const int64_t span = AlignUp(offset + size) - AlignDown(offset);
-  ZS_ASSIGN_OR_RETURN(AlignedBytes bounce, AllocateAligned(std::min(span, kDirectBlockBytes)));
+  // One bounce buffer per thread, kept: a fresh 1 MiB each call is a fresh
+  // mapping under glibc, faulted in page by page on every read.
+  thread_local absl::StatusOr<AlignedBytes> bounce_buffer = AllocateAligned(kDirectBlockBytes);
+  if (!bounce_buffer.ok()) return bounce_buffer.status();
+  AlignedBytes& bounce = *bounce_buffer;
   while (size > 0) {
     const int64_t lo = AlignDown(offset);
     const int64_t want = std::min(AlignUp(offset + size) - lo, kDirectBlockBytes);

@@ -132,6 +132,8 @@ grpc::Status CheckpointServiceImpl::ListCheckpoints(grpc::ServerContext*,
                                                     v1::ListCheckpointsResponse* resp) {
   if (absl::Status st = store_->CheckReadJob(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   *resp = store_->List(req->job_id());
+  absl::MutexLock lock(&local_mu_);
+  resp->set_local_read_socket(local_read_socket_);
   return grpc::Status::OK;
 }
 

@@ -185,6 +185,17 @@ class CheckpointStore {
     ReadOnlyFile in;
   };
   absl::StatusOr<OpenedFile> OpenForLocalRead(const v1::DownloadRangeRequest& req);
+  // The job's model weights for a rank on this host that reads them
+  // itself: with req.model_file 0 where each tensor lies (`model`), else
+  // the descriptor of file model_file - 1 (`fd`, owned by `weights`).
+  // FAILED_PRECONDITION when no model weights are served; INVALID_ARGUMENT
+  // for a file index out of range; CheckReadJob's errors.
+  struct ModelWeightsPart {
+    std::shared_ptr<const HfWeights> weights;
+    v1::LocalModelWeights model;
+    int fd = -1;
+  };
+  absl::StatusOr<ModelWeightsPart> OpenModelWeightsForLocalRead(const v1::LocalReadRequest& req);
   // The job's initial weights, served by ReadRange for requests with
   // model_weights set (checkpoint.proto DownloadRangeRequest): ranges of each
   // unit's flat buffer under the job's units, read and converted from the
@@ -234,6 +245,8 @@ class CheckpointStore {
     const v1::CheckpointFile* file = nullptr;
   };
   absl::StatusOr<FileOfRead> FindFile(const v1::DownloadRangeRequest& req);
+  // The served model weights, after the job check.
+  absl::StatusOr<std::shared_ptr<const HfWeights>> ModelWeightsOf(absl::string_view job_id);
   // Drops `c` from the index and lists it as rejected for `why`; returns `why`.
   absl::Status Reject(const std::shared_ptr<Committed>& c, const absl::Status& why);
   absl::Status CheckBlock(const std::shared_ptr<Committed>& c, const v1::CheckpointFile& file,

@@ -160,6 +160,7 @@ void LocalReadServer::Answer(int sock, const std::string& request) {
     return SendError(sock, absl::InvalidArgumentError("local reads: the request did not parse"));
   }
   if (absl::Status st = authorize_(req.token()); !st.ok()) return SendError(sock, st);
+  if (req.file().model_weights()) return AnswerModelWeights(sock, req);
   absl::StatusOr<CheckpointStore::OpenedFile> opened = store_->OpenForLocalRead(req.file());
   if (!opened.ok()) return SendError(sock, opened.status());
   v1::LocalReadReply reply;
@@ -169,6 +170,19 @@ void LocalReadServer::Answer(int sock, const std::string& request) {
   // through the page cache. A lost peer ends at its next read.
   const int fd = opened->in.fd();
   (void)SendFrame(sock, reply.SerializeAsString(), {&fd, 1});
+}
+
+void LocalReadServer::AnswerModelWeights(int sock, const v1::LocalReadRequest& req) {
+  absl::StatusOr<CheckpointStore::ModelWeightsPart> part =
+      store_->OpenModelWeightsForLocalRead(req);
+  if (!part.ok()) return SendError(sock, part.status());
+  v1::LocalReadReply reply;
+  *reply.mutable_model() = std::move(part->model);
+  if (part->fd < 0) {
+    (void)SendFrame(sock, reply.SerializeAsString());
+  } else {
+    (void)SendFrame(sock, reply.SerializeAsString(), {&part->fd, 1});
+  }
 }
 
 }  // namespace zeroshard::server

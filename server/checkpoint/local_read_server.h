@@ -75,6 +75,9 @@ class LocalReadServer {
   void Serve(Connection* conn);
   // The reply to one request frame, and the file whose descriptors go with it.
   void Answer(int sock, const std::string& request);
+  // A model-weights request (LocalReadRequest.model_file): the tensors, or
+  // one file's descriptor.
+  void AnswerModelWeights(int sock, const v1::LocalReadRequest& req);
   void ReapDone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CheckpointStore* const store_;

@@ -15,11 +15,8 @@ void CheckpointStore::SetModelWeights(std::shared_ptr<const HfWeights> weights) 
   model_weights_ = std::move(weights);
 }
 
-absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& req,
-                                               int64_t chunk_elems, const RangeSink& sink) {
-  if (req.kind() != v1::TENSOR_KIND_MASTER) {
-    return absl::InvalidArgumentError("model weights: only kind master exists");
-  }
+absl::StatusOr<std::shared_ptr<const HfWeights>> CheckpointStore::ModelWeightsOf(
+    absl::string_view job_id) {
   std::shared_ptr<const HfWeights> weights;
   {
     absl::MutexLock lock(&job_mu_);
@@ -30,7 +27,43 @@ absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& r
         "this coordinator serves no model weights (the job's "
         "model is not a directory with init pretrained)");
   }
-  ZS_RETURN_IF_ERROR(CheckReadJob(req.job_id()));
+  ZS_RETURN_IF_ERROR(CheckReadJob(job_id));
+  return weights;
+}
+
+absl::StatusOr<CheckpointStore::ModelWeightsPart> CheckpointStore::OpenModelWeightsForLocalRead(
+    const v1::LocalReadRequest& req) {
+  ModelWeightsPart part;
+  ZS_ASSIGN_OR_RETURN(part.weights, ModelWeightsOf(req.file().job_id()));
+  const int files = static_cast<int>(part.weights->files().size());
+  if (req.model_file() < 0 || req.model_file() > files) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model_file ", req.model_file(), " is not in [0, ", files, "]"));
+  }
+  if (req.model_file() > 0) {
+    part.fd = part.weights->File(req.model_file() - 1).fd();
+    return part;
+  }
+  for (const std::string& f : part.weights->files()) part.model.add_files(f);
+  for (const HfWeights::TensorSource& t : part.weights->Sources()) {
+    v1::LocalModelTensor* out = part.model.add_tensors();
+    out->set_name(t.name);
+    out->set_file(t.file);
+    out->set_dtype(t.info.dtype);
+    for (int64_t d : t.info.shape) out->add_shape(d);
+    out->set_begin(t.info.begin);
+    out->set_end(t.info.end);
+    out->set_data_offset(t.data_offset);
+  }
+  return part;
+}
+
+absl::Status CheckpointStore::ReadModelWeights(const v1::DownloadRangeRequest& req,
+                                               int64_t chunk_elems, const RangeSink& sink) {
+  if (req.kind() != v1::TENSOR_KIND_MASTER) {
+    return absl::InvalidArgumentError("model weights: only kind master exists");
+  }
+  ZS_ASSIGN_OR_RETURN(const std::shared_ptr<const HfWeights> weights, ModelWeightsOf(req.job_id()));
   ZS_ASSIGN_OR_RETURN(std::optional<CheckpointJob> job, Job());
   if (!job.has_value() || job->units.empty()) {
     return absl::UnavailableError("model weights: the job's units are not known yet");

@@ -141,7 +141,10 @@ absl::Status CheckpointClient::RestoreModelWeights(const std::string& job_id,
                                                    const ShardPlan& current_plan,
                                                    const std::vector<RestoreTarget>& targets,
                                                    absl::Time deadline) {
-  return RestoreFrom(current_plan, job_id, 0, true, "", current_plan, targets, deadline);
+  // ListCheckpoints names the local-read socket also before any checkpoint.
+  absl::StatusOr<v1::ListCheckpointsResponse> listed = List(job_id, deadline);
+  const std::string socket = listed.ok() ? listed->local_read_socket() : "";
+  return RestoreFrom(current_plan, job_id, 0, true, socket, current_plan, targets, deadline);
 }
 
 std::unique_ptr<LocalReads> CheckpointClient::ConnectLocal(const std::string& socket,
@@ -192,8 +195,10 @@ absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::st
   auto fetch = [&](const RestoreTarget& t, const RestoreSegment& s) {
     const ElementRange src{s.src_offset, s.dst.length};
     float* dst = t.dst + s.dst.offset;
-    if (local != nullptr) {
-      absl::Status st = local->Read(job_id, step, t.unit, t.kind, src, dst);
+    const UnitPlan* unit = current_plan.FindUnit(t.unit);
+    if (local != nullptr && (!model_weights || unit != nullptr)) {
+      absl::Status st = model_weights ? local->ReadModelWeights(job_id, *unit, src, dst)
+                                      : local->Read(job_id, step, t.unit, t.kind, src, dst);
       if (st.ok()) return st;
       if (!fallback_said.exchange(true)) {
         std::fprintf(stderr, "%s; reading it through DownloadRange\n",

@@ -1,5 +1,6 @@
 #include "worker/checkpoint/local_reads.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,33 @@ namespace zeroshard::checkpoint {
 namespace {
 
 constexpr size_t kMaxReplyBytes = 16 << 20;  // A file's block hashes: 8 bytes a MiB.
+
+// A descriptor of `fd`'s file with an open file description of its own,
+// `fd` closed; `fd` itself where /proc cannot reopen it. A descriptor
+// passed over a socket shares the coordinator's description, and with it
+// the kernel's readahead state: ranks reading their own parts of one file
+// through it look like random reads, and readahead stops (a model load
+// took 1.9 s against 1.3 through DownloadRange).
+int OwnDescription(int fd) {
+  const std::string proc = absl::StrCat("/proc/self/fd/", fd);
+  const int own = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  if (own < 0) return fd;
+  ::close(fd);
+  return own;
+}
+
+// A model file from its passed descriptor: read direct where not cached
+// (ReadOnlyFile), through an O_DIRECT description of the rank's own. A
+// checkpoint's files are read through the page cache instead. Both
+// measured on the 2-core VM (bench/README.md, "Local reads"): a 2 GB BF16
+// model loaded in 0.73 s direct against 1.68 s buffered (medians of 5);
+// a 268 MB checkpoint restored at 2.3 GB/s buffered against 1.7-1.9 direct.
+ReadOnlyFile ModelFile(const std::string& name, int fd) {
+  const int own = OwnDescription(fd);
+  const std::string proc = absl::StrCat("/proc/self/fd/", own);
+  const int direct = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  return ReadOnlyFile::Adopt(absl::StrCat(name, " (local read)"), own, direct);
+}
 
 absl::Status ReplyStatus(const v1::LocalReadReply& reply) {
   if (reply.code() == 0) return absl::OkStatus();
@@ -65,15 +93,21 @@ absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Open(
   return file;
 }
 
-absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
-    const v1::LocalReadRequest& req, int64_t step) {
+absl::StatusOr<ReceivedFrame> LocalReads::RoundTrip(const v1::LocalReadRequest& req,
+                                                    v1::LocalReadReply* reply) {
   ZS_RETURN_IF_ERROR(SendFrame(sock_, req.SerializeAsString()));
   ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceiveFrame(sock_, kMaxReplyBytes));
-  v1::LocalReadReply reply;
-  if (!reply.ParseFromString(frame.bytes())) {
+  if (!reply->ParseFromString(frame.bytes())) {
     return absl::DataLossError("local read: the coordinator's reply did not parse");
   }
-  ZS_RETURN_IF_ERROR(ReplyStatus(reply));
+  ZS_RETURN_IF_ERROR(ReplyStatus(*reply));
+  return frame;
+}
+
+absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
+    const v1::LocalReadRequest& req, int64_t step) {
+  v1::LocalReadReply reply;
+  ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, RoundTrip(req, &reply));
   const v1::CheckpointFile& meta = reply.file();
   if (reply.step() != step || frame.fd_count() != 1 || meta.block_bytes() <= 0 ||
       meta.block_bytes() % 4 != 0 ||
@@ -85,8 +119,9 @@ absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
   // Through the page cache, whatever the coordinator's reads do: its
   // readahead keeps the disk busier than direct reads here, and the
   // kernel's copy costs the ranks' threads (local_reads.h).
-  return std::make_shared<const OpenFile>(OpenFile{
-      meta, ReadOnlyFile::Adopt(absl::StrCat(meta.path(), " (local read)"), frame.TakeFd(0), -1)});
+  return std::make_shared<const OpenFile>(
+      OpenFile{meta, ReadOnlyFile::Adopt(absl::StrCat(meta.path(), " (local read)"),
+                                         OwnDescription(frame.TakeFd(0)), -1)});
 }
 
 absl::Status LocalReads::Read(const std::string& job_id, int64_t step, const std::string& unit,
@@ -112,6 +147,54 @@ absl::Status LocalReads::Read(const std::string& job_id, int64_t step, const std
             absl::StrFormat("local read: %s block %d has xxhash64 %016x, the manifest says %016x",
                             meta.path(), b, hash, meta.block_xxhash64(static_cast<int>(b))));
       });
+}
+
+absl::StatusOr<std::shared_ptr<const HfWeights>> LocalReads::OpenModel(const std::string& job_id) {
+  v1::LocalReadRequest req;
+  req.set_token(token_);
+  req.mutable_file()->set_job_id(job_id);
+  req.mutable_file()->set_model_weights(true);
+  v1::LocalReadReply reply;
+  ZS_RETURN_IF_ERROR(RoundTrip(req, &reply).status());
+  const v1::LocalModelWeights model = reply.model();
+  std::vector<ReadOnlyFile> opened;
+  for (int i = 0; i < model.files_size(); ++i) {
+    req.set_model_file(i + 1);
+    ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, RoundTrip(req, &reply));
+    if (frame.fd_count() != 1) {
+      return absl::DataLossError(absl::StrCat("local read: no descriptor for ", model.files(i)));
+    }
+    opened.push_back(ModelFile(model.files(i), frame.TakeFd(0)));
+  }
+  std::vector<HfWeights::TensorSource> sources;
+  for (const v1::LocalModelTensor& t : model.tensors()) {
+    sources.push_back(
+        {t.name(), t.file(),
+         SafetensorsTensorInfo{
+             t.name(), t.dtype(), {t.shape().begin(), t.shape().end()}, t.begin(), t.end()},
+         t.data_offset()});
+  }
+  ZS_ASSIGN_OR_RETURN(HfWeights weights,
+                      HfWeights::FromParts({model.files().begin(), model.files().end()},
+                                           std::move(opened), sources));
+  return std::make_shared<const HfWeights>(std::move(weights));
+}
+
+absl::Status LocalReads::ReadModelWeights(const std::string& job_id, const UnitPlan& unit,
+                                          ElementRange range, float* dst) {
+  std::shared_ptr<const HfWeights> model;
+  {
+    absl::MutexLock lock(&mu_);
+    if (model_ == nullptr) {
+      ZS_ASSIGN_OR_RETURN(model_, OpenModel(job_id));
+    }
+    model = model_;
+  }
+  if (range.offset < 0 || range.length < 0 || range.offset > unit.padded_numel - range.length) {
+    return absl::DataLossError(absl::StrCat("local read: elements [", range.offset, ", +",
+                                            range.length, ") are past unit ", unit.name));
+  }
+  return model->ReadUnitRange(unit, range.offset, range.length, dst);
 }
 
 }  // namespace zeroshard::checkpoint

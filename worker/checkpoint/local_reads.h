@@ -3,13 +3,15 @@
 // checkpoint file's descriptors and reads its ranges itself, verifying each
 // block it touches against the hash the commit recorded (hashed_read.h).
 // CheckpointClient::Restore uses it where CheckpointInfo names a socket it
-// can reach, and falls back to DownloadRange for any range it fails on.
+// can reach, and falls back to DownloadRange for any range it fails on;
+// RestoreModelWeights reads the job's model directory the same way (the
+// socket from ListCheckpoints), converting BF16/F16 to fp32 here.
 //
-// Reads go through the page cache (the descriptor is the coordinator's
-// buffered one). Measured on the 2-core VM (bench/README.md, "Local
-// reads"): with the restore's bytes no longer crossing a socket, the kernel's
-// page-cache copy fits in the ranks' CPU, and the 8 MiB readahead keeps the
-// disk busier than 1 MiB direct reads (2.1 GB/s against 1.6).
+// Each file is reopened through /proc/self/fd with an open file
+// description of the rank's own, so ranks reading their parts of one file
+// keep their own readahead. A checkpoint's files are read through the page
+// cache, a model's direct from the disk where not cached: each the faster
+// on the 2-core VM (bench/README.md, "Local reads"; local_reads.cc).
 //
 // Units: ranges in fp32 elements of the unit's padded flat buffer.
 // Errors: UNAVAILABLE when the socket cannot be reached or the connection
@@ -30,7 +32,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/formats/hf_weights.h"
 #include "common/formats/read_only_file.h"
+#include "common/rpc/fd_frames.h"
 #include "common/shard_plan.h"
 #include "zeroshard/v1/checkpoint.pb.h"
 
@@ -51,6 +55,11 @@ class LocalReads {
   // `dst` (range.length floats). The file is asked for once and kept open.
   absl::Status Read(const std::string& job_id, int64_t step, const std::string& unit,
                     v1::TensorKind kind, ElementRange range, float* dst);
+  // Elements `range` of `unit`'s flat buffer from the job's model directory
+  // (padding zero), converted to fp32 here (HfWeights::ReadUnitRange): the
+  // tensors' places and every file's descriptor are asked for once.
+  absl::Status ReadModelWeights(const std::string& job_id, const UnitPlan& unit, ElementRange range,
+                                float* dst);
 
  private:
   struct OpenFile {
@@ -64,11 +73,20 @@ class LocalReads {
   absl::StatusOr<std::shared_ptr<const OpenFile>> Ask(const v1::LocalReadRequest& req, int64_t step)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Under mu_: the model's tensors, then a descriptor of each of its files.
+  absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModel(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One request and its reply, the reply's error returned as a status.
+  absl::StatusOr<ReceivedFrame> RoundTrip(const v1::LocalReadRequest& req,
+                                          v1::LocalReadReply* reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int sock_;
   const std::string token_;
   absl::Mutex mu_;  // One request on the socket at a time; the files.
   std::map<std::tuple<int64_t, std::string, int>, std::shared_ptr<const OpenFile>> files_
       ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const HfWeights> model_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace zeroshard::checkpoint

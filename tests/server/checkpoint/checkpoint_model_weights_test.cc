@@ -16,7 +16,9 @@
 #include "common/formats/hf_weights.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
+#include "server/checkpoint/local_read_server.h"
 #include "tests/support/subprocess.h"
+#include "worker/checkpoint/local_reads.h"
 
 namespace zeroshard::testing {
 namespace {
@@ -171,6 +173,46 @@ TEST_F(ModelWeightsReadTest, BadRequestsAreInvalidArgument) {
   // The padding is the running world size's: at 1 rank, 16 elements pad to 16.
   job_.world_size = 1;
   EXPECT_EQ(Read(Request("block.0", 16, 1)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Local reads (local_read_server.h): a rank on this host reads the same
+// range from the safetensors through descriptors, widening BF16 itself.
+TEST_F(ModelWeightsReadTest, ALocalReadGivesTheSameRange) {
+  auto server = server::LocalReadServer::Start(store_.get(),
+                                               [](absl::string_view) { return absl::OkStatus(); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto reads = checkpoint::LocalReads::Connect((*server)->socket_path(), "", absl::Seconds(10));
+  ASSERT_TRUE(reads.ok()) << reads.status();
+  const ShardPlan plan = *MakeShardPlan(Units(), 3, 4);
+  const UnitPlan& block = *plan.FindUnit("block.0");
+  std::vector<float> got(19, -9.f);
+  EXPECT_EQ((*reads)->ReadModelWeights("job", block, {5, 19}, got.data()).code(),
+            absl::StatusCode::kFailedPrecondition);  // No weights served yet.
+  ServeJob();
+  auto fresh = checkpoint::LocalReads::Connect((*server)->socket_path(), "", absl::Seconds(10));
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->ReadModelWeights("job", block, {5, 19}, got.data()).ok());
+  std::vector<float> want(w_.begin() + 5, w_.end());
+  want.insert(want.end(), b_.begin(), b_.end());
+  want.resize(19, 0.0f);
+  EXPECT_EQ(got, want);
+  std::vector<float> embed(15);
+  ASSERT_TRUE(
+      (*fresh)->ReadModelWeights("job", *plan.FindUnit("embed"), {0, 15}, embed.data()).ok());
+  EXPECT_EQ(embed, e_);
+  EXPECT_EQ((*fresh)->ReadModelWeights("job", block, {20, 5}, got.data()).code(),
+            absl::StatusCode::kDataLoss);  // Past the unit's 24 padded elements.
+  // A file index past the model's one file.
+  v1::LocalReadRequest req;
+  req.mutable_file()->set_job_id("job");
+  req.mutable_file()->set_model_weights(true);
+  req.set_model_file(2);
+  EXPECT_EQ(store_->OpenModelWeightsForLocalRead(req).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  req.mutable_file()->set_job_id("other-job");
+  req.set_model_file(0);
+  EXPECT_EQ(store_->OpenModelWeightsForLocalRead(req).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace
