@@ -1,6 +1,7 @@
 // Local reads: a rank on the coordinator's host reads its checkpoint ranges
-// from the files itself, with descriptors the coordinator hands it over a
-// Unix socket, instead of receiving every byte through DownloadRange.
+// (and a job's model weights) from the files itself, with descriptors the
+// coordinator hands it over a Unix socket, instead of receiving every byte
+// through DownloadRange.
 //
 // Why: through gRPC on loopback each byte restored is read from the disk,
 // hashed, copied into a socket, copied out of it and copied into place,
