@@ -203,7 +203,7 @@ absl::Status HfWeights::Read(const std::string& name, int64_t first, int64_t cou
   }
   // Kept per thread: a fresh buffer each call would be faulted in anew.
   thread_local std::vector<char> raw;
-  raw.resize(static_cast<size_t>(kReadElements * 4));
+  raw.resize(static_cast<size_t>(kReadElements * esize));
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(count - done, kReadElements);
     const int64_t at = s.data_offset + s.info.begin + (first + done) * esize;

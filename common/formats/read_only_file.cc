@@ -141,7 +141,9 @@ absl::Status ReadOnlyFile::ReadUncached(void* dst, int64_t size, int64_t offset)
 absl::Status ReadOnlyFile::ReadDirect(char* dst, int64_t size, int64_t offset) const {
   // One bounce buffer per thread, kept: a fresh 1 MiB each call is a fresh
   // mapping under glibc, faulted in page by page on every read.
-  thread_local absl::StatusOr<AlignedBytes> bounce_buffer = AllocateAligned(kDirectBlockBytes);
+  thread_local absl::StatusOr<AlignedBytes> bounce_buffer =
+      absl::ResourceExhaustedError("no bounce buffer yet");
+  if (!bounce_buffer.ok()) bounce_buffer = AllocateAligned(kDirectBlockBytes);  // Or again.
   if (!bounce_buffer.ok()) return bounce_buffer.status();
   AlignedBytes& bounce = *bounce_buffer;
   while (size > 0) {

@@ -1,10 +1,12 @@
 #include "server/checkpoint/local_read_server.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -33,8 +35,9 @@ bool SameUser(int fd) {
   return cred.uid == ::geteuid() || cred.uid == 0;
 }
 
-void SendError(int sock, const absl::Status& status) {
+void SendError(int sock, const absl::Status& status, uint64_t request_id = 0) {
   v1::LocalReadReply reply;
+  reply.set_request_id(request_id);
   reply.set_code(static_cast<int>(status.code()));
   reply.set_message(std::string(status.message()));
   (void)SendFrame(sock, reply.SerializeAsString());
@@ -118,7 +121,14 @@ void LocalReadServer::AcceptLoop() {
     }
     Connection& c = connections_.emplace_back();
     c.fd = fd;
-    c.thread = std::thread([this, &c] { Serve(&c); });
+    try {
+      c.thread = std::thread([this, &c] { Serve(&c); });
+    } catch (const std::system_error& e) {  // Out of threads: refuse, never die.
+      connections_.pop_back();
+      SendError(fd, absl::ResourceExhaustedError(
+                        absl::StrCat("local reads: no thread for the connection: ", e.what())));
+      ::close(fd);
+    }
   }
 }
 
@@ -159,11 +169,14 @@ void LocalReadServer::Answer(int sock, const std::string& request) {
   if (!req.ParseFromString(request)) {
     return SendError(sock, absl::InvalidArgumentError("local reads: the request did not parse"));
   }
-  if (absl::Status st = authorize_(req.token()); !st.ok()) return SendError(sock, st);
+  if (absl::Status st = authorize_(req.token()); !st.ok()) {
+    return SendError(sock, st, req.request_id());
+  }
   if (req.file().model_weights()) return AnswerModelWeights(sock, req);
   absl::StatusOr<CheckpointStore::OpenedFile> opened = store_->OpenForLocalRead(req.file());
-  if (!opened.ok()) return SendError(sock, opened.status());
+  if (!opened.ok()) return SendError(sock, opened.status(), req.request_id());
   v1::LocalReadReply reply;
+  reply.set_request_id(req.request_id());
   reply.set_step(opened->step);
   *reply.mutable_file() = std::move(opened->file);
   // The buffered descriptor only: see local_reads.h on why ranks read
@@ -175,14 +188,25 @@ void LocalReadServer::Answer(int sock, const std::string& request) {
 void LocalReadServer::AnswerModelWeights(int sock, const v1::LocalReadRequest& req) {
   absl::StatusOr<CheckpointStore::ModelWeightsPart> part =
       store_->OpenModelWeightsForLocalRead(req);
-  if (!part.ok()) return SendError(sock, part.status());
+  if (!part.ok()) return SendError(sock, part.status(), req.request_id());
   v1::LocalReadReply reply;
+  reply.set_request_id(req.request_id());
   *reply.mutable_model() = std::move(part->model);
   if (part->fd < 0) {
     (void)SendFrame(sock, reply.SerializeAsString());
-  } else {
-    (void)SendFrame(sock, reply.SerializeAsString(), {&part->fd, 1});
+    return;
   }
+  // A description of the rank's own, not the coordinator's: what the rank
+  // does to it (fcntl flags, fadvise, readahead) stays off this process's
+  // reads (checkpoint files are opened afresh for each request anyway).
+  const std::string proc = absl::StrCat("/proc/self/fd/", part->fd);
+  const int own = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  if (own < 0) {
+    return SendError(sock, Errno("reopen", part->weights->files()[req.model_file() - 1]),
+                     req.request_id());
+  }
+  (void)SendFrame(sock, reply.SerializeAsString(), {&own, 1});
+  ::close(own);
 }
 
 }  // namespace zeroshard::server

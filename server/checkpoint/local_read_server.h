@@ -24,7 +24,16 @@
 // processes in this network namespace reach it: on another host, or in
 // another pod, a rank cannot and uses DownloadRange. A peer must run as
 // this process's user or root (SO_PEERCRED), and each request's token must
-// pass `authorize` (DownloadRange's rule: role reader).
+// pass `authorize` (the stack asks for role worker, not DownloadRange's
+// reader). A descriptor is not a read-only boundary against a process of
+// the same user: it could reopen the file through /proc for writing, as it
+// could open the file itself. So the local reads add no power over the
+// files to such a process, and the token keeps readers-only clients out.
+// Each descriptor sent is a fresh open file description, so nothing a rank
+// does to it changes this process's own reads. Same-user processes can
+// also hold connections open (up to kMaxConnections); like everything else
+// such a process could do to the coordinator (signals, ptrace), that is
+// outside what this guards. Ranks then fall back to DownloadRange.
 //
 // Protocol: checkpoint.proto LocalReadRequest / LocalReadReply, one reply
 // per request, as fd_frames.h frames. A connection idle for kIdleTimeout is

@@ -124,15 +124,13 @@ absl::StatusOr<Role> AuthGate::CheckTokenValue(std::optional<absl::string_view> 
   return role->second;
 }
 
-absl::Status AuthGate::AuthorizeToken(absl::string_view method, absl::string_view token) const {
-  const RpcPolicy* p = FindPolicy(method);
-  if (p == nullptr || p->member != MemberRule::kNone) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(method, " cannot be authorized by a token alone"));
-  }
+absl::Status AuthGate::AuthorizeToken(absl::string_view what, Role role,
+                                      absl::string_view token) const {
+  const std::string name(what);
+  const RpcPolicy policy{name.c_str(), role, MemberRule::kNone};
   std::optional<absl::string_view> given;
   if (!token.empty()) given = token;
-  return CheckTokenValue(given, *p).status();
+  return CheckTokenValue(given, policy).status();
 }
 
 absl::StatusOr<Role> AuthGate::Authorize(const grpc::ServerContextBase& ctx,

@@ -101,10 +101,9 @@ class AuthGate {
   absl::StatusOr<Role> Authorize(const grpc::ServerContextBase& ctx, absl::string_view method,
                                  uint64_t member_id = 0) const;
   // For a call outside gRPC (local reads, local_read_server.h): OK when
-  // `token` ("" = none) may call `method`, a method that names no member;
-  // CheckToken's errors otherwise, PERMISSION_DENIED for a method that
-  // needs a member credential or that the policy lacks.
-  absl::Status AuthorizeToken(absl::string_view method, absl::string_view token) const;
+  // `token` ("" = none) has role `role` or above (any token when tokens are
+  // off); CheckToken's errors otherwise, naming `what`.
+  absl::Status AuthorizeToken(absl::string_view what, Role role, absl::string_view token) const;
   // Whether the call carries a valid credential of `member_id`.
   bool Proves(const grpc::ServerContextBase& ctx, uint64_t member_id) const;
   // Member ids with a valid credential on the call.

@@ -56,9 +56,11 @@ absl::Status CheckStackOptions(const CoordinatorOptions& options) {
 // DownloadRange, so it is a warning.
 void StartLocalReads(CoordinatorStack& stack) {
   const server::AuthGate* gate = stack.server->gate();
+  // The worker role, not DownloadRange's reader: a descriptor is more than
+  // a stream of bytes (local_read_server.h, "Who may connect").
   auto authorize = [gate](absl::string_view token) {
-    return gate == nullptr ? absl::OkStatus()
-                           : gate->AuthorizeToken("CheckpointService/DownloadRange", token);
+    return gate == nullptr ? absl::PermissionDeniedError("local reads: no auth gate")
+                           : gate->AuthorizeToken("local reads", server::Role::kWorker, token);
   };
   absl::StatusOr<std::unique_ptr<server::LocalReadServer>> local =
       server::LocalReadServer::Start(stack.checkpoints->store(), std::move(authorize));

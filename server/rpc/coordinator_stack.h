@@ -21,14 +21,16 @@ struct CoordinatorStack {
   std::unique_ptr<StreamLimits> streams;
   // Declared first so it outlives the server that serves it.
   std::unique_ptr<server::CheckpointHost> checkpoints;  // Null without a checkpoint dir.
-  // Local reads of the store's checkpoints; null without a checkpoint dir
-  // or with options.local_reads off (then a warning says why it failed).
-  std::unique_ptr<server::LocalReadServer> local_reads;
   // The checkpoint metrics, over the server's registry; observed by the
   // store, so declared before the server (whose RPCs call it) and after the
   // store.
   std::unique_ptr<server::CheckpointMetrics> checkpoint_metrics;
   std::unique_ptr<CoordinatorServer> server;
+  // Local reads of the store's checkpoints; null without a checkpoint dir,
+  // with options.local_reads off, or when it failed (a warning says why).
+  // Declared last, so it stops first: its requests use the server's auth
+  // gate and core (the job) and the store.
+  std::unique_ptr<server::LocalReadServer> local_reads;
 };
 
 // Errors: the checkpoint store's (prefixed "--checkpoint-dir: ") or

@@ -200,7 +200,9 @@ absl::Status CheckpointClient::RestoreFrom(const ShardPlan& saved, const std::st
       absl::Status st = model_weights ? local->ReadModelWeights(job_id, *unit, src, dst)
                                       : local->Read(job_id, step, t.unit, t.kind, src, dst);
       if (st.ok()) return st;
-      if (!fallback_said.exchange(true)) {
+      // Every mismatch is said (DownloadRange then checks the same bytes);
+      // other failures once a restore.
+      if (absl::IsDataLoss(st) || !fallback_said.exchange(true)) {
         std::fprintf(stderr, "%s; reading it through DownloadRange\n",
                      std::string(st.message()).c_str());
       }

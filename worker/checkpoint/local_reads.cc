@@ -18,31 +18,33 @@ namespace {
 
 constexpr size_t kMaxReplyBytes = 16 << 20;  // A file's block hashes: 8 bytes a MiB.
 
-// A descriptor of `fd`'s file with an open file description of its own,
-// `fd` closed; `fd` itself where /proc cannot reopen it. A descriptor
-// passed over a socket shares the coordinator's description, and with it
-// the kernel's readahead state: ranks reading their own parts of one file
-// through it look like random reads, and readahead stops (a model load
-// took 1.9 s against 1.3 through DownloadRange).
-int OwnDescription(int fd) {
-  const std::string proc = absl::StrCat("/proc/self/fd/", fd);
-  const int own = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
-  if (own < 0) return fd;
-  ::close(fd);
-  return own;
-}
-
-// A model file from its passed descriptor: read direct where not cached
-// (ReadOnlyFile), through an O_DIRECT description of the rank's own. A
+// A model file from its passed descriptor (an open file description of
+// this rank's own: the coordinator reopens each file it sends, so ranks
+// reading their parts of one file keep their own readahead; a shared one
+// made a model load take 1.9 s against 1.3 through DownloadRange). Read
+// direct where not cached (ReadOnlyFile), through an O_DIRECT twin. A
 // checkpoint's files are read through the page cache instead. Both
 // measured on the 2-core VM (bench/README.md, "Local reads"): a 2 GB BF16
 // model loaded in 0.73 s direct against 1.68 s buffered (medians of 5);
 // a 268 MB checkpoint restored at 2.3 GB/s buffered against 1.7-1.9 direct.
 ReadOnlyFile ModelFile(const std::string& name, int fd) {
-  const int own = OwnDescription(fd);
-  const std::string proc = absl::StrCat("/proc/self/fd/", own);
+  const std::string proc = absl::StrCat("/proc/self/fd/", fd);
   const int direct = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-  return ReadOnlyFile::Adopt(absl::StrCat(name, " (local read)"), own, direct);
+  return ReadOnlyFile::Adopt(absl::StrCat(name, " (local read)"), fd, direct);
+}
+
+// OK when the socket's other end runs as this user or root: a name in the
+// abstract namespace can be taken by anyone, and the token goes to it.
+absl::Status CheckPeer(int sock, const std::string& name) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("local reads: SO_PEERCRED on ", name, ": ", std::strerror(errno)));
+  }
+  if (cred.uid == ::geteuid() || cred.uid == 0) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("local reads: ", name, " is held by uid ", cred.uid, ", not this user"));
 }
 
 absl::Status ReplyStatus(const v1::LocalReadReply& reply) {
@@ -62,15 +64,21 @@ absl::StatusOr<std::unique_ptr<LocalReads>> LocalReads::Connect(const std::strin
   const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (sock < 0)
     return absl::UnavailableError(absl::StrCat("local reads: socket: ", strerror(errno)));
-  if (::connect(sock, reinterpret_cast<const sockaddr*>(&addr->addr), addr->size) != 0) {
-    const int err = errno;
-    ::close(sock);
-    return absl::UnavailableError(
-        absl::StrCat("local reads: connect ", socket_path, ": ", std::strerror(err)));
-  }
+  // Before connect: a full backlog blocks connect for the send timeout.
   const timeval tv = absl::ToTimeval(timeout);
   (void)::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   (void)::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  absl::Status st;
+  if (::connect(sock, reinterpret_cast<const sockaddr*>(&addr->addr), addr->size) != 0) {
+    st = absl::UnavailableError(
+        absl::StrCat("local reads: connect ", socket_path, ": ", std::strerror(errno)));
+  } else {
+    st = CheckPeer(sock, socket_path);
+  }
+  if (!st.ok()) {
+    ::close(sock);
+    return st;
+  }
   return std::unique_ptr<LocalReads>(new LocalReads(sock, std::move(token)));
 }
 
@@ -93,12 +101,24 @@ absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Open(
   return file;
 }
 
-absl::StatusOr<ReceivedFrame> LocalReads::RoundTrip(const v1::LocalReadRequest& req,
+absl::StatusOr<ReceivedFrame> LocalReads::RoundTrip(v1::LocalReadRequest req,
                                                     v1::LocalReadReply* reply) {
-  ZS_RETURN_IF_ERROR(SendFrame(sock_, req.SerializeAsString()));
-  ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceiveFrame(sock_, kMaxReplyBytes));
-  if (!reply->ParseFromString(frame.bytes())) {
-    return absl::DataLossError("local read: the coordinator's reply did not parse");
+  if (broken_) return absl::UnavailableError("local read: the connection broke before");
+  req.set_request_id(++last_request_id_);
+  const absl::Status sent = SendFrame(sock_, req.SerializeAsString());
+  absl::StatusOr<ReceivedFrame> frame =
+      sent.ok() ? ReceiveFrame(sock_, kMaxReplyBytes) : absl::StatusOr<ReceivedFrame>(sent);
+  absl::Status st = frame.status();
+  if (st.ok() && !reply->ParseFromString(frame->bytes())) {
+    st = absl::DataLossError("local read: the coordinator's reply did not parse");
+  } else if (st.ok() && reply->request_id() != req.request_id()) {
+    st = absl::DataLossError("local read: a reply to another request");
+  }
+  if (!st.ok()) {
+    // The stream may be cut inside a frame: nothing more is read from it.
+    broken_ = true;
+    ::shutdown(sock_, SHUT_RDWR);
+    return absl::Status(st.code(), absl::StrCat("local read: ", st.message()));
   }
   ZS_RETURN_IF_ERROR(ReplyStatus(*reply));
   return frame;
@@ -109,8 +129,8 @@ absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
   v1::LocalReadReply reply;
   ZS_ASSIGN_OR_RETURN(ReceivedFrame frame, RoundTrip(req, &reply));
   const v1::CheckpointFile& meta = reply.file();
-  if (reply.step() != step || frame.fd_count() != 1 || meta.block_bytes() <= 0 ||
-      meta.block_bytes() % 4 != 0 ||
+  if (reply.step() != step || frame.fd_count() != 1 || meta.unit() != req.file().unit() ||
+      meta.kind() != req.file().kind() || meta.block_bytes() <= 0 || meta.block_bytes() % 4 != 0 ||
       meta.block_xxhash64_size() != (meta.bytes() + meta.block_bytes() - 1) / meta.block_bytes() ||
       meta.bytes() != meta.numel() * 4) {
     return absl::DataLossError(absl::StrCat("local read: the coordinator's answer for ",
@@ -119,9 +139,8 @@ absl::StatusOr<std::shared_ptr<const LocalReads::OpenFile>> LocalReads::Ask(
   // Through the page cache, whatever the coordinator's reads do: its
   // readahead keeps the disk busier than direct reads here, and the
   // kernel's copy costs the ranks' threads (local_reads.h).
-  return std::make_shared<const OpenFile>(
-      OpenFile{meta, ReadOnlyFile::Adopt(absl::StrCat(meta.path(), " (local read)"),
-                                         OwnDescription(frame.TakeFd(0)), -1)});
+  return std::make_shared<const OpenFile>(OpenFile{
+      meta, ReadOnlyFile::Adopt(absl::StrCat(meta.path(), " (local read)"), frame.TakeFd(0), -1)});
 }
 
 absl::Status LocalReads::Read(const std::string& job_id, int64_t step, const std::string& unit,
@@ -130,9 +149,9 @@ absl::Status LocalReads::Read(const std::string& job_id, int64_t step, const std
   ZS_ASSIGN_OR_RETURN(std::shared_ptr<const OpenFile> file, Open(job_id, step, unit, kind));
   const v1::CheckpointFile& meta = file->meta;
   if (range.offset < 0 || range.length < 0 || range.offset > meta.numel() - range.length) {
-    return absl::DataLossError(absl::StrCat("local read: elements [", range.offset, ", +",
-                                            range.length, ") are past ", meta.path(), "'s ",
-                                            meta.numel()));
+    return absl::InvalidArgumentError(absl::StrCat("local read: elements [", range.offset, ", +",
+                                                   range.length, ") are past ", meta.path(), "'s ",
+                                                   meta.numel()));
   }
   int64_t next = range.offset;  // The element the next chunk starts at.
   const RangeSink sink{[&](size_t) { return reinterpret_cast<char*>(dst + (next - range.offset)); },
@@ -191,8 +210,8 @@ absl::Status LocalReads::ReadModelWeights(const std::string& job_id, const UnitP
     model = model_;
   }
   if (range.offset < 0 || range.length < 0 || range.offset > unit.padded_numel - range.length) {
-    return absl::DataLossError(absl::StrCat("local read: elements [", range.offset, ", +",
-                                            range.length, ") are past unit ", unit.name));
+    return absl::InvalidArgumentError(absl::StrCat("local read: elements [", range.offset, ", +",
+                                                   range.length, ") are past unit ", unit.name));
   }
   return model->ReadUnitRange(unit, range.offset, range.length, dst);
 }

@@ -7,18 +7,19 @@
 // RestoreModelWeights reads the job's model directory the same way (the
 // socket from ListCheckpoints), converting BF16/F16 to fp32 here.
 //
-// Each file is reopened through /proc/self/fd with an open file
-// description of the rank's own, so ranks reading their parts of one file
-// keep their own readahead. A checkpoint's files are read through the page
+// Each descriptor received is an open file description of the rank's own
+// (the coordinator reopens what it sends), so ranks reading their parts of
+// one file keep their own readahead. A checkpoint's files are read through the page
 // cache, a model's direct from the disk where not cached: each the faster
 // on the 2-core VM (bench/README.md, "Local reads"; local_reads.cc).
 //
 // Units: ranges in fp32 elements of the unit's padded flat buffer.
-// Errors: UNAVAILABLE when the socket cannot be reached or the connection
-// breaks; the coordinator's error for a file it will not open (NOT_FOUND,
+// Errors: UNAVAILABLE when the socket cannot be reached, is held by
+// another user, or the connection broke; INVALID_ARGUMENT for a range past
+// the unit or file; the coordinator's error for a file it will not open (NOT_FOUND,
 // INVALID_ARGUMENT, FAILED_PRECONDITION, UNAUTHENTICATED, ...); DATA_LOSS
-// naming the file and block for bytes that fail their block hash, or a
-// range past the file; INTERNAL for a failed read.
+// naming the file and block for bytes that fail their block hash, or for
+// an answer that does not match the request; INTERNAL for a failed read.
 // Thread safety: Read may be called from any number of threads at once.
 #pragma once
 
@@ -76,9 +77,10 @@ class LocalReads {
   // Under mu_: the model's tensors, then a descriptor of each of its files.
   absl::StatusOr<std::shared_ptr<const HfWeights>> OpenModel(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One request and its reply, the reply's error returned as a status.
-  absl::StatusOr<ReceivedFrame> RoundTrip(const v1::LocalReadRequest& req,
-                                          v1::LocalReadReply* reply)
+  // One request (given the next request id) and its reply, the reply's
+  // error returned as a status. A transport or framing failure breaks the
+  // connection for good (UNAVAILABLE after it).
+  absl::StatusOr<ReceivedFrame> RoundTrip(v1::LocalReadRequest req, v1::LocalReadReply* reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int sock_;
@@ -87,6 +89,8 @@ class LocalReads {
   std::map<std::tuple<int64_t, std::string, int>, std::shared_ptr<const OpenFile>> files_
       ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const HfWeights> model_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_request_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace zeroshard::checkpoint

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/rpc/fd_frames.h"
@@ -103,7 +104,7 @@ TEST_F(LocalReadsTest, RangesAcrossBlockEdgesEqualTheSavedState) {
   std::vector<float> got;
   const UnitPlan& head = plan_.units.back();
   EXPECT_EQ(ReadInto(*reads, head, 0, {head.padded_numel - 1, 2}, got).code(),
-            absl::StatusCode::kDataLoss);
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(LocalReadsTest, AChangedByteIsDataLossAndTheRestoreThenDropsTheCheckpoint) {
@@ -204,6 +205,39 @@ TEST_F(LocalReadsTest, AFileWithoutBlockHashesIsRefusedAndTheServerStopsWithConn
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(LocalReads::Connect("@zeroshard-reads-none", "", absl::Seconds(1)).status().code(),
             absl::StatusCode::kUnavailable);
+}
+
+// A server that answers every request with another request's id (and a
+// descriptor that is not the file asked for): the client takes nothing
+// from it and uses the connection no more.
+TEST(LocalReadsClientTest, AReplyToAnotherRequestBreaksTheConnection) {
+  const std::string name = "@zeroshard-test-reads-" + std::to_string(::getpid());
+  auto addr = MakeUnixAddress(name);
+  ASSERT_TRUE(addr.ok());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&addr->addr), addr->size), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  std::thread fake([listener] {
+    const int conn = ::accept(listener, nullptr, nullptr);
+    absl::StatusOr<ReceivedFrame> req = ReceiveFrame(conn, 1 << 20);
+    v1::LocalReadRequest r;
+    if (req.ok() && r.ParseFromString(req->bytes())) {
+      v1::LocalReadReply reply;
+      reply.set_request_id(r.request_id() + 1);
+      const int fd = STDIN_FILENO;
+      (void)SendFrame(conn, reply.SerializeAsString(), {&fd, 1});
+    }
+    ::close(conn);
+  });
+  auto reads = LocalReads::Connect(name, "", absl::Seconds(5));
+  ASSERT_TRUE(reads.ok()) << reads.status();
+  float dst[4];
+  EXPECT_EQ((*reads)->Read("", 1, "embed", kKinds[0], {0, 4}, dst).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ((*reads)->Read("", 1, "embed", kKinds[0], {0, 4}, dst).code(),
+            absl::StatusCode::kUnavailable);
+  fake.join();
+  ::close(listener);
 }
 
 TEST(FdFramesTest, BytesAndDescriptorsArriveAndLimitsHold) {

@@ -201,7 +201,7 @@ TEST_F(ModelWeightsReadTest, ALocalReadGivesTheSameRange) {
       (*fresh)->ReadModelWeights("job", *plan.FindUnit("embed"), {0, 15}, embed.data()).ok());
   EXPECT_EQ(embed, e_);
   EXPECT_EQ((*fresh)->ReadModelWeights("job", block, {20, 5}, got.data()).code(),
-            absl::StatusCode::kDataLoss);  // Past the unit's 24 padded elements.
+            absl::StatusCode::kInvalidArgument);  // Past the unit's 24 padded elements.
   // A file index past the model's one file.
   v1::LocalReadRequest req;
   req.mutable_file()->set_job_id("job");
