@@ -6,11 +6,10 @@
 //   boundary, every step is trained exactly once, and the losses equal an
 //   uninterrupted 4-worker run of the same job within 2e-5 relative (fp32;
 //   the data order does not depend on the world size; the summation order
-//   does: at N = 2 the job's 25 MiB buckets reduce both micro-batches'
-//   gradients in one reduce-scatter where N = 4 has one micro-batch, 1.0e-5
-//   apart after 300 steps where one reduce-scatter per micro-batch kept it
-//   under 1e-5; a lost or repeated step shows in the step records, which
-//   LossesOnce checks).
+//   does: with 12 samples a step, where N = 2 reduced both micro-batches in
+//   one reduce-scatter and N = 4 one, they were 1.0e-5 apart after 300
+//   steps; with 96, 5.8e-7; a lost or repeated step shows in the step
+//   records, which LossesOnce checks).
 #include "tests/trainer/live_run.h"
 
 namespace zeroshard {
@@ -20,7 +19,12 @@ TEST(ElasticLiveTest, ScaleUpTwoToFourReshardsLiveWithNoStepLost) {
   LiveRun run;
   const std::string dir = MakeTempDir("zs_live_up");
   JobConfig job = LiveJob(dir);
-  job.steps = 300;  // Long enough for the joiners to start up and join.
+  // Long enough for the joiners to start up and join. With 12 samples a
+  // step, 300 steps took ~0.5 s, and the joiners (start-up, then the 0.5 s
+  // settle) came in at step 210-299, or after the end (1 run in 3 on the
+  // 2-core VM, 2026-12-06); with 96 they come in at step 103-127.
+  job.steps = 400;
+  job.global_batch = 96;
   ASSERT_TRUE(run.Start(dir, job, 2)) << run.Logs();
   run.AddWorkers(2);
   ASSERT_TRUE(WaitForStep(job.log_path, 8)) << run.Logs();
