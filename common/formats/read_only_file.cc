@@ -76,6 +76,11 @@ absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset, absl::s
   return absl::OkStatus();
 }
 
+int ReopenReadOnly(int fd, int extra_flags) {
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  return ::open(proc.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+}
+
 namespace {
 
 bool DirectReadsAllowed() {

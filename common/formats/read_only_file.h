@@ -40,6 +40,12 @@ namespace zeroshard {
 // ENOENT, INTERNAL otherwise.
 absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path);
 
+// A new open file description of the file `fd` refers to (open(2) of
+// /proc/self/fd/<fd> with O_RDONLY | O_CLOEXEC | `extra_flags`, e.g.
+// O_DIRECT): its own offset, flags and readahead state. -1 with errno set
+// where that fails.
+int ReopenReadOnly(int fd, int extra_flags = 0);
+
 // Reads exactly `size` bytes at `offset` (pread, retrying short reads and
 // EINTR); DATA_LOSS if the file is shorter.
 absl::Status PReadFull(int fd, void* data, int64_t size, int64_t offset, absl::string_view path);

@@ -1,6 +1,5 @@
 #include "server/checkpoint/local_read_server.h"
 
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/formats/read_only_file.h"
 #include "common/rpc/fd_frames.h"
 #include "common/status_macros.h"
 
@@ -199,8 +199,7 @@ void LocalReadServer::AnswerModelWeights(int sock, const v1::LocalReadRequest& r
   // A description of the rank's own, not the coordinator's: what the rank
   // does to it (fcntl flags, fadvise, readahead) stays off this process's
   // reads (checkpoint files are opened afresh for each request anyway).
-  const std::string proc = absl::StrCat("/proc/self/fd/", part->fd);
-  const int own = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  const int own = ReopenReadOnly(part->fd);
   if (own < 0) {
     return SendError(sock, Errno("reopen", part->weights->files()[req.model_file() - 1]),
                      req.request_id());
