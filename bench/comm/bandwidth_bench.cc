@@ -130,16 +130,16 @@ struct Limits {
   double hot_aggregate_gbs = 0;  // The same from one reused 4 MiB block (LoopbackBuffers).
 };
 
-// The sizes measured, MiB: 1, 4, 16, ... up to max_mib; each with its run
-// count (sizes >= 64 MiB use max(3, runs / 2)).
+// The sizes measured, MiB: 1, 4, 16, ... from min_mib up to max_mib; each
+// with its run count (sizes >= 64 MiB use max(3, runs / 2)).
 struct SizeRuns {
   int mib;
   int runs;
 };
-std::vector<SizeRuns> Sizes(int max_mib, int runs) {
+std::vector<SizeRuns> Sizes(int min_mib, int max_mib, int runs) {
   std::vector<SizeRuns> sizes;
   for (int mib = 1; mib <= max_mib; mib *= 4) {
-    sizes.push_back({mib, mib >= 64 ? std::max(3, runs / 2) : runs});
+    if (mib >= min_mib) sizes.push_back({mib, mib >= 64 ? std::max(3, runs / 2) : runs});
   }
   return sizes;
 }
@@ -207,16 +207,17 @@ void RunBackendProcesses(const std::string& backend, int n, const std::vector<Si
 }
 
 int Main(int argc, char** argv) {
-  int runs = 5, max_mib = 256;
+  int runs = 5, min_mib = 1, max_mib = 256;
   std::vector<int> worlds = {2, 4};
   std::vector<std::string> backends = {"gloo", "shm"};
   std::string ranks = "threads";
   CLI::App app(
       "CPU all-gather / reduce-scatter bus bandwidth, ranks as threads or processes, against "
       "memcpy, one loopback TCP stream of the same bytes, and the loopback aggregate (best of 1-8 "
-      "streams) / N (sizes 1, 4, 16, ... MiB up to --max-mib)");
+      "streams) / N (sizes 1, 4, 16, ... MiB from --min-mib up to --max-mib)");
   app.add_option("--runs", runs, "timed runs per size (median; sizes >= 64 MiB use max(3, runs/2))")
       ->check(CLI::PositiveNumber);
+  app.add_option("--min-mib", min_mib, "smallest message, MiB")->check(CLI::PositiveNumber);
   app.add_option("--max-mib", max_mib, "largest message, MiB")->check(CLI::PositiveNumber);
   app.add_option("--worlds", worlds, "world sizes, comma-separated")
       ->delimiter(',')
@@ -230,7 +231,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"threads", "processes"}))
       ->capture_default_str();
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
-  const std::vector<SizeRuns> sizes = Sizes(max_mib, runs);
+  const std::vector<SizeRuns> sizes = Sizes(min_mib, max_mib, runs);
   std::vector<Limits> limits;
   for (const SizeRuns& size : sizes) {
     const size_t bytes = static_cast<size_t>(size.mib) << 20;

@@ -112,13 +112,9 @@ class GlooCommunicator final : public Communicator {
       if ((n - 1) * RingAllGatherSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
         return CompletedWork(absl::InvalidArgumentError("AllGather: block too large for one op"));
       }
-      RingAllGatherArgs args{a.recv, bytes, NextRingSlot(), GlooTimeout(opts.timeout),
-                             &pending_waits_};
-      bodies.push_back([this, send = a.send, args] {
-        char* own = static_cast<char*>(args.out) + rank() * args.block_bytes;
-        if (send != own) std::memmove(own, send, args.block_bytes);  // Not in place.
-        RingAllGather(links_, args);
-      });
+      RingAllGatherArgs args{
+          a.recv, bytes, a.send, NextRingSlot(), GlooTimeout(opts.timeout), &pending_waits_};
+      bodies.push_back([this, args] { RingAllGather(links_, args); });
     }
     return SubmitAll(CommOp::kAllGather, GroupStatsBytes(group, dtype, n), std::move(bodies));
   }

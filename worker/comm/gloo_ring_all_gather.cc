@@ -1,6 +1,7 @@
 #include "worker/comm/gloo_ring_all_gather.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "gloo/transport/unbound_buffer.h"
 
@@ -23,6 +24,12 @@ constexpr size_t kSegmentBytes = size_t{1} << 20;
 
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
+// Copies args.own to its place in the output unless it is null or there.
+void CopyOwnBlock(const RingAllGatherArgs& args, int rank) {
+  char* place = static_cast<char*>(args.out) + rank * args.block_bytes;
+  if (args.own != nullptr && args.own != place) std::memmove(place, args.own, args.block_bytes);
+}
+
 }  // namespace
 
 int64_t RingAllGatherSegments(size_t block_bytes) {
@@ -31,23 +38,39 @@ int64_t RingAllGatherSegments(size_t block_bytes) {
 
 void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
   const int n = links.size(), r = links.rank();
-  if (n == 1 || args.block_bytes == 0) return;
+  if (n == 1 || args.block_bytes == 0) {
+    CopyOwnBlock(args, r);
+    return;
+  }
   const int next = (r + 1) % n, prev = (r + n - 1) % n;
   const int64_t segments = RingAllGatherSegments(args.block_bytes);
   const size_t block = args.block_bytes;
   auto seg_len = [&](int64_t k) { return std::min(kSegmentBytes, block - k * kSegmentBytes); };
   auto offset = [&](int64_t b, int64_t k) { return b * block + k * kSegmentBytes; };
   auto slot = [&](int s, int64_t k) { return args.slot + s * segments + k; };
-  // One buffer over the output per direction's context (the same memory).
+  // One buffer over the output per direction's context (the same memory),
+  // and one over our own block where it is not yet in place.
+  char* const out_bytes = static_cast<char*>(args.out);
+  const bool staged = args.own != nullptr && args.own != out_bytes + r * block;
   auto in = links.Edge(prev, r)->createUnboundBuffer(args.out, block * n);
   auto out = links.Edge(r, next)->createUnboundBuffer(args.out, block * n);
-  const PendingWaitScope scope(args.waits, {in.get(), out.get()});
+  // Gloo only reads a send buffer.
+  auto own = staged ? links.Edge(r, next)->createUnboundBuffer(const_cast<void*>(args.own), block)
+                    : nullptr;
+  const PendingWaitScope scope(args.waits, {in.get(), out.get(), own.get()});
   const OpDeadline deadline(args.timeout);
   for (int s = 0; s < n - 1; ++s) {
     const int64_t b = Mod(r - s - 1, n);
     for (int64_t k = 0; k < segments; ++k) in->recv(prev, slot(s, k), offset(b, k), seg_len(k));
   }
-  for (int64_t k = 0; k < segments; ++k) out->send(next, slot(0, k), offset(r, k), seg_len(k));
+  for (int64_t k = 0; k < segments; ++k) {
+    if (staged) {
+      own->send(next, slot(0, k), offset(0, k), seg_len(k));
+    } else {
+      out->send(next, slot(0, k), offset(r, k), seg_len(k));
+    }
+  }
+  CopyOwnBlock(args, r);  // While step 0 is on the wire.
   for (int s = 0; s < n - 1; ++s) {
     const int64_t b = Mod(r - s - 1, n);
     for (int64_t k = 0; k < segments; ++k) {
@@ -56,7 +79,8 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
     }
   }
   for (int64_t i = 0; i < (n - 1) * segments; ++i) {
-    ThrowIfWaitAborted(out->waitSend(deadline.Remaining()), "all-gather send");
+    gloo::transport::UnboundBuffer* sent = staged && i < segments ? own.get() : out.get();
+    ThrowIfWaitAborted(sent->waitSend(deadline.Remaining()), "all-gather send");
   }
 }
 

@@ -22,10 +22,14 @@
 namespace zeroshard {
 
 struct RingAllGatherArgs {
-  // world_size blocks of `block_bytes`; this rank's block must already be at
-  // out + rank * block_bytes. The others are written here.
+  // world_size blocks of `block_bytes`; the others' blocks are written here.
   void* out = nullptr;
   size_t block_bytes = 0;
+  // This rank's block. Null, or out + rank * block_bytes: it is already in
+  // place. Otherwise it is sent from here, and copied to its place in `out`
+  // while the first messages are on the wire (the copy then costs no time
+  // where the transfer leaves a core idle). Only read.
+  const void* own = nullptr;
   // The op's first slot: it uses (world_size - 1) * segments consecutive
   // slots from here. Unique per op and equal on every rank.
   uint64_t slot = 0;

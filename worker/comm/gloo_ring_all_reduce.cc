@@ -30,7 +30,7 @@ void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
                     RingReduceScatterArgs{data, own, chunk, args.dtype, args.op,
                                           args.reduce_scatter_slot, args.timeout, args.waits},
                     scratch.ring);
-  RingAllGather(links, RingAllGatherArgs{data, static_cast<size_t>(chunk * elem),
+  RingAllGather(links, RingAllGatherArgs{data, static_cast<size_t>(chunk * elem), own,
                                          args.all_gather_slot, args.timeout, args.waits});
   if (data != args.recv) std::memcpy(args.recv, data, bytes);
 }

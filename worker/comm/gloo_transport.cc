@@ -73,7 +73,10 @@ void PendingWaits::AbortAll() {
 
 PendingWaitScope::PendingWaitScope(PendingWaits* waits,
                                    std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
-    : waits_(waits), buffers_(buffers) {
+    : waits_(waits) {
+  for (gloo::transport::UnboundBuffer* b : buffers) {
+    if (b != nullptr) buffers_.push_back(b);
+  }
   if (waits_ != nullptr && !waits_->Add(buffers_)) {
     waits_ = nullptr;
     throw ::gloo::IoException("communicator aborted");

@@ -51,8 +51,9 @@ class PendingWaits {
   bool aborted_ = false;
 };
 
-// Registers `buffers` in `waits` (may be null) for this scope; throws
-// gloo::IoException when the communicator was aborted already.
+// Registers `buffers` (null entries skipped) in `waits` (may be null) for
+// this scope; throws gloo::IoException when the communicator was aborted
+// already.
 class PendingWaitScope {
  public:
   PendingWaitScope(PendingWaits* waits,
