@@ -47,6 +47,11 @@ class Ring {
   int64_t SegBegin(int64_t k) const { return k * kSegmentElements; }
   int64_t SegLen(int64_t k) const { return std::min(kSegmentElements, args_.count - SegBegin(k)); }
   std::chrono::milliseconds Remaining() const { return deadline_.Remaining(); }
+  bool RecvApartFromInput() const {
+    const auto recv = reinterpret_cast<uintptr_t>(args_.recv);
+    const auto send = reinterpret_cast<uintptr_t>(send_);
+    return recv + args_.count * elem_ <= send || recv >= send + world_ * args_.count * elem_;
+  }
 
   const GlooLinks& links_;
   const RingReduceScatterArgs& args_;
@@ -114,9 +119,15 @@ void Ring::Exchange(int step, const float* sending) {
   const int next = (rank_ + 1) % world_;
   const int prev = (rank_ + world_ - 1) % world_;
   const size_t bytes = static_cast<size_t>(args_.count) * sizeof(float);
+  const bool last = step == world_ - 2;
+  // fp32's last step lands in recv and reduces there, where recv is apart
+  // from the input: the sum is then written over bytes just received, still
+  // in cache, instead of into a cold recv.
+  float* landing =
+      last && fp32_ && RecvApartFromInput() ? static_cast<float*>(args_.recv) : incoming_;
   // Gloo only reads a send buffer.
   auto out_buf = links_.Edge(rank_, next)->createUnboundBuffer(const_cast<float*>(sending), bytes);
-  auto in_buf = links_.Edge(prev, rank_)->createUnboundBuffer(incoming_, bytes);
+  auto in_buf = links_.Edge(prev, rank_)->createUnboundBuffer(landing, bytes);
   const PendingWaitScope scope(args_.waits, {in_buf.get(), out_buf.get()});
   for (int64_t k = 0; k < segments_; ++k) {
     in_buf->recv(prev, args_.slot + k, SegBegin(k) * sizeof(float), SegLen(k) * sizeof(float));
@@ -124,14 +135,13 @@ void Ring::Exchange(int step, const float* sending) {
   }
   // Our own contribution to the arriving block; fp32 is read in place.
   const float* mine = AsFp32(Mod(rank_ - step - 2, world_), scratch_.own.data());
-  const bool last = step == world_ - 2;
   float* reduced = last && fp32_ ? static_cast<float*>(args_.recv) : incoming_;
   // Segments complete in order (one TCP connection from prev): reduce each
   // while the next one is still arriving.
   for (int64_t k = 0; k < segments_; ++k) {
     ThrowIfWaitAborted(in_buf->waitRecv(Remaining()), "recv");
     const int64_t b = SegBegin(k);
-    Combine(reduced + b, incoming_ + b, mine + b, SegLen(k), args_.op);
+    Combine(reduced + b, landing + b, mine + b, SegLen(k), args_.op);
   }
   for (int64_t k = 0; k < segments_; ++k)
     ThrowIfWaitAborted(out_buf->waitSend(Remaining()), "send");

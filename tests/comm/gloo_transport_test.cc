@@ -1,0 +1,81 @@
+// gloo_transport.h's device policy: a device on a loopback address starts its
+// event-loop thread under SCHED_BATCH ([Note: batch loop threads on
+// loopback]); on any other address the loop thread keeps the caller's policy,
+// and the caller's own policy never changes.
+#include "worker/comm/gloo_transport.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <ifaddrs.h>
+#include <sched.h>
+#include <sys/types.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace zeroshard::testing {
+namespace {
+
+// Threads of this process whose policy is SCHED_BATCH (/proc/self/task).
+int BatchThreads() {
+  int n = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  while (dirent* e = readdir(dir)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (tid > 0 && sched_getscheduler(tid) == SCHED_BATCH) ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// An IPv4 address of this host outside 127.0.0.0/8, if it has one.
+std::optional<std::string> NonLoopbackAddress() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  std::optional<std::string> found;
+  for (ifaddrs* a = list; a != nullptr && !found; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) && !IsLoopbackHost(text)) {
+      found = text;
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+TEST(GlooTransportTest, LoopbackHosts) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host :
+       {"10.0.0.1", "128.0.0.1", "0.0.0.0", "::", "", "127.0.0.1 ", "worker-0.example"}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << "'" << host << "'";
+  }
+}
+
+TEST(GlooTransportTest, LoopbackDeviceLoopThreadRunsBatch) {
+  if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this test runs under another policy";
+  const int before = BatchThreads();
+  auto device = CreateTcpDevice("127.0.0.1");
+  EXPECT_EQ(BatchThreads(), before + 1) << "the device's loop thread";
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the caller's policy is restored";
+}
+
+TEST(GlooTransportTest, OtherAddressKeepsThePolicy) {
+  const std::optional<std::string> address = NonLoopbackAddress();
+  if (!address) GTEST_SKIP() << "this host has no IPv4 address outside 127.0.0.0/8";
+  if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this test runs under another policy";
+  const int before = BatchThreads();
+  auto device = CreateTcpDevice(*address);
+  EXPECT_EQ(BatchThreads(), before) << *address;
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+}
+
+}  // namespace
+}  // namespace zeroshard::testing
