@@ -19,17 +19,20 @@ namespace zeroshard {
 // [Note: batch loop threads on loopback]
 // When ranks meet over loopback, a message's sender and its receiver run on
 // the same cores. Each write a sender's loop thread makes wakes the
-// receiver's loop thread, which under SCHED_OTHER preempts the writer; the
-// two then trade the core in small pieces, and the cores sit idle part of
-// the time (15-20% during a 64 MiB all-gather at N = 2 on 2 cores,
-// measured with perf). Under SCHED_BATCH a woken thread waits for the
-// running one to block or for the tick, so each side moves a full socket
-// buffer per turn. comm_bandwidth_bench --worlds 2 --backends gloo, ranks as
-// processes, three alternating rounds: all-gather and reduce-scatter at 64
-// and 256 MiB rose from 0.63-0.82 to 0.72-0.93 of the loopback aggregate /
-// N; `zeroshard launch --backend gloo` step times (small and medium, stage
-// 3, N = 2) stayed within the noise. A woken batch thread still gets its
-// fair share; only its wakeup preemption goes. Between hosts the receiver
+// receiver's loop thread, which under SCHED_OTHER may preempt the writer;
+// the two then trade the core in small pieces, and the cores sat idle
+// 15-20% of a 64 MiB all-gather at N = 2 on 2 cores (perf, cpu-clock).
+// Under SCHED_BATCH a woken thread does not preempt: it waits for the
+// running one to block or for the tick, so each side moves more per turn.
+// The whole bench under SCHED_RR, which also ends that preemption between
+// them, gained as much. comm_bandwidth_bench --worlds 2 --backends gloo, ranks as
+// processes, the policy toggled in one binary, three alternating rounds:
+// medians at 64 and 256 MiB rose from 0.69-0.78 to 0.81-0.86 of the
+// loopback aggregate / N; `zeroshard launch --backend gloo` step times
+// (small and medium, stage 3, N = 2) stayed within the noise. A woken batch
+// thread still gets its fair share; only its wakeup preemption goes. The op
+// queue's thread keeps its policy: under SCHED_BATCH it waited for the
+// compute thread's slice before starting a new op. Between hosts the receiver
 // has its own cores and a prompt wakeup matters more, so the policy stays.
 namespace {
 
