@@ -1,6 +1,5 @@
 #include "worker/comm/gloo_transport.h"
 
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -10,6 +9,7 @@
 #include <exception>
 #include <mutex>
 
+#include "common/infra/loopback.h"
 #include "gloo/common/error.h"
 #include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
@@ -60,15 +60,6 @@ class ScopedBatchPolicy {
 };
 
 }  // namespace
-
-bool IsLoopbackHost(std::string_view hostname) {
-  if (hostname == "localhost") return true;
-  const std::string name(hostname);
-  in_addr v4{};
-  if (inet_pton(AF_INET, name.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  return inet_pton(AF_INET6, name.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
 
 std::shared_ptr<gloo::transport::Device> CreateTcpDevice(const std::string& hostname) {
   // Gloo writes with writev(2), which raises SIGPIPE when a peer has closed

@@ -19,7 +19,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gloo/context.h"
@@ -90,17 +89,13 @@ void ThrowIfWaitAborted(bool ok, const char* what);
 // call sets SIGPIPE to ignored for the process (see the .cc). Throws
 // gloo exceptions (e.g. an unresolvable hostname); the caller maps them.
 //
-// On a loopback address (IsLoopbackHost) the device's event-loop thread
+// On a loopback address (common/infra/loopback.h) the device's event-loop thread
 // runs under SCHED_BATCH: every peer then shares this host's cores, and a
 // loop thread woken by data a local peer just wrote no longer preempts that
 // writer mid-copy (see [Note: batch loop threads on loopback] in the .cc).
 // Elsewhere the loop thread keeps the caller's policy. The calling thread's
 // own policy is unchanged on return.
 std::shared_ptr<gloo::transport::Device> CreateTcpDevice(const std::string& hostname);
-
-// True for "localhost", 127.0.0.0/8 and ::1: addresses only this host can
-// reach. Names are not resolved.
-bool IsLoopbackHost(std::string_view hostname);
 
 // Makes every pending and later operation on `context` throw
 // gloo::IoException ("... timeout caused pair closure"). Safe to call from any
