@@ -63,12 +63,11 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
     const int64_t b = Mod(r - s - 1, n);
     for (int64_t k = 0; k < segments; ++k) in->recv(prev, slot(s, k), offset(b, k), seg_len(k));
   }
+  // Step 0 sends our block: from `own` (block 0 of it) or in place.
+  gloo::transport::UnboundBuffer* const first = staged ? own.get() : out.get();
+  const int64_t first_block = staged ? 0 : r;
   for (int64_t k = 0; k < segments; ++k) {
-    if (staged) {
-      own->send(next, slot(0, k), offset(0, k), seg_len(k));
-    } else {
-      out->send(next, slot(0, k), offset(r, k), seg_len(k));
-    }
+    first->send(next, slot(0, k), offset(first_block, k), seg_len(k));
   }
   CopyOwnBlock(args, r);  // While step 0 is on the wire.
   for (int s = 0; s < n - 1; ++s) {
@@ -79,7 +78,7 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
     }
   }
   for (int64_t i = 0; i < (n - 1) * segments; ++i) {
-    gloo::transport::UnboundBuffer* sent = staged && i < segments ? own.get() : out.get();
+    gloo::transport::UnboundBuffer* const sent = i < segments ? first : out.get();
     ThrowIfWaitAborted(sent->waitSend(deadline.Remaining()), "all-gather send");
   }
 }

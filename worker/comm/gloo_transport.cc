@@ -25,9 +25,9 @@ namespace zeroshard {
 // Under SCHED_BATCH a woken thread does not preempt: it waits for the
 // running one to block or for the tick, so each side moves more per turn.
 // The whole bench under SCHED_RR, which also ends that preemption between
-// them, gained as much. comm_bandwidth_bench --worlds 2 --backends gloo, ranks as
-// processes, the policy toggled in one binary, three alternating rounds:
-// medians at 64 and 256 MiB rose from 0.69-0.78 to 0.81-0.86 of the
+// them, gained as much. comm_bandwidth_bench --worlds 2 --backends gloo,
+// ranks as processes, the policy toggled in one binary, three alternating
+// rounds: medians at 64 and 256 MiB rose from 0.69-0.78 to 0.81-0.86 of the
 // loopback aggregate / N; `zeroshard launch --backend gloo` step times
 // (small and medium, stage 3, N = 2) stayed within the noise. A woken batch
 // thread still gets its fair share; only its wakeup preemption goes. The op
