@@ -1,18 +1,21 @@
-// gloo_transport.h's device policy: a device on a loopback address starts its
-// event-loop thread under SCHED_BATCH ([Note: batch loop threads on
-// loopback]); on any other address the loop thread keeps the caller's policy,
+// gloo_transport.h's device policy: a device on a loopback address, made
+// from a SCHED_OTHER thread, starts its event-loop thread under SCHED_BATCH
+// ([Note: batch loop threads on loopback]); on any other address, or from a
+// thread under another policy, the loop thread keeps the caller's policy,
 // and the caller's own policy never changes.
 #include "worker/comm/gloo_transport.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <ifaddrs.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/types.h>
 
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "common/infra/loopback.h"
 #include "gtest/gtest.h"
@@ -20,14 +23,14 @@
 namespace zeroshard::testing {
 namespace {
 
-// Threads of this process whose policy is SCHED_BATCH (/proc/self/task).
-int BatchThreads() {
+// Threads of this process under `policy` (/proc/self/task).
+int ThreadsUnder(int policy) {
   int n = 0;
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return -1;
   while (dirent* e = readdir(dir)) {
     const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (tid > 0 && sched_getscheduler(tid) == SCHED_BATCH) ++n;
+    if (tid > 0 && sched_getscheduler(tid) == policy) ++n;
   }
   closedir(dir);
   return n;
@@ -52,9 +55,9 @@ std::optional<std::string> NonLoopbackAddress() {
 
 TEST(GlooTransportTest, LoopbackDeviceLoopThreadRunsBatch) {
   if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this test runs under another policy";
-  const int before = BatchThreads();
+  const int before = ThreadsUnder(SCHED_BATCH);
   auto device = CreateTcpDevice("127.0.0.1");
-  EXPECT_EQ(BatchThreads(), before + 1) << "the device's loop thread";
+  EXPECT_EQ(ThreadsUnder(SCHED_BATCH), before + 1) << "the device's loop thread";
   EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the caller's policy is restored";
 }
 
@@ -62,10 +65,24 @@ TEST(GlooTransportTest, OtherAddressKeepsThePolicy) {
   const std::optional<std::string> address = NonLoopbackAddress();
   if (!address) GTEST_SKIP() << "this host has no IPv4 address outside 127.0.0.0/8";
   if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this test runs under another policy";
-  const int before = BatchThreads();
+  const int before = ThreadsUnder(SCHED_BATCH);
   auto device = CreateTcpDevice(*address);
-  EXPECT_EQ(BatchThreads(), before) << *address;
+  EXPECT_EQ(ThreadsUnder(SCHED_BATCH), before) << *address;
   EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+}
+
+// An operator's choice of policy (here SCHED_IDLE, which needs no privilege)
+// is kept: the loop thread inherits it, not SCHED_BATCH.
+TEST(GlooTransportTest, CallerUnderAnotherPolicyIsLeftAlone) {
+  std::thread([] {
+    const sched_param zero{};
+    ASSERT_EQ(pthread_setschedparam(pthread_self(), SCHED_IDLE, &zero), 0);
+    const int batch = ThreadsUnder(SCHED_BATCH), idle = ThreadsUnder(SCHED_IDLE);
+    auto device = CreateTcpDevice("127.0.0.1");
+    EXPECT_EQ(ThreadsUnder(SCHED_BATCH), batch);
+    EXPECT_EQ(ThreadsUnder(SCHED_IDLE), idle + 1) << "the loop thread inherits SCHED_IDLE";
+    EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE);
+  }).join();
 }
 
 }  // namespace

@@ -36,14 +36,16 @@ namespace zeroshard {
 // has its own cores and a prompt wakeup matters more, so the policy stays.
 namespace {
 
-// Sets the calling thread's policy to SCHED_BATCH for the scope, restoring
-// the previous one on exit. Threads started inside inherit SCHED_BATCH
-// (pthread_create's default PTHREAD_INHERIT_SCHED). Failures leave the
-// policy as it was: an optimisation, never an error.
+// Sets the calling thread's policy from SCHED_OTHER to SCHED_BATCH for the
+// scope, restoring it on exit. Threads started inside inherit SCHED_BATCH
+// (pthread_create's default PTHREAD_INHERIT_SCHED). A thread under any other
+// policy (an operator's real-time or idle choice) is left alone, and
+// failures leave the policy as it was: an optimisation, never an error.
 class ScopedBatchPolicy {
  public:
   ScopedBatchPolicy() {
     if (pthread_getschedparam(pthread_self(), &policy_, &param_) != 0) return;
+    if (policy_ != SCHED_OTHER) return;
     const sched_param zero{};
     set_ = pthread_setschedparam(pthread_self(), SCHED_BATCH, &zero) == 0;
   }

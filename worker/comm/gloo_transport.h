@@ -89,12 +89,13 @@ void ThrowIfWaitAborted(bool ok, const char* what);
 // call sets SIGPIPE to ignored for the process (see the .cc). Throws
 // gloo exceptions (e.g. an unresolvable hostname); the caller maps them.
 //
-// On a loopback address (common/infra/loopback.h) the device's event-loop thread
-// runs under SCHED_BATCH: every peer then shares this host's cores, and a
-// loop thread woken by data a local peer just wrote no longer preempts that
-// writer mid-copy (see [Note: batch loop threads on loopback] in the .cc).
-// Elsewhere the loop thread keeps the caller's policy. The calling thread's
-// own policy is unchanged on return.
+// On a loopback address (common/infra/loopback.h), called from a
+// SCHED_OTHER thread, the device's event-loop thread runs under SCHED_BATCH:
+// every peer then shares this host's cores, and a loop thread woken by data
+// a local peer just wrote no longer preempts that writer mid-copy (see
+// [Note: batch loop threads on loopback] in the .cc). Elsewhere the loop
+// thread keeps the caller's policy. The calling thread's own policy is
+// unchanged on return.
 std::shared_ptr<gloo::transport::Device> CreateTcpDevice(const std::string& hostname);
 
 // Makes every pending and later operation on `context` throw
