@@ -52,10 +52,14 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
   LiveRun run;
   const std::string dir = MakeTempDir("zs_redundancy");
   JobConfig job = LiveJob(dir);
-  // Enough steps for five kill cycles: a cycle (kill, recovery at N = 3, a
-  // replacement's join at N = 4) runs 150-250 steps of this tiny model on
-  // a quiet machine; 600 steps ran out before the fifth kill there.
+  // Enough steps for five kill cycles (kill, recovery at N = 3, a
+  // replacement's join at N = 4), which take wall time: the steps a cycle
+  // runs grow with the step rate. At 12 samples a step a cycle ran 150-250
+  // steps, then 250-390 once Gloo over loopback got faster (2026-12-06), and
+  // 2000 steps ran out before the fifth kill. 96 samples a step make the
+  // steps compute-bound: 170-260 a cycle, the fifth kill near step 800.
   job.steps = 2000;
+  job.global_batch = 96;
   // A third of the default learning rate: over 2000 steps at the default,
   // the float summation order of the N = 3 stretches compounded to 1.5e-4
   // in the loss; a wrong shard restored still moves it by 1e-3 or more.
@@ -85,6 +89,9 @@ TEST(ElasticRedundancyTest, KillNineGoesOnFromTheNeighboursCopy) {
               absl::InfiniteDuration())
         << run.Logs();
     longest_cycle = std::max(longest_cycle, LastStep(job.log_path) - before);
+    std::printf("kill %d: the cycle from step %lld ran %lld steps\n", kill,
+                static_cast<long long>(before),
+                static_cast<long long>(LastStep(job.log_path) - before));
   }
   for (size_t k : alive) EXPECT_EQ(run.workers[k]->Wait(absl::Seconds(120)), 0) << run.Logs();
   run.Stop();
