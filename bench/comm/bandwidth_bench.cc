@@ -231,6 +231,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"threads", "processes"}))
       ->capture_default_str();
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
+  if (min_mib > max_mib) {
+    std::fprintf(stderr, "--min-mib %d is above --max-mib %d: no size to measure\n", min_mib,
+                 max_mib);
+    return 2;
+  }
   const std::vector<SizeRuns> sizes = Sizes(min_mib, max_mib, runs);
   std::vector<Limits> limits;
   for (const SizeRuns& size : sizes) {

@@ -258,41 +258,54 @@ TEST(GlooBehaviourTest, NewPrefixIsANewGeneration) {
 namespace zeroshard::testing {
 namespace {
 
+// The ring moves 1 MiB segments (2^18 floats): 2 full ones and a 5-element
+// tail, at N = 2 (the last step is the first: it sends from the input and
+// lands in recv), 3 and 4, into a separate recv and in place, fp32 and bf16.
 TEST(GlooBehaviourTest, ReduceScatterOverSeveralSegments) {
-  // The ring moves 1 MiB segments (2^18 floats): 2 full ones and a 5-element tail.
   const int64_t count = (int64_t{1} << 19) + 5;
-  InMemoryStore store;
-  auto comms = MustConnect(store, 3);
-  ASSERT_EQ(comms.size(), 3u);
-  for (DType dtype : {DType::kFp32, DType::kBf16}) {
-    std::vector<std::vector<float>> got(3);
-    ParallelFor(3, [&](int r) {
-      std::vector<float> in(count * 3);
-      for (int64_t i = 0; i < count * 3; ++i) in[i] = InputValue(r, i);
-      std::vector<uint8_t> send = Encode(in, dtype), recv(count * DTypeSize(dtype));
-      EXPECT_TRUE(comms[r]
-                      ->ReduceScatter(send.data(), recv.data(), count, dtype, ReduceOp::kSum)
-                      ->Wait(absl::Seconds(30))
-                      .ok());
-      got[r] = Decode(recv, dtype);
-    });
-    for (int r = 0; r < 3; ++r) {
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t j = r * count + i;
-        ASSERT_EQ(got[r][i], InputValue(0, j) + InputValue(1, j) + InputValue(2, j))
-            << "rank " << r << " i " << i;
+  for (int n : {2, 3, 4}) {
+    InMemoryStore store;
+    auto comms = MustConnect(store, n);
+    ASSERT_EQ(comms.size(), static_cast<size_t>(n));
+    for (DType dtype : {DType::kFp32, DType::kBf16}) {
+      for (bool in_place : {false, true}) {
+        std::vector<std::vector<float>> got(n);
+        ParallelFor(n, [&](int r) {
+          std::vector<float> in(count * n);
+          for (int64_t i = 0; i < count * n; ++i) in[i] = InputValue(r, i);
+          std::vector<uint8_t> send = Encode(in, dtype), recv(count * DTypeSize(dtype));
+          uint8_t* dst = in_place ? send.data() + r * count * DTypeSize(dtype) : recv.data();
+          EXPECT_TRUE(comms[r]
+                          ->ReduceScatter(send.data(), dst, count, dtype, ReduceOp::kSum)
+                          ->Wait(absl::Seconds(30))
+                          .ok());
+          got[r] = Decode(std::vector<uint8_t>(dst, dst + count * DTypeSize(dtype)), dtype);
+        });
+        for (int r = 0; r < n; ++r) {
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t j = r * count + i;
+            float want = 0;
+            for (int q = 0; q < n; ++q) want += InputValue(q, j);
+            ASSERT_EQ(got[r][i], want)
+                << "N " << n << " rank " << r << " i " << i << " in place " << in_place;
+          }
+        }
       }
     }
   }
 }
 
 // The all-gather ring moves 1 MiB segments and forwards each as it lands:
-// 2 full segments and a 6-byte tail per block (bf16, moved as bytes), N = 2, 3, 4, in place and
-// from a separate send buffer. Every rank must hold every rank's bytes.
+// 2 full segments and a 6-byte tail per block (bf16, moved as bytes), N = 2,
+// 3, 4. A rank's block comes in place, from a separate send buffer (sent
+// from there while it is copied into place), or from the start of the
+// output, overlapping block 0 (copied into place first). Every rank must
+// hold every rank's bytes.
 TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
+  enum class Send { kInPlace, kSeparate, kAtBlockZero };
   const int64_t block = (int64_t{1} << 20) + 3;  // Elements.
   for (int n : {2, 3, 4}) {
-    for (bool in_place : {true, false}) {
+    for (Send where : {Send::kInPlace, Send::kSeparate, Send::kAtBlockZero}) {
       InMemoryStore store;
       auto comms = MustConnect(store, n);
       ASSERT_EQ(comms.size(), static_cast<size_t>(n));
@@ -303,18 +316,24 @@ TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
       ParallelFor(n, [&](int r) {
         std::vector<uint16_t> send(block);
         for (int64_t i = 0; i < block; ++i) send[i] = value(r, i);
-        uint16_t* own = out[r].data() + r * block;
-        if (in_place) std::memcpy(own, send.data(), block * sizeof(uint16_t));
-        EXPECT_TRUE(
-            comms[r]
-                ->AllGather(in_place ? own : send.data(), out[r].data(), block, DType::kBf16)
-                ->Wait(absl::Seconds(30))
-                .ok());
+        uint16_t* from = send.data();
+        if (where != Send::kSeparate) {
+          from = out[r].data() + (where == Send::kInPlace ? r * block : 0);
+          std::memcpy(from, send.data(), block * sizeof(uint16_t));
+        }
+        EXPECT_TRUE(comms[r]
+                        ->AllGather(from, out[r].data(), block, DType::kBf16)
+                        ->Wait(absl::Seconds(30))
+                        .ok());
+        if (where == Send::kSeparate) {
+          for (int64_t i = 0; i < block; ++i) ASSERT_EQ(send[i], value(r, i)) << "send changed";
+        }
       });
       for (int r = 0; r < n; ++r) {
         for (int64_t j = 0; j < block * n; ++j) {
           ASSERT_EQ(out[r][j], value(static_cast<int>(j / block), j % block))
-              << "N " << n << " rank " << r << " element " << j << " in place " << in_place;
+              << "N " << n << " rank " << r << " element " << j << " send "
+              << static_cast<int>(where);
         }
       }
     }
@@ -340,7 +359,8 @@ TEST_P(AbortWakesTest, AnOpWaitingOnASilentPeer) {
   auto comms = MustConnect(store, 3);
   ASSERT_EQ(comms.size(), 3u);
   const int64_t block = int64_t{3} << 18;  // 3 MiB of fp32.
-  std::vector<float> a(block * 3, 1.0f), b(block * 3, 1.0f);
+  // Three blocks for the ops, a fourth apart for an out-of-place side.
+  std::vector<float> a(block * 4, 1.0f), b(block * 4, 1.0f);
   auto w0 = GetParam().issue(*comms[0], 0, a.data(), block);
   auto w1 = GetParam().issue(*comms[1], 1, b.data(), block);
   absl::SleepFor(absl::Milliseconds(200));  // Rank 2 never issues its part.
@@ -363,9 +383,18 @@ INSTANTIATE_TEST_SUITE_P(
                        [](Communicator& c, int r, float* buf, int64_t block) {
                          return c.AllGather(buf + r * block, buf, block, DType::kFp32);
                        }},
+        SilentPeerCase{"AllGatherFromASeparateBuffer",
+                       [](Communicator& c, int, float* buf, int64_t block) {
+                         return c.AllGather(buf + 3 * block, buf, block, DType::kFp32);
+                       }},
         SilentPeerCase{"ReduceScatter",
                        [](Communicator& c, int r, float* buf, int64_t block) {
                          return c.ReduceScatter(buf, buf + r * block, block, DType::kFp32,
+                                                ReduceOp::kSum);
+                       }},
+        SilentPeerCase{"ReduceScatterIntoASeparateBuffer",
+                       [](Communicator& c, int, float* buf, int64_t block) {
+                         return c.ReduceScatter(buf, buf + 3 * block, block, DType::kFp32,
                                                 ReduceOp::kSum);
                        }},
         SilentPeerCase{"AllReduceFp32",

@@ -1,6 +1,7 @@
 #include "worker/comm/gloo_ring_all_gather.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "gloo/transport/unbound_buffer.h"
@@ -30,6 +31,18 @@ void CopyOwnBlock(const RingAllGatherArgs& args, int rank) {
   if (args.own != nullptr && args.own != place) std::memmove(place, args.own, args.block_bytes);
 }
 
+// Whether args.own can be sent from where it lies while the output fills:
+// it is not in place and shares no byte with the output. Otherwise it is
+// copied first and sent in place.
+bool SendFromOwn(const RingAllGatherArgs& args, int world_size, int rank) {
+  if (args.own == nullptr) return false;
+  const auto own = reinterpret_cast<uintptr_t>(args.own);
+  const auto out = reinterpret_cast<uintptr_t>(args.out);
+  const size_t block = args.block_bytes;
+  if (own == out + rank * block) return false;
+  return own + block <= out || own >= out + world_size * block;
+}
+
 }  // namespace
 
 int64_t RingAllGatherSegments(size_t block_bytes) {
@@ -50,8 +63,8 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
   auto slot = [&](int s, int64_t k) { return args.slot + s * segments + k; };
   // One buffer over the output per direction's context (the same memory),
   // and one over our own block where it is not yet in place.
-  char* const out_bytes = static_cast<char*>(args.out);
-  const bool staged = args.own != nullptr && args.own != out_bytes + r * block;
+  const bool staged = SendFromOwn(args, n, r);
+  if (!staged) CopyOwnBlock(args, r);  // In place already, or overlapping.
   auto in = links.Edge(prev, r)->createUnboundBuffer(args.out, block * n);
   auto out = links.Edge(r, next)->createUnboundBuffer(args.out, block * n);
   // Gloo only reads a send buffer.
@@ -69,7 +82,7 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
   for (int64_t k = 0; k < segments; ++k) {
     first->send(next, slot(0, k), offset(first_block, k), seg_len(k));
   }
-  CopyOwnBlock(args, r);  // While step 0 is on the wire.
+  if (staged) CopyOwnBlock(args, r);  // While step 0 is on the wire.
   for (int s = 0; s < n - 1; ++s) {
     const int64_t b = Mod(r - s - 1, n);
     for (int64_t k = 0; k < segments; ++k) {

@@ -26,9 +26,10 @@ struct RingAllGatherArgs {
   void* out = nullptr;
   size_t block_bytes = 0;
   // This rank's block. Null, or out + rank * block_bytes: it is already in
-  // place. Otherwise it is sent from here, and copied to its place in `out`
+  // place. Apart from `out`, it is sent from here and copied to its place
   // while the first messages are on the wire (the copy then costs no time
-  // where the transfer leaves a core idle). Only read.
+  // where the transfer leaves a core idle); overlapping `out` elsewhere, it
+  // is copied first and sent from its place. Only read.
   const void* own = nullptr;
   // The op's first slot: it uses (world_size - 1) * segments consecutive
   // slots from here. Unique per op and equal on every rank.

@@ -44,8 +44,10 @@ namespace {
 class ScopedBatchPolicy {
  public:
   ScopedBatchPolicy() {
-    if (pthread_getschedparam(pthread_self(), &policy_, &param_) != 0) return;
-    if (policy_ != SCHED_OTHER) return;
+    // The kernel's answer: glibc's cached policy misses outside changes
+    // (chrt -p, a library's own sched_setscheduler).
+    policy_ = sched_getscheduler(0);
+    if (policy_ != SCHED_OTHER || sched_getparam(0, &param_) != 0) return;
     const sched_param zero{};
     set_ = pthread_setschedparam(pthread_self(), SCHED_BATCH, &zero) == 0;
   }
