@@ -11,16 +11,6 @@
 namespace zeroshard::testing {
 namespace {
 
-std::vector<std::unique_ptr<Communicator>> MustConnect(InMemoryStore& store, int n,
-                                                       GlooOptions opts = {}) {
-  std::vector<std::unique_ptr<Communicator>> out;
-  for (auto& c : ConnectGloo(store, "gen/", n, opts)) {
-    EXPECT_TRUE(c.ok()) << c.status();
-    if (c.ok()) out.push_back(std::move(*c));
-  }
-  return out;
-}
-
 TEST(GlooBehaviourTest, RankThatNeverShowsUpGivesDeadlineExceeded) {
   InMemoryStore store;
   GlooOptions opts;
@@ -36,7 +26,7 @@ TEST(GlooBehaviourTest, RankThatNeverShowsUpGivesDeadlineExceeded) {
 
 TEST(GlooBehaviourTest, OpTimeoutFiresWhenPeerNeverJoins) {
   InMemoryStore store;
-  auto comms = MustConnect(store, 2);
+  auto comms = MustConnectGloo(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   std::vector<float> in(16, 1.0f), out(32);
   CollectiveOptions opts;
@@ -53,7 +43,7 @@ TEST(GlooBehaviourTest, OpTimeoutFiresWhenPeerNeverJoins) {
 
 TEST(GlooBehaviourTest, WorkWaitTimesOutWithoutCancelling) {
   InMemoryStore store;
-  auto comms = MustConnect(store, 2);
+  auto comms = MustConnectGloo(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   std::vector<float> a(8, 1.0f), b(8, 2.0f);
   auto w0 = comms[0]->AllReduce(a.data(), a.data(), 8, DType::kFp32, ReduceOp::kSum);
@@ -66,7 +56,7 @@ TEST(GlooBehaviourTest, WorkWaitTimesOutWithoutCancelling) {
 
 TEST(GlooBehaviourTest, AbortFailsPendingAndLaterOpsFastAndPeersNotice) {
   InMemoryStore store;
-  auto comms = MustConnect(store, 2);
+  auto comms = MustConnectGloo(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   std::vector<float> a(1000, 1.0f), b(1000, 1.0f), c(1000, 1.0f);
   // Rank 0 enters an all-reduce that rank 1 has not issued (yet).
@@ -97,7 +87,7 @@ TEST(GlooBehaviourTest, AbortFailsPendingAndLaterOpsFastAndPeersNotice) {
 // buffer alive for the still-running op ([Note: failed collective buffers]).
 TEST(GlooBehaviourTest, ControlCollectiveTimeoutAbortsTheCommunicator) {
   InMemoryStore store;
-  auto comms = MustConnect(store, 2);
+  auto comms = MustConnectGloo(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<int64_t>> got =
@@ -116,7 +106,7 @@ TEST(GlooBehaviourTest, ControlCollectiveTimeoutAbortsTheCommunicator) {
 // Both ranks call: the helpers return every rank's values in their own type.
 TEST(GlooBehaviourTest, ControlCollectivesCarryInt64AndDouble) {
   InMemoryStore store;
-  auto comms = MustConnect(store, 2);
+  auto comms = MustConnectGloo(store, 2);
   ASSERT_EQ(comms.size(), 2u);
   std::vector<absl::StatusOr<std::vector<double>>> gathered(2);
   std::vector<absl::StatusOr<std::vector<int64_t>>> broadcast(2);
@@ -139,7 +129,7 @@ TEST(GlooBehaviourTest, StatsCountBytesCallsAndSeconds) {
   InMemoryStore store;
   const int n = 3;
   const int64_t count = 1000;
-  auto comms = MustConnect(store, n);
+  auto comms = MustConnectGloo(store, n);
   ASSERT_EQ(comms.size(), static_cast<size_t>(n));
   ParallelFor(n, [&](int r) {
     std::vector<float> in(count * n, 1.0f), out(count * n);
@@ -179,7 +169,7 @@ TEST(GlooBehaviourTest, Bf16ReductionsRoundOnce) {
   // is half an ulp, ties to even); fp32 accumulation then one rounding gives
   // 1 + 2^-7 exactly.
   InMemoryStore store;
-  auto comms = MustConnect(store, 3);
+  auto comms = MustConnectGloo(store, 3);
   ASSERT_EQ(comms.size(), 3u);
   const float small = 1.0f / 256.0f;
   std::vector<bf16> ar(3), rs(3);
@@ -251,165 +241,6 @@ TEST(GlooBehaviourTest, NewPrefixIsANewGeneration) {
   });
   EXPECT_EQ(v, std::vector<float>({3.0f, 3.0f}));
 }
-
-}  // namespace
-}  // namespace zeroshard::testing
-
-namespace zeroshard::testing {
-namespace {
-
-// The ring moves 1 MiB segments (2^18 floats): 2 full ones and a 5-element
-// tail, at N = 2 (the last step is the first: it sends from the input and
-// lands in recv), 3 and 4, into a separate recv and in place, fp32 and bf16.
-TEST(GlooBehaviourTest, ReduceScatterOverSeveralSegments) {
-  const int64_t count = (int64_t{1} << 19) + 5;
-  for (int n : {2, 3, 4}) {
-    InMemoryStore store;
-    auto comms = MustConnect(store, n);
-    ASSERT_EQ(comms.size(), static_cast<size_t>(n));
-    for (DType dtype : {DType::kFp32, DType::kBf16}) {
-      for (bool in_place : {false, true}) {
-        std::vector<std::vector<float>> got(n);
-        ParallelFor(n, [&](int r) {
-          std::vector<float> in(count * n);
-          for (int64_t i = 0; i < count * n; ++i) in[i] = InputValue(r, i);
-          std::vector<uint8_t> send = Encode(in, dtype), recv(count * DTypeSize(dtype));
-          uint8_t* dst = in_place ? send.data() + r * count * DTypeSize(dtype) : recv.data();
-          EXPECT_TRUE(comms[r]
-                          ->ReduceScatter(send.data(), dst, count, dtype, ReduceOp::kSum)
-                          ->Wait(absl::Seconds(30))
-                          .ok());
-          got[r] = Decode(std::vector<uint8_t>(dst, dst + count * DTypeSize(dtype)), dtype);
-        });
-        for (int r = 0; r < n; ++r) {
-          for (int64_t i = 0; i < count; ++i) {
-            const int64_t j = r * count + i;
-            float want = 0;
-            for (int q = 0; q < n; ++q) want += InputValue(q, j);
-            ASSERT_EQ(got[r][i], want)
-                << "N " << n << " rank " << r << " i " << i << " in place " << in_place;
-          }
-        }
-      }
-    }
-  }
-}
-
-// The all-gather ring moves 1 MiB segments and forwards each as it lands:
-// 2 full segments and a 6-byte tail per block (bf16, moved as bytes), N = 2,
-// 3, 4. A rank's block comes in place, from a separate send buffer (sent
-// from there while it is copied into place), or from the start of the
-// output, overlapping block 0 (copied into place first). Every rank must
-// hold every rank's bytes.
-TEST(GlooBehaviourTest, AllGatherOverSeveralSegments) {
-  enum class Send { kInPlace, kSeparate, kAtBlockZero };
-  const int64_t block = (int64_t{1} << 20) + 3;  // Elements.
-  for (int n : {2, 3, 4}) {
-    for (Send where : {Send::kInPlace, Send::kSeparate, Send::kAtBlockZero}) {
-      InMemoryStore store;
-      auto comms = MustConnect(store, n);
-      ASSERT_EQ(comms.size(), static_cast<size_t>(n));
-      auto value = [](int r, int64_t i) {
-        return static_cast<uint16_t>((r * 131 + i * 7) % 65521);
-      };
-      std::vector<std::vector<uint16_t>> out(n, std::vector<uint16_t>(block * n));
-      ParallelFor(n, [&](int r) {
-        std::vector<uint16_t> send(block);
-        for (int64_t i = 0; i < block; ++i) send[i] = value(r, i);
-        uint16_t* from = send.data();
-        if (where != Send::kSeparate) {
-          from = out[r].data() + (where == Send::kInPlace ? r * block : 0);
-          std::memcpy(from, send.data(), block * sizeof(uint16_t));
-        }
-        EXPECT_TRUE(comms[r]
-                        ->AllGather(from, out[r].data(), block, DType::kBf16)
-                        ->Wait(absl::Seconds(30))
-                        .ok());
-        if (where == Send::kSeparate) {
-          for (int64_t i = 0; i < block; ++i) ASSERT_EQ(send[i], value(r, i)) << "send changed";
-        }
-      });
-      for (int r = 0; r < n; ++r) {
-        for (int64_t j = 0; j < block * n; ++j) {
-          ASSERT_EQ(out[r][j], value(static_cast<int>(j / block), j % block))
-              << "N " << n << " rank " << r << " element " << j << " send "
-              << static_cast<int>(where);
-        }
-      }
-    }
-  }
-}
-
-// A rank whose collective waits on a peer that is alive but never sends (a
-// stopped process): Abort returns the op at once and the communicator is
-// destroyed promptly, not after the op's 60 s timeout. Every kind of op:
-// zeroshard's rings (all-gather, reduce-scatter, fp32 all-reduce) register
-// their waits; Gloo's built-ins (broadcast, the fp64 control all-reduce) are
-// woken by closing the pairs (AbortGlooContext).
-struct SilentPeerCase {
-  const char* name;
-  // Issues rank r's part of the op over `buf` (3 blocks of `block` fp32).
-  std::function<std::unique_ptr<Work>(Communicator&, int r, float* buf, int64_t block)> issue;
-};
-
-class AbortWakesTest : public ::testing::TestWithParam<SilentPeerCase> {};
-
-TEST_P(AbortWakesTest, AnOpWaitingOnASilentPeer) {
-  InMemoryStore store;
-  auto comms = MustConnect(store, 3);
-  ASSERT_EQ(comms.size(), 3u);
-  const int64_t block = int64_t{3} << 18;  // 3 MiB of fp32.
-  // Three blocks for the ops, a fourth apart for an out-of-place side.
-  std::vector<float> a(block * 4, 1.0f), b(block * 4, 1.0f);
-  auto w0 = GetParam().issue(*comms[0], 0, a.data(), block);
-  auto w1 = GetParam().issue(*comms[1], 1, b.data(), block);
-  absl::SleepFor(absl::Milliseconds(200));  // Rank 2 never issues its part.
-  const absl::Time start = absl::Now();
-  comms[0]->Abort();
-  EXPECT_EQ(w0->Wait(absl::Seconds(5)).code(), absl::StatusCode::kAborted);
-  comms[0].reset();  // Joins its op: returns at once, not at the op's timeout.
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-  // Rank 1 may be waiting on the silent rank 2, not on rank 0: its own Abort.
-  comms[1]->Abort();
-  EXPECT_FALSE(w1->Wait(absl::Seconds(5)).ok());
-  comms.clear();
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryOp, AbortWakesTest,
-    ::testing::Values(
-        SilentPeerCase{"AllGather",
-                       [](Communicator& c, int r, float* buf, int64_t block) {
-                         return c.AllGather(buf + r * block, buf, block, DType::kFp32);
-                       }},
-        SilentPeerCase{"AllGatherFromASeparateBuffer",
-                       [](Communicator& c, int, float* buf, int64_t block) {
-                         return c.AllGather(buf + 3 * block, buf, block, DType::kFp32);
-                       }},
-        SilentPeerCase{"ReduceScatter",
-                       [](Communicator& c, int r, float* buf, int64_t block) {
-                         return c.ReduceScatter(buf, buf + r * block, block, DType::kFp32,
-                                                ReduceOp::kSum);
-                       }},
-        SilentPeerCase{"ReduceScatterIntoASeparateBuffer",
-                       [](Communicator& c, int, float* buf, int64_t block) {
-                         return c.ReduceScatter(buf, buf + 3 * block, block, DType::kFp32,
-                                                ReduceOp::kSum);
-                       }},
-        SilentPeerCase{"AllReduceFp32",
-                       [](Communicator& c, int, float* buf, int64_t block) {
-                         return c.AllReduce(buf, buf, 3 * block, DType::kFp32, ReduceOp::kSum);
-                       }},
-        SilentPeerCase{"AllReduceFp64Control",
-                       [](Communicator& c, int, float* buf, int64_t block) {
-                         return c.AllReduce(buf, buf, block, DType::kFp64, ReduceOp::kSum);
-                       }},
-        SilentPeerCase{"BroadcastFromTheSilentRank",
-                       [](Communicator& c, int, float* buf, int64_t block) {
-                         return c.Broadcast(buf, buf, 3 * block, DType::kFp32, /*root=*/2);
-                       }}),
-    [](const ::testing::TestParamInfo<SilentPeerCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace zeroshard::testing

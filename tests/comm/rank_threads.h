@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
+#include "gtest/gtest.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/in_memory_store.h"
@@ -38,6 +39,24 @@ inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectEach(
 inline std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectGloo(
     InMemoryStore& store, const std::string& prefix, int n, GlooOptions opts = {}) {
   return ConnectEach(n, [&](int r) { return CreateGlooCommunicator(store, prefix, r, n, opts); });
+}
+
+// The communicators of `connected` that came up; each one that did not is a
+// test failure (EXPECT), so callers check the count.
+inline std::vector<std::unique_ptr<Communicator>> ExpectConnected(
+    std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> connected) {
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (auto& c : connected) {
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (c.ok()) out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+// n Gloo communicators under the prefix "gen/", every one expected to come up.
+inline std::vector<std::unique_ptr<Communicator>> MustConnectGloo(InMemoryStore& store, int n,
+                                                                  GlooOptions opts = {}) {
+  return ExpectConnected(ConnectGloo(store, "gen/", n, opts));
 }
 
 // Connects n shm communicators (one per rank, created concurrently).

@@ -20,12 +20,7 @@ namespace {
 
 std::vector<std::unique_ptr<Communicator>> MustConnect(InMemoryStore& store, int n,
                                                        const std::string& prefix = "gen/") {
-  std::vector<std::unique_ptr<Communicator>> out;
-  for (auto& c : ConnectShm(store, prefix, n)) {
-    EXPECT_TRUE(c.ok()) << c.status();
-    if (c.ok()) out.push_back(std::move(*c));
-  }
-  return out;
+  return ExpectConnected(ConnectShm(store, prefix, n));
 }
 
 // Names in /dev/shm this process created.
