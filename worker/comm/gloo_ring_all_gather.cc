@@ -1,7 +1,6 @@
 #include "worker/comm/gloo_ring_all_gather.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 
 #include "gloo/transport/unbound_buffer.h"
@@ -35,12 +34,9 @@ void CopyOwnBlock(const RingAllGatherArgs& args, int rank) {
 // it is not in place and shares no byte with the output. Otherwise it is
 // copied first and sent in place.
 bool SendFromOwn(const RingAllGatherArgs& args, int world_size, int rank) {
-  if (args.own == nullptr) return false;
-  const auto own = reinterpret_cast<uintptr_t>(args.own);
-  const auto out = reinterpret_cast<uintptr_t>(args.out);
-  const size_t block = args.block_bytes;
-  if (own == out + rank * block) return false;
-  return own + block <= out || own >= out + world_size * block;
+  const char* out = static_cast<const char*>(args.out);
+  if (args.own == nullptr || args.own == out + rank * args.block_bytes) return false;
+  return BytesApart(args.own, args.block_bytes, out, world_size * args.block_bytes);
 }
 
 }  // namespace

@@ -48,9 +48,7 @@ class Ring {
   int64_t SegLen(int64_t k) const { return std::min(kSegmentElements, args_.count - SegBegin(k)); }
   std::chrono::milliseconds Remaining() const { return deadline_.Remaining(); }
   bool RecvApartFromInput() const {
-    const auto recv = reinterpret_cast<uintptr_t>(args_.recv);
-    const auto send = reinterpret_cast<uintptr_t>(send_);
-    return recv + args_.count * elem_ <= send || recv >= send + world_ * args_.count * elem_;
+    return BytesApart(args_.recv, args_.count * elem_, send_, world_ * args_.count * elem_);
   }
 
   const GlooLinks& links_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 
@@ -96,6 +97,11 @@ std::chrono::milliseconds OpDeadline::Remaining() const {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline_ - std::chrono::steady_clock::now());
   return left.count() > 0 ? left : std::chrono::milliseconds(1);
+}
+
+bool BytesApart(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x + a_bytes <= y || y + b_bytes <= x;
 }
 
 void ThrowIfWaitAborted(bool ok, const char* what) {

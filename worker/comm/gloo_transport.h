@@ -81,6 +81,10 @@ class OpDeadline {
   std::chrono::steady_clock::time_point deadline_;
 };
 
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share no
+// byte: where a ring may receive into one while it reads the other.
+bool BytesApart(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
+
 // Throws gloo::IoException("ring <what> aborted") unless `ok`: what an
 // unbound buffer's waitRecv/waitSend returns false for (PendingWaits::AbortAll).
 void ThrowIfWaitAborted(bool ok, const char* what);
