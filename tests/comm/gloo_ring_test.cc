@@ -1,6 +1,7 @@
 // The Gloo backend's own rings (gloo_ring_*.h): messages over several
 // segments, every placement of the send and receive buffers, and Abort
 // waking an op that waits on a silent peer.
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -93,12 +94,80 @@ TEST(GlooRingTest, AllGatherOverSeveralSegments) {
   }
 }
 
+// The broadcast chain moves 1 MiB segments, each passed on as it lands:
+// 2 full segments and a 3-byte tail (bf16 elements, moved as bytes), from
+// every root, at N = 2, 3 and 4, into the root's own buffer (in place) and
+// from a separate one. Every rank must hold the root's bytes, and the
+// root's send buffer must be unchanged.
+TEST(GlooRingTest, BroadcastOverSeveralSegmentsFromEveryRoot) {
+  const int64_t count = (int64_t{1} << 20) + 3;  // bf16 elements.
+  auto value = [](int64_t i) { return static_cast<uint16_t>((i * 40503) % 65521); };
+  for (int n : {2, 3, 4}) {
+    InMemoryStore store;
+    auto comms = MustConnectGloo(store, n);
+    ASSERT_EQ(comms.size(), static_cast<size_t>(n));
+    for (int root = 0; root < n; ++root) {
+      for (bool in_place : {true, false}) {
+        std::vector<std::vector<uint16_t>> out(n, std::vector<uint16_t>(count, 0xABCD));
+        std::vector<uint16_t> send(count);
+        for (int64_t i = 0; i < count; ++i) send[i] = value(i);
+        if (in_place) out[root] = send;
+        ParallelFor(n, [&](int r) {
+          const void* from = r != root ? nullptr : in_place ? out[r].data() : send.data();
+          EXPECT_TRUE(comms[r]
+                          ->Broadcast(from, out[r].data(), count, DType::kBf16, root)
+                          ->Wait(absl::Seconds(30))
+                          .ok());
+        });
+        for (int64_t i = 0; i < count; ++i) ASSERT_EQ(send[i], value(i)) << "send changed";
+        for (int r = 0; r < n; ++r) {
+          ASSERT_EQ(out[r], send) << "N " << n << " root " << root << " rank " << r << " in place "
+                                  << in_place;
+        }
+      }
+    }
+  }
+}
+
+// Control values (int64, fp64) are folded in rank order on every rank, so
+// all ranks get the same bits even where fp64 addition's order matters:
+// 2^53 + 1 + 1 - 2^53 is 2 in one order and 0 or 1 in others.
+TEST(GlooRingTest, ControlValuesFoldInRankOrderOnEveryRank) {
+  const std::vector<double> parts = {std::ldexp(1.0, 53), 1.0, 1.0, -std::ldexp(1.0, 53)};
+  const int n = static_cast<int>(parts.size());
+  InMemoryStore store;
+  auto comms = MustConnectGloo(store, n);
+  ASSERT_EQ(comms.size(), static_cast<size_t>(n));
+  std::vector<std::vector<double>> sums(n);
+  std::vector<std::vector<int64_t>> maxima(n);
+  ParallelFor(n, [&](int r) {
+    sums[r] = {parts[r], -parts[r]};
+    maxima[r] = {int64_t{1} << 62 | r, -r};
+    EXPECT_TRUE(comms[r]
+                    ->AllReduce(sums[r].data(), sums[r].data(), 2, DType::kFp64, ReduceOp::kSum)
+                    ->Wait(absl::Seconds(30))
+                    .ok());
+    EXPECT_TRUE(
+        comms[r]
+            ->AllReduce(maxima[r].data(), maxima[r].data(), 2, DType::kInt64, ReduceOp::kMax)
+            ->Wait(absl::Seconds(30))
+            .ok());
+  });
+  double forward = parts[0], backward = -parts[0];  // The reference: in rank order.
+  for (int q = 1; q < n; ++q) {
+    forward += parts[q];
+    backward += -parts[q];
+  }
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(sums[r], (std::vector<double>{forward, backward})) << "rank " << r;
+    EXPECT_EQ(maxima[r], (std::vector<int64_t>{int64_t{1} << 62 | (n - 1), 0})) << "rank " << r;
+  }
+}
+
 // A rank whose collective waits on a peer that is alive but never sends (a
 // stopped process): Abort returns the op at once and the communicator is
 // destroyed promptly, not after the op's 60 s timeout. Every kind of op:
-// zeroshard's rings (all-gather, reduce-scatter, fp32 all-reduce) register
-// their waits; Gloo's built-ins (broadcast, the fp64 control all-reduce) are
-// woken by closing the pairs (AbortGlooContext).
+// every op runs on zeroshard's rings, which register their waits.
 struct SilentPeerCase {
   const char* name;
   // Issues rank r's part of the op over `buf` (3 blocks of `block` fp32).

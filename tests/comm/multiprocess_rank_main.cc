@@ -7,9 +7,17 @@
 // closing anything (a crashed rank); "survive": connect, then expect the
 // next all-reduce to fail (a peer vanished) within the bound, exit 0 if so; on
 // shm the failure must be UNAVAILABLE (the peer's exit seen), not a timeout.
+// mode "stall": start a large broadcast (a receiver, root 1), then stop the
+// whole process (SIGSTOP) with it half received: a peer that stopped reading
+// mid-op, its sockets still open. mode "abort": once the staller is
+// stopped, run the same broadcast, Abort it, and exit 0 if the op returns
+// aborted and the communicator is destroyed promptly (kAbortBound), 2 if it
+// had completed before the abort, 1 otherwise.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -75,6 +83,64 @@ bool AwaitVanished(FileStore& store) {
   return AwaitExit(pid, absl::Now() + absl::Seconds(20)).value_or(false);
 }
 
+// The stall case's broadcast: far more than the sockets' buffers hold, so a
+// sender to the stopped rank is left with a write in progress.
+constexpr int64_t kStallBytes = int64_t{64} << 20;
+constexpr absl::Duration kAbortBound = absl::Seconds(5);
+// The abort mode's exit code when its op had completed before the Abort (a
+// rank that got all its data elsewhere); 0 when the op was aborted.
+constexpr int kFinishedBeforeAbort = 2;
+
+// Whether /proc says process `pid` is stopped (state T).
+bool IsStopped(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'T';
+}
+
+int Stall(Communicator& comm, FileStore& store) {
+  std::vector<char> data(kStallBytes);
+  // Never waited for: the process stops with the op in flight.
+  std::unique_ptr<Work> work = comm.Broadcast(data.data(), data.data(), kStallBytes / 4,
+                                              DType::kFp32, 1, {absl::Seconds(60)});
+  absl::SleepFor(absl::Milliseconds(300));  // Its receive is posted with the root.
+  const std::string pid = std::to_string(getpid());
+  if (!store.Set("mp/stalled", {pid.begin(), pid.end()}).ok()) return Fail("store set");
+  std::fprintf(stderr, "rank %d stopping mid-broadcast\n", comm.rank());
+  raise(SIGSTOP);
+  return Fail("the stalled rank was resumed");
+}
+
+int AbortWhileStalled(std::unique_ptr<Communicator> comm, FileStore& store) {
+  if (!store.Wait({"mp/stalled"}, absl::Seconds(20)).ok()) return Fail("no rank stalled");
+  auto bytes = store.Get("mp/stalled");
+  int pid = 0;
+  if (!bytes.ok() || !absl::SimpleAtoi(std::string(bytes->begin(), bytes->end()), &pid)) {
+    return Fail("store get");
+  }
+  const absl::Time stop_deadline = absl::Now() + absl::Seconds(20);
+  while (!IsStopped(pid)) {
+    if (absl::Now() > stop_deadline) return Fail("the stalling rank did not stop");
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const int rank = comm->rank();
+  std::vector<char> data(kStallBytes);
+  std::unique_ptr<Work> work = comm->Broadcast(data.data(), data.data(), kStallBytes / 4,
+                                               DType::kFp32, 1, {absl::Seconds(60)});
+  absl::SleepFor(absl::Seconds(1));  // Writes to the stopped rank fill its socket.
+  const absl::Time start = absl::Now();
+  comm->Abort();
+  const absl::Status s = work->Wait(kAbortBound);
+  comm.reset();  // Joins the op thread: returns once the broadcast has.
+  const absl::Duration took = absl::Now() - start;
+  std::fprintf(stderr, "rank %d: broadcast %s; aborted and destroyed in %s\n", rank,
+               s.ToString().c_str(), absl::FormatDuration(took).c_str());
+  if (took > kAbortBound) return Fail("Abort and destruction took longer than the bound");
+  return s.ok() ? kFinishedBeforeAbort : 0;
+}
+
 int Run(int argc, char** argv) {
   int rank = 0, world = 0;
   if ((argc != 5 && argc != 6) || !absl::SimpleAtoi(argv[2], &rank) ||
@@ -104,6 +170,8 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "rank %d vanishing\n", rank);
     _exit(0);
   }
+  if (mode == "stall") return Stall(**comm, store);
+  if (mode == "abort") return AbortWhileStalled(*std::move(comm), store);
   if (mode == "survive") {
     if (!AwaitVanished(store)) return Fail("the vanishing rank did not go");
     float x = 1.0f;

@@ -11,15 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "gloo/allreduce.h"
-#include "gloo/barrier.h"
-#include "gloo/broadcast.h"
 #include "gloo/common/error.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/device.h"
 #include "worker/comm/gloo_links.h"
 #include "worker/comm/gloo_ring_all_gather.h"
 #include "worker/comm/gloo_ring_all_reduce.h"
+#include "worker/comm/gloo_ring_broadcast.h"
 #include "worker/comm/gloo_ring_reduce_scatter.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport.h"
@@ -29,10 +27,11 @@
 namespace zeroshard {
 namespace {
 
-// Slot space of the ring reduce-scatter; Gloo's own collectives use prefixes
-// 0x01-0x08 (gloo/types.h), so the ring never matches their messages.
-// Below the prefix: the op's tag, then kRingSegmentBits for its segments
-// (2^24 segments of 1 MiB: 16 TiB per op; 2^32 ops per communicator).
+// Slot space of zeroshard's rings, which carry every op: Gloo's own
+// collectives (prefixes 0x01-0x08, gloo/types.h) are not used, since Abort
+// cannot always wake their waits (gloo_ring_broadcast.h). Below the prefix:
+// the op's tag, then kRingSegmentBits for its segments (2^24 segments of
+// 1 MiB: 16 TiB per op; 2^32 ops per communicator).
 constexpr uint64_t kRingSlotPrefix = uint64_t{0x7a} << 56;
 constexpr int kRingSegmentBits = 24;
 
@@ -51,31 +50,6 @@ absl::Status StatusFromGloo(const std::exception& e, bool is_io, bool aborted) {
   }
   if (is_io) return absl::UnavailableError(absl::StrCat("gloo: ", what));
   return absl::InternalError(absl::StrCat("gloo: ", what));
-}
-
-// Gloo's reduce function over n elements of T: c = op(a, b).
-template <typename T>
-void ReduceElements(ReduceOp op, void* c, const void* a, const void* b, size_t n) {
-  T* out = static_cast<T*>(c);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  if (op == ReduceOp::kSum) {
-    for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
-  } else {
-    for (size_t i = 0; i < n; ++i) out[i] = x[i] > y[i] ? x[i] : y[i];
-  }
-}
-
-// In-place all-reduce of n elements of T at data.
-template <typename T>
-void GlooAllReduce(const std::shared_ptr<gloo::Context>& context, T* data, int64_t n, ReduceOp op,
-                   absl::Duration timeout) {
-  gloo::AllreduceOptions o(context);
-  o.setOutput(data, static_cast<size_t>(n));
-  o.setReduceFunction(
-      [op](void* c, const void* a, const void* b, size_t k) { ReduceElements<T>(op, c, a, b, k); });
-  o.setTimeout(GlooTimeout(timeout));
-  gloo::allreduce(o);
 }
 
 class GlooCommunicator final : public Communicator {
@@ -109,7 +83,7 @@ class GlooCommunicator final : public Communicator {
     std::vector<std::function<void()>> bodies;
     for (const CollectiveArgs& a : group) {
       const size_t bytes = static_cast<size_t>(a.count * DTypeSize(dtype));
-      if ((n - 1) * RingAllGatherSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
+      if ((n - 1) * RingSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
         return CompletedWork(absl::InvalidArgumentError("AllGather: block too large for one op"));
       }
       RingAllGatherArgs args{
@@ -149,37 +123,22 @@ class GlooCommunicator final : public Communicator {
                                  NextRingSlot(),
                                  GlooTimeout(opts.timeout),
                                  &pending_waits_};
-    return Submit(CommOp::kAllReduce, count * DTypeSize(dtype), [=, this] {
-      if (count == 0) return;
-      const bool wide = dtype == DType::kInt64 || dtype == DType::kFp64;
-      if (wide) {  // Control values reduce in their own type, in recv.
-        if (send != recv) std::memmove(recv, send, static_cast<size_t>(count * DTypeSize(dtype)));
-        if (world_size() == 1) return;
-        if (dtype == DType::kInt64) {
-          GlooAllReduce(links_.main, static_cast<int64_t*>(recv), count, op, opts.timeout);
-        } else {
-          GlooAllReduce(links_.main, static_cast<double*>(recv), count, op, opts.timeout);
-        }
-        return;
-      }
-      // fp32 / bf16: zeroshard's rings (bf16 reduced in fp32, rounded once).
-      RingAllReduce(links_, args, all_reduce_scratch_);
-    });
+    return Submit(CommOp::kAllReduce, count * DTypeSize(dtype),
+                  [this, args] { RingAllReduce(links_, args, all_reduce_scratch_); });
   }
 
   std::unique_ptr<Work> Broadcast(const void* send, void* recv, int64_t count, DType dtype,
                                   int root, const CollectiveOptions& opts) override {
     ZS_RETURN_WORK_IF_ERROR(CheckBroadcastArgs(send, recv, count, root, rank(), world_size()));
     const size_t bytes = static_cast<size_t>(count * DTypeSize(dtype));
+    if (RingSegments(bytes) >= (int64_t{1} << kRingSegmentBits)) {
+      return CompletedWork(absl::InvalidArgumentError("Broadcast: too large for one op"));
+    }
+    const RingBroadcastArgs args{
+        recv, bytes, root, NextRingSlot(), GlooTimeout(opts.timeout), &pending_waits_};
     return Submit(CommOp::kBroadcast, static_cast<int64_t>(bytes), [=, this] {
-      if (bytes == 0) return;
-      if (rank() == root) std::memmove(recv, send, bytes);
-      if (world_size() == 1) return;
-      gloo::BroadcastOptions o(links_.main);
-      o.setOutput(static_cast<char*>(recv), bytes);
-      o.setRoot(root);
-      o.setTimeout(GlooTimeout(opts.timeout));
-      gloo::broadcast(o);
+      if (rank() == root && send != recv) std::memmove(recv, send, bytes);
+      RingBroadcast(links_, args);
     });
   }
 
@@ -195,11 +154,15 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::Status Barrier(const CollectiveOptions& opts) override {
-    auto work = Submit(CommOp::kBarrier, 0, [=, this] {
-      if (world_size() == 1) return;
-      gloo::BarrierOptions o(links_.main);
-      o.setTimeout(GlooTimeout(opts.timeout));
-      gloo::barrier(o);
+    // A one-byte all-gather: a rank has every other rank's byte only once
+    // all have arrived.
+    const RingAllGatherArgs args{
+        nullptr, 1, nullptr, NextRingSlot(), GlooTimeout(opts.timeout), &pending_waits_};
+    auto work = Submit(CommOp::kBarrier, 0, [this, args] {
+      std::vector<char> marks(world_size());
+      RingAllGatherArgs with_marks = args;
+      with_marks.out = marks.data();
+      RingAllGather(links_, with_marks);
     });
     return work->Wait(opts.timeout);
   }
@@ -246,7 +209,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::vector<std::shared_ptr<gloo::transport::Device>> devices_;
-  GlooLinks links_;  // Gloo's own collectives run on links_.main.
+  GlooLinks links_;
   std::atomic<bool> aborted_{false};
   uint64_t next_ring_tag_ = 0;               // Issue thread only; equal on every rank.
   RingScratch ring_scratch_;                 // Queue thread only.

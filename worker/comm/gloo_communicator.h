@@ -15,22 +15,26 @@
 //   ReduceScatter: a ring built from Gloo primitives (unbound-buffer
 //                  send/recv; gloo_ring_reduce_scatter.h), because the packaged
 //                  Gloo has no usable one. fp32, bf16; sum, max.
-//   AllReduce:     fp32, bf16: a ring reduce-scatter then a ring all-gather
-//                  (gloo_ring_all_reduce.h), so Abort always wakes it;
-//                  int64, fp64 (control values): gloo::allreduce. Sum, max.
-//   Broadcast:     gloo::broadcast, any dtype (bytes).
-//   At world size 2 the rings (all-gather, reduce-scatter, the fp32 / bf16
-//   all-reduce, ring shift) run over two contexts, one per direction
-//   (gloo_links.h); Gloo's own collectives over the first. Connecting then
-//   takes two rendezvous, each bounded by GlooOptions::timeout.
-//   Barrier:       gloo::barrier, queued in order with the other ops; its
-//                  opts.timeout bounds the wait for earlier ops too. A Barrier
-//                  that returns DEADLINE_EXCEEDED may still run later: Abort
-//                  the communicator rather than reuse it.
+//   AllReduce:     fp32, bf16: a ring reduce-scatter then a ring all-gather;
+//                  int64, fp64 (control values): every rank's values
+//                  all-gathered, then folded in rank order, so every rank
+//                  gets the same bits (gloo_ring_all_reduce.h). Sum, max.
+//   Broadcast:     a pipelined chain from the root (gloo_ring_broadcast.h),
+//                  any dtype (bytes).
+//   Barrier:       a one-byte ring all-gather, queued in order with the other
+//                  ops; its opts.timeout bounds the wait for earlier ops too.
+//                  A Barrier that returns DEADLINE_EXCEEDED may still run
+//                  later: Abort the communicator rather than reuse it.
+//   No op uses Gloo's own collectives: every wait is registered where Abort
+//   wakes it (PendingWaits), which Gloo's own error path does not always do
+//   (gloo_ring_broadcast.h). At world size 2 the rings run over two
+//   contexts, one per direction (gloo_links.h); connecting then takes two
+//   rendezvous, each bounded by GlooOptions::timeout.
 // Memory: the reduce-scatter keeps fp32 scratch of 2 x count elements (3 for
 // bf16) of the largest op so far, for the communicator's lifetime; the
 // all-reduce keeps its own (for count / world_size elements) and, for counts
-// not a multiple of world_size, a padded copy of its largest op.
+// not a multiple of world_size, a padded copy of its largest op (control
+// values: world_size x count elements).
 // bf16 reductions accumulate in fp32 and round once to bf16 at the end; their
 // reduce-scatter moves fp32 on the wire (twice the bytes of the bf16 data),
 // an all-reduce's gather phase bf16.

@@ -27,7 +27,7 @@
 namespace zeroshard {
 
 struct GlooLinks {
-  std::shared_ptr<gloo::Context> main;     // Every pair; Gloo's own collectives.
+  std::shared_ptr<gloo::Context> main;     // Every pair.
   std::shared_ptr<gloo::Context> reverse;  // Null, or messages from a higher rank to a lower.
 
   // The context whose pair carries messages from rank `from` to rank `to`:

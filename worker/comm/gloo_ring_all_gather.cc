@@ -20,8 +20,6 @@ namespace zeroshard {
 // soon as it has landed.
 namespace {
 
-constexpr size_t kSegmentBytes = size_t{1} << 20;
-
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
 // Copies args.own to its place in the output unless it is null or there.
@@ -41,10 +39,6 @@ bool SendFromOwn(const RingAllGatherArgs& args, int world_size, int rank) {
 
 }  // namespace
 
-int64_t RingAllGatherSegments(size_t block_bytes) {
-  return static_cast<int64_t>((block_bytes + kSegmentBytes - 1) / kSegmentBytes);
-}
-
 void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
   const int n = links.size(), r = links.rank();
   if (n == 1 || args.block_bytes == 0) {
@@ -52,10 +46,12 @@ void RingAllGather(const GlooLinks& links, const RingAllGatherArgs& args) {
     return;
   }
   const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  const int64_t segments = RingAllGatherSegments(args.block_bytes);
+  const int64_t segments = RingSegments(args.block_bytes);
   const size_t block = args.block_bytes;
-  auto seg_len = [&](int64_t k) { return std::min(kSegmentBytes, block - k * kSegmentBytes); };
-  auto offset = [&](int64_t b, int64_t k) { return b * block + k * kSegmentBytes; };
+  auto seg_len = [&](int64_t k) {
+    return std::min(kRingSegmentBytes, block - k * kRingSegmentBytes);
+  };
+  auto offset = [&](int64_t b, int64_t k) { return b * block + k * kRingSegmentBytes; };
   auto slot = [&](int s, int64_t k) { return args.slot + s * segments + k; };
   // One buffer over the output per direction's context (the same memory),
   // and one over our own block where it is not yet in place.

@@ -31,16 +31,12 @@ struct RingAllGatherArgs {
   // where the transfer leaves a core idle); overlapping `out` elsewhere, it
   // is copied first and sent from its place. Only read.
   const void* own = nullptr;
-  // The op's first slot: it uses (world_size - 1) * segments consecutive
-  // slots from here. Unique per op and equal on every rank.
+  // The op's first slot: it uses (world_size - 1) * RingSegments(block_bytes)
+  // consecutive slots from here. Unique per op and equal on every rank.
   uint64_t slot = 0;
   std::chrono::milliseconds timeout{60000};  // Whole-op deadline.
   PendingWaits* waits = nullptr;             // Abort wakes the ring's waits (may be null).
 };
-
-// Segments of one block (1 MiB each, the last may be shorter): how many
-// slots per step the op takes.
-int64_t RingAllGatherSegments(size_t block_bytes);
 
 // Runs the ring over `links` (sends to next on links.Edge(rank, next)).
 // Throws gloo::IoException on transport failure,

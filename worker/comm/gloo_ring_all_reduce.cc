@@ -1,16 +1,39 @@
 #include "worker/comm/gloo_ring_all_reduce.h"
 
 #include <cstring>
+#include <vector>
 
 #include "worker/comm/gloo_ring_all_gather.h"
+#include "worker/comm/reduce_math.h"
 
 namespace zeroshard {
+namespace {
+
+// Control values: gathered from every rank, then folded in rank order.
+void GatherAndFold(const GlooLinks& links, const RingAllReduceArgs& args,
+                   RingAllReduceScratch& scratch) {
+  const int n = links.size();
+  const size_t bytes = static_cast<size_t>(args.count * DTypeSize(args.dtype));
+  if (scratch.padded.size() < bytes * n) scratch.padded.resize(bytes * n);
+  char* gathered = scratch.padded.data();
+  RingAllGather(links, RingAllGatherArgs{gathered, bytes, args.send, args.all_gather_slot,
+                                         args.timeout, args.waits});
+  std::vector<const void*> blocks(n);
+  for (int q = 0; q < n; ++q) blocks[q] = gathered + q * bytes;
+  FoldInRankOrder(blocks, args.count, args.dtype, args.op, args.recv);
+}
+
+}  // namespace
 
 void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
                    RingAllReduceScratch& scratch) {
   const int n = links.size(), r = links.rank();
   const int64_t elem = DTypeSize(args.dtype);
   const size_t bytes = static_cast<size_t>(args.count * elem);
+  if (n > 1 && args.count > 0 && (args.dtype == DType::kInt64 || args.dtype == DType::kFp64)) {
+    GatherAndFold(links, args, scratch);
+    return;
+  }
   if (args.recv != args.send) std::memmove(args.recv, args.send, bytes);
   if (n == 1 || args.count == 0) return;
   // Each rank reduces one chunk of ceil(count / n) elements; the data is

@@ -1,10 +1,13 @@
-// Ring all-reduce of fp32 / bf16 data: zeroshard's ring reduce-scatter, then
-// its ring all-gather, as NCCL's ring all-reduce is built (Patarasuk & Yuan,
-// "Bandwidth optimal all-reduce algorithms for clusters of workstations",
-// 2009, section 3). It replaces gloo::allreduce for these dtypes so that
-// Abort always wakes a rank waiting on a dead peer (both rings register
-// their waits in PendingWaits); int64 / fp64 control values stay on
-// gloo::allreduce (a few elements, bounded by their own short timeout).
+// All-reduce over zeroshard's rings, replacing gloo::allreduce so that Abort
+// always wakes a rank waiting on a dead or stalled peer (the rings register
+// their waits in PendingWaits; see gloo_ring_broadcast.h for what Gloo's own
+// error path misses).
+// - fp32 / bf16 data: the ring reduce-scatter, then the ring all-gather, as
+//   NCCL's ring all-reduce is built (Patarasuk & Yuan, "Bandwidth optimal
+//   all-reduce algorithms for clusters of workstations", 2009, section 3).
+// - int64 / fp64 control values (a loss, a squared norm, a step: a few
+//   elements): every rank's values all-gathered, then folded in rank order
+//   (FoldInRankOrder), so every rank gets the same bits.
 #pragma once
 
 #include <chrono>
@@ -24,7 +27,8 @@ struct RingAllReduceArgs {
   const void* send = nullptr;  // count elements of dtype.
   void* recv = nullptr;        // count elements of dtype; may equal send.
   int64_t count = 0;
-  DType dtype = DType::kFp32;  // fp32 or bf16 (reduced in fp32, rounded once).
+  // fp32 or bf16 (reduced in fp32, rounded once); int64 or fp64 (in their own type).
+  DType dtype = DType::kFp32;
   ReduceOp op = ReduceOp::kSum;
   uint64_t reduce_scatter_slot = 0;  // Each ring's slots, as their Args say.
   uint64_t all_gather_slot = 0;
@@ -33,16 +37,18 @@ struct RingAllReduceArgs {
 };
 
 // Scratch reused across ops (only grows): the reduce-scatter ring's, and
-// a buffer padded to a multiple of world_size elements when count is not one.
+// a buffer padded to a multiple of world_size elements when count is not one
+// (control values: the world_size x count gathered values).
 struct RingAllReduceScratch {
   RingScratch ring;
   std::vector<char> padded;
 };
 
-// Runs both rings over `links`; every rank ends with the same bits. Throws
+// Runs the rings over `links`; every rank ends with the same bits. Throws
 // gloo::IoException on transport failure, abort or timeout. Memory: the
 // reduce-scatter's scratch for count / world_size elements, plus a padded
-// copy of the data where count % world_size != 0.
+// copy of the data where count % world_size != 0; control values:
+// world_size x count elements.
 void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
                    RingAllReduceScratch& scratch);
 

@@ -99,6 +99,10 @@ std::chrono::milliseconds OpDeadline::Remaining() const {
   return left.count() > 0 ? left : std::chrono::milliseconds(1);
 }
 
+int64_t RingSegments(size_t bytes) {
+  return static_cast<int64_t>((bytes + kRingSegmentBytes - 1) / kRingSegmentBytes);
+}
+
 bool BytesApart(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return x + a_bytes <= y || y + b_bytes <= x;

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -80,6 +82,14 @@ class OpDeadline {
  private:
   std::chrono::steady_clock::time_point deadline_;
 };
+
+// The rings' message size: a block travels as segments of this many bytes
+// (the last may be shorter), each forwarded as soon as it lands.
+inline constexpr size_t kRingSegmentBytes = size_t{1} << 20;
+
+// Segments of kRingSegmentBytes in `bytes` (rounded up): how many slots a
+// block's transfer takes.
+int64_t RingSegments(size_t bytes);
 
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share no
 // byte: where a ring may receive into one while it reads the other.

@@ -85,4 +85,29 @@ void Combine(float* out, const float* a, const float* b, int64_t n, ReduceOp op)
   }
 }
 
+namespace {
+
+template <typename T>
+void FoldTyped(absl::Span<const void* const> blocks, int64_t count, ReduceOp op, T* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    T acc = static_cast<const T*>(blocks[0])[i];
+    for (size_t q = 1; q < blocks.size(); ++q) {
+      const T v = static_cast<const T*>(blocks[q])[i];
+      acc = op == ReduceOp::kSum ? acc + v : std::max(acc, v);
+    }
+    out[i] = acc;
+  }
+}
+
+}  // namespace
+
+void FoldInRankOrder(absl::Span<const void* const> blocks, int64_t count, DType dtype, ReduceOp op,
+                     void* out) {
+  if (dtype == DType::kInt64) {
+    FoldTyped(blocks, count, op, static_cast<int64_t*>(out));
+  } else {
+    FoldTyped(blocks, count, op, static_cast<double*>(out));
+  }
+}
+
 }  // namespace zeroshard

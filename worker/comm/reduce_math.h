@@ -45,4 +45,11 @@ void FromFloat(const float* src, DType dtype, void* dst, int64_t n);
 // overlap).
 void Combine(float* out, const float* a, const float* b, int64_t n, ReduceOp op);
 
+// Control values (int64 or fp64, `dtype`), count per rank, folded in rank
+// order: out[i] = op(...op(blocks[0][i], blocks[1][i])..., blocks[N-1][i]).
+// Every rank folding the same blocks gets the same bits, whatever the
+// transport's order. `out` may be one of the blocks (the same pointer).
+void FoldInRankOrder(absl::Span<const void* const> blocks, int64_t count, DType dtype, ReduceOp op,
+                     void* out);
+
 }  // namespace zeroshard

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "worker/comm/reduce_math.h"
 
@@ -83,24 +84,22 @@ absl::Status AllReduceTwoRounds(ShmGroup& g, const void* send, void* recv, int64
   return absl::OkStatus();
 }
 
-// Control values (int64, fp64) in their own type.
-template <typename T>
-absl::Status AllReduceNative(ShmGroup& g, const T* send, T* recv, int64_t count, ReduceOp op,
-                             absl::Time deadline) {
-  const int64_t per = static_cast<int64_t>(g.slot_bytes() / sizeof(T));
+// Control values (int64, fp64) in their own type, folded in rank order.
+absl::Status AllReduceNative(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
+                             ReduceOp op, absl::Time deadline) {
+  const int64_t elem = DTypeSize(dtype);
+  const int64_t per = static_cast<int64_t>(g.slot_bytes()) / elem;
+  std::vector<const void*> slots(g.world_size());
   for (int64_t off = 0; off < count; off += per) {
     const int64_t len = std::min(per, count - off);
     ZS_RETURN_IF_ERROR(g.Round(
-        deadline, [&](char* slot) { std::memcpy(slot, send + off, len * sizeof(T)); },
+        deadline,
+        [&](char* slot) {
+          std::memcpy(slot, static_cast<const char*>(send) + off * elem, len * elem);
+        },
         [&] {
-          for (int64_t i = 0; i < len; ++i) {
-            T acc = reinterpret_cast<const T*>(g.slot(0))[i];
-            for (int q = 1; q < g.world_size(); ++q) {
-              const T v = reinterpret_cast<const T*>(g.slot(q))[i];
-              acc = op == ReduceOp::kSum ? acc + v : std::max(acc, v);
-            }
-            recv[off + i] = acc;
-          }
+          for (int q = 0; q < g.world_size(); ++q) slots[q] = g.slot(q);
+          FoldInRankOrder(slots, len, dtype, op, static_cast<char*>(recv) + off * elem);
         }));
   }
   return absl::OkStatus();
@@ -236,13 +235,8 @@ absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs>
 absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
   if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
-  if (dtype == DType::kInt64) {
-    return AllReduceNative(g, static_cast<const int64_t*>(send), static_cast<int64_t*>(recv), count,
-                           op, deadline);
-  }
-  if (dtype == DType::kFp64) {
-    return AllReduceNative(g, static_cast<const double*>(send), static_cast<double*>(recv), count,
-                           op, deadline);
+  if (dtype == DType::kInt64 || dtype == DType::kFp64) {
+    return AllReduceNative(g, send, recv, count, dtype, op, deadline);
   }
   if (count <= kShmOneRoundElements) {
     return AllReduceOneRound(g, send, recv, count, dtype, op, scratch, deadline);
