@@ -95,7 +95,7 @@ TEST(GlooRingTest, AllGatherOverSeveralSegments) {
 }
 
 // The broadcast chain moves 1 MiB segments, each passed on as it lands:
-// 2 full segments and a 3-byte tail (bf16 elements, moved as bytes), from
+// 2 full segments and a tail of 3 bf16 elements (6 bytes), from
 // every root, at N = 2, 3 and 4, into the root's own buffer (in place) and
 // from a separate one. Every rank must hold the root's bytes, and the
 // root's send buffer must be unchanged.
@@ -161,6 +161,25 @@ TEST(GlooRingTest, ControlValuesFoldInRankOrderOnEveryRank) {
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(sums[r], (std::vector<double>{forward, backward})) << "rank " << r;
     EXPECT_EQ(maxima[r], (std::vector<int64_t>{int64_t{1} << 62 | (n - 1), 0})) << "rank " << r;
+  }
+}
+
+// Empty ops pass null buffers (communicator.h allows it for count 0) and
+// complete OK without touching them, alone and at N = 3.
+TEST(GlooRingTest, EmptyOpsTakeNullBuffers) {
+  for (int n : {1, 3}) {
+    InMemoryStore store;
+    auto comms = MustConnectGloo(store, n);
+    ASSERT_EQ(comms.size(), static_cast<size_t>(n));
+    ParallelFor(n, [&](int r) {
+      Communicator& c = *comms[r];
+      for (DType dtype : {DType::kFp32, DType::kFp64, DType::kInt64}) {
+        EXPECT_TRUE(
+            c.AllReduce(nullptr, nullptr, 0, dtype, ReduceOp::kSum)->Wait(absl::Seconds(30)).ok());
+      }
+      EXPECT_TRUE(c.Broadcast(nullptr, nullptr, 0, DType::kFp32, 0)->Wait(absl::Seconds(30)).ok());
+      EXPECT_TRUE(c.Barrier().ok());
+    });
   }
 }
 

@@ -8,11 +8,11 @@
 // next all-reduce to fail (a peer vanished) within the bound, exit 0 if so; on
 // shm the failure must be UNAVAILABLE (the peer's exit seen), not a timeout.
 // mode "stall": start a large broadcast (a receiver, root 1), then stop the
-// whole process (SIGSTOP) with it half received: a peer that stopped reading
-// mid-op, its sockets still open. mode "abort": once the staller is
-// stopped, run the same broadcast, Abort it, and exit 0 if the op returns
-// aborted and the communicator is destroyed promptly (kAbortBound), 2 if it
-// had completed before the abort, 1 otherwise.
+// whole process (SIGSTOP) with its receive posted: a peer that stops reading
+// mid-op, its sockets still open, once the root's writes fill them. mode "abort": once the staller
+// is stopped, run the same broadcast, Abort it, and exit 0 if the op returns aborted and the
+// communicator is destroyed promptly (kAbortBound), 2 if it had completed before the abort, 1
+// otherwise.
 #include <signal.h>
 #include <unistd.h>
 
@@ -105,7 +105,9 @@ int Stall(Communicator& comm, FileStore& store) {
   // Never waited for: the process stops with the op in flight.
   std::unique_ptr<Work> work = comm.Broadcast(data.data(), data.data(), kStallBytes / 4,
                                               DType::kFp32, 1, {absl::Seconds(60)});
-  absl::SleepFor(absl::Milliseconds(300));  // Its receive is posted with the root.
+  // Its receive posted and announced to the root, even on a loaded machine:
+  // the root's sends are then written at once, not left waiting for it.
+  absl::SleepFor(absl::Seconds(1));
   const std::string pid = std::to_string(getpid());
   if (!store.Set("mp/stalled", {pid.begin(), pid.end()}).ok()) return Fail("store set");
   std::fprintf(stderr, "rank %d stopping mid-broadcast\n", comm.rank());

@@ -48,8 +48,8 @@ TEST(GlooMultiProcessTest, SurvivorsSeeAnErrorWhenAPeerProcessVanishes) {
   std::filesystem::remove_all(dir);
 }
 
-// Rank 2 stops (SIGSTOP) half-way through receiving a 64 MiB broadcast from
-// rank 1, its sockets open; ranks 0 and 1 run the broadcast, Abort, and must
+// Rank 2 posts its receive of a 64 MiB broadcast from rank 1, then stops
+// (SIGSTOP), its sockets open; ranks 0 and 1 run the broadcast, Abort, and must
 // get the op back and their communicators destroyed within 5 s (exit 0; 2
 // where a rank had all its data before the abort). Someone sends to rank 2,
 // so at least one op is aborted. Gloo's
@@ -68,7 +68,7 @@ TEST(GlooMultiProcessTest, AbortReturnsPromptlyWithAPeerStoppedMidBroadcast) {
         absl::StrCat(dir, "/rank", r, ".log")));
   }
   std::vector<int> codes;
-  for (int r = 0; r < 2; ++r) codes.push_back(children[r]->Wait(absl::Seconds(40)));
+  for (int r = 0; r < 2; ++r) codes.push_back(children[r]->Wait(absl::Seconds(20)));
   children[2]->Signal(SIGKILL);
   codes.push_back(children[2]->Wait(absl::Seconds(10)));
   for (int r = 0; r < 3; ++r) {

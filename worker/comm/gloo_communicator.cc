@@ -57,7 +57,8 @@ class GlooCommunicator final : public Communicator {
   // `devices` own the contexts' connections and loop threads.
   GlooCommunicator(std::vector<std::shared_ptr<gloo::transport::Device>> devices, GlooLinks links)
       : devices_(std::move(devices)), links_(std::move(links)) {}
-  // Closes the pairs so a running op returns, then queue_'s destructor joins.
+  // Aborts (its waits return, the pairs close), then queue_'s destructor
+  // joins the op thread.
   ~GlooCommunicator() override { Abort(); }
 
   int rank() const override { return links_.rank(); }
@@ -137,6 +138,7 @@ class GlooCommunicator final : public Communicator {
     const RingBroadcastArgs args{
         recv, bytes, root, NextRingSlot(), GlooTimeout(opts.timeout), &pending_waits_};
     return Submit(CommOp::kBroadcast, static_cast<int64_t>(bytes), [=, this] {
+      if (bytes == 0) return;  // Its buffers may be null.
       if (rank() == root && send != recv) std::memmove(recv, send, bytes);
       RingBroadcast(links_, args);
     });

@@ -30,12 +30,13 @@ void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
   const int n = links.size(), r = links.rank();
   const int64_t elem = DTypeSize(args.dtype);
   const size_t bytes = static_cast<size_t>(args.count * elem);
-  if (n > 1 && args.count > 0 && (args.dtype == DType::kInt64 || args.dtype == DType::kFp64)) {
+  if (args.count == 0) return;  // Its buffers may be null.
+  if (n > 1 && (args.dtype == DType::kInt64 || args.dtype == DType::kFp64)) {
     GatherAndFold(links, args, scratch);
     return;
   }
   if (args.recv != args.send) std::memmove(args.recv, args.send, bytes);
-  if (n == 1 || args.count == 0) return;
+  if (n == 1) return;
   // Each rank reduces one chunk of ceil(count / n) elements; the data is
   // padded with zeros to n chunks where it is not a multiple (the padding's
   // sums and maxima are never read).

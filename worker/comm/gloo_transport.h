@@ -8,10 +8,17 @@
 // IoException to every pair, closes them, and every pending wait on the
 // context throws. That path is public, so AbortGlooContext triggers it on
 // purpose: a wait of 1 ms on a fresh buffer that nobody sends to. Peers see
-// the connections close and fail too, so one rank's Abort ends the
-// generation's collectives everywhere within a round trip. (The TCP context's
-// signalException itself is protected, and the packaged headers that declare
-// it cannot be included: gloo/common/memory.h is missing from libgloo-dev.)
+// the connections close. (The TCP context's signalException itself is
+// protected, and the packaged headers that declare it cannot be included:
+// gloo/common/memory.h is missing from libgloo-dev.)
+// "Every pending wait" is not every wait: the pairs' error path wakes the
+// unbound-buffer ops still waiting to be matched, but not a send already
+// queued for writing (or failing with EPIPE, which Gloo's async write
+// ignores) nor a receive whose payload is being read. Such a wait returns
+// only at its own timeout. So zeroshard runs no op on Gloo's collectives:
+// every wait of its own is registered in PendingWaits, which Abort wakes
+// directly, and a peer blocked on a rank that aborted learns of it by its own
+// failure or Abort.
 #pragma once
 
 #include <chrono>
@@ -31,11 +38,12 @@ namespace zeroshard {
 
 // The unbound buffers a communicator's queue thread waits on in zeroshard's
 // own ring algorithms, so Abort can wake those waits itself
-// (UnboundBuffer::abortWaitRecv/abortWaitSend). A wait for a message from a
-// peer that died before sending it is not always reached by the context-wide
-// abort of [Note: aborting a Gloo context] (seen as a ring shift hung on
-// its dead right neighbour until its own timeout); the buffer-level abort
-// always returns the wait, and the ring reports it as an error.
+// (UnboundBuffer::abortWaitRecv/abortWaitSend). A wait on a peer that died or
+// stopped reading is not always reached by the context-wide abort of
+// [Note: aborting a Gloo context] (seen as a ring shift hung on its dead
+// right neighbour, and a broadcast writing to a stopped peer, until their own
+// timeouts); the buffer-level abort always returns the wait, and the op
+// reports it as an error.
 //
 // Thread safety: every method from any thread.
 class PendingWaits {
