@@ -31,7 +31,7 @@ void RingAllReduce(const GlooLinks& links, const RingAllReduceArgs& args,
   const int64_t elem = DTypeSize(args.dtype);
   const size_t bytes = static_cast<size_t>(args.count * elem);
   if (args.count == 0) return;  // Its buffers may be null.
-  if (n > 1 && (args.dtype == DType::kInt64 || args.dtype == DType::kFp64)) {
+  if (n > 1 && IsControlDType(args.dtype)) {
     GatherAndFold(links, args, scratch);
     return;
   }

@@ -28,9 +28,9 @@ namespace zeroshard {
 // Each block travels as segments with consecutive slots (args.slot + k).
 namespace {
 
-// Messages of at most 1 MiB (as Gloo's ring all-reduce), so reducing one
-// segment overlaps receiving the next.
-constexpr int64_t kSegmentElements = int64_t{1} << 18;
+// Messages of at most kRingSegmentBytes of fp32 (1 MiB, as Gloo's ring
+// all-reduce), so reducing one segment overlaps receiving the next.
+constexpr int64_t kSegmentElements = kRingSegmentBytes / sizeof(float);
 
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 

@@ -9,7 +9,7 @@ namespace zeroshard {
 
 absl::Status CheckCommDType(DType dtype, const char* field, bool control_dtypes) {
   if (dtype == DType::kFp32 || dtype == DType::kBf16) return absl::OkStatus();
-  if (control_dtypes && (dtype == DType::kInt64 || dtype == DType::kFp64)) return absl::OkStatus();
+  if (control_dtypes && IsControlDType(dtype)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(field, ": dtype ", static_cast<int>(dtype),
                                                  " is not supported (fp32 = 1, bf16 = 2",
                                                  control_dtypes ? ", int64 = 4, fp64 = 5)" : ")"));

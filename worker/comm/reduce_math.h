@@ -13,6 +13,12 @@
 
 namespace zeroshard {
 
+// Whether `dtype` is a control values' dtype (int64, fp64): reduced in its
+// own type, in rank order (FoldInRankOrder), never on the data plane.
+constexpr bool IsControlDType(DType dtype) {
+  return dtype == DType::kInt64 || dtype == DType::kFp64;
+}
+
 // OK for fp32 and bf16 (data-plane dtypes) and, with `control_dtypes`, for
 // int64 and fp64 too (control values: AllReduce); INVALID_ARGUMENT naming
 // `field` otherwise.

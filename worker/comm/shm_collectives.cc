@@ -235,7 +235,7 @@ absl::Status ShmReduceScatterGroup(ShmGroup& g, absl::Span<const CollectiveArgs>
 absl::Status ShmAllReduce(ShmGroup& g, const void* send, void* recv, int64_t count, DType dtype,
                           ReduceOp op, ShmScratch& scratch, absl::Time deadline) {
   if (Alone(g, send, recv, count * DTypeSize(dtype))) return absl::OkStatus();
-  if (dtype == DType::kInt64 || dtype == DType::kFp64) {
+  if (IsControlDType(dtype)) {
     return AllReduceNative(g, send, recv, count, dtype, op, deadline);
   }
   if (count <= kShmOneRoundElements) {
